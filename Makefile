@@ -1,0 +1,38 @@
+# The two commands: `make run` (install, build, launch) and `make test` (install, whole suite).
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+# tch (the neural crate) builds against the venv's PyPI torch.
+export LIBTORCH_USE_PYTORCH := 1
+export PATH := $(CURDIR)/.venv/bin:$(HOME)/.cargo/bin:$(PATH)
+APP := target/debug/timbre-studio
+
+.PHONY: run test setup setup-test app test-rust test-ui test-e2e lint
+
+run: setup app
+	WEBKIT_DISABLE_DMABUF_RENDERER=1 $(APP)
+
+test: setup-test test-rust test-ui test-e2e
+
+setup:
+	scripts/setup.sh
+
+setup-test:
+	scripts/setup.sh --test
+
+# The app with its UI embedded (a plain `cargo build` would load the dev server instead).
+app:
+	npx tauri build --debug --no-bundle
+
+test-rust:
+	cargo build -p timbre-cli
+	cargo test --workspace --exclude timbre-studio
+
+test-ui:
+	npm run test:ui
+
+test-e2e: app
+	tests/e2e/run.sh
+
+lint:
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings

@@ -1,0 +1,200 @@
+//! Levels, loudness and waveform thumbnails.
+
+use std::collections::VecDeque;
+
+use crate::buffer::AudioBuffer;
+
+/// Samples at or above this magnitude count as clipping.
+const CLIP_LEVEL: f32 = 0.999;
+const DBFS_FLOOR: f32 = -120.0;
+
+/// Largest absolute sample over all channels.
+pub fn peak(buf: &AudioBuffer) -> f32 {
+    buf.channels
+        .iter()
+        .flatten()
+        .fold(0.0, |m, x| m.max(x.abs()))
+}
+
+/// Root mean square over all samples of all channels.
+pub fn rms(buf: &AudioBuffer) -> f32 {
+    let count = buf.channels.iter().map(Vec::len).sum::<usize>();
+    if count == 0 {
+        return 0.0;
+    }
+    let sum: f64 = buf
+        .channels
+        .iter()
+        .flatten()
+        .map(|&x| f64::from(x) * f64::from(x))
+        .sum();
+    (sum / count as f64).sqrt() as f32
+}
+
+/// Linear amplitude to dBFS, floored at -120 dB so silence gives a finite number.
+pub fn to_dbfs(linear: f32) -> f32 {
+    if linear > 0.0 {
+        (20.0 * linear.log10()).max(DBFS_FLOOR)
+    } else {
+        DBFS_FLOOR
+    }
+}
+
+/// EBU R128 integrated loudness in LUFS; `None` when the audio is too short (under one 400 ms
+/// gating block) or silent.
+pub fn loudness_lufs(buf: &AudioBuffer) -> Option<f64> {
+    let channels = u32::try_from(buf.channels.len()).ok()?;
+    let mut meter = ebur128::EbuR128::new(channels, buf.sample_rate, ebur128::Mode::I).ok()?;
+    let planes: Vec<&[f32]> = buf.channels.iter().map(Vec::as_slice).collect();
+    meter.add_frames_planar_f32(&planes).ok()?;
+    meter.loudness_global().ok().filter(|l| l.is_finite())
+}
+
+/// Per-bin peak of the mono mix, `bins` values long, for waveform thumbnails.
+pub fn waveform_peaks(buf: &AudioBuffer, bins: usize) -> Vec<f32> {
+    let frames = buf.frames();
+    if frames == 0 {
+        return vec![0.0; bins];
+    }
+    let mono = buf.to_mono();
+    let samples = &mono.channels[0];
+    (0..bins)
+        .map(|i| {
+            let start = (i * frames / bins).min(frames - 1);
+            let end = ((i + 1) * frames / bins).clamp(start + 1, frames);
+            samples[start..end]
+                .iter()
+                .fold(0.0f32, |m, x| m.max(x.abs()))
+        })
+        .collect()
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct Level {
+    pub peak: f32,
+    pub rms: f32,
+    /// Any sample in the window reached full scale.
+    pub clipping: bool,
+}
+
+/// Level of the most recent `window_secs` of a stream.
+#[derive(Debug, Clone)]
+pub struct LevelMeter {
+    window_frames: usize,
+    /// Per frame: peak over channels and mean square over channels.
+    frames: VecDeque<(f32, f32)>,
+}
+
+impl LevelMeter {
+    pub fn new(sample_rate: u32, window_secs: f32) -> Self {
+        let window_frames = ((sample_rate as f32 * window_secs).round() as usize).max(1);
+        LevelMeter {
+            window_frames,
+            frames: VecDeque::with_capacity(window_frames),
+        }
+    }
+
+    pub fn push_interleaved(&mut self, samples: &[f32], channels: u16) {
+        let n = usize::from(channels.max(1));
+        // Older frames would be evicted at once, so skip them.
+        let keep = samples.len() / n - (samples.len() / n).min(self.window_frames);
+        for frame in samples.chunks_exact(n).skip(keep) {
+            let peak = frame.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+            let mean_square = frame.iter().map(|x| x * x).sum::<f32>() / n as f32;
+            self.frames.push_back((peak, mean_square));
+        }
+        let excess = self.frames.len().saturating_sub(self.window_frames);
+        self.frames.drain(..excess);
+    }
+
+    pub fn reading(&self) -> Level {
+        if self.frames.is_empty() {
+            return Level::default();
+        }
+        let peak = self.frames.iter().fold(0.0f32, |m, f| m.max(f.0));
+        let mean =
+            self.frames.iter().map(|f| f64::from(f.1)).sum::<f64>() / self.frames.len() as f64;
+        Level {
+            peak,
+            rms: mean.sqrt() as f32,
+            clipping: peak >= CLIP_LEVEL,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_util::sine;
+
+    #[test]
+    fn peak_rms_and_dbfs_of_a_sine() {
+        let buf = AudioBuffer::new(48000, vec![sine(48000, 1000.0, 1.0, 0.5), vec![0.0; 48000]]);
+        assert!((peak(&buf) - 0.5).abs() < 1e-3);
+        // Half the samples are silent: rms = 0.5/sqrt(2)/sqrt(2).
+        assert!((rms(&buf) - 0.25).abs() < 1e-3);
+        assert!((to_dbfs(0.5) + 6.0206).abs() < 1e-3);
+        assert_eq!(to_dbfs(0.0), -120.0);
+        assert_eq!(to_dbfs(1e-9), -120.0);
+        assert_eq!(rms(&AudioBuffer::new(48000, vec![])), 0.0);
+    }
+
+    #[test]
+    fn loudness_of_full_scale_sine_and_edge_cases() {
+        // A full-scale 997 Hz sine in one channel reads -3.01 LUFS; half scale is 6.02 dB less.
+        let buf = AudioBuffer::new(48000, vec![sine(48000, 997.0, 2.0, 0.5)]);
+        let lufs = loudness_lufs(&buf).unwrap();
+        assert!((lufs + 9.03).abs() < 0.1, "{lufs}");
+        assert_eq!(
+            loudness_lufs(&AudioBuffer::new(48000, vec![vec![0.0; 96000]])),
+            None
+        );
+        assert_eq!(
+            loudness_lufs(&AudioBuffer::new(48000, vec![sine(48000, 997.0, 0.1, 0.5)])),
+            None
+        );
+        assert_eq!(loudness_lufs(&AudioBuffer::new(48000, vec![])), None);
+    }
+
+    #[test]
+    fn waveform_peaks_have_requested_length() {
+        let mut samples = vec![0.0; 1000];
+        samples[10] = -0.9;
+        samples[990] = 0.4;
+        let buf = AudioBuffer::new(8000, vec![samples]);
+        let peaks = waveform_peaks(&buf, 10);
+        assert_eq!(peaks.len(), 10);
+        assert_eq!(peaks[0], 0.9);
+        assert_eq!(peaks[9], 0.4);
+        assert!(peaks[1..9].iter().all(|&p| p == 0.0));
+        // More bins than frames still gives one value per bin.
+        let tiny = AudioBuffer::new(8000, vec![vec![0.5, -1.0, 0.25]]);
+        assert_eq!(
+            waveform_peaks(&tiny, 6),
+            vec![0.5, 0.5, 1.0, 1.0, 0.25, 0.25]
+        );
+        assert_eq!(
+            waveform_peaks(&AudioBuffer::new(8000, vec![]), 4),
+            vec![0.0; 4]
+        );
+        assert!(waveform_peaks(&tiny, 0).is_empty());
+    }
+
+    #[test]
+    fn level_meter_tracks_the_window() {
+        let mut meter = LevelMeter::new(1000, 0.1);
+        assert_eq!(meter.reading(), Level::default());
+        // Stereo: loud frames then quiet frames; only the last 100 frames count.
+        let loud: Vec<f32> = [1.0, -1.0].repeat(50);
+        let quiet: Vec<f32> = [0.1, 0.1].repeat(150);
+        meter.push_interleaved(&loud, 2);
+        let level = meter.reading();
+        assert!(level.clipping);
+        assert_eq!(level.peak, 1.0);
+        meter.push_interleaved(&quiet, 2);
+        let level = meter.reading();
+        assert!(!level.clipping);
+        assert!((level.peak - 0.1).abs() < 1e-6);
+        assert!((level.rms - 0.1).abs() < 1e-6);
+    }
+}

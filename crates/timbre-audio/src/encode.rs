@@ -1,0 +1,232 @@
+use std::fs::File;
+use std::io::{BufWriter, Cursor, Seek, Write};
+use std::path::Path;
+
+use flacenc::component::BitRepr;
+use flacenc::error::Verify;
+
+use crate::buffer::AudioBuffer;
+use crate::error::{AudioError, AudioErrorKind};
+
+/// Sample encoding of a written WAV file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SampleFormat {
+    Int16,
+    Int24,
+    Float32,
+}
+
+/// Scales by `2^(bits-1)` (the inverse of how decoders map integers to floats) so integer
+/// samples survive a decode/encode round trip unchanged.
+fn to_int(x: f32, bits: u32) -> i32 {
+    let scale = (1i64 << (bits - 1)) as f32;
+    (x * scale).round().clamp(-scale, scale - 1.0) as i32
+}
+
+fn write_wav_to<W: Write + Seek>(
+    writer: W,
+    buf: &AudioBuffer,
+    fmt: SampleFormat,
+) -> hound::Result<()> {
+    let (bits_per_sample, sample_format) = match fmt {
+        SampleFormat::Int16 => (16, hound::SampleFormat::Int),
+        SampleFormat::Int24 => (24, hound::SampleFormat::Int),
+        SampleFormat::Float32 => (32, hound::SampleFormat::Float),
+    };
+    let spec = hound::WavSpec {
+        channels: buf.channel_count(),
+        sample_rate: buf.sample_rate,
+        bits_per_sample,
+        sample_format,
+    };
+    let mut wav = hound::WavWriter::new(writer, spec)?;
+    for i in 0..buf.frames() {
+        for ch in &buf.channels {
+            match fmt {
+                SampleFormat::Int16 => wav.write_sample(to_int(ch[i], 16) as i16)?,
+                SampleFormat::Int24 => wav.write_sample(to_int(ch[i], 24))?,
+                SampleFormat::Float32 => wav.write_sample(ch[i])?,
+            }
+        }
+    }
+    wav.finalize()
+}
+
+fn hound_error(path: &Path, err: hound::Error) -> AudioError {
+    match err {
+        hound::Error::IoError(e) => AudioError::io(Some(path), "could not write the file", &e),
+        other => AudioError::new(
+            AudioErrorKind::Unsupported,
+            Some(path),
+            format!("cannot be written as WAV: {other}"),
+        ),
+    }
+}
+
+pub fn write_wav(path: &Path, buf: &AudioBuffer, fmt: SampleFormat) -> Result<(), AudioError> {
+    let file = File::create(path)
+        .map_err(|e| AudioError::io(Some(path), "could not create the file", &e))?;
+    write_wav_to(BufWriter::new(file), buf, fmt).map_err(|e| hound_error(path, e))
+}
+
+/// A complete WAV file in memory, e.g. to hand audio to the web UI.
+pub fn encode_wav(buf: &AudioBuffer, fmt: SampleFormat) -> Vec<u8> {
+    let mut bytes = Cursor::new(Vec::new());
+    write_wav_to(&mut bytes, buf, fmt).expect("writing a WAV to memory only fails past 4 GiB");
+    bytes.into_inner()
+}
+
+/// Writes a FLAC file with `bits` (16 or 24) bits per sample.
+pub fn write_flac(path: &Path, buf: &AudioBuffer, bits: u8) -> Result<(), AudioError> {
+    let fail = |kind, detail: String| Err(AudioError::new(kind, Some(path), detail));
+    if bits != 16 && bits != 24 {
+        return fail(
+            AudioErrorKind::Unsupported,
+            format!("FLAC can be written with 16 or 24 bits per sample, not {bits}"),
+        );
+    }
+    if buf.frames() == 0 {
+        return fail(
+            AudioErrorKind::NoSamples,
+            "there is no audio to write".into(),
+        );
+    }
+    let samples: Vec<i32> = buf
+        .interleaved()
+        .into_iter()
+        .map(|x| to_int(x, u32::from(bits)))
+        .collect();
+    let config = flacenc::config::Encoder::default()
+        .into_verified()
+        .map_err(|(_, e)| AudioError::new(AudioErrorKind::Io, Some(path), e.to_string()))?;
+    let source = flacenc::source::MemSource::from_samples(
+        &samples,
+        buf.channels.len(),
+        usize::from(bits),
+        buf.sample_rate as usize,
+    );
+    let mut stream = match flacenc::encode_with_fixed_block_size(&config, source, config.block_size)
+    {
+        Ok(stream) => stream,
+        Err(e) => {
+            return fail(
+                AudioErrorKind::Unsupported,
+                format!(
+                    "cannot be encoded as FLAC ({} channels at {} Hz): {e}",
+                    buf.channels.len(),
+                    buf.sample_rate
+                ),
+            );
+        }
+    };
+    // flacenc counts the short last block as the minimum block size; the spec excludes it,
+    // and decoders (symphonia) take min != max to mean variable-size blocks and reject frames.
+    let info = stream.stream_info_mut();
+    let max_block = info.max_block_size();
+    info.set_block_sizes(max_block, max_block)
+        .expect("max block size is already a valid block size");
+    let mut sink = flacenc::bitsink::ByteSink::new();
+    stream
+        .write(&mut sink)
+        .map_err(|e| AudioError::new(AudioErrorKind::Io, Some(path), e.to_string()))?;
+    std::fs::write(path, sink.as_slice())
+        .map_err(|e| AudioError::io(Some(path), "could not write the file", &e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::{DecodeOptions, decode_bytes, decode_file};
+
+    fn sine(rate: u32, channels: usize, secs: f32) -> AudioBuffer {
+        let frames = (rate as f32 * secs) as usize;
+        let chans = (0..channels)
+            .map(|c| {
+                (0..frames)
+                    .map(|i| {
+                        let t = i as f32 / rate as f32;
+                        0.8 * (2.0 * std::f32::consts::PI * (440.0 + 110.0 * c as f32) * t).sin()
+                    })
+                    .collect()
+            })
+            .collect();
+        AudioBuffer::new(rate, chans)
+    }
+
+    fn assert_close(a: &AudioBuffer, b: &AudioBuffer, tol: f32) {
+        assert_eq!(a.sample_rate, b.sample_rate);
+        assert_eq!(a.channels.len(), b.channels.len());
+        assert_eq!(a.frames(), b.frames());
+        for (x, y) in a.channels.iter().zip(&b.channels) {
+            let worst = x
+                .iter()
+                .zip(y)
+                .map(|(p, q)| (p - q).abs())
+                .fold(0.0, f32::max);
+            assert!(worst <= tol, "max error {worst} > {tol}");
+        }
+    }
+
+    #[test]
+    fn int_conversion_clamps_and_rounds() {
+        assert_eq!(to_int(1.0, 16), 32767);
+        assert_eq!(to_int(-1.0, 16), -32768);
+        assert_eq!(to_int(2.0, 24), 8_388_607);
+        assert_eq!(to_int(0.5, 16), 16384);
+    }
+
+    #[test]
+    fn wav_round_trips_in_each_format() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = sine(22050, 2, 0.25);
+        for (fmt, tol) in [
+            (SampleFormat::Int16, 1.0 / 32768.0),
+            (SampleFormat::Int24, 1.0 / 8_388_608.0),
+            (SampleFormat::Float32, 0.0),
+        ] {
+            let path = dir.path().join(format!("{fmt:?}.wav"));
+            write_wav(&path, &src, fmt).unwrap();
+            let back = decode_file(&path, &DecodeOptions::default()).unwrap();
+            assert_close(&src, &back, tol);
+            let mem = decode_bytes(encode_wav(&src, fmt), Some("wav"), &Default::default());
+            assert_close(&src, &mem.unwrap(), tol);
+        }
+    }
+
+    #[test]
+    fn flac_round_trips_16_and_24_bit() {
+        let dir = tempfile::tempdir().unwrap();
+        // Several blocks with a short last one, and a single short block.
+        for src in [sine(44100, 2, 0.3), sine(16000, 1, 0.05)] {
+            for (bits, tol) in [(16, 1.0 / 32768.0), (24, 1.0 / 8_388_608.0)] {
+                let path = dir.path().join(format!("{bits}.flac"));
+                write_flac(&path, &src, bits).unwrap();
+                let back = decode_file(&path, &DecodeOptions::default()).unwrap();
+                assert_close(&src, &back, tol);
+            }
+        }
+    }
+
+    #[test]
+    fn flac_rejects_bad_depth_and_empty_audio() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.flac");
+        let err = write_flac(&path, &sine(8000, 1, 0.1), 8).unwrap_err();
+        assert_eq!(err.kind, AudioErrorKind::Unsupported);
+        let err = write_flac(&path, &AudioBuffer::new(8000, vec![vec![]]), 16).unwrap_err();
+        assert_eq!(err.kind, AudioErrorKind::NoSamples);
+    }
+
+    #[test]
+    fn write_into_missing_directory_is_io_error() {
+        let err = write_wav(
+            Path::new("/nonexistent-dir/x.wav"),
+            &sine(8000, 1, 0.1),
+            SampleFormat::Int16,
+        )
+        .unwrap_err();
+        assert_eq!(err.kind, AudioErrorKind::Io);
+        assert!(err.to_string().starts_with("/nonexistent-dir/x.wav: "));
+    }
+}

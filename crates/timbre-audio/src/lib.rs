@@ -1,0 +1,19 @@
+//! Audio decode, encode, resample, record and analysis helpers for Timbre Studio.
+//!
+//! Everything works on [`AudioBuffer`], planar `f32` samples in `[-1, 1]`.
+
+pub mod analysis;
+pub mod buffer;
+pub mod decode;
+pub mod encode;
+pub mod error;
+pub mod record;
+pub mod resample;
+#[cfg(test)]
+mod test_util;
+
+pub use buffer::AudioBuffer;
+pub use decode::{AudioInfo, DecodeOptions, decode_bytes, decode_file, probe_file};
+pub use encode::{SampleFormat, encode_wav, write_flac, write_wav};
+pub use error::{AudioError, AudioErrorKind};
+pub use resample::resample;

@@ -1,0 +1,76 @@
+use super::open_jobs;
+use crate::output::Output;
+use anyhow::Result;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use timbre_core::Notification;
+use timbre_core::db::jobs::JobState;
+use timbre_core::import::file_outcomes;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Audio files to import.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Put the takes under this voice (created if new).
+    #[arg(long)]
+    voice: Option<String>,
+}
+
+pub fn run(data_dir: Option<&Path>, out: &Output, args: Args) -> Result<ExitCode> {
+    let system = open_jobs(data_dir)?;
+    let voice_id = system.library().resolve_voice(args.voice.as_deref())?;
+    let paths: Vec<PathBuf> = args
+        .files
+        .iter()
+        .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
+        .collect();
+    let updates = system.library().subscribe();
+    let job = system.submit("import", json!({ "paths": paths, "voice_id": voice_id }))?;
+    out.note(&format!(
+        "job {}: importing {} file(s)",
+        job.id,
+        paths.len()
+    ));
+    let show_progress = !out.json;
+    std::thread::spawn(move || {
+        for update in updates {
+            if let Notification::Job { job: j } = update
+                && show_progress
+                && j.id == job.id
+                && !j.message.is_empty()
+            {
+                eprint!("\r\x1b[2K[{:>3.0}%] {}", j.progress * 100.0, j.message);
+            }
+        }
+    });
+    let done = system.run_job(job.id)?;
+    out.note("");
+    let files = file_outcomes(&system.library().conn(), done.id)?;
+    out.print(&json!({ "job": done, "files": files }), || {
+        files
+            .iter()
+            .map(|f| match (&f.error, f.duplicate) {
+                (Some(error), _) => format!("failed     {error}"),
+                (None, true) => format!(
+                    "duplicate  {} (take {})",
+                    f.path.display(),
+                    f.take_id.unwrap_or_default()
+                ),
+                (None, false) => format!(
+                    "imported   {} (take {})",
+                    f.path.display(),
+                    f.take_id.unwrap_or_default()
+                ),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    let all_ok = done.state == JobState::Succeeded && files.iter().all(|f| f.ok);
+    Ok(if all_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

@@ -1,0 +1,59 @@
+mod commands;
+mod output;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Timbre Studio from the command line: every job the app runs, headless.
+#[derive(Parser)]
+#[command(name = "timbre", version)]
+struct Cli {
+    /// Library folder (default: $TIMBRE_DATA_DIR, else the XDG data dir).
+    #[arg(long, global = true, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// Print results as JSON.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Import audio files (wav, flac, mp3, ogg, m4a) into the library.
+    Import(commands::import::Args),
+    /// Record a take from an input device.
+    Record(commands::record::Args),
+    /// List audio input devices.
+    Devices,
+    /// Browse and edit the library.
+    #[command(subcommand)]
+    Library(commands::library::Command),
+    /// Inspect and control jobs.
+    #[command(subcommand)]
+    Jobs(commands::jobs::Command),
+    /// Show or change settings.
+    #[command(subcommand)]
+    Settings(commands::settings::Command),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let out = output::Output { json: cli.json };
+    let result = match cli.command {
+        Command::Import(args) => commands::import::run(cli.data_dir.as_deref(), &out, args),
+        Command::Record(args) => commands::record::run(cli.data_dir.as_deref(), &out, args),
+        Command::Devices => commands::record::devices(&out),
+        Command::Library(cmd) => commands::library::run(cli.data_dir.as_deref(), &out, cmd),
+        Command::Jobs(cmd) => commands::jobs::run(cli.data_dir.as_deref(), &out, cmd),
+        Command::Settings(cmd) => commands::settings::run(cli.data_dir.as_deref(), &out, cmd),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            out.error(&err);
+            ExitCode::FAILURE
+        }
+    }
+}

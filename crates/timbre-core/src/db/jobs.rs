@@ -1,0 +1,437 @@
+use anyhow::{Context, Result};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+
+pub(super) const CREATE: &str = "
+CREATE TABLE jobs (
+    id INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    lane TEXT NOT NULL CHECK (lane IN ('gpu', 'light')),
+    state TEXT NOT NULL CHECK (state IN
+        ('queued', 'running', 'succeeded', 'failed', 'cancelled', 'interrupted')),
+    params TEXT NOT NULL,
+    result TEXT,
+    progress REAL NOT NULL DEFAULT 0,
+    message TEXT NOT NULL DEFAULT '',
+    attempts INTEGER NOT NULL DEFAULT 0,
+    max_retries INTEGER NOT NULL,
+    batch_scale REAL NOT NULL DEFAULT 1.0,
+    error TEXT,
+    worker TEXT,
+    cancel_requested INTEGER NOT NULL DEFAULT 0,
+    not_before TEXT,
+    created_at TEXT NOT NULL,
+    started_at TEXT,
+    finished_at TEXT
+);
+CREATE INDEX jobs_state ON jobs(state, lane);";
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum JobState {
+    Queued,
+    Running,
+    Succeeded,
+    Failed,
+    Cancelled,
+    Interrupted,
+}
+
+impl JobState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Queued => "queued",
+            JobState::Running => "running",
+            JobState::Succeeded => "succeeded",
+            JobState::Failed => "failed",
+            JobState::Cancelled => "cancelled",
+            JobState::Interrupted => "interrupted",
+        }
+    }
+
+    fn parse(s: &str) -> Self {
+        match s {
+            "queued" => JobState::Queued,
+            "running" => JobState::Running,
+            "succeeded" => JobState::Succeeded,
+            "failed" => JobState::Failed,
+            "cancelled" => JobState::Cancelled,
+            _ => JobState::Interrupted,
+        }
+    }
+
+    pub fn is_finished(self) -> bool {
+        !matches!(self, JobState::Queued | JobState::Running)
+    }
+}
+
+/// GPU-heavy kinds run one at a time; light ones in parallel.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Lane {
+    Gpu,
+    Light,
+}
+
+impl Lane {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lane::Gpu => "gpu",
+            Lane::Light => "light",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Job {
+    pub id: i64,
+    pub kind: String,
+    pub lane: Lane,
+    pub state: JobState,
+    pub params: serde_json::Value,
+    pub result: Option<serde_json::Value>,
+    pub progress: f64,
+    pub message: String,
+    pub attempts: u32,
+    pub max_retries: u32,
+    pub batch_scale: f64,
+    pub error: Option<String>,
+    pub worker: Option<String>,
+    pub cancel_requested: bool,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+}
+
+const SELECT: &str = "SELECT id, kind, lane, state, params, result, progress, message, attempts,
+    max_retries, batch_scale, error, worker, cancel_requested, created_at, started_at, finished_at
+    FROM jobs";
+
+fn row(r: &rusqlite::Row) -> rusqlite::Result<Job> {
+    let json = |i: usize| -> rusqlite::Result<Option<serde_json::Value>> {
+        let text: Option<String> = r.get(i)?;
+        Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
+    };
+    let lane: String = r.get(2)?;
+    let state: String = r.get(3)?;
+    Ok(Job {
+        id: r.get(0)?,
+        kind: r.get(1)?,
+        lane: if lane == "gpu" {
+            Lane::Gpu
+        } else {
+            Lane::Light
+        },
+        state: JobState::parse(&state),
+        params: json(4)?.unwrap_or_default(),
+        result: json(5)?,
+        progress: r.get(6)?,
+        message: r.get(7)?,
+        attempts: r.get(8)?,
+        max_retries: r.get(9)?,
+        batch_scale: r.get(10)?,
+        error: r.get(11)?,
+        worker: r.get(12)?,
+        cancel_requested: r.get(13)?,
+        created_at: r.get(14)?,
+        started_at: r.get(15)?,
+        finished_at: r.get(16)?,
+    })
+}
+
+pub fn insert(
+    conn: &Connection,
+    kind: &str,
+    lane: Lane,
+    params: &serde_json::Value,
+    max_retries: u32,
+) -> Result<i64> {
+    conn.execute(
+        "INSERT INTO jobs (kind, lane, state, params, max_retries, created_at)
+         VALUES (?1, ?2, 'queued', ?3, ?4, ?5)",
+        params![
+            kind,
+            lane.as_str(),
+            params.to_string(),
+            max_retries,
+            super::now()
+        ],
+    )
+    .with_context(|| format!("queueing a {kind} job"))?;
+    Ok(conn.last_insert_rowid())
+}
+
+pub fn get(conn: &Connection, id: i64) -> Result<Option<Job>> {
+    Ok(conn
+        .query_row(&format!("{SELECT} WHERE id = ?1"), [id], row)
+        .optional()?)
+}
+
+pub fn require(conn: &Connection, id: i64) -> Result<Job> {
+    get(conn, id)?.ok_or_else(|| crate::error::not_found(format!("job {id} does not exist")))
+}
+
+pub fn list(conn: &Connection, limit: u32) -> Result<Vec<Job>> {
+    let mut stmt = conn.prepare(&format!("{SELECT} ORDER BY id DESC LIMIT ?1"))?;
+    Ok(stmt
+        .query_map([limit], row)?
+        .collect::<rusqlite::Result<_>>()?)
+}
+
+/// Which queued job a worker takes.
+#[derive(Debug, Clone, Copy)]
+pub enum Claim {
+    /// The oldest due job of a lane, or of any lane.
+    Next(Option<Lane>),
+    /// That job, if it is queued and due.
+    Id(i64),
+}
+
+/// Atomically moves one due queued job to running for this worker.
+pub fn claim(conn: &Connection, which: Claim, worker: &str) -> Result<Option<Job>> {
+    let (lane, id) = match which {
+        Claim::Next(lane) => (lane.map(Lane::as_str), None),
+        Claim::Id(id) => (None, Some(id)),
+    };
+    let now = super::now();
+    let id: Option<i64> = conn
+        .query_row(
+            "UPDATE jobs SET state = 'running', worker = ?3, started_at = ?4,
+                 progress = 0, message = '', error = NULL
+             WHERE id = (SELECT id FROM jobs WHERE state = 'queued'
+                         AND (?1 IS NULL OR lane = ?1) AND (?2 IS NULL OR id = ?2)
+                         AND (not_before IS NULL OR not_before <= ?4) ORDER BY id LIMIT 1)
+             RETURNING id",
+            params![lane, id, worker, now],
+            |r| r.get(0),
+        )
+        .optional()?;
+    id.map(|id| require(conn, id)).transpose()
+}
+
+/// The earliest time a queued job becomes due, if any job is queued.
+pub fn next_due(conn: &Connection) -> Result<Option<String>> {
+    Ok(conn.query_row(
+        "SELECT MIN(COALESCE(not_before, '')) FROM jobs WHERE state = 'queued'",
+        [],
+        |r| r.get(0),
+    )?)
+}
+
+pub fn cancel_requested(conn: &Connection, id: i64) -> Result<bool> {
+    Ok(conn.query_row(
+        "SELECT cancel_requested FROM jobs WHERE id = ?1",
+        [id],
+        |r| r.get(0),
+    )?)
+}
+
+/// Records progress and says whether cancellation was asked for meanwhile.
+pub fn set_progress(conn: &Connection, id: i64, progress: f64, message: &str) -> Result<bool> {
+    Ok(conn.query_row(
+        "UPDATE jobs SET progress = ?2, message = ?3 WHERE id = ?1 RETURNING cancel_requested",
+        params![id, progress.clamp(0.0, 1.0), message],
+        |r| r.get(0),
+    )?)
+}
+
+pub fn finish(
+    conn: &Connection,
+    id: i64,
+    state: JobState,
+    result: Option<&serde_json::Value>,
+    error: Option<&str>,
+) -> Result<()> {
+    conn.execute(
+        "UPDATE jobs SET state = ?2, result = ?3, error = ?4, finished_at = ?5, worker = NULL,
+             progress = CASE WHEN ?2 = 'succeeded' THEN 1.0 ELSE progress END
+         WHERE id = ?1",
+        params![
+            id,
+            state.as_str(),
+            result.map(|r| r.to_string()),
+            error,
+            super::now()
+        ],
+    )?;
+    Ok(())
+}
+
+/// Puts a failed attempt back in the queue, due at `not_before`.
+pub fn requeue_after_failure(
+    conn: &Connection,
+    id: i64,
+    error: &str,
+    not_before: &str,
+    batch_scale: f64,
+) -> Result<()> {
+    conn.execute(
+        "UPDATE jobs SET state = 'queued', attempts = attempts + 1, error = ?2, not_before = ?3,
+             batch_scale = ?4, worker = NULL
+         WHERE id = ?1",
+        params![id, error, not_before, batch_scale],
+    )?;
+    Ok(())
+}
+
+/// Queued jobs are cancelled at once; running ones are flagged for their worker to stop.
+pub fn request_cancel(conn: &Connection, id: i64) -> Result<Job> {
+    let job = require(conn, id)?;
+    match job.state {
+        JobState::Queued => finish(conn, id, JobState::Cancelled, None, None)?,
+        JobState::Running => {
+            conn.execute("UPDATE jobs SET cancel_requested = 1 WHERE id = ?1", [id])?;
+        }
+        state => {
+            return Err(crate::error::invalid_input(format!(
+                "job {id} is already {} and cannot be cancelled",
+                state.as_str()
+            )));
+        }
+    }
+    require(conn, id)
+}
+
+pub fn retry(conn: &Connection, id: i64) -> Result<Job> {
+    let job = require(conn, id)?;
+    if !matches!(
+        job.state,
+        JobState::Failed | JobState::Cancelled | JobState::Interrupted
+    ) {
+        return Err(crate::error::invalid_input(format!(
+            "job {id} is {}; only failed, cancelled or interrupted jobs can be retried",
+            job.state.as_str()
+        )));
+    }
+    conn.execute(
+        "UPDATE jobs SET state = 'queued', attempts = 0, error = NULL, not_before = NULL,
+             cancel_requested = 0, finished_at = NULL, batch_scale = 1.0
+         WHERE id = ?1",
+        [id],
+    )?;
+    require(conn, id)
+}
+
+pub fn running_workers(conn: &Connection) -> Result<Vec<String>> {
+    let mut stmt = conn.prepare(
+        "SELECT DISTINCT worker FROM jobs WHERE state = 'running' AND worker IS NOT NULL",
+    )?;
+    Ok(stmt
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?)
+}
+
+/// Jobs a dead worker left running: resumable kinds go back to the queue, others end interrupted.
+pub fn recover_from_dead_worker(
+    conn: &Connection,
+    worker: &str,
+    resumable: &dyn Fn(&str) -> bool,
+) -> Result<Vec<(i64, JobState)>> {
+    let mut stmt =
+        conn.prepare("SELECT id, kind FROM jobs WHERE state = 'running' AND worker = ?1")?;
+    let orphans: Vec<(i64, String)> = stmt
+        .query_map([worker], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut recovered = Vec::new();
+    for (id, kind) in orphans {
+        let state = if resumable(&kind) {
+            JobState::Queued
+        } else {
+            JobState::Interrupted
+        };
+        conn.execute(
+            "UPDATE jobs SET state = ?2, worker = NULL, cancel_requested = 0,
+                 finished_at = CASE WHEN ?2 = 'queued' THEN NULL ELSE ?3 END,
+                 error = CASE WHEN ?2 = 'queued' THEN NULL ELSE 'the app stopped while this job ran' END
+             WHERE id = ?1",
+            params![id, state.as_str(), super::now()],
+        )?;
+        recovered.push((id, state));
+    }
+    Ok(recovered)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn claim_runs_oldest_due_job_of_the_lane_once() {
+        let conn = crate::db::open_in_memory();
+        let a = insert(&conn, "import", Lane::Light, &json!({"n": 1}), 3).unwrap();
+        insert(&conn, "train", Lane::Gpu, &json!({}), 3).unwrap();
+        let claimed = claim(&conn, Claim::Next(Some(Lane::Light)), "w1")
+            .unwrap()
+            .unwrap();
+        assert_eq!((claimed.id, claimed.state), (a, JobState::Running));
+        assert_eq!(claimed.params, json!({"n": 1}));
+        assert!(
+            claim(&conn, Claim::Next(Some(Lane::Light)), "w2")
+                .unwrap()
+                .is_none()
+        );
+        let gpu = claim(&conn, Claim::Next(None), "w3").unwrap().unwrap();
+        assert_eq!(gpu.lane, Lane::Gpu);
+    }
+
+    #[test]
+    fn claim_by_id_takes_only_that_queued_job() {
+        let conn = crate::db::open_in_memory();
+        insert(&conn, "import", Lane::Light, &json!({}), 3).unwrap();
+        let b = insert(&conn, "import", Lane::Light, &json!({}), 3).unwrap();
+        assert_eq!(claim(&conn, Claim::Id(b), "w").unwrap().unwrap().id, b);
+        assert!(claim(&conn, Claim::Id(b), "w").unwrap().is_none());
+        assert_eq!(next_due(&conn).unwrap().as_deref(), Some(""));
+    }
+
+    #[test]
+    fn cancel_queued_is_immediate_running_is_flagged_finished_is_refused() {
+        let conn = crate::db::open_in_memory();
+        let q = insert(&conn, "import", Lane::Light, &json!({}), 3).unwrap();
+        assert_eq!(request_cancel(&conn, q).unwrap().state, JobState::Cancelled);
+        assert!(request_cancel(&conn, q).is_err());
+        let r = insert(&conn, "import", Lane::Light, &json!({}), 3).unwrap();
+        claim(&conn, Claim::Next(Some(Lane::Light)), "w").unwrap();
+        assert!(request_cancel(&conn, r).unwrap().cancel_requested);
+        assert!(set_progress(&conn, r, 0.5, "half").unwrap());
+    }
+
+    #[test]
+    fn retry_only_from_a_final_unsuccessful_state() {
+        let conn = crate::db::open_in_memory();
+        let id = insert(&conn, "import", Lane::Light, &json!({}), 3).unwrap();
+        assert!(retry(&conn, id).is_err());
+        claim(&conn, Claim::Next(Some(Lane::Light)), "w").unwrap();
+        finish(&conn, id, JobState::Failed, None, Some("boom")).unwrap();
+        let job = retry(&conn, id).unwrap();
+        assert_eq!((job.state, job.error), (JobState::Queued, None));
+    }
+
+    #[test]
+    fn requeued_job_waits_for_its_backoff() {
+        let conn = crate::db::open_in_memory();
+        let id = insert(&conn, "import", Lane::Light, &json!({}), 3).unwrap();
+        claim(&conn, Claim::Next(Some(Lane::Light)), "w").unwrap();
+        requeue_after_failure(&conn, id, "busy", "9999-01-01T00:00:00Z", 0.5).unwrap();
+        assert!(
+            claim(&conn, Claim::Next(Some(Lane::Light)), "w")
+                .unwrap()
+                .is_none()
+        );
+        let job = require(&conn, id).unwrap();
+        assert_eq!((job.attempts, job.batch_scale), (1, 0.5));
+    }
+
+    #[test]
+    fn recovery_requeues_resumable_kinds_and_interrupts_others() {
+        let conn = crate::db::open_in_memory();
+        let a = insert(&conn, "import", Lane::Light, &json!({}), 3).unwrap();
+        let b = insert(&conn, "record", Lane::Light, &json!({}), 3).unwrap();
+        claim(&conn, Claim::Next(Some(Lane::Light)), "dead").unwrap();
+        claim(&conn, Claim::Next(Some(Lane::Light)), "dead").unwrap();
+        assert_eq!(running_workers(&conn).unwrap(), vec!["dead"]);
+        let got = recover_from_dead_worker(&conn, "dead", &|k| k == "import").unwrap();
+        assert_eq!(got, vec![(a, JobState::Queued), (b, JobState::Interrupted)]);
+    }
+}

@@ -1,0 +1,273 @@
+use anyhow::{Context, Result};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+
+pub(super) const CREATE: &str = "
+CREATE TABLE takes (
+    id INTEGER PRIMARY KEY,
+    voice_id INTEGER REFERENCES voices(id) ON DELETE SET NULL,
+    name TEXT NOT NULL,
+    sha256 TEXT NOT NULL UNIQUE,
+    format TEXT NOT NULL,
+    source_path TEXT,
+    origin TEXT NOT NULL CHECK (origin IN ('imported', 'recorded')),
+    duration_secs REAL NOT NULL,
+    sample_rate INTEGER NOT NULL,
+    channels INTEGER NOT NULL,
+    frames INTEGER NOT NULL,
+    peak_dbfs REAL NOT NULL,
+    loudness_lufs REAL,
+    waveform BLOB NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX takes_voice ON takes(voice_id);";
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    Imported,
+    Recorded,
+}
+
+impl Origin {
+    fn as_str(self) -> &'static str {
+        match self {
+            Origin::Imported => "imported",
+            Origin::Recorded => "recorded",
+        }
+    }
+}
+
+/// What is known about a take before it has a row.
+#[derive(Debug, Clone)]
+pub struct NewTake {
+    pub voice_id: Option<i64>,
+    pub name: String,
+    pub sha256: String,
+    pub format: String,
+    pub source_path: Option<String>,
+    pub origin: Origin,
+    pub duration_secs: f64,
+    pub sample_rate: u32,
+    pub channels: u16,
+    pub frames: u64,
+    pub peak_dbfs: f64,
+    pub loudness_lufs: Option<f64>,
+    /// Thumbnail peaks in 0..=1.
+    pub waveform: Vec<f32>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Take {
+    pub id: i64,
+    pub voice_id: Option<i64>,
+    pub name: String,
+    pub sha256: String,
+    pub format: String,
+    pub source_path: Option<String>,
+    pub origin: Origin,
+    pub duration_secs: f64,
+    pub sample_rate: u32,
+    pub channels: u16,
+    pub frames: u64,
+    pub peak_dbfs: f64,
+    pub loudness_lufs: Option<f64>,
+    pub tags: Vec<String>,
+    pub waveform: Vec<f32>,
+    pub created_at: String,
+}
+
+const SELECT: &str =
+    "SELECT id, voice_id, name, sha256, format, source_path, origin, duration_secs,
+    sample_rate, channels, frames, peak_dbfs, loudness_lufs, waveform, created_at FROM takes";
+
+fn row(r: &rusqlite::Row) -> rusqlite::Result<Take> {
+    let origin: String = r.get(6)?;
+    let waveform: Vec<u8> = r.get(13)?;
+    Ok(Take {
+        id: r.get(0)?,
+        voice_id: r.get(1)?,
+        name: r.get(2)?,
+        sha256: r.get(3)?,
+        format: r.get(4)?,
+        source_path: r.get(5)?,
+        origin: if origin == "recorded" {
+            Origin::Recorded
+        } else {
+            Origin::Imported
+        },
+        duration_secs: r.get(7)?,
+        sample_rate: r.get(8)?,
+        channels: r.get(9)?,
+        frames: r.get::<_, i64>(10)? as u64,
+        peak_dbfs: r.get(11)?,
+        loudness_lufs: r.get(12)?,
+        tags: Vec::new(),
+        waveform: waveform.iter().map(|&b| f32::from(b) / 255.0).collect(),
+        created_at: r.get(14)?,
+    })
+}
+
+fn with_tags(conn: &Connection, mut take: Take) -> Result<Take> {
+    take.tags = super::take_tags::for_take(conn, take.id)?;
+    Ok(take)
+}
+
+pub fn list(conn: &Connection, voice_id: Option<i64>) -> Result<Vec<Take>> {
+    let mut stmt = conn.prepare(&format!(
+        "{SELECT} WHERE ?1 IS NULL OR voice_id = ?1 ORDER BY created_at DESC, id DESC"
+    ))?;
+    let takes = stmt
+        .query_map([voice_id], row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    takes.into_iter().map(|t| with_tags(conn, t)).collect()
+}
+
+pub fn get(conn: &Connection, id: i64) -> Result<Option<Take>> {
+    conn.query_row(&format!("{SELECT} WHERE id = ?1"), [id], row)
+        .optional()?
+        .map(|t| with_tags(conn, t))
+        .transpose()
+}
+
+pub fn require(conn: &Connection, id: i64) -> Result<Take> {
+    get(conn, id)?.ok_or_else(|| crate::error::not_found(format!("take {id} does not exist")))
+}
+
+pub fn find_by_sha(conn: &Connection, sha256: &str) -> Result<Option<Take>> {
+    conn.query_row(&format!("{SELECT} WHERE sha256 = ?1"), [sha256], row)
+        .optional()?
+        .map(|t| with_tags(conn, t))
+        .transpose()
+}
+
+pub fn all_hashes(conn: &Connection) -> Result<Vec<(String, String)>> {
+    let mut stmt = conn.prepare("SELECT sha256, format FROM takes")?;
+    Ok(stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?)
+}
+
+pub fn insert(conn: &Connection, t: &NewTake) -> Result<i64> {
+    let waveform: Vec<u8> = t
+        .waveform
+        .iter()
+        .map(|v| (v.clamp(0.0, 1.0) * 255.0).round() as u8)
+        .collect();
+    conn.execute(
+        "INSERT INTO takes (voice_id, name, sha256, format, source_path, origin, duration_secs,
+            sample_rate, channels, frames, peak_dbfs, loudness_lufs, waveform, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+        params![
+            t.voice_id,
+            t.name,
+            t.sha256,
+            t.format,
+            t.source_path,
+            t.origin.as_str(),
+            t.duration_secs,
+            t.sample_rate,
+            t.channels,
+            t.frames as i64,
+            t.peak_dbfs,
+            t.loudness_lufs,
+            waveform,
+            super::now()
+        ],
+    )
+    .with_context(|| format!("saving take {:?}", t.name))?;
+    Ok(conn.last_insert_rowid())
+}
+
+pub fn rename(conn: &Connection, id: i64, name: &str) -> Result<Take> {
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(crate::error::invalid_input("a take needs a name"));
+    }
+    conn.execute(
+        "UPDATE takes SET name = ?2 WHERE id = ?1",
+        params![id, name],
+    )?;
+    require(conn, id)
+}
+
+pub fn set_voice(conn: &Connection, id: i64, voice_id: Option<i64>) -> Result<Take> {
+    if let Some(v) = voice_id {
+        super::voices::get(conn, v)?
+            .ok_or_else(|| crate::error::not_found(format!("voice {v} does not exist")))?;
+    }
+    conn.execute(
+        "UPDATE takes SET voice_id = ?2 WHERE id = ?1",
+        params![id, voice_id],
+    )?;
+    require(conn, id)
+}
+
+/// Deletes the row and returns it, so the caller can drop the stored file after commit.
+pub fn delete(conn: &Connection, id: i64) -> Result<Take> {
+    let take = require(conn, id)?;
+    conn.execute("DELETE FROM takes WHERE id = ?1", [id])?;
+    Ok(take)
+}
+
+#[cfg(test)]
+pub(crate) fn sample(sha256: &str) -> NewTake {
+    NewTake {
+        voice_id: None,
+        name: "take".into(),
+        sha256: sha256.into(),
+        format: "wav".into(),
+        source_path: None,
+        origin: Origin::Imported,
+        duration_secs: 1.0,
+        sample_rate: 16000,
+        channels: 1,
+        frames: 16000,
+        peak_dbfs: -6.0,
+        loudness_lufs: None,
+        waveform: vec![0.0, 0.5, 1.0],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_get_rename_and_delete() {
+        let conn = crate::db::open_in_memory();
+        let id = insert(&conn, &sample("ab")).unwrap();
+        let take = require(&conn, id).unwrap();
+        assert_eq!(take.waveform, vec![0.0, 128.0 / 255.0, 1.0]);
+        assert_eq!(rename(&conn, id, " hello ").unwrap().name, "hello");
+        assert!(rename(&conn, id, "").is_err());
+        assert_eq!(delete(&conn, id).unwrap().id, id);
+        let err = require(&conn, id).unwrap_err();
+        assert_eq!(
+            crate::error::kind_of(&err),
+            crate::error::ErrorKind::NotFound
+        );
+    }
+
+    #[test]
+    fn one_row_per_content_hash() {
+        let conn = crate::db::open_in_memory();
+        insert(&conn, &sample("same")).unwrap();
+        assert!(insert(&conn, &sample("same")).is_err());
+    }
+
+    #[test]
+    fn list_filters_by_voice_and_deleting_a_voice_keeps_its_takes() {
+        let conn = crate::db::open_in_memory();
+        let voice = crate::db::voices::ensure(&conn, "Bob").unwrap();
+        let a = insert(&conn, &sample("a")).unwrap();
+        insert(&conn, &sample("b")).unwrap();
+        set_voice(&conn, a, Some(voice.id)).unwrap();
+        assert_eq!(list(&conn, Some(voice.id)).unwrap().len(), 1);
+        assert_eq!(list(&conn, None).unwrap().len(), 2);
+        conn.execute("DELETE FROM voices WHERE id = ?1", [voice.id])
+            .unwrap();
+        assert_eq!(require(&conn, a).unwrap().voice_id, None);
+        assert!(set_voice(&conn, a, Some(999)).is_err());
+    }
+}

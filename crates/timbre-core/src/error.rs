@@ -1,0 +1,125 @@
+//! Errors at the boundary: everything inside is `anyhow` with context; the shell and the CLI
+//! turn an error into `{kind, message}` with [`ErrorReport::from_anyhow`].
+
+use serde::{Deserialize, Serialize};
+use timbre_audio::AudioErrorKind;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    NotFound,
+    InvalidInput,
+    Audio,
+    Busy,
+    Io,
+    Cancelled,
+    Internal,
+}
+
+/// A leaf error whose kind we decided where it arose.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct KindedError {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+pub fn not_found(message: impl Into<String>) -> anyhow::Error {
+    KindedError {
+        kind: ErrorKind::NotFound,
+        message: message.into(),
+    }
+    .into()
+}
+
+pub fn invalid_input(message: impl Into<String>) -> anyhow::Error {
+    KindedError {
+        kind: ErrorKind::InvalidInput,
+        message: message.into(),
+    }
+    .into()
+}
+
+pub fn busy(message: impl Into<String>) -> anyhow::Error {
+    KindedError {
+        kind: ErrorKind::Busy,
+        message: message.into(),
+    }
+    .into()
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ErrorReport {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+impl ErrorReport {
+    pub fn from_anyhow(err: &anyhow::Error) -> Self {
+        ErrorReport {
+            kind: kind_of(err),
+            message: format!("{err:#}"),
+        }
+    }
+}
+
+/// The first cause in the chain that tells what kind of failure this is.
+pub fn kind_of(err: &anyhow::Error) -> ErrorKind {
+    for cause in err.chain() {
+        if let Some(k) = cause.downcast_ref::<KindedError>() {
+            return k.kind;
+        }
+        if let Some(audio) = cause.downcast_ref::<timbre_audio::AudioError>() {
+            return match audio.kind {
+                AudioErrorKind::NotFound => ErrorKind::NotFound,
+                AudioErrorKind::Io => ErrorKind::Io,
+                _ => ErrorKind::Audio,
+            };
+        }
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            return match io.kind() {
+                std::io::ErrorKind::NotFound => ErrorKind::NotFound,
+                std::io::ErrorKind::ResourceBusy | std::io::ErrorKind::WouldBlock => {
+                    ErrorKind::Busy
+                }
+                _ => ErrorKind::Io,
+            };
+        }
+        if let Some(rusqlite::Error::SqliteFailure(e, _)) = cause.downcast_ref::<rusqlite::Error>()
+            && matches!(
+                e.code,
+                rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+            )
+        {
+            return ErrorKind::Busy;
+        }
+        if cause.downcast_ref::<crate::jobs::Cancelled>().is_some() {
+            return ErrorKind::Cancelled;
+        }
+    }
+    ErrorKind::Internal
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anyhow::Context;
+
+    #[test]
+    fn report_keeps_kind_under_context_and_names_the_whole_chain() {
+        let err = Err::<(), _>(not_found("take 7 does not exist"))
+            .context("renaming take")
+            .unwrap_err();
+        let report = ErrorReport::from_anyhow(&err);
+        assert_eq!(report.kind, ErrorKind::NotFound);
+        assert_eq!(report.message, "renaming take: take 7 does not exist");
+    }
+
+    #[test]
+    fn io_errors_are_classified() {
+        let err = anyhow::Error::new(std::io::Error::from(std::io::ErrorKind::PermissionDenied));
+        assert_eq!(kind_of(&err), ErrorKind::Io);
+        let json = serde_json::to_value(ErrorReport::from_anyhow(&err)).unwrap();
+        assert_eq!(json["kind"], "io");
+    }
+}

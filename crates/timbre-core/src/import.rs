@@ -1,0 +1,295 @@
+//! Bringing audio into the library: the `import` job (many files, resumable, one result per
+//! file) and saving a recording. A take and the job event that reports it commit together, so
+//! after a crash every reported file is present and every present file is reported.
+
+use crate::db::job_events::{self, Level};
+use crate::db::takes::{self, NewTake, Origin, Take};
+use crate::error::{ErrorKind, ErrorReport};
+use crate::jobs::{JobContext, JobHandler};
+use crate::library::{Library, Notification};
+use crate::store::StoredObject;
+use anyhow::{Context, Result};
+use rusqlite::Connection;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use timbre_audio::{AudioBuffer, DecodeOptions, SampleFormat, analysis};
+
+const WAVEFORM_BINS: usize = 120;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ImportParams {
+    pub paths: Vec<PathBuf>,
+    #[serde(default)]
+    pub voice_id: Option<i64>,
+}
+
+/// One line of an import's report, stored as the job event of kind `file`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FileOutcome {
+    pub path: PathBuf,
+    pub ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub take_id: Option<i64>,
+    pub duplicate: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<ErrorKind>,
+}
+
+pub struct ImportHandler;
+
+impl JobHandler for ImportHandler {
+    fn kind(&self) -> &'static str {
+        "import"
+    }
+
+    fn resumable(&self) -> bool {
+        true
+    }
+
+    fn run(&self, ctx: &JobContext) -> Result<Value> {
+        let params: ImportParams = ctx.params()?;
+        let library = ctx.library();
+        let max_duration_secs = library.settings()?.max_import_duration_secs;
+        // A rerun (after a crash, or a retry) keeps what succeeded and tries failures again.
+        let mut outcomes: Vec<FileOutcome> = file_outcomes(&library.conn(), ctx.job_id())?
+            .into_iter()
+            .filter(|o| o.ok)
+            .collect();
+        let done: HashSet<PathBuf> = outcomes.iter().map(|o| o.path.clone()).collect();
+        let total = params.paths.len();
+        for (i, path) in params.paths.iter().enumerate() {
+            if done.contains(path) {
+                continue;
+            }
+            let name = path.file_name().map_or_else(
+                || path.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            );
+            ctx.progress(i as f64 / total as f64, format!("{}/{total} {name}", i + 1))?;
+            let outcome = import_file(
+                library,
+                path,
+                params.voice_id,
+                max_duration_secs,
+                |conn, outcome| {
+                    job_events::insert(
+                        conn,
+                        ctx.job_id(),
+                        Level::Info,
+                        "file",
+                        &serde_json::to_value(outcome)?,
+                    )
+                },
+            )
+            .unwrap_or_else(|err| {
+                let report = ErrorReport::from_anyhow(&err);
+                FileOutcome {
+                    path: path.clone(),
+                    ok: false,
+                    take_id: None,
+                    duplicate: false,
+                    error: Some(report.message),
+                    error_kind: Some(report.kind),
+                }
+            });
+            if !outcome.ok {
+                ctx.event(Level::Error, "file", &serde_json::to_value(&outcome)?)?;
+            }
+            outcomes.push(outcome);
+        }
+        let failed: Vec<&FileOutcome> = outcomes.iter().filter(|o| !o.ok).collect();
+        if total > 0 && failed.len() == total {
+            let first = failed[0].error.as_deref().unwrap_or_default();
+            return Err(crate::error::invalid_input(format!(
+                "none of the {total} files could be imported; {first}"
+            )));
+        }
+        let duplicates = outcomes.iter().filter(|o| o.duplicate).count();
+        ctx.progress(
+            1.0,
+            format!(
+                "{} imported, {duplicates} already in the library, {} failed",
+                total - failed.len() - duplicates,
+                failed.len()
+            ),
+        )?;
+        Ok(json!({
+            "total": total,
+            "imported": total - failed.len() - duplicates,
+            "duplicates": duplicates,
+            "failed": failed.len(),
+        }))
+    }
+}
+
+/// The latest outcome for each file of an import job, in the order the files were first met.
+pub fn file_outcomes(conn: &Connection, job_id: i64) -> Result<Vec<FileOutcome>> {
+    let mut outcomes: Vec<FileOutcome> = Vec::new();
+    for event in job_events::list(conn, job_id, Some("file"))? {
+        let Ok(outcome) = serde_json::from_value::<FileOutcome>(event.data) else {
+            continue;
+        };
+        match outcomes.iter_mut().find(|o| o.path == outcome.path) {
+            Some(earlier) => *earlier = outcome,
+            None => outcomes.push(outcome),
+        }
+    }
+    Ok(outcomes)
+}
+
+/// Imports one file. `report` runs inside the transaction that adds the take.
+pub fn import_file(
+    library: &Library,
+    path: &Path,
+    voice_id: Option<i64>,
+    max_duration_secs: f64,
+    report: impl FnOnce(&Connection, &FileOutcome) -> Result<()>,
+) -> Result<FileOutcome> {
+    let audio = timbre_audio::decode_file(
+        path,
+        &DecodeOptions {
+            max_duration_secs: Some(max_duration_secs),
+        },
+    )?;
+    let format = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_lowercase())
+        .filter(|e| !e.is_empty() && e.len() <= 8 && e.chars().all(|c| c.is_ascii_alphanumeric()))
+        .unwrap_or_else(|| "audio".into());
+    let stored = library.store().ingest_file(path, &format)?;
+    let name = path
+        .file_stem()
+        .map_or_else(|| "untitled".into(), |s| s.to_string_lossy().into_owned());
+    let new = describe(
+        &audio,
+        &stored,
+        &format,
+        name,
+        Some(path),
+        Origin::Imported,
+        voice_id,
+    );
+    let (take, duplicate) = commit_take(library, &stored, &new, |conn, take, duplicate| {
+        let outcome = success(path, take, duplicate);
+        report(conn, &outcome)
+    })?;
+    Ok(success(path, &take, duplicate))
+}
+
+fn success(path: &Path, take: &Take, duplicate: bool) -> FileOutcome {
+    FileOutcome {
+        path: path.to_path_buf(),
+        ok: true,
+        take_id: Some(take.id),
+        duplicate,
+        error: None,
+        error_kind: None,
+    }
+}
+
+/// Saves a captured buffer as a 32-bit float WAV take.
+pub fn save_recording(
+    library: &Library,
+    audio: &AudioBuffer,
+    name: Option<&str>,
+    voice_id: Option<i64>,
+) -> Result<Take> {
+    if audio.frames() == 0 {
+        return Err(crate::error::invalid_input(
+            "the recording is empty: no audio was captured",
+        ));
+    }
+    let bytes = timbre_audio::encode_wav(audio, SampleFormat::Float32);
+    let stored = library.store().ingest_bytes(&bytes, "wav")?;
+    let name = name.map(str::trim).filter(|n| !n.is_empty()).map_or_else(
+        || {
+            format!(
+                "Recording {}",
+                crate::db::now()
+                    .get(..19)
+                    .unwrap_or_default()
+                    .replace('T', " ")
+            )
+        },
+        str::to_string,
+    );
+    let new = describe(
+        audio,
+        &stored,
+        "wav",
+        name,
+        None,
+        Origin::Recorded,
+        voice_id,
+    );
+    Ok(commit_take(library, &stored, &new, |_, _, _| Ok(()))?.0)
+}
+
+fn describe(
+    audio: &AudioBuffer,
+    stored: &StoredObject,
+    format: &str,
+    name: String,
+    source: Option<&Path>,
+    origin: Origin,
+    voice_id: Option<i64>,
+) -> NewTake {
+    NewTake {
+        voice_id,
+        name,
+        sha256: stored.sha256.clone(),
+        format: format.to_string(),
+        source_path: source.map(|p| p.display().to_string()),
+        origin,
+        duration_secs: audio.duration_secs(),
+        sample_rate: audio.sample_rate,
+        channels: audio.channel_count(),
+        frames: audio.frames() as u64,
+        peak_dbfs: f64::from(analysis::to_dbfs(analysis::peak(audio))),
+        loudness_lufs: analysis::loudness_lufs(audio),
+        waveform: analysis::waveform_peaks(audio, WAVEFORM_BINS),
+    }
+}
+
+/// Adds the take unless its content is already there; either way `also` runs in the same
+/// transaction. A stored object that ends up without a row is removed.
+fn commit_take(
+    library: &Library,
+    stored: &StoredObject,
+    new: &NewTake,
+    also: impl FnOnce(&Connection, &Take, bool) -> Result<()>,
+) -> Result<(Take, bool)> {
+    let committed = (|| {
+        let mut conn = library.conn();
+        let tx = conn.transaction()?;
+        let (take, duplicate) = match takes::find_by_sha(&tx, &new.sha256)? {
+            Some(existing) => (existing, true),
+            None => {
+                let id = takes::insert(&tx, new)?;
+                (takes::require(&tx, id)?, false)
+            }
+        };
+        also(&tx, &take, duplicate)?;
+        tx.commit().context("saving to the library database")?;
+        Ok::<_, anyhow::Error>((take, duplicate))
+    })();
+    match committed {
+        Ok(done) => {
+            library.notify(Notification::LibraryChanged);
+            Ok(done)
+        }
+        Err(err) => {
+            if takes::find_by_sha(&library.conn(), &new.sha256)?.is_none() {
+                library.store().remove(&stored.sha256, &new.format)?;
+            }
+            Err(err)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

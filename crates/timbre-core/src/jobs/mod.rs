@@ -1,0 +1,354 @@
+//! The persistent job system. Jobs live in SQLite; workers claim them atomically, so the app and
+//! the CLI can share one library. A job left running by a dead process is re-queued (resumable
+//! kinds) or marked interrupted when the next job system starts.
+
+mod failure;
+mod sampler;
+
+pub use failure::{Failure, classify};
+
+use crate::db::job_events::Level;
+use crate::db::jobs::{self as job_rows, Claim, Job, JobState, Lane};
+use crate::db::{self, job_events};
+use crate::error::ErrorReport;
+use crate::library::{Library, Notification};
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, thiserror::Error)]
+#[error("cancelled")]
+pub struct Cancelled;
+
+pub trait JobHandler: Send + Sync {
+    fn kind(&self) -> &'static str;
+    fn lane(&self) -> Lane {
+        Lane::Light
+    }
+    /// Whether a run that was cut off can simply run again and pick up where it stopped.
+    fn resumable(&self) -> bool {
+        false
+    }
+    fn run(&self, ctx: &JobContext) -> Result<Value>;
+    /// Called after an out-of-memory failure, before the retry with a smaller batch.
+    fn free_caches(&self) {}
+}
+
+/// What a running job sees of the system: progress, events, cancellation.
+pub struct JobContext<'a> {
+    system: &'a JobSystem,
+    job: Mutex<Job>,
+    last_progress_write: Mutex<Option<Instant>>,
+}
+
+const PROGRESS_WRITE_INTERVAL: Duration = Duration::from_millis(100);
+
+impl JobContext<'_> {
+    pub fn job_id(&self) -> i64 {
+        self.snapshot().id
+    }
+
+    pub fn library(&self) -> &Library {
+        &self.system.library
+    }
+
+    pub fn params<T: serde::de::DeserializeOwned>(&self) -> Result<T> {
+        let job = self.snapshot();
+        serde_json::from_value(job.params).map_err(|e| {
+            crate::error::invalid_input(format!("job {} has invalid parameters: {e}", job.id))
+        })
+    }
+
+    /// 1.0 normally; halved after each out-of-memory retry, for jobs that batch.
+    pub fn batch_scale(&self) -> f64 {
+        self.snapshot().batch_scale
+    }
+
+    fn snapshot(&self) -> Job {
+        self.job.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Records progress (throttled) and fails with [`Cancelled`] once cancellation is asked for.
+    pub fn progress(&self, fraction: f64, message: impl Into<String>) -> Result<()> {
+        let message = message.into();
+        let mut last = self
+            .last_progress_write
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if fraction < 1.0 && last.is_some_and(|t| t.elapsed() < PROGRESS_WRITE_INTERVAL) {
+            return Ok(());
+        }
+        *last = Some(Instant::now());
+        let cancel =
+            job_rows::set_progress(&self.library().conn(), self.job_id(), fraction, &message)?;
+        let job = {
+            let mut job = self.job.lock().unwrap_or_else(|p| p.into_inner());
+            job.progress = fraction.clamp(0.0, 1.0);
+            job.message = message;
+            job.cancel_requested = cancel;
+            job.clone()
+        };
+        self.library().notify(Notification::Job { job });
+        if cancel {
+            Err(Cancelled.into())
+        } else {
+            Ok(())
+        }
+    }
+
+    pub fn check_cancelled(&self) -> Result<()> {
+        if job_rows::cancel_requested(&self.library().conn(), self.job_id())? {
+            return Err(Cancelled.into());
+        }
+        Ok(())
+    }
+
+    pub fn event(&self, level: Level, kind: &str, data: &Value) -> Result<()> {
+        job_events::insert(&self.library().conn(), self.job_id(), level, kind, data)
+    }
+}
+
+pub struct JobSystem {
+    library: Arc<Library>,
+    handlers: HashMap<&'static str, Arc<dyn JobHandler>>,
+    wake: (Mutex<()>, Condvar),
+    shutting_down: AtomicBool,
+    workers: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl JobSystem {
+    /// Builds the system and recovers the jobs of processes that died while running them.
+    pub fn new(
+        library: Arc<Library>,
+        handlers: Vec<Arc<dyn JobHandler>>,
+    ) -> Result<Arc<JobSystem>> {
+        let system = JobSystem {
+            library,
+            handlers: handlers.into_iter().map(|h| (h.kind(), h)).collect(),
+            wake: (Mutex::new(()), Condvar::new()),
+            shutting_down: AtomicBool::new(false),
+            workers: Mutex::new(Vec::new()),
+        };
+        system.recover().context("recovering interrupted jobs")?;
+        Ok(Arc::new(system))
+    }
+
+    pub fn library(&self) -> &Arc<Library> {
+        &self.library
+    }
+
+    fn recover(&self) -> Result<()> {
+        let conn = self.library.conn();
+        for worker in job_rows::running_workers(&conn)? {
+            if !self.library.is_process_dead(&worker) {
+                continue;
+            }
+            let resumable = |kind: &str| self.handlers.get(kind).is_some_and(|h| h.resumable());
+            for (id, state) in job_rows::recover_from_dead_worker(&conn, &worker, &resumable)? {
+                let data = json!({ "requeued": state == JobState::Queued });
+                job_events::insert(&conn, id, Level::Warn, "interrupted", &data)?;
+            }
+            let _ = std::fs::remove_file(
+                self.library
+                    .data_dir()
+                    .join("run")
+                    .join(format!("{worker}.lock")),
+            );
+        }
+        Ok(())
+    }
+
+    pub fn submit(&self, kind: &str, params: Value) -> Result<Job> {
+        let handler = self
+            .handlers
+            .get(kind)
+            .ok_or_else(|| crate::error::invalid_input(format!("unknown job kind {kind:?}")))?;
+        let max_retries = self.library.settings()?.max_retries;
+        let job = {
+            let conn = self.library.conn();
+            let id = job_rows::insert(&conn, kind, handler.lane(), &params, max_retries)?;
+            job_rows::require(&conn, id)?
+        };
+        self.library.notify(Notification::Job { job: job.clone() });
+        self.wake.1.notify_all();
+        Ok(job)
+    }
+
+    pub fn cancel(&self, id: i64) -> Result<Job> {
+        let job = job_rows::request_cancel(&self.library.conn(), id)?;
+        self.library.notify(Notification::Job { job: job.clone() });
+        Ok(job)
+    }
+
+    pub fn retry(&self, id: i64) -> Result<Job> {
+        let job = job_rows::retry(&self.library.conn(), id)?;
+        self.library.notify(Notification::Job { job: job.clone() });
+        self.wake.1.notify_all();
+        Ok(job)
+    }
+
+    /// Background workers: one for the GPU lane, `light_workers` for the light lane.
+    pub fn start_workers(self: &Arc<Self>) -> Result<()> {
+        let light = self.library.settings()?.light_workers.max(1);
+        let lanes = std::iter::once(Lane::Gpu).chain(std::iter::repeat_n(Lane::Light, light));
+        let mut workers = self.workers.lock().unwrap_or_else(|p| p.into_inner());
+        for lane in lanes {
+            let system = Arc::clone(self);
+            workers.push(std::thread::spawn(move || system.work_lane(lane)));
+        }
+        Ok(())
+    }
+
+    fn work_lane(&self, lane: Lane) {
+        while !self.shutting_down.load(Ordering::SeqCst) {
+            match self.claim(Claim::Next(Some(lane))) {
+                Ok(Some(job)) => self.execute(job),
+                // Other processes may queue jobs too, so idle workers also poll.
+                _ => {
+                    let guard = self.wake.0.lock().unwrap_or_else(|p| p.into_inner());
+                    let _ = self.wake.1.wait_timeout(guard, Duration::from_millis(500));
+                }
+            }
+        }
+    }
+
+    pub fn shutdown(&self) {
+        self.shutting_down.store(true, Ordering::SeqCst);
+        self.wake.1.notify_all();
+        let workers = std::mem::take(&mut *self.workers.lock().unwrap_or_else(|p| p.into_inner()));
+        for worker in workers {
+            let _ = worker.join();
+        }
+    }
+
+    /// Runs one job in this thread, through its retries, and returns it finished.
+    pub fn run_job(&self, id: i64) -> Result<Job> {
+        loop {
+            let job = job_rows::require(&self.library.conn(), id)?;
+            match job.state {
+                JobState::Queued => match self.claim(Claim::Id(id))? {
+                    Some(job) => self.execute(job),
+                    None => std::thread::sleep(Duration::from_millis(100)),
+                },
+                // Another process is running it: wait for that to end.
+                JobState::Running => std::thread::sleep(Duration::from_millis(200)),
+                _ => return Ok(job),
+            }
+        }
+    }
+
+    /// Runs every queued job in this thread, waiting out retry backoffs; returns how many ran.
+    pub fn run_queue(&self) -> Result<usize> {
+        let mut ran = 0;
+        loop {
+            if let Some(job) = self.claim(Claim::Next(None))? {
+                self.execute(job);
+                ran += 1;
+            } else if job_rows::next_due(&self.library.conn())?.is_some() {
+                std::thread::sleep(Duration::from_millis(100));
+            } else {
+                return Ok(ran);
+            }
+        }
+    }
+
+    fn claim(&self, which: Claim) -> Result<Option<Job>> {
+        job_rows::claim(&self.library.conn(), which, self.library.process_id())
+    }
+
+    fn execute(&self, job: Job) {
+        self.library.notify(Notification::Job { job: job.clone() });
+        let id = job.id;
+        let outcome = match self.handlers.get(job.kind.as_str()) {
+            None => Err(anyhow::anyhow!("this build cannot run {:?} jobs", job.kind)),
+            Some(handler) => {
+                let sampler = sampler::Sampler::start(Arc::clone(&self.library), id);
+                let ctx = JobContext {
+                    system: self,
+                    job: Mutex::new(job.clone()),
+                    last_progress_write: Mutex::new(None),
+                };
+                let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| handler.run(&ctx)))
+                    .unwrap_or_else(|panic| {
+                        Err(anyhow::anyhow!("the job crashed: {}", panic_text(&panic)))
+                    });
+                sampler.stop();
+                outcome
+            }
+        };
+        if let Err(err) = self.record_outcome(&job, outcome) {
+            eprintln!("timbre: could not record the end of job {id}: {err:#}");
+        }
+        if let Ok(job) = job_rows::require(&self.library.conn(), id) {
+            self.library.notify(Notification::Job { job });
+        }
+    }
+
+    fn record_outcome(&self, job: &Job, outcome: Result<Value>) -> Result<()> {
+        let settings = self.library.settings().unwrap_or_default();
+        let conn = self.library.conn();
+        let err = match outcome {
+            Ok(result) => {
+                return job_rows::finish(&conn, job.id, JobState::Succeeded, Some(&result), None);
+            }
+            Err(err) => err,
+        };
+        let failure = classify(&err);
+        let message = ErrorReport::from_anyhow(&err).message;
+        if failure == Failure::Cancelled {
+            return job_rows::finish(&conn, job.id, JobState::Cancelled, None, None);
+        }
+        let retryable = matches!(failure, Failure::Transient | Failure::OutOfMemory);
+        if retryable && job.attempts < job.max_retries {
+            let batch_scale = if failure == Failure::OutOfMemory {
+                if let Some(handler) = self.handlers.get(job.kind.as_str()) {
+                    handler.free_caches();
+                }
+                job.batch_scale / 2.0
+            } else {
+                job.batch_scale
+            };
+            let delay = settings.retry_delay_secs(job.attempts);
+            let due =
+                db::timestamp(time::OffsetDateTime::now_utc() + Duration::from_secs_f64(delay));
+            let data = json!({ "attempt": job.attempts + 1, "delay_secs": delay, "error": message, "batch_scale": batch_scale });
+            job_events::insert(&conn, job.id, Level::Warn, "retry", &data)?;
+            return job_rows::requeue_after_failure(&conn, job.id, &message, &due, batch_scale);
+        }
+        job_events::insert(
+            &conn,
+            job.id,
+            Level::Error,
+            "failed",
+            &json!({ "error": message }),
+        )?;
+        job_rows::finish(&conn, job.id, JobState::Failed, None, Some(&message))
+    }
+}
+
+fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// A full report of one job: the row, its events, metric peaks and averages, and every sample.
+pub fn job_report(library: &Library, id: i64) -> Result<Value> {
+    let conn = library.conn();
+    Ok(json!({
+        "job": job_rows::require(&conn, id)?,
+        "events": job_events::list(&conn, id, None)?,
+        "metrics_summary": db::metrics::summary(&conn, id)?,
+        "metrics": db::metrics::samples(&conn, id)?,
+    }))
+}
+
+#[cfg(test)]
+mod tests;

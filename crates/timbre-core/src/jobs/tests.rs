@@ -1,0 +1,189 @@
+use super::*;
+use crate::settings::Settings;
+use std::sync::atomic::AtomicU32;
+
+struct Scripted {
+    kind: &'static str,
+    calls: AtomicU32,
+    scales: Mutex<Vec<f64>>,
+    freed: AtomicU32,
+    script: fn(&JobContext, u32) -> Result<Value>,
+}
+
+impl JobHandler for Scripted {
+    fn kind(&self) -> &'static str {
+        self.kind
+    }
+    fn run(&self, ctx: &JobContext) -> Result<Value> {
+        self.scales.lock().unwrap().push(ctx.batch_scale());
+        let call = self.calls.fetch_add(1, Ordering::SeqCst);
+        (self.script)(ctx, call)
+    }
+    fn free_caches(&self) {
+        self.freed.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn scripted(kind: &'static str, script: fn(&JobContext, u32) -> Result<Value>) -> Arc<Scripted> {
+    Arc::new(Scripted {
+        kind,
+        calls: AtomicU32::new(0),
+        scales: Mutex::new(vec![]),
+        freed: AtomicU32::new(0),
+        script,
+    })
+}
+
+fn system_with(handler: Arc<Scripted>) -> (tempfile::TempDir, Arc<JobSystem>) {
+    let dir = tempfile::tempdir().unwrap();
+    let library = Arc::new(Library::open(dir.path()).unwrap());
+    Settings::set(&library.conn(), "retry_base_secs", "0.01").unwrap();
+    Settings::set(&library.conn(), "monitor_interval_ms", "50").unwrap();
+    (dir, JobSystem::new(library, vec![handler]).unwrap())
+}
+
+#[test]
+fn success_records_result_progress_and_metrics() {
+    let handler = scripted("ok", |ctx, _| {
+        ctx.progress(0.5, "halfway")?;
+        std::thread::sleep(Duration::from_millis(120));
+        Ok(json!({"answer": 42}))
+    });
+    let (_dir, system) = system_with(handler);
+    let updates = system.library().subscribe();
+    let job = system.submit("ok", json!({})).unwrap();
+    let done = system.run_job(job.id).unwrap();
+    assert_eq!((done.state, done.progress), (JobState::Succeeded, 1.0));
+    assert_eq!(done.result, Some(json!({"answer": 42})));
+    let messages: Vec<String> = updates
+        .try_iter()
+        .filter_map(|n| match n {
+            Notification::Job { job } => Some(job.message),
+            _ => None,
+        })
+        .collect();
+    assert!(messages.contains(&"halfway".to_string()));
+    let report = job_report(system.library(), job.id).unwrap();
+    let peaks = report["metrics_summary"].as_array().unwrap();
+    assert!(
+        peaks
+            .iter()
+            .any(|m| m["name"] == "ram_used_bytes" && m["peak"].as_f64().unwrap() > 0.0)
+    );
+}
+
+#[test]
+fn transient_failures_retry_with_backoff_then_succeed() {
+    let handler = scripted("flaky", |_, call| {
+        if call < 2 {
+            Err(
+                anyhow::Error::new(std::io::Error::from(std::io::ErrorKind::ResourceBusy))
+                    .context("device busy"),
+            )
+        } else {
+            Ok(json!(null))
+        }
+    });
+    let (_dir, system) = system_with(handler.clone());
+    let job = system.submit("flaky", json!({})).unwrap();
+    let done = system.run_job(job.id).unwrap();
+    assert_eq!((done.state, done.attempts), (JobState::Succeeded, 2));
+    let retries = job_events::list(&system.library().conn(), job.id, Some("retry")).unwrap();
+    assert_eq!(retries.len(), 2);
+    assert_eq!(retries[1].data["delay_secs"], json!(0.02));
+}
+
+#[test]
+fn retries_stop_at_the_limit_and_permanent_errors_fail_at_once() {
+    let flaky = scripted("always_busy", |_, _| Err(crate::error::busy("still busy")));
+    let (_dir, system) = system_with(flaky.clone());
+    let job = system.submit("always_busy", json!({})).unwrap();
+    let done = system.run_job(job.id).unwrap();
+    assert_eq!(done.state, JobState::Failed);
+    assert_eq!(
+        flaky.calls.load(Ordering::SeqCst),
+        4,
+        "first try plus 3 retries"
+    );
+    assert_eq!(done.error.as_deref(), Some("still busy"));
+
+    let broken = scripted("broken", |_, _| {
+        Err(crate::error::invalid_input("bad.wav: not audio"))
+    });
+    let (_dir, system) = system_with(broken.clone());
+    let done = system
+        .run_job(system.submit("broken", json!({})).unwrap().id)
+        .unwrap();
+    assert_eq!(
+        (done.state, broken.calls.load(Ordering::SeqCst)),
+        (JobState::Failed, 1)
+    );
+    assert_eq!(done.error.as_deref(), Some("bad.wav: not audio"));
+}
+
+#[test]
+fn out_of_memory_frees_caches_and_halves_the_batch() {
+    let handler = scripted("oom", |_, call| {
+        if call < 2 {
+            Err(anyhow::anyhow!("CUDA out of memory"))
+        } else {
+            Ok(json!(null))
+        }
+    });
+    let (_dir, system) = system_with(handler.clone());
+    let done = system
+        .run_job(system.submit("oom", json!({})).unwrap().id)
+        .unwrap();
+    assert_eq!(done.state, JobState::Succeeded);
+    assert_eq!(*handler.scales.lock().unwrap(), vec![1.0, 0.5, 0.25]);
+    assert_eq!(handler.freed.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn a_panicking_handler_fails_its_job_only() {
+    let handler = scripted("panics", |_, _| panic!("index out of bounds"));
+    let (_dir, system) = system_with(handler);
+    let done = system
+        .run_job(system.submit("panics", json!({})).unwrap().id)
+        .unwrap();
+    assert_eq!(done.state, JobState::Failed);
+    assert!(done.error.unwrap().contains("index out of bounds"));
+}
+
+#[test]
+fn running_job_stops_when_cancelled_from_another_thread() {
+    let handler = scripted("slow", |ctx, _| {
+        for i in 0..1000 {
+            ctx.progress(f64::from(i) / 1000.0, "working")?;
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Ok(json!(null))
+    });
+    let (_dir, system) = system_with(handler);
+    system.start_workers().unwrap();
+    let job = system.submit("slow", json!({})).unwrap();
+    let started = Instant::now();
+    while job_rows::require(&system.library().conn(), job.id)
+        .unwrap()
+        .state
+        != JobState::Running
+    {
+        assert!(started.elapsed() < Duration::from_secs(5));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    system.cancel(job.id).unwrap();
+    let done = system.run_job(job.id).unwrap();
+    assert_eq!(done.state, JobState::Cancelled);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    system.shutdown();
+}
+
+#[test]
+fn unknown_kinds_are_refused() {
+    let (_dir, system) = system_with(scripted("ok", |_, _| Ok(json!(null))));
+    let err = system.submit("nope", json!({})).unwrap_err();
+    assert_eq!(
+        crate::error::kind_of(&err),
+        crate::error::ErrorKind::InvalidInput
+    );
+}

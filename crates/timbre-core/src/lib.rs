@@ -1,0 +1,21 @@
+//! Timbre Studio's core: the library (SQLite + content store), the job system, the resource
+//! monitor and settings. No Tauri here: `src-tauri` and `timbre-cli` are thin adapters over it.
+
+pub mod db;
+pub mod error;
+pub mod import;
+pub mod jobs;
+pub mod library;
+pub mod monitor;
+pub mod settings;
+pub mod store;
+
+use std::sync::Arc;
+
+pub use error::{ErrorKind, ErrorReport};
+pub use library::{Library, Notification};
+
+/// Every job kind this build can run.
+pub fn job_handlers() -> Vec<Arc<dyn jobs::JobHandler>> {
+    vec![Arc::new(import::ImportHandler)]
+}

@@ -1,0 +1,221 @@
+//! The library: one data directory holding the database, the content store and the
+//! per-process lock files that tell live processes from dead ones.
+
+use crate::db::{self, takes, voices};
+use crate::settings::Settings;
+use crate::store::ContentStore;
+use anyhow::{Context, Result};
+use rusqlite::Connection;
+use std::collections::HashSet;
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Mutex, MutexGuard};
+
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Notification {
+    Job { job: db::jobs::Job },
+    LibraryChanged,
+}
+
+pub struct Library {
+    data_dir: PathBuf,
+    conn: Mutex<Connection>,
+    store: ContentStore,
+    process_id: String,
+    _process_lock: File,
+    subscribers: Mutex<Vec<Sender<Notification>>>,
+}
+
+/// Where the library lives: `--data-dir`, else `TIMBRE_DATA_DIR`, else the XDG data dir.
+pub fn resolve_data_dir(explicit: Option<&Path>) -> Result<PathBuf> {
+    if let Some(dir) = explicit {
+        return Ok(dir.to_path_buf());
+    }
+    if let Some(dir) = std::env::var_os("TIMBRE_DATA_DIR").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir));
+    }
+    Ok(dirs::data_dir()
+        .context("no data directory: set TIMBRE_DATA_DIR")?
+        .join("timbre-studio"))
+}
+
+impl Library {
+    pub fn open(data_dir: &Path) -> Result<Library> {
+        let run_dir = data_dir.join("run");
+        fs::create_dir_all(&run_dir).with_context(|| format!("creating {}", run_dir.display()))?;
+        // Held while this process registers itself, so two starting processes never judge
+        // each other dead between creating and locking their files.
+        let startup = File::create(run_dir.join("startup.lock"))?;
+        startup
+            .lock()
+            .context("waiting for another Timbre process to start")?;
+        let process_id = uuid::Uuid::new_v4().to_string();
+        let process_lock = File::create(run_dir.join(format!("{process_id}.lock")))?;
+        process_lock.lock()?;
+        let conn = db::open(&data_dir.join("library.sqlite3"))?;
+        let library = Library {
+            data_dir: data_dir.to_path_buf(),
+            conn: Mutex::new(conn),
+            store: ContentStore::open(data_dir.join("store"))?,
+            process_id,
+            _process_lock: process_lock,
+            subscribers: Mutex::new(Vec::new()),
+        };
+        if library.remove_dead_process_locks()? {
+            library.collect_garbage()?;
+        }
+        drop(startup);
+        Ok(library)
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    pub fn store(&self) -> &ContentStore {
+        &self.store
+    }
+
+    /// Identifies this process as the worker that owns the jobs it runs.
+    pub fn process_id(&self) -> &str {
+        &self.process_id
+    }
+
+    pub fn conn(&self) -> MutexGuard<'_, Connection> {
+        self.conn
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub fn settings(&self) -> Result<Settings> {
+        Settings::load(&self.conn())
+    }
+
+    pub fn subscribe(&self) -> Receiver<Notification> {
+        let (tx, rx) = channel();
+        self.subscribers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(tx);
+        rx
+    }
+
+    pub fn notify(&self, notification: Notification) {
+        self.subscribers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|tx| tx.send(notification.clone()).is_ok());
+    }
+
+    /// Whether the process that registered `process_id` has ended (its lock is free).
+    pub fn is_process_dead(&self, process_id: &str) -> bool {
+        let path = self.data_dir.join("run").join(format!("{process_id}.lock"));
+        match File::open(&path) {
+            Ok(file) => file.try_lock().is_ok(),
+            Err(_) => true,
+        }
+    }
+
+    /// Deletes the lock files of ended processes; true when no other process is alive.
+    fn remove_dead_process_locks(&self) -> Result<bool> {
+        let mut alone = true;
+        for entry in fs::read_dir(self.data_dir.join("run"))? {
+            let path = entry?.path();
+            let Some(id) = path.file_stem().and_then(|s| s.to_str()) else {
+                continue;
+            };
+            if id == "startup"
+                || id == self.process_id
+                || path.extension().is_none_or(|e| e != "lock")
+            {
+                continue;
+            }
+            if self.is_process_dead(id) {
+                // Jobs still name this worker until a job system recovers them.
+                if db::jobs::running_workers(&self.conn())?
+                    .iter()
+                    .all(|w| w != id)
+                {
+                    fs::remove_file(&path)?;
+                }
+            } else {
+                alone = false;
+            }
+        }
+        Ok(alone)
+    }
+
+    fn collect_garbage(&self) -> Result<()> {
+        let keep: HashSet<(String, String)> =
+            takes::all_hashes(&self.conn())?.into_iter().collect();
+        self.store
+            .collect_garbage(&keep)
+            .context("cleaning the content store")?;
+        Ok(())
+    }
+
+    pub fn take_path(&self, take: &takes::Take) -> PathBuf {
+        self.store.object_path(&take.sha256, &take.format)
+    }
+
+    pub fn delete_take(&self, id: i64) -> Result<takes::Take> {
+        let take = takes::delete(&self.conn(), id)?;
+        self.store.remove(&take.sha256, &take.format)?;
+        self.notify(Notification::LibraryChanged);
+        Ok(take)
+    }
+
+    /// Runs a library edit and tells subscribers the library changed.
+    pub fn edit<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let out = f(&self.conn())?;
+        self.notify(Notification::LibraryChanged);
+        Ok(out)
+    }
+
+    pub fn resolve_voice(&self, voice: Option<&str>) -> Result<Option<i64>> {
+        voice
+            .map(|name| Ok(voices::ensure(&self.conn(), name)?.id))
+            .transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_process_sees_the_first_alive_and_its_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = Library::open(dir.path()).unwrap();
+        let second = Library::open(dir.path()).unwrap();
+        assert!(!second.is_process_dead(first.process_id()));
+        let first_id = first.process_id().to_string();
+        drop(first);
+        assert!(second.is_process_dead(&first_id));
+    }
+
+    #[test]
+    fn orphans_are_collected_when_alone_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = Library::open(dir.path()).unwrap();
+        let orphan = first.store().ingest_bytes(b"orphan", "wav").unwrap();
+        drop(Library::open(dir.path()).unwrap());
+        assert!(
+            orphan.path.exists(),
+            "a live process may still be committing it"
+        );
+        drop(first);
+        drop(Library::open(dir.path()).unwrap());
+        assert!(!orphan.path.exists());
+    }
+
+    #[test]
+    fn data_dir_precedence() {
+        assert_eq!(
+            resolve_data_dir(Some(Path::new("/x"))).unwrap(),
+            PathBuf::from("/x")
+        );
+    }
+}

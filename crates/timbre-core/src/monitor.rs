@@ -1,0 +1,193 @@
+//! Resource monitor: CPU and RAM through sysinfo, NVIDIA GPUs through NVML when a driver is
+//! present (silently none when not).
+
+use crate::settings::Settings;
+use nvml_wrapper::Nvml;
+use nvml_wrapper::enum_wrappers::device::TemperatureSensor;
+use serde::Serialize;
+use sysinfo::{Pid, ProcessesToUpdate, System};
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct GpuSnapshot {
+    pub name: String,
+    pub memory_used_bytes: u64,
+    pub memory_total_bytes: u64,
+    pub utilization_percent: f64,
+    pub temperature_c: f64,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ResourceSnapshot {
+    pub cpu_percent: f64,
+    pub ram_used_bytes: u64,
+    pub ram_total_bytes: u64,
+    pub process_rss_bytes: u64,
+    pub gpus: Vec<GpuSnapshot>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Alert {
+    pub metric: String,
+    pub value: f64,
+    pub threshold: f64,
+}
+
+pub struct ResourceMonitor {
+    system: Option<System>,
+    nvml: Option<Nvml>,
+    pid: Option<Pid>,
+}
+
+impl Default for ResourceMonitor {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ResourceMonitor {
+    pub fn new() -> Self {
+        ResourceMonitor {
+            system: System::new().ok(),
+            nvml: Nvml::init().ok(),
+            pid: sysinfo::get_current_pid().ok(),
+        }
+    }
+
+    pub fn snapshot(&mut self) -> ResourceSnapshot {
+        let mut snap = ResourceSnapshot {
+            cpu_percent: 0.0,
+            ram_used_bytes: 0,
+            ram_total_bytes: 0,
+            process_rss_bytes: 0,
+            gpus: Vec::new(),
+        };
+        if let Some(system) = self.system.as_mut() {
+            system.refresh_cpu_usage();
+            system.refresh_memory();
+            snap.cpu_percent = f64::from(system.global_cpu_usage());
+            snap.ram_used_bytes = system.used_memory();
+            snap.ram_total_bytes = system.total_memory();
+            if let Some(pid) = self.pid {
+                system.refresh_processes(ProcessesToUpdate::Some(&[pid]), true);
+                snap.process_rss_bytes = system.process(pid).map_or(0, |p| p.memory());
+            }
+        }
+        if let Some(nvml) = &self.nvml {
+            let count = nvml.device_count().unwrap_or(0);
+            snap.gpus = (0..count)
+                .filter_map(|i| {
+                    let device = nvml.device_by_index(i).ok()?;
+                    let memory = device.memory_info().ok()?;
+                    Some(GpuSnapshot {
+                        name: device.name().unwrap_or_else(|_| format!("GPU {i}")),
+                        memory_used_bytes: memory.used,
+                        memory_total_bytes: memory.total,
+                        utilization_percent: device
+                            .utilization_rates()
+                            .map_or(0.0, |u| f64::from(u.gpu)),
+                        temperature_c: device
+                            .temperature(TemperatureSensor::Gpu)
+                            .map_or(0.0, f64::from),
+                    })
+                })
+                .collect();
+        }
+        snap
+    }
+}
+
+impl ResourceSnapshot {
+    /// Flat (name, value) pairs as stored in the `metrics` table.
+    pub fn metrics(&self) -> Vec<(String, f64)> {
+        let mut out = vec![
+            ("cpu_percent".to_string(), self.cpu_percent),
+            ("ram_used_bytes".to_string(), self.ram_used_bytes as f64),
+            (
+                "process_rss_bytes".to_string(),
+                self.process_rss_bytes as f64,
+            ),
+        ];
+        for (i, gpu) in self.gpus.iter().enumerate() {
+            out.push((
+                format!("gpu{i}_memory_used_bytes"),
+                gpu.memory_used_bytes as f64,
+            ));
+            out.push((
+                format!("gpu{i}_utilization_percent"),
+                gpu.utilization_percent,
+            ));
+            out.push((format!("gpu{i}_temperature_c"), gpu.temperature_c));
+        }
+        out
+    }
+
+    pub fn alerts(&self, settings: &Settings) -> Vec<Alert> {
+        let mut alerts = Vec::new();
+        let mut check = |metric: String, value: f64, threshold: f64| {
+            if value > threshold {
+                alerts.push(Alert {
+                    metric,
+                    value,
+                    threshold,
+                });
+            }
+        };
+        if self.ram_total_bytes > 0 {
+            let percent = 100.0 * self.ram_used_bytes as f64 / self.ram_total_bytes as f64;
+            check("ram_percent".into(), percent, settings.alert_ram_percent);
+        }
+        for (i, gpu) in self.gpus.iter().enumerate() {
+            if gpu.memory_total_bytes > 0 {
+                let percent = 100.0 * gpu.memory_used_bytes as f64 / gpu.memory_total_bytes as f64;
+                check(
+                    format!("gpu{i}_memory_percent"),
+                    percent,
+                    settings.alert_gpu_memory_percent,
+                );
+            }
+            check(
+                format!("gpu{i}_temperature_c"),
+                gpu.temperature_c,
+                settings.alert_gpu_temperature_c,
+            );
+        }
+        alerts
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshot_reads_this_machine_and_works_without_a_gpu() {
+        let mut monitor = ResourceMonitor::new();
+        let snap = monitor.snapshot();
+        assert!(snap.ram_total_bytes > 0 && snap.ram_used_bytes <= snap.ram_total_bytes);
+        assert!(snap.process_rss_bytes > 0);
+        assert_eq!(snap.metrics().len(), 3 + 3 * snap.gpus.len());
+    }
+
+    #[test]
+    fn alerts_fire_only_over_thresholds() {
+        let snap = ResourceSnapshot {
+            cpu_percent: 50.0,
+            ram_used_bytes: 95,
+            ram_total_bytes: 100,
+            process_rss_bytes: 1,
+            gpus: vec![GpuSnapshot {
+                name: "g".into(),
+                memory_used_bytes: 10,
+                memory_total_bytes: 100,
+                utilization_percent: 99.0,
+                temperature_c: 90.0,
+            }],
+        };
+        let metrics: Vec<String> = snap
+            .alerts(&Settings::default())
+            .into_iter()
+            .map(|a| a.metric)
+            .collect();
+        assert_eq!(metrics, vec!["ram_percent", "gpu0_temperature_c"]);
+    }
+}

@@ -1,0 +1,102 @@
+//! Typed settings over the `settings` table; a key not stored takes its default.
+
+use anyhow::{Context, Result};
+use rusqlite::Connection;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Settings {
+    /// Retries for failures classified transient.
+    pub max_retries: u32,
+    /// First retry delay; doubles each attempt, capped by `retry_max_secs`.
+    pub retry_base_secs: f64,
+    pub retry_max_secs: f64,
+    pub light_workers: usize,
+    pub monitor_interval_ms: u64,
+    pub max_import_duration_secs: f64,
+    pub alert_ram_percent: f64,
+    pub alert_gpu_memory_percent: f64,
+    pub alert_gpu_temperature_c: f64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            max_retries: 3,
+            retry_base_secs: 2.0,
+            retry_max_secs: 300.0,
+            light_workers: 2,
+            monitor_interval_ms: 1000,
+            max_import_duration_secs: 3.0 * 3600.0,
+            alert_ram_percent: 90.0,
+            alert_gpu_memory_percent: 95.0,
+            alert_gpu_temperature_c: 85.0,
+        }
+    }
+}
+
+impl Settings {
+    pub fn load(conn: &Connection) -> Result<Settings> {
+        let mut merged = serde_json::to_value(Settings::default())?;
+        for (key, value) in crate::db::settings::all(conn)? {
+            if let Some(slot) = merged.get_mut(&key) {
+                *slot = serde_json::from_str(&value).with_context(|| {
+                    format!("setting {key} holds {value:?}, which is not valid")
+                })?;
+            }
+        }
+        serde_json::from_value(merged).context("reading settings")
+    }
+
+    /// Stores one setting after checking that the key exists and the value has its type.
+    pub fn set(conn: &Connection, key: &str, value: &str) -> Result<Settings> {
+        let mut merged = serde_json::to_value(Settings::load(conn)?)?;
+        let slot = merged.get_mut(key).ok_or_else(|| {
+            crate::error::invalid_input(format!("there is no setting named {key:?}"))
+        })?;
+        *slot = serde_json::from_str(value).map_err(|_| {
+            crate::error::invalid_input(format!("{value:?} is not a valid value for {key}"))
+        })?;
+        let settings: Settings = serde_json::from_value(merged).map_err(|e| {
+            crate::error::invalid_input(format!("{value:?} is not a valid value for {key}: {e}"))
+        })?;
+        crate::db::settings::put(conn, key, value.trim())?;
+        Ok(settings)
+    }
+
+    pub fn retry_delay_secs(&self, attempt: u32) -> f64 {
+        (self.retry_base_secs * 2f64.powi(attempt as i32)).min(self.retry_max_secs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_overrides_and_validation() {
+        let conn = crate::db::open_in_memory();
+        assert_eq!(Settings::load(&conn).unwrap(), Settings::default());
+        assert_eq!(
+            Settings::set(&conn, "max_retries", "5")
+                .unwrap()
+                .max_retries,
+            5
+        );
+        assert_eq!(Settings::load(&conn).unwrap().max_retries, 5);
+        assert!(Settings::set(&conn, "max_retries", "\"many\"").is_err());
+        assert!(Settings::set(&conn, "nope", "1").is_err());
+    }
+
+    #[test]
+    fn backoff_doubles_and_is_capped() {
+        let s = Settings {
+            retry_base_secs: 1.0,
+            retry_max_secs: 5.0,
+            ..Settings::default()
+        };
+        let delays: Vec<f64> = (0..4).map(|a| s.retry_delay_secs(a)).collect();
+        assert_eq!(delays, vec![1.0, 2.0, 4.0, 5.0]);
+    }
+}

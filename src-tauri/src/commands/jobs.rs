@@ -1,0 +1,55 @@
+use crate::error::CommandResult;
+use crate::state::AppState;
+use tauri::State;
+use tauri::ipc::Channel;
+use timbre_core::Notification;
+use timbre_core::db::{job_events, jobs};
+use timbre_core::monitor::ResourceSnapshot;
+
+#[tauri::command]
+pub fn list_jobs(state: State<'_, AppState>) -> CommandResult<Vec<jobs::Job>> {
+    Ok(jobs::list(&state.library().conn(), 200)?)
+}
+
+#[tauri::command]
+pub fn job_events(state: State<'_, AppState>, id: i64) -> CommandResult<Vec<job_events::JobEvent>> {
+    Ok(job_events::list(&state.library().conn(), id, None)?)
+}
+
+#[tauri::command]
+pub fn cancel_job(state: State<'_, AppState>, id: i64) -> CommandResult<jobs::Job> {
+    Ok(state.jobs.cancel(id)?)
+}
+
+#[tauri::command]
+pub fn retry_job(state: State<'_, AppState>, id: i64) -> CommandResult<jobs::Job> {
+    Ok(state.jobs.retry(id)?)
+}
+
+#[tauri::command]
+pub fn job_report(state: State<'_, AppState>, id: i64) -> CommandResult<serde_json::Value> {
+    Ok(timbre_core::jobs::job_report(state.library(), id)?)
+}
+
+/// Streams job and library changes to the UI until the channel closes.
+#[tauri::command]
+pub fn subscribe(state: State<'_, AppState>, on_event: Channel<Notification>) -> CommandResult<()> {
+    let updates = state.library().subscribe();
+    std::thread::spawn(move || {
+        for update in updates {
+            if on_event.send(update).is_err() {
+                break;
+            }
+        }
+    });
+    Ok(())
+}
+
+#[tauri::command]
+pub fn resource_snapshot(state: State<'_, AppState>) -> CommandResult<ResourceSnapshot> {
+    Ok(state
+        .monitor
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .snapshot())
+}

@@ -1,0 +1,89 @@
+use crate::error::CommandResult;
+use crate::state::AppState;
+use std::path::PathBuf;
+use tauri::State;
+use tauri::ipc::Response;
+use timbre_audio::{DecodeOptions, SampleFormat};
+use timbre_core::db::{take_tags, takes, voices};
+
+#[tauri::command]
+pub fn list_voices(state: State<'_, AppState>) -> CommandResult<Vec<voices::Voice>> {
+    Ok(voices::list(&state.library().conn())?)
+}
+
+#[tauri::command]
+pub fn create_voice(state: State<'_, AppState>, name: String) -> CommandResult<voices::Voice> {
+    Ok(state.library().edit(|conn| voices::ensure(conn, &name))?)
+}
+
+#[tauri::command]
+pub fn list_takes(
+    state: State<'_, AppState>,
+    voice_id: Option<i64>,
+) -> CommandResult<Vec<takes::Take>> {
+    Ok(takes::list(&state.library().conn(), voice_id)?)
+}
+
+#[tauri::command]
+pub fn rename_take(
+    state: State<'_, AppState>,
+    id: i64,
+    name: String,
+) -> CommandResult<takes::Take> {
+    Ok(state
+        .library()
+        .edit(|conn| takes::rename(conn, id, &name))?)
+}
+
+#[tauri::command]
+pub fn delete_take(state: State<'_, AppState>, id: i64) -> CommandResult<()> {
+    state.library().delete_take(id)?;
+    Ok(())
+}
+
+#[tauri::command]
+pub fn set_take_tags(
+    state: State<'_, AppState>,
+    id: i64,
+    tags: Vec<String>,
+) -> CommandResult<takes::Take> {
+    Ok(state.library().edit(|conn| {
+        takes::require(conn, id)?;
+        take_tags::set(conn, id, &tags)?;
+        takes::require(conn, id)
+    })?)
+}
+
+#[tauri::command]
+pub fn set_take_voice(
+    state: State<'_, AppState>,
+    id: i64,
+    voice_id: Option<i64>,
+) -> CommandResult<takes::Take> {
+    Ok(state
+        .library()
+        .edit(|conn| takes::set_voice(conn, id, voice_id))?)
+}
+
+/// The take as WAV bytes for Web Audio (WebKitGTK cannot play from a file URL).
+#[tauri::command]
+pub async fn take_audio(state: State<'_, AppState>, id: i64) -> CommandResult<Response> {
+    let take = takes::require(&state.library().conn(), id)?;
+    let audio =
+        timbre_audio::decode_file(&state.library().take_path(&take), &DecodeOptions::default())?;
+    Ok(Response::new(timbre_audio::encode_wav(
+        &audio,
+        SampleFormat::Float32,
+    )))
+}
+
+/// Queues an import job for dropped files and returns its id at once.
+#[tauri::command]
+pub fn import_files(
+    state: State<'_, AppState>,
+    paths: Vec<PathBuf>,
+    voice_id: Option<i64>,
+) -> CommandResult<i64> {
+    let params = serde_json::json!({ "paths": paths, "voice_id": voice_id });
+    Ok(state.jobs.submit("import", params)?.id)
+}

@@ -1,0 +1,3 @@
+pub mod jobs;
+pub mod library;
+pub mod record;

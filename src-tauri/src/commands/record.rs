@@ -1,0 +1,115 @@
+use crate::error::CommandResult;
+use crate::state::AppState;
+use anyhow::Context;
+use serde::Serialize;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use tauri::State;
+use tauri::ipc::Channel;
+use timbre_audio::AudioBuffer;
+use timbre_audio::record::{self, InputDevice, RecordOptions, Recording};
+use timbre_core::db::takes::Take;
+
+const MAX_RECORDING_SECS: f64 = 3.0 * 3600.0;
+
+/// A capture running on its own thread, which owns the audio stream.
+pub struct ActiveRecording {
+    stop: Sender<()>,
+    captured: Receiver<Result<AudioBuffer, timbre_audio::AudioError>>,
+}
+
+impl ActiveRecording {
+    fn finish(self) -> anyhow::Result<AudioBuffer> {
+        let _ = self.stop.send(());
+        Ok(self
+            .captured
+            .recv()
+            .context("the recording thread ended unexpectedly")??)
+    }
+}
+
+#[derive(Clone, Serialize)]
+pub struct LevelUpdate {
+    peak: f32,
+    rms: f32,
+    clipping: bool,
+    seconds: f64,
+}
+
+#[tauri::command]
+pub fn list_input_devices() -> CommandResult<Vec<InputDevice>> {
+    Ok(record::list_input_devices()?)
+}
+
+#[tauri::command]
+pub fn start_recording(
+    state: State<'_, AppState>,
+    device: Option<String>,
+    on_level: Channel<LevelUpdate>,
+) -> CommandResult<()> {
+    let mut slot = state.recording.lock().unwrap_or_else(|p| p.into_inner());
+    if slot.is_some() {
+        return Err(timbre_core::error::busy("a recording is already running").into());
+    }
+    let (started_tx, started) = channel();
+    let (stop, stop_requested) = channel::<()>();
+    let (captured_tx, captured) = channel();
+    std::thread::spawn(move || {
+        let options = RecordOptions {
+            device,
+            max_duration_secs: Some(MAX_RECORDING_SECS),
+        };
+        let recording = Recording::start(options, move |level, seconds| {
+            let _ = on_level.send(LevelUpdate {
+                peak: level.peak,
+                rms: level.rms,
+                clipping: level.clipping,
+                seconds,
+            });
+        });
+        match recording {
+            Err(err) => {
+                let _ = started_tx.send(Err(err));
+            }
+            Ok(recording) => {
+                let _ = started_tx.send(Ok(()));
+                let _ = stop_requested.recv();
+                let _ = captured_tx.send(recording.stop());
+            }
+        }
+    });
+    started
+        .recv()
+        .context("the recording thread ended before starting")??;
+    *slot = Some(ActiveRecording { stop, captured });
+    Ok(())
+}
+
+fn take_active(state: &AppState) -> anyhow::Result<ActiveRecording> {
+    state
+        .recording
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+        .ok_or_else(|| timbre_core::error::invalid_input("no recording is running"))
+}
+
+#[tauri::command]
+pub async fn stop_recording(
+    state: State<'_, AppState>,
+    name: Option<String>,
+    voice_id: Option<i64>,
+) -> CommandResult<Take> {
+    let audio = take_active(&state)?.finish()?;
+    Ok(timbre_core::import::save_recording(
+        state.library(),
+        &audio,
+        name.as_deref(),
+        voice_id,
+    )?)
+}
+
+#[tauri::command]
+pub fn cancel_recording(state: State<'_, AppState>) -> CommandResult<()> {
+    take_active(&state)?.finish()?;
+    Ok(())
+}

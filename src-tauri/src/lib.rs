@@ -1,0 +1,49 @@
+mod commands;
+mod error;
+mod state;
+
+use std::sync::Arc;
+use timbre_core::Library;
+use timbre_core::jobs::JobSystem;
+
+pub fn run() {
+    let jobs = open_job_system().unwrap_or_else(|err| {
+        eprintln!("Timbre Studio cannot open its library: {err:#}");
+        std::process::exit(1);
+    });
+    tauri::Builder::default()
+        .manage(state::AppState::new(Arc::clone(&jobs)))
+        .invoke_handler(tauri::generate_handler![
+            commands::library::list_voices,
+            commands::library::create_voice,
+            commands::library::list_takes,
+            commands::library::rename_take,
+            commands::library::delete_take,
+            commands::library::set_take_tags,
+            commands::library::set_take_voice,
+            commands::library::take_audio,
+            commands::library::import_files,
+            commands::jobs::list_jobs,
+            commands::jobs::job_events,
+            commands::jobs::cancel_job,
+            commands::jobs::retry_job,
+            commands::jobs::job_report,
+            commands::jobs::subscribe,
+            commands::jobs::resource_snapshot,
+            commands::record::list_input_devices,
+            commands::record::start_recording,
+            commands::record::stop_recording,
+            commands::record::cancel_recording,
+        ])
+        .run(tauri::generate_context!())
+        .expect("error while running Timbre Studio");
+    jobs.shutdown();
+}
+
+fn open_job_system() -> anyhow::Result<Arc<JobSystem>> {
+    let dir = timbre_core::library::resolve_data_dir(None)?;
+    let library = Arc::new(Library::open(&dir)?);
+    let jobs = JobSystem::new(library, timbre_core::job_handlers())?;
+    jobs.start_workers()?;
+    Ok(jobs)
+}

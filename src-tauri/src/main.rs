@@ -1,0 +1,6 @@
+// Keeps a console window from opening alongside the app on Windows release builds.
+#![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
+
+fn main() {
+    timbre_studio_lib::run()
+}

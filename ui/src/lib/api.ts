@@ -1,0 +1,221 @@
+// Every call to the Rust backend goes through this module.
+// JSON field names are snake_case (as serde sends them); invoke argument keys
+// are camelCase (Tauri v2 converts them to the Rust parameter names).
+import { Channel, invoke, type InvokeArgs } from '@tauri-apps/api/core';
+
+export type TakeOrigin = 'imported' | 'recorded';
+
+export interface Take {
+  id: number;
+  voice_id: number | null;
+  name: string;
+  sha256: string;
+  source_path: string | null;
+  origin: TakeOrigin;
+  format: string;
+  duration_secs: number;
+  sample_rate: number;
+  channels: number;
+  peak_dbfs: number;
+  loudness_lufs: number | null;
+  tags: string[];
+  /** 0..1 peaks, about 120 bins */
+  waveform: number[];
+  /** RFC 3339 */
+  created_at: string;
+}
+
+export interface Voice {
+  id: number;
+  name: string;
+  created_at: string;
+  take_count: number;
+}
+
+export type JobState = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled' | 'interrupted';
+
+export interface Job {
+  id: number;
+  kind: string;
+  state: JobState;
+  /** 0..1 */
+  progress: number;
+  message: string;
+  attempts: number;
+  max_retries: number;
+  error: string | null;
+  params: unknown;
+  result: unknown | null;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+}
+
+export type EventLevel = 'info' | 'warn' | 'error';
+
+export interface JobEvent {
+  id: number;
+  job_id: number;
+  at: string;
+  level: EventLevel;
+  kind: string;
+  data: any;
+}
+
+/** `data` of an import job's "file" event. */
+export interface FileEventData {
+  path: string;
+  ok: boolean;
+  take_id?: number;
+  duplicate?: boolean;
+  error?: string;
+}
+
+export interface InputDevice {
+  name: string;
+  is_default: boolean;
+  channels: number;
+  sample_rate: number;
+}
+
+export interface Level {
+  peak: number;
+  rms: number;
+  clipping: boolean;
+  seconds: number;
+}
+
+export interface GpuSnapshot {
+  name: string;
+  memory_used_bytes: number;
+  memory_total_bytes: number;
+  utilization_percent: number;
+  temperature_c: number;
+}
+
+export interface ResourceSnapshot {
+  cpu_percent: number;
+  ram_used_bytes: number;
+  ram_total_bytes: number;
+  gpus: GpuSnapshot[];
+}
+
+export type AppEvent = { type: 'job'; job: Job } | { type: 'library_changed' };
+
+export const TERMINAL_STATES: readonly JobState[] = ['succeeded', 'failed', 'cancelled', 'interrupted'];
+export const CANCELLABLE_STATES: readonly JobState[] = ['queued', 'running'];
+export const RETRYABLE_STATES: readonly JobState[] = ['failed', 'cancelled', 'interrupted'];
+
+/** A rejected command, with the backend's `kind` and a human-readable message. */
+export class ApiError extends Error {
+  readonly kind: string;
+  readonly command: string | undefined;
+  constructor(kind: string, message: string, command?: string) {
+    super(message);
+    this.name = 'ApiError';
+    this.kind = kind;
+    this.command = command;
+  }
+}
+
+/** Turn whatever a command rejected with into an ApiError whose message is readable text. */
+export function toApiError(err: unknown, command?: string): ApiError {
+  if (err instanceof ApiError) return err;
+  if (typeof err === 'string') return new ApiError('internal', err, command);
+  if (err && typeof err === 'object') {
+    const o = err as Record<string, unknown>;
+    const kind = typeof o.kind === 'string' ? o.kind : 'internal';
+    if (typeof o.message === 'string' && o.message) return new ApiError(kind, o.message, command);
+    if (err instanceof Error) return new ApiError(kind, err.message || String(err), command);
+    try {
+      return new ApiError(kind, JSON.stringify(err), command);
+    } catch {
+      return new ApiError(kind, 'Unknown error', command);
+    }
+  }
+  return new ApiError('internal', err === undefined ? 'Unknown error' : String(err), command);
+}
+
+/** The text to show a user for any thrown value. */
+export function errorMessage(err: unknown): string {
+  return toApiError(err).message;
+}
+
+function inTauri(): boolean {
+  const w = globalThis as any;
+  return !!(w.__TAURI_INTERNALS__ && typeof w.__TAURI_INTERNALS__.invoke === 'function');
+}
+
+async function call<T>(command: string, args?: InvokeArgs): Promise<T> {
+  if (!inTauri()) {
+    throw new ApiError('internal', `Backend unavailable (not running inside Timbre Studio): ${command}`, command);
+  }
+  try {
+    return await invoke<T>(command, args);
+  } catch (err) {
+    throw toApiError(err, command);
+  }
+}
+
+function toArrayBuffer(v: unknown): ArrayBuffer {
+  if (v instanceof ArrayBuffer) return v;
+  if (ArrayBuffer.isView(v)) {
+    const view = v as ArrayBufferView;
+    return new Uint8Array(view.buffer, view.byteOffset, view.byteLength).slice().buffer;
+  }
+  if (Array.isArray(v)) return Uint8Array.from(v as number[]).buffer;
+  // Some IPC paths hand back an ArrayBuffer from another realm.
+  if (v && typeof v === 'object' && typeof (v as ArrayBuffer).byteLength === 'number') {
+    return new Uint8Array(v as ArrayBuffer).slice().buffer;
+  }
+  throw new ApiError('internal', 'take_audio returned no audio data', 'take_audio');
+}
+
+// ---- voices & takes ----
+export const listVoices = () => call<Voice[]>('list_voices');
+export const createVoice = (name: string) => call<Voice>('create_voice', { name });
+export const listTakes = (voiceId: number | null) => call<Take[]>('list_takes', { voiceId });
+export const renameTake = (id: number, name: string) => call<Take>('rename_take', { id, name });
+export const deleteTake = (id: number) => call<null>('delete_take', { id });
+export const setTakeTags = (id: number, tags: string[]) => call<Take>('set_take_tags', { id, tags });
+export const setTakeVoice = (id: number, voiceId: number | null) =>
+  call<Take>('set_take_voice', { id, voiceId });
+/** The take's audio as WAV file bytes. */
+export const takeAudio = async (id: number) => toArrayBuffer(await call<unknown>('take_audio', { id }));
+
+// ---- jobs ----
+/** Starts a background import job and resolves to its id. */
+export const importFiles = (paths: string[], voiceId: number | null) =>
+  call<number>('import_files', { paths, voiceId });
+export const listJobs = () => call<Job[]>('list_jobs');
+export const jobEvents = (id: number) => call<JobEvent[]>('job_events', { id });
+export const cancelJob = (id: number) => call<Job>('cancel_job', { id });
+export const retryJob = (id: number) => call<Job>('retry_job', { id });
+export const jobReport = (id: number) => call<unknown>('job_report', { id });
+
+/** Subscribe to live app events; keep the returned channel referenced. */
+export async function subscribe(onEvent: (e: AppEvent) => void): Promise<Channel<AppEvent>> {
+  const channel = new Channel<AppEvent>();
+  channel.onmessage = onEvent;
+  await call<null>('subscribe', { onEvent: channel });
+  return channel;
+}
+
+// ---- recording ----
+export const listInputDevices = () => call<InputDevice[]>('list_input_devices');
+
+export async function startRecording(
+  device: string | null,
+  onLevel: (l: Level) => void,
+): Promise<Channel<Level>> {
+  const channel = new Channel<Level>();
+  channel.onmessage = onLevel;
+  await call<null>('start_recording', { device, onLevel: channel });
+  return channel;
+}
+export const stopRecording = (name: string | null, voiceId: number | null) =>
+  call<Take>('stop_recording', { name, voiceId });
+export const cancelRecording = () => call<null>('cancel_recording');
+
+// ---- system ----
+export const resourceSnapshot = () => call<ResourceSnapshot>('resource_snapshot');

@@ -1,0 +1,243 @@
+// Global reactive app state (Svelte 5 runes) and the actions that change it.
+import * as api from './api';
+import type { AppEvent, Job, Take, Voice } from './api';
+import { TERMINAL_STATES, errorMessage } from './api';
+import { player, type PlaybackState } from './player';
+import { plural } from './format';
+
+export type Page = 'library' | 'record' | 'jobs';
+export type NoticeLevel = 'error' | 'info' | 'success';
+
+export interface Notice {
+  id: number;
+  level: NoticeLevel;
+  text: string;
+  action?: { label: string; run: () => void };
+}
+
+const ERROR_TIMEOUT_MS = 15000;
+const INFO_TIMEOUT_MS = 6000;
+
+class AppState {
+  page = $state<Page>('library');
+  voices = $state<Voice[]>([]);
+  takes = $state<Take[]>([]);
+  takesLoaded = $state(false);
+  libraryLoading = $state(false);
+  /** null = all takes */
+  voiceFilter = $state<number | null>(null);
+  jobs = $state<Job[]>([]);
+  jobsLoaded = $state(false);
+  notices = $state<Notice[]>([]);
+  dragging = $state(false);
+  playback = $state<PlaybackState>(player.state);
+
+  private nextNoticeId = 1;
+  private timers = new Map<number, ReturnType<typeof setTimeout>>();
+  private librarySeq = 0;
+  private libraryTimer: ReturnType<typeof setTimeout> | null = null;
+  /** Jobs started from this window whose completion should be announced. */
+  private watched = new Set<number>();
+  private liveDuringRefresh: Map<number, Job> | null = null;
+
+  constructor() {
+    player.subscribe((s) => (this.playback = s));
+  }
+
+  get runningJobs(): number {
+    return this.jobs.filter((j) => j.state === 'running' || j.state === 'queued').length;
+  }
+
+  get currentVoice(): Voice | null {
+    return this.voices.find((v) => v.id === this.voiceFilter) ?? null;
+  }
+
+  voiceName(id: number | null): string {
+    if (id === null) return '';
+    return this.voices.find((v) => v.id === id)?.name ?? `Voice ${id}`;
+  }
+
+  // ---- notices ----
+  notify(text: string, level: NoticeLevel = 'info', action?: Notice['action']): number {
+    const existing = this.notices.find((n) => n.text === text && n.level === level);
+    const id = existing ? existing.id : this.nextNoticeId++;
+    if (!existing) this.notices.push({ id, level, text, action });
+    const old = this.timers.get(id);
+    if (old) clearTimeout(old);
+    const ms = level === 'error' ? ERROR_TIMEOUT_MS : INFO_TIMEOUT_MS;
+    this.timers.set(
+      id,
+      setTimeout(() => this.dismiss(id), ms),
+    );
+    return id;
+  }
+
+  /** Show a failed command's message to the user. */
+  reportError(err: unknown, context?: string): void {
+    const msg = errorMessage(err);
+    this.notify(context ? `${context}: ${msg}` : msg, 'error');
+  }
+
+  dismiss(id: number) {
+    const t = this.timers.get(id);
+    if (t) clearTimeout(t);
+    this.timers.delete(id);
+    this.notices = this.notices.filter((n) => n.id !== id);
+  }
+
+  // ---- library ----
+  async refreshLibrary(): Promise<void> {
+    const seq = ++this.librarySeq;
+    const filter = this.voiceFilter;
+    this.libraryLoading = true;
+    try {
+      const [voices, takes] = await Promise.all([api.listVoices(), api.listTakes(filter)]);
+      if (seq !== this.librarySeq) return;
+      this.voices = voices;
+      this.takes = takes;
+      this.takesLoaded = true;
+      if (filter !== null && !voices.some((v) => v.id === filter)) {
+        this.voiceFilter = null;
+        void this.refreshLibrary();
+      }
+    } catch (err) {
+      if (seq === this.librarySeq) this.reportError(err, 'Could not load the library');
+    } finally {
+      if (seq === this.librarySeq) this.libraryLoading = false;
+    }
+  }
+
+  /** Coalesce bursts of library_changed events (an import emits many). */
+  scheduleLibraryRefresh(delayMs = 150) {
+    if (this.libraryTimer) clearTimeout(this.libraryTimer);
+    this.libraryTimer = setTimeout(() => {
+      this.libraryTimer = null;
+      void this.refreshLibrary();
+    }, delayMs);
+  }
+
+  setVoiceFilter(id: number | null) {
+    if (this.voiceFilter === id) return;
+    this.voiceFilter = id;
+    void this.refreshLibrary();
+  }
+
+  upsertTake(take: Take) {
+    const i = this.takes.findIndex((t) => t.id === take.id);
+    const visible = this.voiceFilter === null || take.voice_id === this.voiceFilter;
+    if (i >= 0) {
+      if (visible) this.takes[i] = take;
+      else this.takes.splice(i, 1);
+    } else if (visible) {
+      this.takes.unshift(take);
+    }
+  }
+
+  removeTake(id: number) {
+    this.takes = this.takes.filter((t) => t.id !== id);
+  }
+
+  async refreshVoices(): Promise<void> {
+    try {
+      this.voices = await api.listVoices();
+    } catch (err) {
+      this.reportError(err, 'Could not load voices');
+    }
+  }
+
+  async createVoice(name: string): Promise<Voice | null> {
+    try {
+      const v = await api.createVoice(name);
+      if (!this.voices.some((x) => x.id === v.id)) this.voices.push(v);
+      return v;
+    } catch (err) {
+      this.reportError(err, 'Could not create voice');
+      return null;
+    }
+  }
+
+  // ---- jobs ----
+  async refreshJobs(): Promise<void> {
+    // Live updates that arrive while list_jobs is in flight are newer than its answer.
+    const live = new Map<number, Job>();
+    this.liveDuringRefresh = live;
+    try {
+      const jobs = await api.listJobs();
+      const byId = new Map(this.jobs.map((j) => [j.id, j]));
+      for (const j of jobs) byId.set(j.id, j);
+      for (const j of live.values()) byId.set(j.id, j);
+      this.jobs = [...byId.values()];
+      this.jobsLoaded = true;
+    } catch (err) {
+      this.reportError(err, 'Could not load jobs');
+    } finally {
+      if (this.liveDuringRefresh === live) this.liveDuringRefresh = null;
+    }
+  }
+
+  upsertJob(job: Job) {
+    this.liveDuringRefresh?.set(job.id, job);
+    const i = this.jobs.findIndex((j) => j.id === job.id);
+    if (i >= 0) this.jobs[i] = job;
+    else this.jobs.push(job);
+    if (this.watched.has(job.id) && TERMINAL_STATES.includes(job.state)) {
+      this.watched.delete(job.id);
+      const what = job.kind === 'import' ? 'Import' : `Job ${job.id}`;
+      if (job.state === 'succeeded') this.notify(`${what} finished${job.message ? `: ${job.message}` : ''}`, 'success');
+      else if (job.state === 'failed') this.notify(`${what} failed: ${job.error ?? job.message}`, 'error');
+      else this.notify(`${what} ${job.state}`, 'info');
+    }
+  }
+
+  watchJob(id: number) {
+    this.watched.add(id);
+  }
+
+  handleEvent = (e: AppEvent) => {
+    if (!e || typeof e !== 'object') return;
+    if (e.type === 'job' && e.job) this.upsertJob(e.job);
+    else if (e.type === 'library_changed') this.scheduleLibraryRefresh();
+  };
+
+  /** Import dropped files into the currently selected voice. */
+  async importPaths(paths: string[]): Promise<number | null> {
+    if (paths.length === 0) return null;
+    const voiceId = this.voiceFilter;
+    try {
+      const jobId = await api.importFiles(paths, voiceId);
+      this.watchJob(jobId);
+      const into = voiceId !== null ? ` into ${this.voiceName(voiceId)}` : '';
+      this.notify(`Importing ${plural(paths.length, 'file')}${into}…`, 'info', {
+        label: 'View job',
+        run: () => (this.page = 'jobs'),
+      });
+      return jobId;
+    } catch (err) {
+      this.reportError(err, 'Import failed');
+      return null;
+    }
+  }
+
+  /** Back to a blank state (tests). */
+  reset() {
+    player.reset();
+    for (const t of this.timers.values()) clearTimeout(t);
+    this.timers.clear();
+    if (this.libraryTimer) clearTimeout(this.libraryTimer);
+    this.libraryTimer = null;
+    this.librarySeq++;
+    this.watched.clear();
+    this.page = 'library';
+    this.voices = [];
+    this.takes = [];
+    this.takesLoaded = false;
+    this.libraryLoading = false;
+    this.voiceFilter = null;
+    this.jobs = [];
+    this.jobsLoaded = false;
+    this.notices = [];
+    this.dragging = false;
+  }
+}
+
+export const app = new AppState();

@@ -1,0 +1,132 @@
+import { describe, expect, it } from 'vitest';
+import { fireEvent, render, screen, waitFor, within } from '@testing-library/svelte';
+import { emit } from '@tauri-apps/api/event';
+import App from '../src/App.svelte';
+import { app } from '../src/lib/stores.svelte';
+import { FakeAudioContext, installFakeAudio, makeJob, makeTake, makeVoice, mockBackend } from './helpers';
+
+describe('App shell', () => {
+  it('shows a rejected command message in the error banner', async () => {
+    mockBackend({
+      list_voices: () => [],
+      list_takes: () => {
+        throw { kind: 'io', message: 'library database is locked' };
+      },
+      list_jobs: () => [],
+    });
+    render(App);
+    const banner = await screen.findByTestId('error-banner');
+    expect(banner).toHaveTextContent('library database is locked');
+    expect(banner).not.toHaveTextContent('[object Object]');
+    // Dismissable.
+    await fireEvent.click(within(banner).getByRole('button', { name: 'Dismiss' }));
+    await waitFor(() => expect(screen.queryByTestId('error-banner')).toBeNull());
+  });
+
+  it('navigates between pages with the sidebar', async () => {
+    mockBackend({ list_voices: () => [], list_takes: () => [], list_jobs: () => [], list_input_devices: () => [] });
+    render(App);
+    expect(await screen.findByTestId('library-empty')).toBeInTheDocument();
+    await fireEvent.click(screen.getByTestId('nav-jobs'));
+    expect(await screen.findByTestId('jobs-empty')).toBeInTheDocument();
+    await fireEvent.click(screen.getByTestId('nav-record'));
+    expect(await screen.findByTestId('record-start')).toBeInTheDocument();
+    expect(screen.getByTestId('nav-record')).toHaveAttribute('aria-current', 'page');
+  });
+
+  it('imports dropped files into the current voice filter', async () => {
+    const be = mockBackend(
+      { list_voices: () => [], list_takes: () => [], list_jobs: () => [], import_files: () => 42 },
+      { windows: true },
+    );
+    render(App);
+    await screen.findByTestId('library-empty');
+    // The drag-drop listeners register asynchronously after mount.
+    await waitFor(async () => {
+      await emit('tauri://drag-enter', { paths: ['/in/a.wav'], position: { x: 1, y: 1 } });
+      expect(screen.getByTestId('drop-overlay')).toBeInTheDocument();
+    });
+    expect(screen.getByTestId('drop-overlay')).toHaveTextContent('Drop audio files to import');
+    await emit('tauri://drag-leave', null);
+    await waitFor(() => expect(screen.queryByTestId('drop-overlay')).toBeNull());
+
+    await emit('tauri://drag-enter', { paths: ['/in/a.wav'], position: { x: 1, y: 1 } });
+    await emit('tauri://drag-drop', { paths: ['/in/a.wav', '/in/b.flac'], position: { x: 5, y: 5 } });
+    await waitFor(() => expect(be.argsOf('import_files')).toEqual([{ paths: ['/in/a.wav', '/in/b.flac'], voiceId: null }]));
+    expect(screen.queryByTestId('drop-overlay')).toBeNull();
+    expect(await screen.findByText('Importing 2 files…')).toBeInTheDocument();
+
+    // With a voice selected, dropped files go into that voice.
+    app.voices = [makeVoice({ id: 3, name: 'Alto' })];
+    app.voiceFilter = 3;
+    await emit('tauri://drag-enter', { paths: ['/in/c.wav'], position: { x: 1, y: 1 } });
+    expect(await screen.findByTestId('drop-overlay')).toHaveTextContent('Alto');
+    await emit('tauri://drag-drop', { paths: ['/in/c.wav'], position: { x: 5, y: 5 } });
+    await waitFor(() => expect(be.argsOf('import_files').at(-1)).toEqual({ paths: ['/in/c.wav'], voiceId: 3 }));
+    expect(await screen.findByText('Importing 1 file into Alto…')).toBeInTheDocument();
+  });
+
+  it('subscribes once and applies live events', async () => {
+    let takes = [makeTake({ id: 1, name: 'First' })];
+    const be = mockBackend({ list_voices: () => [], list_takes: () => takes, list_jobs: () => [] });
+    render(App);
+    await screen.findAllByTestId('take-row');
+    await waitFor(() => expect(be.argsOf('subscribe')).toHaveLength(1));
+    const channel = be.argsOf('subscribe')[0].onEvent;
+
+    channel.onmessage({ type: 'job', job: makeJob({ id: 5, state: 'running', progress: 0.3 }) });
+    await fireEvent.click(screen.getByTestId('nav-jobs'));
+    const row = await screen.findByTestId('job-row');
+    expect(row).toHaveAttribute('data-job-state', 'running');
+
+    takes = [...takes, makeTake({ id: 2, name: 'Second' })];
+    channel.onmessage({ type: 'library_changed' });
+    await fireEvent.click(screen.getByTestId('nav-library'));
+    await waitFor(() => expect(screen.getAllByTestId('take-row')).toHaveLength(2));
+  });
+
+  it('plays a take with Web Audio and reports playback state', async () => {
+    installFakeAudio();
+    const be = mockBackend({
+      list_voices: () => [],
+      list_takes: () => [makeTake({ id: 9, name: 'Hum' })],
+      list_jobs: () => [],
+      take_audio: () => new Uint8Array([82, 73, 70, 70]),
+    });
+    render(App);
+    const state = screen.getByTestId('playback-state');
+    expect(state).toHaveTextContent('stopped');
+    const row = await screen.findByTestId('take-row');
+    await fireEvent.click(within(row).getByTestId('take-play'));
+    await waitFor(() => expect(state).toHaveTextContent('playing'));
+    expect(be.argsOf('take_audio')).toEqual([{ id: 9 }]);
+    const src = FakeAudioContext.last!.sources.at(-1);
+    expect(src.started).toBe(true);
+    // The source reaching its end returns the state to "stopped".
+    src.onended();
+    await waitFor(() => expect(state).toHaveTextContent('stopped'));
+
+    // Stop button path.
+    await fireEvent.click(within(row).getByTestId('take-play'));
+    await waitFor(() => expect(state).toHaveTextContent('playing'));
+    await fireEvent.click(within(row).getByTestId('take-play'));
+    await waitFor(() => expect(state).toHaveTextContent('stopped'));
+  });
+
+  it('reports playback failures in the banner', async () => {
+    installFakeAudio();
+    mockBackend({
+      list_voices: () => [],
+      list_takes: () => [makeTake({ id: 9, name: 'Hum' })],
+      list_jobs: () => [],
+      take_audio: () => {
+        throw { kind: 'not_found', message: 'audio file missing on disk' };
+      },
+    });
+    render(App);
+    const row = await screen.findByTestId('take-row');
+    await fireEvent.click(within(row).getByTestId('take-play'));
+    expect(await screen.findByTestId('error-banner')).toHaveTextContent('audio file missing on disk');
+    expect(screen.getByTestId('playback-state')).toHaveTextContent('stopped');
+  });
+});

@@ -1,0 +1,90 @@
+import { describe, expect, it } from 'vitest';
+import {
+  basename,
+  formatBytes,
+  formatChannels,
+  formatDateTime,
+  formatDbfs,
+  formatDuration,
+  formatLufs,
+  formatProgress,
+  formatSampleRate,
+  formatSpan,
+  linearToDb,
+  parseTags,
+  plural,
+} from '../src/lib/format';
+
+describe('formatDuration (m:ss.s)', () => {
+  it.each([
+    [0, '0:00.0'],
+    [3.24, '0:03.2'],
+    [59.96, '1:00.0'],
+    [61.5, '1:01.5'],
+    [754.96, '12:35.0'],
+    [3725, '1:02:05.0'],
+    [-1, '0:00.0'],
+    [Number.NaN, '0:00.0'],
+  ])('%s → %s', (secs, text) => {
+    expect(formatDuration(secs)).toBe(text);
+  });
+});
+
+describe('dB formatting', () => {
+  it('formats dBFS with one decimal', () => {
+    expect(formatDbfs(-3.14159)).toBe('-3.1 dBFS');
+    expect(formatDbfs(-0.01)).toBe('0.0 dBFS');
+    expect(formatDbfs(-12)).toBe('-12.0 dBFS');
+  });
+  it('shows silence as -inf and missing as a dash', () => {
+    expect(formatDbfs(-Infinity)).toBe('-inf dBFS');
+    expect(formatDbfs(-200)).toBe('-inf dBFS');
+    expect(formatDbfs(null)).toBe('—');
+  });
+  it('formats LUFS or a dash', () => {
+    expect(formatLufs(-18.25)).toBe('-18.3 LUFS');
+    expect(formatLufs(null)).toBe('—');
+  });
+  it('converts linear amplitude to dB', () => {
+    expect(linearToDb(1)).toBe(0);
+    expect(linearToDb(0.5)).toBeCloseTo(-6.02, 2);
+    expect(linearToDb(0)).toBe(-Infinity);
+  });
+});
+
+describe('bytes and misc', () => {
+  it('formats bytes in binary units', () => {
+    expect(formatBytes(0)).toBe('0 B');
+    expect(formatBytes(512)).toBe('512 B');
+    expect(formatBytes(1536)).toBe('1.5 KiB');
+    expect(formatBytes(8 * 1024 ** 3)).toBe('8.0 GiB');
+    expect(formatBytes(Number.NaN)).toBe('—');
+  });
+  it('formats rates, channels, progress, plurals', () => {
+    expect(formatSampleRate(48000)).toBe('48 kHz');
+    expect(formatSampleRate(44100)).toBe('44.1 kHz');
+    expect(formatChannels(1)).toBe('mono');
+    expect(formatChannels(2)).toBe('stereo');
+    expect(formatChannels(6)).toBe('6 ch');
+    expect(formatProgress(0.426)).toBe('43%');
+    expect(formatProgress(2)).toBe('100%');
+    expect(plural(1, 'file')).toBe('1 file');
+    expect(plural(12, 'file')).toBe('12 files');
+  });
+  it('parses comma-separated tags', () => {
+    expect(parseTags(' a, b ,, c, a ')).toEqual(['a', 'b', 'c']);
+    expect(parseTags('')).toEqual([]);
+  });
+  it('formats times', () => {
+    const now = new Date(2026, 10, 22, 15, 0, 0);
+    expect(formatDateTime(new Date(2026, 10, 22, 14, 3, 7).toISOString(), now)).toBe('14:03:07');
+    expect(formatDateTime(new Date(2026, 10, 20, 9, 5, 0).toISOString(), now)).toBe('2026-11-20 09:05:00');
+    expect(formatDateTime(null)).toBe('—');
+    expect(formatSpan('2026-11-22T10:00:00Z', '2026-11-22T10:00:01.5Z')).toBe('1.5 s');
+    expect(formatSpan('2026-11-22T10:00:00Z', '2026-11-22T10:03:04Z')).toBe('3 m 04 s');
+  });
+  it('takes basenames of either separator', () => {
+    expect(basename('/a/b/c.wav')).toBe('c.wav');
+    expect(basename('C:\\x\\y.flac')).toBe('y.flac');
+  });
+});

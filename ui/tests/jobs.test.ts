@@ -1,0 +1,106 @@
+import { describe, expect, it } from 'vitest';
+import { fireEvent, render, screen, waitFor, within } from '@testing-library/svelte';
+import Jobs from '../src/pages/Jobs.svelte';
+import { app } from '../src/lib/stores.svelte';
+import { makeJob, mockBackend } from './helpers';
+
+const jobs = [
+  makeJob({ id: 1, state: 'succeeded', progress: 1, message: '3 imported', finished_at: '2026-11-20T10:00:05Z' }),
+  makeJob({ id: 2, state: 'failed', progress: 0.5, error: 'disk full', attempts: 3 }),
+  makeJob({ id: 3, state: 'running', progress: 0.42, message: 'Importing 5/12', started_at: '2026-11-20T10:01:00Z' }),
+];
+
+const snapshot = {
+  cpu_percent: 12.5,
+  ram_used_bytes: 4 * 1024 ** 3,
+  ram_total_bytes: 16 * 1024 ** 3,
+  gpus: [{ name: 'H100', memory_used_bytes: 1024 ** 3, memory_total_bytes: 80 * 1024 ** 3, utilization_percent: 3, temperature_c: 40 }],
+};
+
+function backend(extra: Record<string, (a: any) => unknown> = {}) {
+  return mockBackend({ list_jobs: () => jobs, resource_snapshot: () => snapshot, ...extra });
+}
+
+describe('Jobs page', () => {
+  it('lists jobs newest first with their states', async () => {
+    backend();
+    render(Jobs);
+    const rows = await screen.findAllByTestId('job-row');
+    expect(rows.map((r) => r.getAttribute('data-job-id'))).toEqual(['3', '2', '1']);
+    expect(rows.map((r) => r.getAttribute('data-job-state'))).toEqual(['running', 'failed', 'succeeded']);
+    expect(within(rows[0]).getByTestId('job-state')).toHaveTextContent('running');
+    expect(rows[0]).toHaveTextContent('42%');
+    expect(rows[0]).toHaveTextContent('Importing 5/12');
+    expect(within(rows[1]).getByTestId('job-error')).toHaveTextContent('disk full');
+    // Cancel only for queued/running, Retry only for failed/cancelled/interrupted.
+    expect(within(rows[0]).queryByTestId('job-cancel')).not.toBeNull();
+    expect(within(rows[0]).queryByTestId('job-retry')).toBeNull();
+    expect(within(rows[1]).queryByTestId('job-retry')).not.toBeNull();
+    expect(within(rows[1]).queryByTestId('job-cancel')).toBeNull();
+    expect(within(rows[2]).queryByTestId('job-retry')).toBeNull();
+    expect(within(rows[2]).queryByTestId('job-cancel')).toBeNull();
+  });
+
+  it('retries a failed job through retry_job', async () => {
+    const be = backend({ retry_job: (a) => ({ ...jobs[1], id: a.id, state: 'queued', error: null }) });
+    render(Jobs);
+    const failed = (await screen.findAllByTestId('job-row')).find((r) => r.dataset.jobId === '2')!;
+    await fireEvent.click(within(failed).getByTestId('job-retry'));
+    await waitFor(() => expect(be.argsOf('retry_job')).toEqual([{ id: 2 }]));
+    await waitFor(() =>
+      expect(screen.getAllByTestId('job-row').find((r) => r.dataset.jobId === '2')).toHaveAttribute(
+        'data-job-state',
+        'queued',
+      ),
+    );
+  });
+
+  it('cancels a running job through cancel_job', async () => {
+    const be = backend({ cancel_job: (a) => ({ ...jobs[2], id: a.id, state: 'cancelled' }) });
+    render(Jobs);
+    const running = (await screen.findAllByTestId('job-row'))[0];
+    await fireEvent.click(within(running).getByTestId('job-cancel'));
+    await waitFor(() => expect(be.argsOf('cancel_job')).toEqual([{ id: 3 }]));
+  });
+
+  it('updates live from job events', async () => {
+    backend();
+    render(Jobs);
+    await screen.findAllByTestId('job-row');
+    app.handleEvent({ type: 'job', job: { ...jobs[2], state: 'succeeded', progress: 1 } });
+    app.handleEvent({ type: 'job', job: makeJob({ id: 4, state: 'queued' }) });
+    await waitFor(() => {
+      const rows = screen.getAllByTestId('job-row');
+      expect(rows.map((r) => r.dataset.jobId)).toEqual(['4', '3', '2', '1']);
+      expect(rows[1]).toHaveAttribute('data-job-state', 'succeeded');
+    });
+  });
+
+  it('expands a job to show per-file import results', async () => {
+    const be = backend({
+      job_events: () => [
+        { id: 1, job_id: 2, at: '2026-11-20T10:00:01Z', level: 'info', kind: 'file', data: { path: '/a/one.wav', ok: true, take_id: 11 } },
+        { id: 2, job_id: 2, at: '2026-11-20T10:00:02Z', level: 'warn', kind: 'file', data: { path: '/a/two.wav', ok: true, duplicate: true, take_id: 5 } },
+        { id: 3, job_id: 2, at: '2026-11-20T10:00:03Z', level: 'error', kind: 'file', data: { path: '/a/three.mp3', ok: false, error: 'unsupported codec' } },
+      ],
+    });
+    render(Jobs);
+    const failed = (await screen.findAllByTestId('job-row')).find((r) => r.dataset.jobId === '2')!;
+    await fireEvent.click(within(failed).getByTestId('job-expand'));
+    const events = await within(failed).findAllByTestId('job-event');
+    expect(be.argsOf('job_events')[0]).toEqual({ id: 2 });
+    expect(events.map((e) => e.dataset.status)).toEqual(['ok', 'duplicate', 'error']);
+    expect(events[0]).toHaveTextContent('one.wav');
+    expect(events[2]).toHaveTextContent('unsupported codec');
+    expect(within(failed).getByTestId('job-export')).toBeInTheDocument();
+  });
+
+  it('shows a resource strip from resource_snapshot', async () => {
+    backend();
+    render(Jobs);
+    const strip = await screen.findByTestId('resource-strip');
+    await waitFor(() => expect(strip).toHaveTextContent('13%'));
+    expect(strip).toHaveTextContent('4.0 GiB / 16.0 GiB');
+    expect(strip).toHaveTextContent('1.0 GiB / 80.0 GiB');
+  });
+});

@@ -1,0 +1,16 @@
+import '@testing-library/jest-dom/vitest';
+import { afterEach, vi } from 'vitest';
+import { clearMocks } from '@tauri-apps/api/mocks';
+import { cleanup } from '@testing-library/svelte';
+import { app } from '../src/lib/stores.svelte';
+import { recorder } from '../src/lib/recorder.svelte';
+
+// jsdom has no Web Audio; tests that need it install a fake (see helpers.ts).
+afterEach(() => {
+  cleanup();
+  recorder.reset();
+  app.reset();
+  clearMocks();
+  vi.useRealTimers();
+  delete (globalThis as any).AudioContext;
+});
