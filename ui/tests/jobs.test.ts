@@ -42,7 +42,14 @@ describe('Jobs page', () => {
   });
 
   it('retries a failed job through retry_job', async () => {
-    const be = backend({ retry_job: (a) => ({ ...jobs[1], id: a.id, state: 'queued', error: null }) });
+    // The live stream runs ahead of the reply: the job is already running again when the
+    // (older) "queued" reply arrives, which must not win.
+    const be = backend({
+      retry_job: (a) => {
+        app.handleEvent({ type: 'job', job: { ...jobs[1], state: 'running', error: null } });
+        return { ...jobs[1], id: a.id, state: 'queued', error: null };
+      },
+    });
     render(Jobs);
     const failed = (await screen.findAllByTestId('job-row')).find((r) => r.dataset.jobId === '2')!;
     await fireEvent.click(within(failed).getByTestId('job-retry'));
@@ -50,7 +57,7 @@ describe('Jobs page', () => {
     await waitFor(() =>
       expect(screen.getAllByTestId('job-row').find((r) => r.dataset.jobId === '2')).toHaveAttribute(
         'data-job-state',
-        'queued',
+        'running',
       ),
     );
   });

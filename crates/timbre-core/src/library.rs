@@ -15,7 +15,7 @@ use std::sync::{Mutex, MutexGuard};
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Notification {
-    Job { job: db::jobs::Job },
+    Job { job: Box<db::jobs::Job> },
     LibraryChanged,
 }
 

@@ -93,7 +93,8 @@ impl JobContext<'_> {
             job.cancel_requested = cancel;
             job.clone()
         };
-        self.library().notify(Notification::Job { job });
+        self.library()
+            .notify(Notification::Job { job: Box::new(job) });
         if cancel {
             Err(Cancelled.into())
         } else {
@@ -174,20 +175,26 @@ impl JobSystem {
             let id = job_rows::insert(&conn, kind, handler.lane(), &params, max_retries)?;
             job_rows::require(&conn, id)?
         };
-        self.library.notify(Notification::Job { job: job.clone() });
+        self.library.notify(Notification::Job {
+            job: Box::new(job.clone()),
+        });
         self.wake.1.notify_all();
         Ok(job)
     }
 
     pub fn cancel(&self, id: i64) -> Result<Job> {
         let job = job_rows::request_cancel(&self.library.conn(), id)?;
-        self.library.notify(Notification::Job { job: job.clone() });
+        self.library.notify(Notification::Job {
+            job: Box::new(job.clone()),
+        });
         Ok(job)
     }
 
     pub fn retry(&self, id: i64) -> Result<Job> {
         let job = job_rows::retry(&self.library.conn(), id)?;
-        self.library.notify(Notification::Job { job: job.clone() });
+        self.library.notify(Notification::Job {
+            job: Box::new(job.clone()),
+        });
         self.wake.1.notify_all();
         Ok(job)
     }
@@ -262,7 +269,9 @@ impl JobSystem {
     }
 
     fn execute(&self, job: Job) {
-        self.library.notify(Notification::Job { job: job.clone() });
+        self.library.notify(Notification::Job {
+            job: Box::new(job.clone()),
+        });
         let id = job.id;
         let outcome = match self.handlers.get(job.kind.as_str()) {
             None => Err(anyhow::anyhow!("this build cannot run {:?} jobs", job.kind)),
@@ -285,7 +294,8 @@ impl JobSystem {
             eprintln!("timbre: could not record the end of job {id}: {err:#}");
         }
         if let Ok(job) = job_rows::require(&self.library.conn(), id) {
-            self.library.notify(Notification::Job { job });
+            self.library
+                .notify(Notification::Job { job: Box::new(job) });
         }
     }
 

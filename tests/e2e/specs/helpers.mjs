@@ -1,0 +1,194 @@
+// Shared helpers for the e2e specs (not a spec itself: the glob only takes *.e2e.mjs).
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+
+/** An env var the run script must set; fails the test with a clear message otherwise. */
+export function requireEnv(name) {
+  const v = process.env[name];
+  assert.ok(v, `${name} is not set: run the e2e tests through tests/e2e/run.sh`);
+  return v;
+}
+
+/** Writes a mono 16-bit WAV of a sine (node side, for specs that need their own audio). */
+export function writeSineWav(file, { seconds, freq, amplitude = 0.5, rate = 44100 }) {
+  const frames = Math.round(seconds * rate);
+  const buf = Buffer.alloc(44 + frames * 2);
+  buf.write('RIFF', 0);
+  buf.writeUInt32LE(36 + frames * 2, 4);
+  buf.write('WAVEfmt ', 8);
+  buf.writeUInt32LE(16, 16);
+  buf.writeUInt16LE(1, 20); // PCM
+  buf.writeUInt16LE(1, 22); // mono
+  buf.writeUInt32LE(rate, 24);
+  buf.writeUInt32LE(rate * 2, 28);
+  buf.writeUInt16LE(2, 32);
+  buf.writeUInt16LE(16, 34);
+  buf.write('data', 36);
+  buf.writeUInt32LE(frames * 2, 40);
+  for (let i = 0; i < frames; i++) {
+    buf.writeInt16LE(Math.round(amplitude * 32767 * Math.sin((2 * Math.PI * freq * i) / rate)), 44 + i * 2);
+  }
+  fs.writeFileSync(file, buf);
+  return file;
+}
+
+/** The file name without its extension, as the importer names takes. */
+export function stem(p) {
+  return path.basename(p, path.extname(p));
+}
+
+export const byTestId = (id) => `[data-testid="${id}"]`;
+
+/**
+ * Calls a backend command through the same IPC the UI uses. Resolves with its value, or
+ * throws an Error carrying the backend's error (kind and message) when it rejects.
+ */
+export async function invoke(cmd, args = {}) {
+  const r = await browser.execute(
+    async (cmd, args) => {
+      try {
+        return { ok: true, value: await window.__TAURI_INTERNALS__.invoke(cmd, args) };
+      } catch (e) {
+        return { ok: false, error: typeof e === 'string' ? e : JSON.stringify(e) ?? String(e) };
+      }
+    },
+    cmd,
+    args,
+  );
+  if (!r || !r.ok) throw new Error(`invoke('${cmd}') failed: ${r ? r.error : 'no result'}`);
+  return r.value;
+}
+
+/**
+ * browser.waitUntil whose failure message is built when it fails (`message` may be an async
+ * function), so it can show the state at that moment, e.g. the error banner.
+ */
+export async function waitFor(condition, { timeout = 15000, interval = 100, message = 'condition not met' } = {}) {
+  try {
+    await browser.waitUntil(condition, { timeout, interval });
+  } catch (err) {
+    if (!/timeout|timed out/i.test(String(err?.message))) throw err;
+    const text = typeof message === 'function' ? await message() : message;
+    throw new Error(`${text} (waited ${timeout / 1000} s)`);
+  }
+}
+
+/** Waits until the webview has loaded the app and its IPC bridge. */
+export async function waitForApp() {
+  await browser.waitUntil(
+    () => browser.execute(() => typeof window.__TAURI_INTERNALS__?.invoke === 'function' && document.readyState === 'complete'),
+    { timeout: 30000, interval: 200, timeoutMsg: 'the app did not load (no Tauri IPC bridge after 30 s)' },
+  );
+  await $(byTestId('nav-library')).waitForDisplayed({ timeout: 30000 });
+}
+
+/** Opens a page through the sidebar and waits for its marker element. */
+export async function openPage(page, marker) {
+  await $(byTestId(`nav-${page}`)).click();
+  await browser.waitUntil(
+    async () => (await $(byTestId(`nav-${page}`)).getAttribute('aria-current')) === 'page',
+    { timeout: 5000, timeoutMsg: `the ${page} nav item did not become current` },
+  );
+  if (marker) await $(marker).waitForExist({ timeout: 15000 });
+}
+
+export const TERMINAL_JOB_STATES = ['succeeded', 'failed', 'cancelled', 'interrupted'];
+
+/** Polls list_jobs until the job is in a terminal state; returns it. */
+export async function waitForJob(id, timeout = 30000) {
+  let job;
+  await waitFor(
+    async () => {
+      const jobs = await invoke('list_jobs');
+      job = jobs.find((j) => j.id === id);
+      return job && TERMINAL_JOB_STATES.includes(job.state);
+    },
+    { timeout, interval: 250, message: () => `job ${id} did not finish (last seen: ${JSON.stringify(job)})` },
+  );
+  return job;
+}
+
+/**
+ * Inside the page: fetches a take's audio with `take_audio` and returns facts about it
+ * (no bytes cross WebDriver): RIFF/WAVE header, byte length, and a Web Audio decode
+ * (duration, sample rate, channels; of the first channel: RMS, peak, the frequency of a
+ * pure tone from its zero crossings, and the fraction of near-zero samples).
+ */
+export async function inspectTakeAudio(id) {
+  const r = await browser.execute(async (id) => {
+    try {
+      const raw = await window.__TAURI_INTERNALS__.invoke('take_audio', { id });
+      const buf = raw instanceof ArrayBuffer ? raw : raw?.buffer instanceof ArrayBuffer ? raw.buffer : new Uint8Array(raw).buffer;
+      const bytes = new Uint8Array(buf);
+      const tag = (o) => String.fromCharCode(...bytes.slice(o, o + 4));
+      const facts = { byteLength: bytes.length, riff: tag(0), wave: tag(8), type: Object.prototype.toString.call(raw) };
+      const Ctor = window.AudioContext ?? window.webkitAudioContext;
+      // An OfflineAudioContext decodes without needing an output device.
+      const ctx = window.OfflineAudioContext ? new OfflineAudioContext(1, 1, 44100) : new Ctor();
+      const audio = await new Promise((resolve, reject) => {
+        const p = ctx.decodeAudioData(buf.slice(0), resolve, (e) => reject(e ?? new Error('decode failed')));
+        if (p && typeof p.then === 'function') p.then(resolve, reject);
+      });
+      const ch = audio.getChannelData(0);
+      let sum = 0;
+      let peak = 0;
+      let rises = 0; // upward zero crossings: one per period of a clean tone
+      let silent = 0; // samples within a quantisation step of zero
+      for (let i = 0; i < ch.length; i++) {
+        sum += ch[i] * ch[i];
+        peak = Math.max(peak, Math.abs(ch[i]));
+        if (i > 0 && ch[i - 1] < 0 && ch[i] >= 0) rises++;
+        if (Math.abs(ch[i]) < 1e-4) silent++;
+      }
+      return {
+        ok: true,
+        ...facts,
+        duration: audio.duration,
+        sampleRate: audio.sampleRate,
+        channels: audio.numberOfChannels,
+        rms: Math.sqrt(sum / Math.max(1, ch.length)),
+        peak,
+        frequency: rises / audio.duration,
+        silentFraction: silent / Math.max(1, ch.length),
+      };
+    } catch (e) {
+      return { ok: false, error: typeof e === 'string' ? e : `${e?.name ?? ''} ${e?.message ?? JSON.stringify(e)}` };
+    }
+  }, id);
+  if (!r.ok) throw new Error(`take_audio(${id}) could not be inspected: ${r.error}`);
+  return r;
+}
+
+/**
+ * browser.saveScreenshot, made reliable: WebKitWebDriver waits for the next presentation
+ * update, and an idle page under Xvfb may not paint for a minute. A short, invisible
+ * repaint loop gives it one.
+ */
+export async function screenshot(file) {
+  await browser.execute(() => {
+    const dot = document.createElement('div');
+    dot.setAttribute('aria-hidden', 'true');
+    dot.style.cssText = 'position:fixed;right:0;bottom:0;width:1px;height:1px;z-index:2147483647;pointer-events:none';
+    document.body.appendChild(dot);
+    let i = 0;
+    const timer = setInterval(() => {
+      dot.style.background = i++ % 2 ? 'rgba(0,0,0,0.01)' : 'rgba(0,0,0,0.02)';
+      if (i > 100) {
+        clearInterval(timer);
+        dot.remove();
+      }
+    }, 30);
+  });
+  await browser.saveScreenshot(file);
+}
+
+/** The messages in the error banner (errors never go to toasts). */
+export async function visibleErrors() {
+  return browser.execute(() => [...document.querySelectorAll('[data-testid="error-message"]')].map((e) => e.textContent.trim()));
+}
+
+/** The texts of the (non-error) toasts currently shown. */
+export async function toasts() {
+  return browser.execute(() => [...document.querySelectorAll('[data-testid="toast"]')].map((e) => e.textContent.trim()));
+}
