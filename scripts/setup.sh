@@ -46,7 +46,9 @@ fi
 npm_inputs=$(cat package.json package-lock.json | sha256sum | cut -c1-16)
 if [[ ! -d node_modules || "$(cat $stamps/npm 2>/dev/null)" != "$npm_inputs" ]]; then
   echo "setup: installing npm packages"
-  npm ci --no-audit --no-fund --loglevel=error
+  # Not `npm ci`: npm 11 leaves other platforms' optional packages out of the lock file it
+  # writes, and `npm ci` then refuses that lock. This installs the locked versions, writes nothing.
+  npm install --no-save --no-audit --no-fund --loglevel=error
   echo "$npm_inputs" > $stamps/npm
 fi
 
