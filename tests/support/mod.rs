@@ -3,7 +3,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use timbre_audio::{AudioBuffer, SampleFormat};
+use timbre_audio::SampleFormat;
+use timbre_audio::signal::sine;
 
 /// The `timbre` binary of this build (`cargo build -p timbre-cli` puts it beside the tests).
 pub fn timbre_bin() -> PathBuf {
@@ -74,30 +75,7 @@ impl Sandbox {
     }
 }
 
-pub fn sine(seconds: f64, rate: u32, freq: f32, amplitude: f32) -> AudioBuffer {
-    let frames = (seconds * f64::from(rate)).round() as usize;
-    let step = freq * std::f32::consts::TAU / rate as f32;
-    AudioBuffer::new(
-        rate,
-        vec![
-            (0..frames)
-                .map(|i| amplitude * (i as f32 * step).sin())
-                .collect(),
-        ],
-    )
-}
-
 pub fn write_sine_wav(path: &Path, seconds: f64, freq: f32) {
-    timbre_audio::write_wav(path, &sine(seconds, 16000, freq, 0.5), SampleFormat::Int16)
+    timbre_audio::write_wav(path, &sine(16000, freq, seconds, 0.5), SampleFormat::Int16)
         .expect("writing test wav");
-}
-
-/// Frequency from zero crossings of the first channel.
-pub fn estimate_frequency(audio: &AudioBuffer) -> f64 {
-    let x = &audio.channels[0];
-    let crossings = x
-        .windows(2)
-        .filter(|w| (w[0] < 0.0) != (w[1] < 0.0))
-        .count();
-    crossings as f64 / 2.0 / audio.duration_secs()
 }

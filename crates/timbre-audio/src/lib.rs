@@ -9,6 +9,7 @@ pub mod encode;
 pub mod error;
 pub mod record;
 pub mod resample;
+pub mod signal;
 #[cfg(test)]
 mod test_util;
 

@@ -29,6 +29,7 @@ use std::time::Duration;
 
 use timbre_audio::analysis::{self, Level};
 use timbre_audio::record::{self, RecordOptions, Recording};
+use timbre_audio::signal;
 use timbre_audio::{AudioBuffer, DecodeOptions, SampleFormat, decode_file, write_wav};
 
 const CHILD_ENV: &str = "FAKE_ALSA_CHILD_OUT";
@@ -38,27 +39,11 @@ const AMPLITUDE: f64 = 0.5;
 
 /// A mono 16 kHz sine, as a microphone test signal would be authored.
 fn source_sine(secs: f64) -> AudioBuffer {
-    let frames = (secs * f64::from(SOURCE_RATE)) as usize;
-    let sine = (0..frames)
-        .map(|i| {
-            let t = i as f64 / f64::from(SOURCE_RATE);
-            (AMPLITUDE * (2.0 * std::f64::consts::PI * FREQ * t).sin()) as f32
-        })
-        .collect();
-    AudioBuffer::new(SOURCE_RATE, vec![sine])
+    signal::sine(SOURCE_RATE, FREQ as f32, secs, AMPLITUDE as f32)
 }
 
-/// Frequency from the spacing of the first and last upward zero crossings.
 fn crossing_freq(samples: &[f32], rate: u32) -> f64 {
-    let crossings: Vec<f64> = samples
-        .windows(2)
-        .enumerate()
-        .filter(|(_, w)| w[0] < 0.0 && w[1] >= 0.0)
-        .map(|(i, w)| i as f64 + f64::from(-w[0] / (w[1] - w[0])))
-        .collect();
-    assert!(crossings.len() >= 2, "no sine in the capture");
-    let span = crossings[crossings.len() - 1] - crossings[0];
-    (crossings.len() - 1) as f64 * f64::from(rate) / span
+    signal::zero_crossing_frequency(samples, rate).expect("no sine in the capture")
 }
 
 #[test]

@@ -2,18 +2,16 @@ use super::*;
 use crate::db::jobs::JobState;
 use crate::jobs::JobSystem;
 use std::sync::Arc;
-
-fn sine(seconds: f64, rate: u32) -> AudioBuffer {
-    let n = (seconds * f64::from(rate)) as usize;
-    let samples = (0..n)
-        .map(|i| 0.5 * (i as f32 * 440.0 * std::f32::consts::TAU / rate as f32).sin())
-        .collect();
-    AudioBuffer::new(rate, vec![samples])
-}
+use timbre_audio::signal::sine;
 
 fn write_sine(dir: &Path, name: &str, seconds: f64) -> PathBuf {
     let path = dir.join(name);
-    timbre_audio::write_wav(&path, &sine(seconds, 16000), SampleFormat::Int16).unwrap();
+    timbre_audio::write_wav(
+        &path,
+        &sine(16000, 440.0, seconds, 0.5),
+        SampleFormat::Int16,
+    )
+    .unwrap();
     path
 }
 
@@ -180,7 +178,7 @@ fn an_interrupted_import_resumes_without_redoing_reported_files() {
 #[test]
 fn a_recording_is_saved_as_a_float_wav_take() {
     let (_dir, system) = setup();
-    let audio = sine(1.0, 48000);
+    let audio = sine(48000, 440.0, 1.0, 0.5);
     let take = save_recording(system.library(), &audio, Some(" Mic test "), None).unwrap();
     assert_eq!(
         (take.name.as_str(), take.origin, take.frames),
