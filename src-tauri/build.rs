@@ -1,7 +1,10 @@
+include!("../crates/timbre-nn/link_libtorch.rs");
+
 fn main() {
     // The frontend bundle is embedded at compile time; an empty folder lets `cargo check` and
     // `cargo test` work before the UI has been built.
     let dist = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ui/dist");
     std::fs::create_dir_all(&dist).expect("creating ui/dist");
+    link_libtorch();
     tauri_build::build()
 }

@@ -34,6 +34,19 @@ pub fn run() {
             commands::record::start_recording,
             commands::record::stop_recording,
             commands::record::cancel_recording,
+            commands::models::list_models,
+            commands::models::import_model,
+            commands::models::rename_model,
+            commands::models::delete_model,
+            commands::models::attach_model_index,
+            commands::models::model_files,
+            commands::convert::submit_conversions,
+            commands::convert::list_conversions,
+            commands::convert::conversion_audio,
+            commands::convert::conversion_input_audio,
+            commands::convert::delete_conversion,
+            commands::compare::record_listening_test,
+            commands::compare::list_listening_tests,
         ])
         .run(tauri::generate_context!())
         .expect("error while running Timbre Studio");

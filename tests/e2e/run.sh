@@ -13,7 +13,8 @@
 #
 # Ends with one line "N passed, N failed"; exits non-zero when any test failed.
 #
-# Knobs: E2E_APP (app binary), E2E_KEEP_TMP=1 (keep the temp dir: library, audio, .asoundrc),
+# Knobs: E2E_APP (app binary), RVC_PARITY_DIR (the fixtures conversion runs on, default
+# ../shared/fixtures/rvc-parity beside the repository), E2E_KEEP_TMP=1 (keep the temp dir: library, audio, .asoundrc),
 # E2E_SCREENSHOT_DIR (default tests/e2e/logs), E2E_TIMEOUT (seconds for the whole wdio run,
 # default 900), TAURI_DRIVER, E2E_NATIVE_DRIVER. Logs, results.jsonl and screenshots (one of
 # the Library, and one per failed test) go to tests/e2e/logs.
@@ -102,6 +103,16 @@ python3 "$here/fake_mic.py" "$fifo" --rate "$mic_rate" --channels "$mic_channels
 mic_pid=$!
 for _ in $(seq 50); do [[ -p "$fifo" ]] && break; sleep 0.1; done
 [[ -p "$fifo" ]] || { echo "run.sh: the fake microphone did not start (see $logs/fake_mic.log)" >&2; exit 2; }
+
+# The models folder (TIMBRE_MODELS_DIR): the tiny random-weight HuBERT and RMVPE of the parity
+# fixtures under their real names, so conversion runs in seconds. The voice models of the same
+# fixtures are imported by convert.e2e.mjs.
+parity="$(cd "${RVC_PARITY_DIR:-$root/../shared/fixtures/rvc-parity}" 2>/dev/null && pwd)" ||
+  { echo "run.sh: the RVC parity fixtures are missing (set RVC_PARITY_DIR)" >&2; exit 2; }
+mkdir -p "$tmp/models"
+ln -s "$parity/hubert_tiny/hubert_fairseq.pt" "$tmp/models/hubert_base.pt"
+ln -s "$parity/rmvpe_tiny/rmvpe.pt" "$tmp/models/rmvpe.pt"
+export TIMBRE_MODELS_DIR="$tmp/models" E2E_PARITY_DIR="$parity"
 
 export TIMBRE_DATA_DIR="$tmp/library"
 export E2E_APP="$app" E2E_AUDIO="$audio" E2E_DATA_DIR="$TIMBRE_DATA_DIR" E2E_TMP="$tmp"

@@ -3,7 +3,7 @@ import { fireEvent, render, screen, waitFor, within } from '@testing-library/sve
 import { emit } from '@tauri-apps/api/event';
 import App from '../src/App.svelte';
 import { app } from '../src/lib/stores.svelte';
-import { FakeAudioContext, installFakeAudio, makeJob, makeTake, makeVoice, mockBackend } from './helpers';
+import { FakeAudioContext, installFakeAudio, makeJob, makeModel, makeTake, makeVoice, mockBackend } from './helpers';
 
 describe('App shell', () => {
   it('shows a rejected command message in the error banner', async () => {
@@ -24,13 +24,29 @@ describe('App shell', () => {
   });
 
   it('navigates between pages with the sidebar', async () => {
-    mockBackend({ list_voices: () => [], list_takes: () => [], list_jobs: () => [], list_input_devices: () => [] });
+    mockBackend({
+      list_voices: () => [],
+      list_takes: () => [],
+      list_jobs: () => [],
+      list_input_devices: () => [],
+      list_models: () => [],
+      model_files: () => ({ dir: '/models', files: [] }),
+      list_conversions: () => [],
+      list_listening_tests: () => [],
+    });
     render(App);
     expect(await screen.findByTestId('library-empty')).toBeInTheDocument();
     await fireEvent.click(screen.getByTestId('nav-jobs'));
     expect(await screen.findByTestId('jobs-empty')).toBeInTheDocument();
     await fireEvent.click(screen.getByTestId('nav-record'));
     expect(await screen.findByTestId('record-start')).toBeInTheDocument();
+    await fireEvent.click(screen.getByTestId('nav-models'));
+    expect(await screen.findByTestId('model-files')).toBeInTheDocument();
+    await fireEvent.click(screen.getByTestId('nav-compare'));
+    expect(await screen.findByTestId('compare-empty')).toBeInTheDocument();
+    await fireEvent.click(screen.getByTestId('nav-convert'));
+    expect(await screen.findByTestId('convert-params')).toBeInTheDocument();
+    await fireEvent.click(screen.getByTestId('nav-record'));
     expect(screen.getByTestId('nav-record')).toHaveAttribute('aria-current', 'page');
   });
 
@@ -64,6 +80,39 @@ describe('App shell', () => {
     await emit('tauri://drag-drop', { paths: ['/in/c.wav'], position: { x: 5, y: 5 } });
     await waitFor(() => expect(be.argsOf('import_files').at(-1)).toEqual({ paths: ['/in/c.wav'], voiceId: 3 }));
     expect(await screen.findByText('Importing 1 file into Alto…')).toBeInTheDocument();
+  });
+
+  it('routes a drop by extension: a .pth with its .index becomes a model, audio an import', async () => {
+    const be = mockBackend(
+      {
+        list_voices: () => [],
+        list_takes: () => [],
+        list_jobs: () => [],
+        import_files: () => 43,
+        list_models: () => [],
+        model_files: () => ({ dir: '/models', files: [] }),
+        import_model: () => makeModel({ id: 5, name: 'Ada', version: 'v1', sample_rate: 40000, index_sha256: 'aa' }),
+      },
+      { windows: true },
+    );
+    render(App);
+    await screen.findByTestId('library-empty');
+    await waitFor(async () => {
+      await emit('tauri://drag-enter', { paths: ['/m/ada.pth'], position: { x: 1, y: 1 } });
+      expect(screen.getByTestId('drop-overlay')).toBeInTheDocument();
+    });
+    await emit('tauri://drag-drop', { paths: ['/m/ada.pth', '/m/added_ada_v1.index', '/in/a.wav'], position: { x: 5, y: 5 } });
+    await waitFor(() => expect(be.argsOf('import_model')).toEqual([{ weights: '/m/ada.pth', index: '/m/added_ada_v1.index', name: null, voiceId: null }]));
+    await waitFor(() => expect(be.argsOf('import_files')).toEqual([{ paths: ['/in/a.wav'], voiceId: null }]));
+    expect(await screen.findByText('Imported model "Ada" (v1, 40 kHz, with index)')).toBeInTheDocument();
+
+    // On the Convert page dropped audio becomes inputs instead of takes.
+    await fireEvent.click(screen.getByTestId('nav-convert'));
+    await emit('tauri://drag-enter', { paths: ['/in/b.wav'], position: { x: 1, y: 1 } });
+    expect(await screen.findByTestId('drop-overlay')).toHaveTextContent('Drop audio files to convert');
+    await emit('tauri://drag-drop', { paths: ['/in/b.wav'], position: { x: 5, y: 5 } });
+    await waitFor(() => expect(screen.getAllByTestId('convert-input').map((i) => i.dataset.label)).toEqual(['b.wav']));
+    expect(be.argsOf('import_files')).toHaveLength(1);
   });
 
   it('subscribes once and applies live events', async () => {

@@ -1,5 +1,5 @@
 import { mockIPC, mockWindows } from '@tauri-apps/api/mocks';
-import type { Job, Take, Voice } from '../src/lib/api';
+import type { Conversion, Job, Take, Voice, VoiceModel } from '../src/lib/api';
 
 export type Handler = (args: any) => unknown;
 
@@ -75,36 +75,88 @@ export function makeJob(over: Partial<Job> = {}): Job {
   };
 }
 
-/** A minimal Web Audio fake: decode always succeeds; sources end when told. */
+/** An AudioParam that applies every automation at once and logs it. */
+export class FakeParam {
+  automation: { method: string; value?: number; time: number }[] = [];
+  constructor(public value: number) {}
+  cancelScheduledValues(time: number) {
+    this.automation.push({ method: 'cancel', time });
+  }
+  setValueAtTime(value: number, time: number) {
+    this.value = value;
+    this.automation.push({ method: 'set', value, time });
+  }
+  linearRampToValueAtTime(value: number, time: number) {
+    this.value = value;
+    this.automation.push({ method: 'ramp', value, time });
+  }
+}
+
+/** A buffer of `seconds` of a constant `level` (so its RMS is `level`). */
+export function fakeBuffer(seconds: number, level: number, sampleRate = 1000): AudioBuffer {
+  const data = new Float32Array(Math.round(seconds * sampleRate)).fill(level);
+  return {
+    duration: seconds,
+    sampleRate,
+    length: data.length,
+    numberOfChannels: 1,
+    getChannelData: () => data,
+  } as unknown as AudioBuffer;
+}
+
+/**
+ * A minimal Web Audio fake. Decoding always succeeds: the first byte of the data, in percent, is
+ * the level of a 3.2 s buffer. Sources record how they were started and stopped; the clock
+ * (`currentTime`) moves only when a test sets it.
+ */
 export class FakeAudioContext {
   static last: FakeAudioContext | null = null;
   state = 'running';
   currentTime = 0;
   destination = {};
   sources: any[] = [];
+  gains: any[] = [];
   constructor() {
     FakeAudioContext.last = this;
   }
   resume() {
     return Promise.resolve();
   }
-  decodeAudioData(_buf: ArrayBuffer, ok?: (b: any) => void) {
-    const b = { duration: 3.2 };
+  close() {
+    return Promise.resolve();
+  }
+  decodeAudioData(buf: ArrayBuffer, ok?: (b: any) => void) {
+    const b = fakeBuffer(3.2, (new Uint8Array(buf)[0] ?? 0) / 100);
     ok?.(b);
     return Promise.resolve(b);
+  }
+  createGain() {
+    const node = { gain: new FakeParam(1), target: null as unknown, connect(t: unknown) { node.target = t; }, disconnect() {} };
+    this.gains.push(node);
+    return node;
   }
   createBufferSource() {
     const src: any = {
       buffer: null,
       onended: null,
       started: false,
-      connect() {},
+      startedWith: null as [number, number] | null,
+      stops: 0,
+      loop: false,
+      loopStart: 0,
+      loopEnd: 0,
+      target: null,
+      connect(t: unknown) {
+        src.target = t;
+      },
       disconnect() {},
-      start() {
+      start(when = 0, offset = 0) {
         src.started = true;
+        src.startedWith = [when, offset];
       },
       stop() {
         src.started = false;
+        src.stops++;
       },
     };
     this.sources.push(src);
@@ -114,4 +166,42 @@ export class FakeAudioContext {
 
 export function installFakeAudio() {
   (globalThis as any).AudioContext = FakeAudioContext;
+}
+
+export function makeModel(over: Partial<VoiceModel> = {}): VoiceModel {
+  return {
+    id: 1,
+    voice_id: null,
+    name: 'Ada v2',
+    kind: 'rvc',
+    weights_sha256: 'cd'.repeat(32),
+    index_sha256: null,
+    version: 'v2',
+    sample_rate: 40000,
+    f0: true,
+    metadata: { speakers: 1, feature_dim: 768, epoch: 200, author: 'me', source_path: '/models/ada.pth' },
+    created_at: '2026-11-20T10:00:00Z',
+    ...over,
+  };
+}
+
+export function makeConversion(over: Partial<Conversion> = {}): Conversion {
+  return {
+    id: 1,
+    job_id: null,
+    model_id: 1,
+    model_name: 'Ada v2',
+    input_take_id: 1,
+    input_path: '/store/ab.wav',
+    input_sha256: 'ab'.repeat(32),
+    params: { transpose: 0, f0_method: 'rmvpe', index_rate: 0.75 },
+    sha256: 'ef'.repeat(32),
+    format: 'wav',
+    sample_rate: 40000,
+    duration_secs: 3.2,
+    peak_dbfs: -1,
+    seconds_taken: 0.8,
+    created_at: '2026-11-20T10:05:00Z',
+    ...over,
+  };
 }

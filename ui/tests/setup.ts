@@ -4,12 +4,14 @@ import { clearMocks } from '@tauri-apps/api/mocks';
 import { cleanup } from '@testing-library/svelte';
 import { app } from '../src/lib/stores.svelte';
 import { recorder } from '../src/lib/recorder.svelte';
+import { studio } from '../src/lib/studio.svelte';
 
 // jsdom has no Web Audio; tests that need it install a fake (see helpers.ts).
 afterEach(() => {
   cleanup();
   recorder.reset();
   app.reset();
+  studio.reset();
   clearMocks();
   vi.useRealTimers();
   delete (globalThis as any).AudioContext;

@@ -7,6 +7,8 @@ pub mod buffer;
 pub mod decode;
 pub mod encode;
 pub mod error;
+pub mod filter;
+pub mod pitch;
 pub mod record;
 pub mod resample;
 pub mod signal;

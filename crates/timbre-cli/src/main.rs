@@ -30,6 +30,11 @@ enum Command {
     /// Browse and edit the library.
     #[command(subcommand)]
     Library(commands::library::Command),
+    /// Convert audio files with a voice model.
+    Convert(commands::convert::Args),
+    /// Voice models and the shared weight files.
+    #[command(subcommand)]
+    Models(commands::models::Command),
     /// Inspect and control jobs.
     #[command(subcommand)]
     Jobs(commands::jobs::Command),
@@ -46,6 +51,8 @@ fn main() -> ExitCode {
         Command::Record(args) => commands::record::run(cli.data_dir.as_deref(), &out, args),
         Command::Devices => commands::record::devices(&out),
         Command::Library(cmd) => commands::library::run(cli.data_dir.as_deref(), &out, cmd),
+        Command::Convert(args) => commands::convert::run(cli.data_dir.as_deref(), &out, args),
+        Command::Models(cmd) => commands::models::run(cli.data_dir.as_deref(), &out, cmd),
         Command::Jobs(cmd) => commands::jobs::run(cli.data_dir.as_deref(), &out, cmd),
         Command::Settings(cmd) => commands::settings::run(cli.data_dir.as_deref(), &out, cmd),
     };

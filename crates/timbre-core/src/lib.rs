@@ -1,6 +1,7 @@
 //! Timbre Studio's core: the library (SQLite + content store), the job system, the resource
 //! monitor and settings. No Tauri here: `src-tauri` and `timbre-cli` are thin adapters over it.
 
+pub mod convert;
 pub mod db;
 pub mod error;
 pub mod import;
@@ -17,5 +18,8 @@ pub use library::{Library, Notification};
 
 /// Every job kind this build can run.
 pub fn job_handlers() -> Vec<Arc<dyn jobs::JobHandler>> {
-    vec![Arc::new(import::ImportHandler)]
+    vec![
+        Arc::new(import::ImportHandler),
+        Arc::new(convert::ConvertHandler::new()),
+    ]
 }

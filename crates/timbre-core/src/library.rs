@@ -1,7 +1,7 @@
 //! The library: one data directory holding the database, the content store and the
 //! per-process lock files that tell live processes from dead ones.
 
-use crate::db::{self, takes, voices};
+use crate::db::{self, conversions, models, takes, voices};
 use crate::settings::Settings;
 use crate::store::ContentStore;
 use anyhow::{Context, Result};
@@ -148,8 +148,13 @@ impl Library {
     }
 
     fn collect_garbage(&self) -> Result<()> {
-        let keep: HashSet<(String, String)> =
-            takes::all_hashes(&self.conn())?.into_iter().collect();
+        let keep: HashSet<(String, String)> = {
+            let conn = self.conn();
+            let mut keep: HashSet<_> = takes::all_hashes(&conn)?.into_iter().collect();
+            keep.extend(models::all_hashes(&conn)?);
+            keep.extend(conversions::all_hashes(&conn)?);
+            keep
+        };
         self.store
             .collect_garbage(&keep)
             .context("cleaning the content store")?;
@@ -165,6 +170,37 @@ impl Library {
         self.store.remove(&take.sha256, &take.format)?;
         self.notify(Notification::LibraryChanged);
         Ok(take)
+    }
+
+    /// Deletes a voice model and its stored weights and index.
+    pub fn delete_model(&self, id: i64) -> Result<models::Model> {
+        let model = models::delete(&self.conn(), id)?;
+        self.store.remove(&model.weights_sha256, models::WEIGHTS_EXT)?;
+        if let Some(index) = &model.index_sha256 {
+            self.store.remove(index, models::INDEX_EXT)?;
+        }
+        self.notify(Notification::LibraryChanged);
+        Ok(model)
+    }
+
+    pub fn conversion_path(&self, conversion: &conversions::Conversion) -> PathBuf {
+        self.store.object_path(&conversion.sha256, &conversion.format)
+    }
+
+    /// Deletes a conversion, and its audio unless another conversion has the same output.
+    pub fn delete_conversion(&self, id: i64) -> Result<conversions::Conversion> {
+        let (conversion, still_used) = {
+            let conn = self.conn();
+            let conversion = conversions::delete(&conn, id)?;
+            let still_used = conversions::all_hashes(&conn)?
+                .contains(&(conversion.sha256.clone(), conversion.format.clone()));
+            (conversion, still_used)
+        };
+        if !still_used {
+            self.store.remove(&conversion.sha256, &conversion.format)?;
+        }
+        self.notify(Notification::LibraryChanged);
+        Ok(conversion)
     }
 
     /// Runs a library edit and tells subscribers the library changed.

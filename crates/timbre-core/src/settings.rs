@@ -18,6 +18,10 @@ pub struct Settings {
     pub alert_ram_percent: f64,
     pub alert_gpu_memory_percent: f64,
     pub alert_gpu_temperature_c: f64,
+    /// Where HuBERT, RMVPE and other shared weights are (empty: see `convert::extractors`).
+    pub models_dir: String,
+    /// Memory for voice models and indexes kept loaded between conversions.
+    pub model_cache_mb: u64,
 }
 
 impl Default for Settings {
@@ -32,6 +36,8 @@ impl Default for Settings {
             alert_ram_percent: 90.0,
             alert_gpu_memory_percent: 95.0,
             alert_gpu_temperature_c: 85.0,
+            models_dir: String::new(),
+            model_cache_mb: 4096,
         }
     }
 }

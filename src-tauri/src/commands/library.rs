@@ -1,6 +1,6 @@
 use crate::error::CommandResult;
 use crate::state::AppState;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use tauri::State;
 use tauri::ipc::Response;
 use timbre_audio::{DecodeOptions, SampleFormat};
@@ -65,12 +65,17 @@ pub fn set_take_voice(
         .edit(|conn| takes::set_voice(conn, id, voice_id))?)
 }
 
-/// The take as WAV bytes for Web Audio (WebKitGTK cannot play from a file URL).
+/// The take as WAV bytes for Web Audio.
 #[tauri::command]
 pub async fn take_audio(state: State<'_, AppState>, id: i64) -> CommandResult<Response> {
     let take = takes::require(&state.library().conn(), id)?;
-    let audio =
-        timbre_audio::decode_file(&state.library().take_path(&take), &DecodeOptions::default())?;
+    Ok(wav_response(&state.library().take_path(&take))?)
+}
+
+/// An audio file as float WAV bytes, which Web Audio decodes whatever the stored format
+/// (WebKitGTK cannot play from a file URL).
+pub(crate) fn wav_response(path: &Path) -> anyhow::Result<Response> {
+    let audio = timbre_audio::decode_file(path, &DecodeOptions::default())?;
     Ok(Response::new(timbre_audio::encode_wav(
         &audio,
         SampleFormat::Float32,

@@ -100,6 +100,106 @@ export interface ResourceSnapshot {
   gpus: GpuSnapshot[];
 }
 
+/** A voice model in the library (an RVC `.pth`, with its `.index` when attached). */
+export interface VoiceModel {
+  id: number;
+  voice_id: number | null;
+  name: string;
+  kind: string;
+  weights_sha256: string;
+  index_sha256: string | null;
+  version: string | null;
+  sample_rate: number | null;
+  /** Whether the model follows the input's pitch. */
+  f0: boolean | null;
+  /** speakers, feature_dim, epoch, author, info, source_path… as the file says. */
+  metadata: Record<string, unknown>;
+  created_at: string;
+}
+
+/** A shared weight file of the models folder (HuBERT, RMVPE…). */
+export interface KnownFile {
+  name: string;
+  role: string;
+  description: string;
+  location: string;
+  present: boolean;
+  needed_for: string[];
+}
+
+export interface ModelFiles {
+  /** The models folder the app reads. */
+  dir: string;
+  files: KnownFile[];
+}
+
+export type F0Method = 'rmvpe' | 'pm' | 'yin';
+export type OutputFormat = 'wav16' | 'wav24' | 'wav_float' | 'flac';
+
+/** The conversion parameters the UI sets; the backend defaults every other one. */
+export interface ConvertOptions {
+  speaker_id: number;
+  /** Semitones. */
+  transpose: number;
+  f0_method: F0Method;
+  index_rate: number;
+  protect: number;
+  rms_mix_rate: number;
+}
+
+export type ConvertInput = { take: number } | { file: string };
+
+export interface Conversion {
+  id: number;
+  job_id: number | null;
+  model_id: number | null;
+  model_name: string;
+  input_take_id: number | null;
+  input_path: string | null;
+  input_sha256: string;
+  params: Partial<ConvertOptions>;
+  sha256: string;
+  format: string;
+  sample_rate: number;
+  duration_secs: number;
+  peak_dbfs: number;
+  seconds_taken: number;
+  created_at: string;
+}
+
+/** `params` of a convert job. */
+export interface ConvertJobParams {
+  input: ConvertInput;
+  model_id: number;
+  options: Partial<ConvertOptions>;
+  format: OutputFormat;
+  out_dir: string | null;
+}
+
+/** `result` of a succeeded convert job. */
+export interface ConvertJobResult {
+  conversion: Conversion;
+  output_path: string;
+  seconds: number;
+  /** Whether the input's analysis was reused: a second model on one input is fast. */
+  analysis_cache: 'memory' | 'disk' | 'computed';
+}
+
+export type ListeningMode = 'ab' | 'abx';
+
+export interface ListeningTest {
+  id: number;
+  mode: ListeningMode;
+  input_sha256: string;
+  conversion_ids: number[];
+  hidden_conversion_id: number | null;
+  chosen_conversion_id: number;
+  /** Blind tests only: whether the listener named the hidden output. */
+  correct: boolean | null;
+  loudness_matched: boolean;
+  created_at: string;
+}
+
 export type AppEvent = { type: 'job'; job: Job } | { type: 'library_changed' };
 
 export const TERMINAL_STATES: readonly JobState[] = ['succeeded', 'failed', 'cancelled', 'interrupted'];
@@ -157,7 +257,7 @@ async function call<T>(command: string, args?: InvokeArgs): Promise<T> {
   }
 }
 
-function toArrayBuffer(v: unknown): ArrayBuffer {
+function toArrayBuffer(v: unknown, command: string): ArrayBuffer {
   if (v instanceof ArrayBuffer) return v;
   if (ArrayBuffer.isView(v)) {
     const view = v as ArrayBufferView;
@@ -168,7 +268,7 @@ function toArrayBuffer(v: unknown): ArrayBuffer {
   if (v && typeof v === 'object' && typeof (v as ArrayBuffer).byteLength === 'number') {
     return new Uint8Array(v as ArrayBuffer).slice().buffer;
   }
-  throw new ApiError('internal', 'take_audio returned no audio data', 'take_audio');
+  throw new ApiError('internal', `${command} returned no audio data`, command);
 }
 
 // ---- voices & takes ----
@@ -181,7 +281,7 @@ export const setTakeTags = (id: number, tags: string[]) => call<Take>('set_take_
 export const setTakeVoice = (id: number, voiceId: number | null) =>
   call<Take>('set_take_voice', { id, voiceId });
 /** The take's audio as WAV file bytes. */
-export const takeAudio = async (id: number) => toArrayBuffer(await call<unknown>('take_audio', { id }));
+export const takeAudio = async (id: number) => toArrayBuffer(await call<unknown>('take_audio', { id }), 'take_audio');
 
 // ---- jobs ----
 /** Starts a background import job and resolves to its id. */
@@ -216,6 +316,46 @@ export async function startRecording(
 export const stopRecording = (name: string | null, voiceId: number | null) =>
   call<Take>('stop_recording', { name, voiceId });
 export const cancelRecording = () => call<null>('cancel_recording');
+
+// ---- voice models ----
+export const listModels = () => call<VoiceModel[]>('list_models');
+/** Loads the .pth to check it (a second or two), then copies it (and its index) into the library. */
+export const importModel = (weights: string, index: string | null, name: string | null = null) =>
+  call<VoiceModel>('import_model', { weights, index, name, voiceId: null });
+export const renameModel = (id: number, name: string) => call<VoiceModel>('rename_model', { id, name });
+export const deleteModel = (id: number) => call<null>('delete_model', { id });
+export const attachModelIndex = (id: number, index: string) => call<VoiceModel>('attach_model_index', { id, index });
+export const modelFiles = () => call<ModelFiles>('model_files');
+
+// ---- conversion ----
+/** Queues one convert job per (input, model) and resolves to their ids at once. */
+export const submitConversions = (
+  inputs: ConvertInput[],
+  modelIds: number[],
+  options: ConvertOptions,
+  format: OutputFormat,
+  outDir: string | null,
+) => call<number[]>('submit_conversions', { inputs, modelIds, options, format, outDir });
+/** Every conversion, or those of one input (by content hash). */
+export const listConversions = (inputSha256: string | null) =>
+  call<Conversion[]>('list_conversions', { inputSha256 });
+export const deleteConversion = (id: number) => call<null>('delete_conversion', { id });
+/** A conversion's output as WAV bytes. */
+export const conversionAudio = async (id: number) =>
+  toArrayBuffer(await call<unknown>('conversion_audio', { id }), 'conversion_audio');
+/** The input a conversion was made from, as WAV bytes. */
+export const conversionInputAudio = async (id: number) =>
+  toArrayBuffer(await call<unknown>('conversion_input_audio', { id }), 'conversion_input_audio');
+
+// ---- listening tests ----
+export const recordListeningTest = (
+  mode: ListeningMode,
+  conversionIds: number[],
+  hidden: number | null,
+  chosen: number,
+  loudnessMatched: boolean,
+) => call<ListeningTest>('record_listening_test', { mode, conversionIds, hidden, chosen, loudnessMatched });
+export const listListeningTests = () => call<ListeningTest[]>('list_listening_tests');
 
 // ---- system ----
 export const resourceSnapshot = () => call<ResourceSnapshot>('resource_snapshot');

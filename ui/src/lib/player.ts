@@ -1,12 +1,13 @@
 // Web Audio playback singleton. `<audio src>` cannot play app files on Linux
 // WebKitGTK, so takes are fetched as WAV bytes and decoded here.
-import { takeAudio } from './api';
+import { conversionAudio, takeAudio } from './api';
 
 export type PlaybackStatus = 'stopped' | 'loading' | 'playing';
 
 export interface PlaybackState {
   status: PlaybackStatus;
   takeId: number | null;
+  conversionId: number | null;
   label: string;
   /** performance.now() when playback started. */
   startedAt: number;
@@ -15,7 +16,13 @@ export interface PlaybackState {
 
 type Listener = (s: PlaybackState) => void;
 
-const STOPPED: PlaybackState = { status: 'stopped', takeId: null, label: '', startedAt: 0, duration: 0 };
+/** What the player plays: a take, or a conversion's output. */
+interface Clip {
+  takeId: number | null;
+  conversionId: number | null;
+}
+
+const STOPPED: PlaybackState = { status: 'stopped', takeId: null, conversionId: null, label: '', startedAt: 0, duration: 0 };
 const CACHE_SIZE = 8;
 
 type AudioContextCtor = new () => AudioContext;
@@ -25,10 +32,28 @@ function audioContextCtor(): AudioContextCtor | null {
   return (w.AudioContext ?? w.webkitAudioContext ?? null) as AudioContextCtor | null;
 }
 
+export function createAudioContext(): AudioContext {
+  const Ctor = audioContextCtor();
+  if (!Ctor) throw new Error('Web Audio is not available in this webview');
+  return new Ctor();
+}
+
+/** Decodes file bytes (which it detaches). The callback form is the one older WebKit builds support. */
+export function decodeAudio(ctx: BaseAudioContext, bytes: ArrayBuffer): Promise<AudioBuffer> {
+  return new Promise<AudioBuffer>((resolve, reject) => {
+    const p = ctx.decodeAudioData(
+      bytes,
+      (b) => resolve(b),
+      (e) => reject(e ?? new Error('Could not decode audio')),
+    );
+    if (p && typeof (p as Promise<AudioBuffer>).then === 'function') p.then(resolve, reject);
+  });
+}
+
 export class Player {
   private ctx: AudioContext | null = null;
   private source: AudioBufferSourceNode | null = null;
-  private cache = new Map<number, AudioBuffer>();
+  private cache = new Map<string, AudioBuffer>();
   private token = 0;
   private listeners = new Set<Listener>();
   private watchdog: ReturnType<typeof setTimeout> | null = null;
@@ -46,11 +71,7 @@ export class Player {
   }
 
   private context(): AudioContext {
-    if (!this.ctx) {
-      const Ctor = audioContextCtor();
-      if (!Ctor) throw new Error('Web Audio is not available in this webview');
-      this.ctx = new Ctor();
-    }
+    this.ctx ??= createAudioContext();
     return this.ctx;
   }
 
@@ -64,50 +85,54 @@ export class Player {
     return this.state.takeId === takeId && this.state.status !== 'stopped';
   }
 
-  /** Forget a cached decode (e.g. after the take was deleted). */
-  invalidate(takeId: number) {
-    this.cache.delete(takeId);
+  isConversionActive(conversionId: number): boolean {
+    return this.state.conversionId === conversionId && this.state.status !== 'stopped';
   }
 
-  private async load(takeId: number): Promise<AudioBuffer> {
-    const hit = this.cache.get(takeId);
+  /** Forget a cached decode (e.g. after the take was deleted). */
+  invalidate(takeId: number) {
+    this.cache.delete(cacheKey({ takeId, conversionId: null }));
+  }
+
+  private async load(clip: Clip): Promise<AudioBuffer> {
+    const key = cacheKey(clip);
+    const hit = this.cache.get(key);
     if (hit) {
-      this.cache.delete(takeId);
-      this.cache.set(takeId, hit);
+      this.cache.delete(key);
+      this.cache.set(key, hit);
       return hit;
     }
-    const bytes = await takeAudio(takeId);
-    const ctx = this.context();
-    // decodeAudioData detaches its input; the callback form is the one older
-    // WebKit builds support, so wrap it.
-    const buffer = await new Promise<AudioBuffer>((resolve, reject) => {
-      const p = ctx.decodeAudioData(
-        bytes,
-        (b) => resolve(b),
-        (e) => reject(e ?? new Error('Could not decode audio')),
-      );
-      if (p && typeof (p as Promise<AudioBuffer>).then === 'function') p.then(resolve, reject);
-    });
-    this.cache.set(takeId, buffer);
+    const bytes = clip.takeId !== null ? await takeAudio(clip.takeId) : await conversionAudio(clip.conversionId ?? 0);
+    const buffer = await decodeAudio(this.context(), bytes);
+    this.cache.set(key, buffer);
     while (this.cache.size > CACHE_SIZE) {
-      const oldest = this.cache.keys().next().value as number;
+      const oldest = this.cache.keys().next().value as string;
       this.cache.delete(oldest);
     }
     return buffer;
   }
 
   /** Play a take from the start; stops whatever was playing. Rejects on failure. */
-  async play(takeId: number, label = ''): Promise<void> {
+  play(takeId: number, label = ''): Promise<void> {
+    return this.start({ takeId, conversionId: null }, label);
+  }
+
+  /** Play a conversion's output from the start; stops whatever was playing. */
+  playConversion(conversionId: number, label = ''): Promise<void> {
+    return this.start({ takeId: null, conversionId }, label);
+  }
+
+  private async start(clip: Clip, label: string): Promise<void> {
     this.stopSource();
     const token = ++this.token;
-    this.set({ status: 'loading', takeId, label, startedAt: 0, duration: 0 });
+    this.set({ status: 'loading', ...clip, label, startedAt: 0, duration: 0 });
     try {
       const ctx = this.context();
       // Resume inside the click's user gesture, but do not wait on it: without
       // a gesture (or an output device) the promise may never settle, and a
       // started source simply begins once the context runs.
       if (ctx.state === 'suspended') ctx.resume().catch(() => {});
-      const buffer = await this.load(takeId);
+      const buffer = await this.load(clip);
       if (token !== this.token) return; // superseded by stop() or another play()
       const src = ctx.createBufferSource();
       src.buffer = buffer;
@@ -122,7 +147,7 @@ export class Player {
       src.start();
       // Safety net: if the audio clock never runs, still end at the take's length.
       this.watchdog = setTimeout(finished, buffer.duration * 1000 + Math.max(1000, buffer.duration * 100));
-      this.set({ status: 'playing', takeId, label, startedAt: performance.now(), duration: buffer.duration });
+      this.set({ status: 'playing', ...clip, label, startedAt: performance.now(), duration: buffer.duration });
     } catch (err) {
       if (token === this.token) this.set(STOPPED);
       throw err;
@@ -133,6 +158,11 @@ export class Player {
   async toggle(takeId: number, label = ''): Promise<void> {
     if (this.isActive(takeId)) this.stop();
     else await this.play(takeId, label);
+  }
+
+  async toggleConversion(conversionId: number, label = ''): Promise<void> {
+    if (this.isConversionActive(conversionId)) this.stop();
+    else await this.playConversion(conversionId, label);
   }
 
   private stopSource() {
@@ -165,6 +195,10 @@ export class Player {
     this.stopSource();
     if (this.state.status !== 'stopped') this.set(STOPPED);
   }
+}
+
+function cacheKey(clip: Clip): string {
+  return clip.takeId !== null ? `take:${clip.takeId}` : `conversion:${clip.conversionId}`;
 }
 
 export const player = new Player();

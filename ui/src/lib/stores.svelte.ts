@@ -5,7 +5,7 @@ import { TERMINAL_STATES, errorMessage } from './api';
 import { player, type PlaybackState } from './player';
 import { plural } from './format';
 
-export type Page = 'library' | 'record' | 'jobs';
+export type Page = 'library' | 'record' | 'convert' | 'compare' | 'models' | 'jobs';
 export type NoticeLevel = 'error' | 'info' | 'success';
 
 export interface Notice {
@@ -39,6 +39,7 @@ class AppState {
   /** Jobs started from this window whose completion should be announced. */
   private watched = new Set<number>();
   private liveDuringRefresh: Map<number, Job> | null = null;
+  private libraryListeners = new Set<() => void>();
 
   constructor() {
     player.subscribe((s) => (this.playback = s));
@@ -113,7 +114,14 @@ class AppState {
     this.libraryTimer = setTimeout(() => {
       this.libraryTimer = null;
       void this.refreshLibrary();
+      for (const fn of this.libraryListeners) fn();
     }, delayMs);
+  }
+
+  /** Runs `fn` whenever the library changed (models, conversions…); returns the unsubscribe. */
+  onLibraryChanged(fn: () => void): () => void {
+    this.libraryListeners.add(fn);
+    return () => this.libraryListeners.delete(fn);
   }
 
   setVoiceFilter(id: number | null) {

@@ -4,7 +4,6 @@ use anyhow::Result;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use timbre_core::Notification;
 use timbre_core::db::jobs::JobState;
 use timbre_core::import::file_outcomes;
 
@@ -26,25 +25,13 @@ pub fn run(data_dir: Option<&Path>, out: &Output, args: Args) -> Result<ExitCode
         .iter()
         .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
         .collect();
-    let updates = system.library().subscribe();
     let job = system.submit("import", json!({ "paths": paths, "voice_id": voice_id }))?;
     out.note(&format!(
         "job {}: importing {} file(s)",
         job.id,
         paths.len()
     ));
-    let show_progress = !out.json;
-    std::thread::spawn(move || {
-        for update in updates {
-            if let Notification::Job { job: j } = update
-                && show_progress
-                && j.id == job.id
-                && !j.message.is_empty()
-            {
-                eprint!("\r\x1b[2K[{:>3.0}%] {}", j.progress * 100.0, j.message);
-            }
-        }
-    });
+    super::show_progress(&system, vec![job.id], out);
     let done = system.run_job(job.id)?;
     out.note("");
     let files = file_outcomes(&system.library().conn(), done.id)?;

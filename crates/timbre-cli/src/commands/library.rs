@@ -3,7 +3,7 @@ use crate::output::Output;
 use anyhow::Result;
 use std::path::Path;
 use std::process::ExitCode;
-use timbre_core::db::{datasets, models, takes, voices};
+use timbre_core::db::{datasets, takes, voices};
 
 #[derive(clap::Subcommand)]
 pub enum Command {
@@ -24,8 +24,6 @@ pub enum Command {
     Voices,
     /// List datasets.
     Datasets,
-    /// List voice models.
-    Models,
 }
 
 pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCode> {
@@ -82,16 +80,6 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
             out.print(&sets, || {
                 sets.iter()
                     .map(|d| format!("{:>5}  {}  ({} takes)", d.id, d.name, d.take_count))
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            });
-        }
-        Command::Models => {
-            let models = models::list(&library.conn())?;
-            out.print(&models, || {
-                models
-                    .iter()
-                    .map(|m| format!("{:>5}  {}  {}", m.id, m.name, m.kind))
                     .collect::<Vec<_>>()
                     .join("\n")
             });

@@ -1,6 +1,8 @@
+pub mod convert;
 pub mod import;
 pub mod jobs;
 pub mod library;
+pub mod models;
 pub mod record;
 pub mod settings;
 
@@ -21,4 +23,22 @@ pub fn open_jobs(data_dir: Option<&Path>) -> Result<Arc<JobSystem>> {
 
 pub fn duration(secs: f64) -> String {
     format!("{}:{:04.1}", (secs / 60.0).floor() as u64, secs % 60.0)
+}
+
+/// Prints the progress of the given jobs on stderr as they report it (not in JSON mode).
+pub fn show_progress(system: &JobSystem, job_ids: Vec<i64>, out: &crate::output::Output) {
+    if out.json {
+        return;
+    }
+    let updates = system.library().subscribe();
+    std::thread::spawn(move || {
+        for update in updates {
+            if let timbre_core::Notification::Job { job } = update
+                && job_ids.contains(&job.id)
+                && !job.message.is_empty()
+            {
+                eprint!("\r\x1b[2K[{:>3.0}%] {}", job.progress * 100.0, job.message);
+            }
+        }
+    });
 }

@@ -2,9 +2,11 @@
 //! Migrations run in the order of [`MIGRATIONS`]; `PRAGMA user_version` records how many ran,
 //! so a new migration is appended, never edited.
 
+pub mod conversions;
 pub mod datasets;
 pub mod job_events;
 pub mod jobs;
+pub mod listening_tests;
 pub mod metrics;
 pub mod models;
 pub mod settings;
@@ -27,6 +29,8 @@ const MIGRATIONS: &[&str] = &[
     job_events::CREATE,
     metrics::CREATE,
     settings::CREATE,
+    conversions::CREATE,
+    listening_tests::CREATE,
 ];
 
 pub fn open(path: &Path) -> Result<Connection> {

@@ -1,9 +1,9 @@
-//! Voice models (RVC `.pth` + `.index`). Filled by the conversion and training issues;
-//! listed by the library today.
+//! Voice models: an RVC inference `.pth` in the store, its optional `.index`, and what the
+//! file says of itself (version, rate, pitch, metadata) so the library can show and check it.
 
-use anyhow::Result;
-use rusqlite::Connection;
-use serde::Serialize;
+use anyhow::{Context, Result};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::{Deserialize, Serialize};
 
 pub(super) const CREATE: &str = "
 CREATE TABLE models (
@@ -21,32 +21,186 @@ CREATE TABLE models (
     UNIQUE (weights_sha256)
 );";
 
-#[derive(Debug, Clone, Serialize)]
+/// The store extension of a model's weights and of its index.
+pub const WEIGHTS_EXT: &str = "pth";
+pub const INDEX_EXT: &str = "index";
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Model {
     pub id: i64,
     pub voice_id: Option<i64>,
     pub name: String,
+    /// `rvc` for voice models.
     pub kind: String,
+    pub weights_sha256: String,
+    pub index_sha256: Option<String>,
     pub version: Option<String>,
     pub sample_rate: Option<u32>,
+    pub f0: Option<bool>,
+    /// What the file says beyond the essentials (speakers, feature size, author, epoch…).
+    pub metadata: serde_json::Value,
     pub created_at: String,
 }
 
+#[derive(Debug, Clone)]
+pub struct NewModel {
+    pub voice_id: Option<i64>,
+    pub name: String,
+    pub kind: String,
+    pub weights_sha256: String,
+    pub index_sha256: Option<String>,
+    pub version: Option<String>,
+    pub sample_rate: Option<u32>,
+    pub f0: Option<bool>,
+    pub metadata: serde_json::Value,
+}
+
+const SELECT: &str = "SELECT id, voice_id, name, kind, weights_sha256, index_sha256, version,
+    sample_rate, f0, metadata, created_at FROM models";
+
+fn row(r: &rusqlite::Row) -> rusqlite::Result<Model> {
+    let metadata: String = r.get(9)?;
+    Ok(Model {
+        id: r.get(0)?,
+        voice_id: r.get(1)?,
+        name: r.get(2)?,
+        kind: r.get(3)?,
+        weights_sha256: r.get(4)?,
+        index_sha256: r.get(5)?,
+        version: r.get(6)?,
+        sample_rate: r.get(7)?,
+        f0: r.get::<_, Option<i64>>(8)?.map(|f| f != 0),
+        metadata: serde_json::from_str(&metadata).unwrap_or_default(),
+        created_at: r.get(10)?,
+    })
+}
+
 pub fn list(conn: &Connection) -> Result<Vec<Model>> {
-    let mut stmt = conn.prepare(
-        "SELECT id, voice_id, name, kind, version, sample_rate, created_at
-         FROM models ORDER BY created_at DESC",
-    )?;
-    let rows = stmt.query_map([], |r| {
-        Ok(Model {
-            id: r.get(0)?,
-            voice_id: r.get(1)?,
-            name: r.get(2)?,
-            kind: r.get(3)?,
-            version: r.get(4)?,
-            sample_rate: r.get(5)?,
-            created_at: r.get(6)?,
-        })
-    })?;
+    let mut stmt = conn.prepare(&format!("{SELECT} ORDER BY created_at DESC, id DESC"))?;
+    let rows = stmt.query_map([], row)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+pub fn get(conn: &Connection, id: i64) -> Result<Option<Model>> {
+    Ok(conn.query_row(&format!("{SELECT} WHERE id = ?1"), [id], row).optional()?)
+}
+
+pub fn require(conn: &Connection, id: i64) -> Result<Model> {
+    get(conn, id)?.ok_or_else(|| crate::error::not_found(format!("model {id} does not exist")))
+}
+
+pub fn find_by_weights(conn: &Connection, sha256: &str) -> Result<Option<Model>> {
+    Ok(conn
+        .query_row(&format!("{SELECT} WHERE weights_sha256 = ?1"), [sha256], row)
+        .optional()?)
+}
+
+/// A model by id, or by exact name (the most recent of that name).
+pub fn find(conn: &Connection, id_or_name: &str) -> Result<Model> {
+    if let Ok(id) = id_or_name.parse::<i64>() {
+        return require(conn, id);
+    }
+    conn.query_row(
+        &format!("{SELECT} WHERE name = ?1 ORDER BY created_at DESC, id DESC LIMIT 1"),
+        [id_or_name],
+        row,
+    )
+    .optional()?
+    .ok_or_else(|| crate::error::not_found(format!("no model is named {id_or_name:?}")))
+}
+
+pub fn insert(conn: &Connection, m: &NewModel) -> Result<i64> {
+    conn.execute(
+        "INSERT INTO models (voice_id, name, kind, weights_sha256, index_sha256, version,
+            sample_rate, f0, metadata, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        params![
+            m.voice_id,
+            m.name,
+            m.kind,
+            m.weights_sha256,
+            m.index_sha256,
+            m.version,
+            m.sample_rate,
+            m.f0.map(i64::from),
+            m.metadata.to_string(),
+            super::now()
+        ],
+    )
+    .with_context(|| format!("saving model {:?}", m.name))?;
+    Ok(conn.last_insert_rowid())
+}
+
+pub fn set_index(conn: &Connection, id: i64, index_sha256: Option<&str>) -> Result<Model> {
+    conn.execute("UPDATE models SET index_sha256 = ?2 WHERE id = ?1", params![id, index_sha256])?;
+    require(conn, id)
+}
+
+pub fn rename(conn: &Connection, id: i64, name: &str) -> Result<Model> {
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(crate::error::invalid_input("a model needs a name"));
+    }
+    conn.execute("UPDATE models SET name = ?2 WHERE id = ?1", params![id, name])?;
+    require(conn, id)
+}
+
+/// Deletes the row and returns it, so the caller can drop the stored files after commit.
+pub fn delete(conn: &Connection, id: i64) -> Result<Model> {
+    let model = require(conn, id)?;
+    conn.execute("DELETE FROM models WHERE id = ?1", [id])?;
+    Ok(model)
+}
+
+/// Every stored object a model row names, as (sha256, extension).
+pub fn all_hashes(conn: &Connection) -> Result<Vec<(String, String)>> {
+    let mut stmt = conn.prepare("SELECT weights_sha256, index_sha256 FROM models")?;
+    let mut hashes = Vec::new();
+    for pair in stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?)))? {
+        let (weights, index) = pair?;
+        hashes.push((weights, WEIGHTS_EXT.to_string()));
+        hashes.extend(index.map(|i| (i, INDEX_EXT.to_string())));
+    }
+    Ok(hashes)
+}
+
+#[cfg(test)]
+pub(crate) fn sample(sha256: &str) -> NewModel {
+    NewModel {
+        voice_id: None,
+        name: "Ada v2".into(),
+        kind: "rvc".into(),
+        weights_sha256: sha256.into(),
+        index_sha256: None,
+        version: Some("v2".into()),
+        sample_rate: Some(40_000),
+        f0: Some(true),
+        metadata: serde_json::json!({ "speakers": 1 }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_find_index_rename_delete() {
+        let conn = crate::db::open_in_memory();
+        let id = insert(&conn, &sample("w1")).unwrap();
+        let model = require(&conn, id).unwrap();
+        assert_eq!((model.f0, model.sample_rate), (Some(true), Some(40_000)));
+        assert_eq!(model.metadata["speakers"], 1);
+        assert_eq!(find(&conn, "Ada v2").unwrap().id, id);
+        assert_eq!(find(&conn, &id.to_string()).unwrap().id, id);
+        assert!(find(&conn, "nobody").is_err());
+        assert_eq!(set_index(&conn, id, Some("i1")).unwrap().index_sha256.as_deref(), Some("i1"));
+        assert_eq!(
+            all_hashes(&conn).unwrap(),
+            vec![("w1".to_string(), "pth".to_string()), ("i1".to_string(), "index".to_string())]
+        );
+        assert_eq!(rename(&conn, id, " Bob ").unwrap().name, "Bob");
+        assert!(insert(&conn, &sample("w1")).is_err(), "one row per weights file");
+        delete(&conn, id).unwrap();
+        assert!(get(&conn, id).unwrap().is_none());
+    }
 }

@@ -1,0 +1,5 @@
+include!("../timbre-nn/link_libtorch.rs");
+
+fn main() {
+    link_libtorch();
+}

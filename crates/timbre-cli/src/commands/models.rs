@@ -1,0 +1,85 @@
+use super::open_library;
+use crate::output::Output;
+use anyhow::Result;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use timbre_core::convert::{extractors, model_import};
+use timbre_core::db::models::{self, Model};
+
+#[derive(clap::Subcommand)]
+pub enum Command {
+    /// Voice models in the library.
+    List,
+    /// Import an RVC voice model (.pth) and its index (.index).
+    Import {
+        weights: PathBuf,
+        #[arg(long)]
+        index: Option<PathBuf>,
+        /// Name in the library (default: the model's own name, else the file name).
+        #[arg(long)]
+        name: Option<String>,
+        /// The voice it belongs to (created if new).
+        #[arg(long)]
+        voice: Option<String>,
+    },
+    /// Attach or replace the index of a model.
+    Index { model: String, index: PathBuf },
+    /// Remove a model from the library.
+    Rm { model: String },
+    /// The shared weight files (HuBERT, RMVPE, pretrained, separation) and whether each is there.
+    Files,
+}
+
+pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCode> {
+    let library = open_library(data_dir)?;
+    match cmd {
+        Command::List => {
+            let models = models::list(&library.conn())?;
+            out.print(&models, || models.iter().map(model_line).collect::<Vec<_>>().join("\n"));
+        }
+        Command::Import { weights, index, name, voice } => {
+            let voice_id = library.resolve_voice(voice.as_deref())?;
+            let model = model_import::import_model(&library, &weights, index.as_deref(), name.as_deref(), voice_id)?;
+            out.print(&model, || format!("imported  {}", model_line(&model)));
+        }
+        Command::Index { model, index } => {
+            let id = models::find(&library.conn(), &model)?.id;
+            let model = model_import::attach_index(&library, id, &index)?;
+            out.print(&model, || format!("indexed   {}", model_line(&model)));
+        }
+        Command::Rm { model } => {
+            let id = models::find(&library.conn(), &model)?.id;
+            let model = library.delete_model(id)?;
+            out.print(&model, || format!("removed   {}", model_line(&model)));
+        }
+        Command::Files => {
+            let settings = library.settings()?;
+            let dir = extractors::models_dir(&settings.models_dir, library.data_dir());
+            let files = extractors::known_files(&dir)?;
+            out.print(&serde_json::json!({ "models_dir": dir, "files": files }), || {
+                let mut lines = vec![format!("models folder: {}", dir.display())];
+                lines.extend(files.iter().map(|f| {
+                    let state = if f.present { "present" } else { "missing" };
+                    format!("{state:<8} {:<28} {:<26} {}", f.name, f.location, f.needed_for.join(", "))
+                }));
+                lines.join("\n")
+            });
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn model_line(m: &Model) -> String {
+    let rate = m.sample_rate.map_or("?".into(), |r| format!("{}k", r / 1000));
+    let pitch = if m.f0 == Some(false) { "no pitch" } else { "pitch" };
+    let index = if m.index_sha256.is_some() { "index" } else { "no index" };
+    format!(
+        "{:>5}  {:<32} {} {:>4}  {:<8} {}",
+        m.id,
+        m.name,
+        m.version.as_deref().unwrap_or("?"),
+        rate,
+        pitch,
+        index
+    )
+}

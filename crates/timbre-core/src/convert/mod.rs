@@ -1,0 +1,264 @@
+//! The `convert` job: one input (a take or a file) through one voice model, the result saved as
+//! a conversion in the library (and optionally also written to a folder). Runs on the GPU lane;
+//! the engine behind it keeps models and analyses cached between jobs.
+
+mod engine;
+pub mod extractors;
+pub mod model_import;
+
+pub use engine::{CacheUse, Engine};
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use timbre_audio::{AudioBuffer, DecodeOptions, SampleFormat, analysis};
+use timbre_nn::pipeline::ConvertOptions;
+
+use crate::db::conversions::{self, NewConversion};
+use crate::db::jobs::Lane;
+use crate::db::{models, takes};
+use crate::jobs::{JobContext, JobHandler};
+use crate::library::Library;
+
+/// What to convert: a take of the library or a file anywhere.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum ConvertInput {
+    Take(i64),
+    File(PathBuf),
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputFormat {
+    /// 16-bit WAV, as the reference writes.
+    #[default]
+    Wav16,
+    Wav24,
+    /// 32-bit float WAV.
+    WavFloat,
+    Flac,
+}
+
+impl OutputFormat {
+    pub fn extension(self) -> &'static str {
+        if self == OutputFormat::Flac { "flac" } else { "wav" }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ConvertParams {
+    pub input: ConvertInput,
+    pub model_id: i64,
+    #[serde(default)]
+    pub options: ConvertOptions,
+    #[serde(default)]
+    pub format: OutputFormat,
+    /// Also write the result into this folder.
+    #[serde(default)]
+    pub out_dir: Option<PathBuf>,
+}
+
+pub struct ConvertHandler {
+    engine: Mutex<Option<Engine>>,
+}
+
+impl ConvertHandler {
+    pub fn new() -> Self {
+        Self { engine: Mutex::new(None) }
+    }
+}
+
+impl Default for ConvertHandler {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl JobHandler for ConvertHandler {
+    fn kind(&self) -> &'static str {
+        "convert"
+    }
+
+    fn lane(&self) -> Lane {
+        Lane::Gpu
+    }
+
+    /// A conversion that was cut off simply runs again (its analysis is cached on disk).
+    fn resumable(&self) -> bool {
+        true
+    }
+
+    fn run(&self, ctx: &JobContext) -> Result<Value> {
+        let params: ConvertParams = ctx.params()?;
+        let library = ctx.library();
+        let settings = library.settings()?;
+        let mut engine = self.engine.lock().unwrap_or_else(|p| p.into_inner());
+        if engine.is_none() {
+            let device = timbre_nn::device::default_device()?;
+            let budget = settings.model_cache_mb * 1024 * 1024;
+            *engine = Some(Engine::new(device, budget, &library.data_dir().join("cache")));
+        }
+        let engine = engine.as_mut().context("the conversion engine is not ready")?;
+        let models_dir = extractors::models_dir(&settings.models_dir, library.data_dir());
+        convert(library, engine, &params, &models_dir, ctx.job_id(), &mut |f, message| ctx.progress(f, message))
+    }
+
+    fn free_caches(&self) {
+        if let Some(engine) = self.engine.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+            engine.free();
+        }
+    }
+}
+
+/// The input as 16 kHz mono, with its content hash and where it came from.
+struct Input {
+    sha256: String,
+    audio_16k: Vec<f32>,
+    take_id: Option<i64>,
+    path: PathBuf,
+    name: String,
+}
+
+fn load_input(library: &Library, input: &ConvertInput, max_duration_secs: f64) -> Result<Input> {
+    let (path, take_id, name, sha256) = match input {
+        ConvertInput::Take(id) => {
+            let take = takes::require(&library.conn(), *id)?;
+            (library.take_path(&take), Some(take.id), take.name.clone(), take.sha256.clone())
+        }
+        ConvertInput::File(path) => {
+            let name = path.file_stem().map_or_else(|| "input".into(), |s| s.to_string_lossy().into_owned());
+            (path.clone(), None, name, file_sha256(path)?)
+        }
+    };
+    let decoded = timbre_audio::decode_file(&path, &DecodeOptions { max_duration_secs: Some(max_duration_secs) })?;
+    let mono = timbre_audio::resample(&decoded.to_mono(), 16_000)?;
+    let audio_16k = mono.channels.into_iter().next().unwrap_or_default();
+    if audio_16k.len() < 1_600 {
+        return Err(crate::error::invalid_input(format!(
+            "{}: {:.0} ms of audio is too short to convert (at least 0.1 s is needed)",
+            path.display(),
+            audio_16k.len() as f64 / 16.0
+        )));
+    }
+    Ok(Input { sha256, audio_16k, take_id, path, name })
+}
+
+fn file_sha256(path: &Path) -> Result<String> {
+    let mut file = std::fs::File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = file.read(&mut buf).with_context(|| format!("{}: cannot read", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Runs one conversion and saves it; `progress` may cancel.
+pub fn convert(
+    library: &Library,
+    engine: &mut Engine,
+    params: &ConvertParams,
+    models_dir: &Path,
+    job_id: i64,
+    progress: &mut dyn FnMut(f64, String) -> Result<()>,
+) -> Result<Value> {
+    let started = Instant::now();
+    let model = models::require(&library.conn(), params.model_id)?;
+    let input = load_input(library, &params.input, library.settings()?.max_import_duration_secs)?;
+    progress(0.02, format!("{} with {}", input.name, model.name))?;
+    let weights_path = library.store().object_path(&model.weights_sha256, models::WEIGHTS_EXT);
+    let index_path = model.index_sha256.as_ref().map(|sha| library.store().object_path(sha, models::INDEX_EXT));
+    let request = engine::Request {
+        input_sha256: &input.sha256,
+        audio_16k: &input.audio_16k,
+        voice: engine::StoredFile { sha256: &model.weights_sha256, path: &weights_path },
+        index: model
+            .index_sha256
+            .as_deref()
+            .zip(index_path.as_deref())
+            .map(|(sha256, path)| engine::StoredFile { sha256, path }),
+        options: &params.options,
+        models_dir,
+    };
+    let label = format!("{} with {}", input.name, model.name);
+    let outcome = engine.convert(&request, &mut |f| progress(0.02 + 0.93 * f, label.clone()))?;
+    let converted = outcome.converted;
+    let buffer = AudioBuffer::new(converted.sample_rate, vec![converted.samples]);
+    let bytes = encode(&buffer, params.format)?;
+    let stored = library.store().ingest_bytes(&bytes, params.format.extension())?;
+    let seconds_taken = started.elapsed().as_secs_f64();
+    let conversion = library.edit(|conn| {
+        let id = conversions::insert(
+            conn,
+            &NewConversion {
+                job_id: Some(job_id),
+                model_id: model.id,
+                model_name: model.name.clone(),
+                input_take_id: input.take_id,
+                input_path: Some(input.path.display().to_string()),
+                input_sha256: input.sha256.clone(),
+                params: serde_json::to_value(&params.options)?,
+                sha256: stored.sha256.clone(),
+                format: params.format.extension().into(),
+                sample_rate: buffer.sample_rate,
+                duration_secs: buffer.duration_secs(),
+                peak_dbfs: analysis::to_dbfs(analysis::peak(&buffer)) as f64,
+                seconds_taken,
+            },
+        )?;
+        conversions::require(conn, id)
+    })?;
+    let copied_to = match &params.out_dir {
+        Some(dir) => Some(copy_out(&stored.path, dir, &input.name, &model.name, params.format)?),
+        None => None,
+    };
+    progress(1.0, format!("{label}: done"))?;
+    Ok(json!({
+        "conversion": conversion,
+        "output_path": copied_to.unwrap_or(stored.path),
+        "input_seconds": input.audio_16k.len() as f64 / 16_000.0,
+        "seconds": seconds_taken,
+        "analysis_seconds": outcome.analysis_secs,
+        "render_seconds": outcome.render_secs,
+        "analysis_cache": outcome.analysis_cache,
+        "voice_cache": outcome.voice_cache,
+    }))
+}
+
+fn encode(buffer: &AudioBuffer, format: OutputFormat) -> Result<Vec<u8>> {
+    Ok(match format {
+        OutputFormat::Wav16 => timbre_audio::encode_wav(buffer, SampleFormat::Int16),
+        OutputFormat::Wav24 => timbre_audio::encode_wav(buffer, SampleFormat::Int24),
+        OutputFormat::WavFloat => timbre_audio::encode_wav(buffer, SampleFormat::Float32),
+        OutputFormat::Flac => {
+            let tmp = tempfile::NamedTempFile::new()?;
+            timbre_audio::write_flac(tmp.path(), buffer, 16)?;
+            std::fs::read(tmp.path())?
+        }
+    })
+}
+
+/// Copies the result to `<dir>/<input> (<model>).<ext>`, never overwriting: a number is added.
+fn copy_out(object: &Path, dir: &Path, input: &str, model: &str, format: OutputFormat) -> Result<PathBuf> {
+    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create the output folder", dir.display()))?;
+    let clean = |s: &str| s.chars().map(|c| if c == '/' || c == '\\' { '_' } else { c }).collect::<String>();
+    let stem = format!("{} ({})", clean(input), clean(model));
+    let ext = format.extension();
+    let target = (1..)
+        .map(|n| if n == 1 { dir.join(format!("{stem}.{ext}")) } else { dir.join(format!("{stem} {n}.{ext}")) })
+        .find(|p| !p.exists())
+        .context("no free output name")?;
+    std::fs::copy(object, &target).with_context(|| format!("{}: cannot write", target.display()))?;
+    Ok(target)
+}

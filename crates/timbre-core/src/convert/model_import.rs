@@ -1,0 +1,108 @@
+//! Bringing voice models into the library: an RVC `.pth` (checked by loading it) and its
+//! optional `.index` (checked against the model's feature size), both copied into the store.
+
+use std::path::Path;
+
+use anyhow::Result;
+use serde_json::json;
+use timbre_nn::index::IvfFlatIndex;
+use timbre_nn::synthesizer::{ModelInfo, Synthesizer};
+
+use crate::db::models::{self, INDEX_EXT, Model, NewModel, WEIGHTS_EXT};
+use crate::library::Library;
+
+/// Imports `weights` (and `index`) as a model named `name` (default: the file's stem). The same
+/// weights imported again return the existing model, with the index added when it had none.
+pub fn import_model(
+    library: &Library,
+    weights: &Path,
+    index: Option<&Path>,
+    name: Option<&str>,
+    voice_id: Option<i64>,
+) -> Result<Model> {
+    let model = Synthesizer::load(weights, tch::Device::Cpu)
+        .map_err(|e| crate::error::invalid_input(format!("{e:#}")))?;
+    let info = model.info().clone();
+    drop(model);
+    if let Some(index) = index {
+        let dim = IvfFlatIndex::read(index).map_err(|e| crate::error::invalid_input(format!("{e:#}")))?.dim();
+        check_index_fits(index, dim as i64, weights, &info)?;
+    }
+    let stored_weights = library.store().ingest_file(weights, WEIGHTS_EXT)?;
+    let stored_index = index.map(|i| library.store().ingest_file(i, INDEX_EXT)).transpose()?;
+    let index_sha = stored_index.as_ref().map(|s| s.sha256.as_str());
+    let name = name.map(str::to_string).unwrap_or_else(|| display_name(weights, &info));
+    library.edit(|conn| {
+        if let Some(existing) = models::find_by_weights(conn, &stored_weights.sha256)? {
+            return match index_sha {
+                Some(sha) => models::set_index(conn, existing.id, Some(sha)),
+                None => Ok(existing),
+            };
+        }
+        let id = models::insert(
+            conn,
+            &NewModel {
+                voice_id,
+                name: name.clone(),
+                kind: "rvc".into(),
+                weights_sha256: stored_weights.sha256.clone(),
+                index_sha256: index_sha.map(String::from),
+                version: Some(info.version.clone()),
+                sample_rate: Some(info.sample_rate),
+                f0: Some(info.f0),
+                metadata: metadata(weights, &info),
+            },
+        )?;
+        models::require(conn, id)
+    })
+}
+
+/// Attaches (or replaces) the index of a model already in the library.
+pub fn attach_index(library: &Library, model_id: i64, index: &Path) -> Result<Model> {
+    let model = models::require(&library.conn(), model_id)?;
+    let weights = library.store().object_path(&model.weights_sha256, WEIGHTS_EXT);
+    let info = Synthesizer::load(&weights, tch::Device::Cpu)?.info().clone();
+    let dim = IvfFlatIndex::read(index).map_err(|e| crate::error::invalid_input(format!("{e:#}")))?.dim();
+    check_index_fits(index, dim as i64, Path::new(&model.name), &info)?;
+    let stored = library.store().ingest_file(index, INDEX_EXT)?;
+    library.edit(|conn| models::set_index(conn, model_id, Some(&stored.sha256)))
+}
+
+/// A v1 model (256-d features) needs a v1 index and a v2 model (768-d) a v2 one.
+pub fn check_index_fits(index: &Path, index_dim: i64, model: &Path, info: &ModelInfo) -> Result<()> {
+    if index_dim == info.feature_dim {
+        return Ok(());
+    }
+    let version_of = |dim: i64| match dim {
+        256 => "v1",
+        768 => "v2",
+        _ => "an unknown version",
+    };
+    Err(crate::error::invalid_input(format!(
+        "{}: this index holds {index_dim}-d features ({}) but {} is a {} model with {}-d \
+         features: use the index that was trained with this model",
+        index.display(),
+        version_of(index_dim),
+        model.display(),
+        info.version,
+        info.feature_dim
+    )))
+}
+
+fn display_name(weights: &Path, info: &ModelInfo) -> String {
+    info.metadata
+        .model_name
+        .clone()
+        .filter(|n| !n.trim().is_empty())
+        .unwrap_or_else(|| weights.file_stem().map_or_else(|| "model".into(), |s| s.to_string_lossy().into_owned()))
+}
+
+fn metadata(weights: &Path, info: &ModelInfo) -> serde_json::Value {
+    json!({
+        "source_path": weights.display().to_string(),
+        "feature_dim": info.feature_dim,
+        "speakers": info.speakers,
+        "hop": info.hop,
+        "file": info.metadata,
+    })
+}

@@ -1,0 +1,189 @@
+//! Converted audio: one row per output, linked to the voice model and to its input (a take, or
+//! a file outside the library), with the parameters that made it. The audio is a store object.
+
+use anyhow::{Context, Result};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+
+pub(super) const CREATE: &str = "
+CREATE TABLE conversions (
+    id INTEGER PRIMARY KEY,
+    job_id INTEGER REFERENCES jobs(id) ON DELETE SET NULL,
+    model_id INTEGER REFERENCES models(id) ON DELETE SET NULL,
+    model_name TEXT NOT NULL,
+    input_take_id INTEGER REFERENCES takes(id) ON DELETE SET NULL,
+    input_path TEXT,
+    input_sha256 TEXT NOT NULL,
+    params TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    format TEXT NOT NULL,
+    sample_rate INTEGER NOT NULL,
+    duration_secs REAL NOT NULL,
+    peak_dbfs REAL NOT NULL,
+    seconds_taken REAL NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX conversions_input ON conversions(input_sha256);
+CREATE INDEX conversions_model ON conversions(model_id);";
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Conversion {
+    pub id: i64,
+    pub job_id: Option<i64>,
+    pub model_id: Option<i64>,
+    pub model_name: String,
+    pub input_take_id: Option<i64>,
+    pub input_path: Option<String>,
+    pub input_sha256: String,
+    pub params: serde_json::Value,
+    pub sha256: String,
+    pub format: String,
+    pub sample_rate: u32,
+    pub duration_secs: f64,
+    pub peak_dbfs: f64,
+    pub seconds_taken: f64,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewConversion {
+    pub job_id: Option<i64>,
+    pub model_id: i64,
+    pub model_name: String,
+    pub input_take_id: Option<i64>,
+    pub input_path: Option<String>,
+    pub input_sha256: String,
+    pub params: serde_json::Value,
+    pub sha256: String,
+    pub format: String,
+    pub sample_rate: u32,
+    pub duration_secs: f64,
+    pub peak_dbfs: f64,
+    pub seconds_taken: f64,
+}
+
+const SELECT: &str = "SELECT id, job_id, model_id, model_name, input_take_id, input_path,
+    input_sha256, params, sha256, format, sample_rate, duration_secs, peak_dbfs, seconds_taken,
+    created_at FROM conversions";
+
+fn row(r: &rusqlite::Row) -> rusqlite::Result<Conversion> {
+    let params: String = r.get(7)?;
+    Ok(Conversion {
+        id: r.get(0)?,
+        job_id: r.get(1)?,
+        model_id: r.get(2)?,
+        model_name: r.get(3)?,
+        input_take_id: r.get(4)?,
+        input_path: r.get(5)?,
+        input_sha256: r.get(6)?,
+        params: serde_json::from_str(&params).unwrap_or_default(),
+        sha256: r.get(8)?,
+        format: r.get(9)?,
+        sample_rate: r.get(10)?,
+        duration_secs: r.get(11)?,
+        peak_dbfs: r.get(12)?,
+        seconds_taken: r.get(13)?,
+        created_at: r.get(14)?,
+    })
+}
+
+pub fn insert(conn: &Connection, c: &NewConversion) -> Result<i64> {
+    conn.execute(
+        "INSERT INTO conversions (job_id, model_id, model_name, input_take_id, input_path,
+            input_sha256, params, sha256, format, sample_rate, duration_secs, peak_dbfs,
+            seconds_taken, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+        params![
+            c.job_id,
+            c.model_id,
+            c.model_name,
+            c.input_take_id,
+            c.input_path,
+            c.input_sha256,
+            c.params.to_string(),
+            c.sha256,
+            c.format,
+            c.sample_rate,
+            c.duration_secs,
+            c.peak_dbfs,
+            c.seconds_taken,
+            super::now()
+        ],
+    )
+    .with_context(|| format!("saving the conversion with {}", c.model_name))?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// Conversions, newest first; of one input (by content hash) when given.
+pub fn list(conn: &Connection, input_sha256: Option<&str>) -> Result<Vec<Conversion>> {
+    let mut stmt = conn.prepare(&format!(
+        "{SELECT} WHERE ?1 IS NULL OR input_sha256 = ?1 ORDER BY created_at DESC, id DESC"
+    ))?;
+    let rows = stmt.query_map([input_sha256], row)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+pub fn get(conn: &Connection, id: i64) -> Result<Option<Conversion>> {
+    Ok(conn.query_row(&format!("{SELECT} WHERE id = ?1"), [id], row).optional()?)
+}
+
+pub fn require(conn: &Connection, id: i64) -> Result<Conversion> {
+    get(conn, id)?.ok_or_else(|| crate::error::not_found(format!("conversion {id} does not exist")))
+}
+
+/// The conversions a job produced.
+pub fn for_job(conn: &Connection, job_id: i64) -> Result<Vec<Conversion>> {
+    let mut stmt = conn.prepare(&format!("{SELECT} WHERE job_id = ?1 ORDER BY id"))?;
+    let rows = stmt.query_map([job_id], row)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+pub fn delete(conn: &Connection, id: i64) -> Result<Conversion> {
+    let conversion = require(conn, id)?;
+    conn.execute("DELETE FROM conversions WHERE id = ?1", [id])?;
+    Ok(conversion)
+}
+
+pub fn all_hashes(conn: &Connection) -> Result<Vec<(String, String)>> {
+    let mut stmt = conn.prepare("SELECT sha256, format FROM conversions")?;
+    Ok(stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<rusqlite::Result<_>>()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_conversion_outlives_its_model_and_input_take() {
+        let conn = crate::db::open_in_memory();
+        let model = crate::db::models::insert(&conn, &crate::db::models::sample("w")).unwrap();
+        let take = crate::db::takes::insert(&conn, &crate::db::takes::sample("in")).unwrap();
+        let id = insert(
+            &conn,
+            &NewConversion {
+                job_id: None,
+                model_id: model,
+                model_name: "Ada v2".into(),
+                input_take_id: Some(take),
+                input_path: None,
+                input_sha256: "in".into(),
+                params: serde_json::json!({ "transpose": 3 }),
+                sha256: "out".into(),
+                format: "wav".into(),
+                sample_rate: 40_000,
+                duration_secs: 1.0,
+                peak_dbfs: -3.0,
+                seconds_taken: 0.5,
+            },
+        )
+        .unwrap();
+        assert_eq!(list(&conn, Some("in")).unwrap().len(), 1);
+        assert!(list(&conn, Some("other")).unwrap().is_empty());
+        conn.execute("DELETE FROM models", []).unwrap();
+        conn.execute("DELETE FROM takes", []).unwrap();
+        let kept = require(&conn, id).unwrap();
+        assert_eq!((kept.model_id, kept.input_take_id), (None, None));
+        assert_eq!(kept.params["transpose"], 3);
+        assert_eq!(all_hashes(&conn).unwrap(), vec![("out".to_string(), "wav".to_string())]);
+    }
+}

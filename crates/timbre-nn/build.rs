@@ -1,0 +1,5 @@
+include!("link_libtorch.rs");
+
+fn main() {
+    link_libtorch();
+}

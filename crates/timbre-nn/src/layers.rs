@@ -1,0 +1,224 @@
+//! The torch.nn layers the models share, for inference: each `load`s its tensors by the upstream
+//! prefix and computes what the torch layer computes. Weight-normalised layers are folded at load.
+
+use anyhow::Result;
+use tch::Tensor;
+
+use crate::weights::Weights;
+
+/// torch.nn.Linear.
+pub struct Linear {
+    weight: Tensor,
+    bias: Option<Tensor>,
+}
+
+impl Linear {
+    pub fn load(w: &Weights, prefix: &str) -> Result<Self> {
+        Ok(Self { weight: w.weight(prefix)?, bias: w.get_opt(&format!("{prefix}.bias")) })
+    }
+
+    pub fn in_features(&self) -> i64 {
+        self.weight.size()[1]
+    }
+
+    pub fn out_features(&self) -> i64 {
+        self.weight.size()[0]
+    }
+
+    pub fn forward(&self, x: &Tensor) -> Tensor {
+        x.linear(&self.weight, self.bias.as_ref())
+    }
+}
+
+/// Stride, padding, dilation and groups of a convolution.
+#[derive(Debug, Clone, Copy)]
+pub struct ConvOptions {
+    pub stride: i64,
+    pub padding: i64,
+    pub dilation: i64,
+    pub groups: i64,
+}
+
+impl Default for ConvOptions {
+    fn default() -> Self {
+        Self { stride: 1, padding: 0, dilation: 1, groups: 1 }
+    }
+}
+
+impl ConvOptions {
+    pub fn padding(padding: i64) -> Self {
+        Self { padding, ..Self::default() }
+    }
+}
+
+/// torch.nn.Conv1d (weight `[out, in / groups, kernel]`).
+pub struct Conv1d {
+    weight: Tensor,
+    bias: Option<Tensor>,
+    options: ConvOptions,
+}
+
+impl Conv1d {
+    pub fn load(w: &Weights, prefix: &str, options: ConvOptions) -> Result<Self> {
+        Ok(Self { weight: w.weight(prefix)?, bias: w.get_opt(&format!("{prefix}.bias")), options })
+    }
+
+    pub fn out_channels(&self) -> i64 {
+        self.weight.size()[0]
+    }
+
+    pub fn in_channels(&self) -> i64 {
+        self.weight.size()[1] * self.options.groups
+    }
+
+    pub fn kernel_size(&self) -> i64 {
+        self.weight.size()[2]
+    }
+
+    pub fn forward(&self, x: &Tensor) -> Tensor {
+        let o = self.options;
+        x.conv1d(&self.weight, self.bias.as_ref(), [o.stride], [o.padding], [o.dilation], o.groups)
+    }
+}
+
+/// torch.nn.ConvTranspose1d (weight `[in, out / groups, kernel]`).
+pub struct ConvTranspose1d {
+    weight: Tensor,
+    bias: Option<Tensor>,
+    options: ConvOptions,
+}
+
+impl ConvTranspose1d {
+    pub fn load(w: &Weights, prefix: &str, options: ConvOptions) -> Result<Self> {
+        Ok(Self { weight: w.weight(prefix)?, bias: w.get_opt(&format!("{prefix}.bias")), options })
+    }
+
+    pub fn out_channels(&self) -> i64 {
+        self.weight.size()[1] * self.options.groups
+    }
+
+    pub fn kernel_size(&self) -> i64 {
+        self.weight.size()[2]
+    }
+
+    pub fn forward(&self, x: &Tensor) -> Tensor {
+        let o = self.options;
+        x.conv_transpose1d(&self.weight, self.bias.as_ref(), [o.stride], [o.padding], [0], o.groups, [o.dilation])
+    }
+}
+
+/// torch.nn.Conv2d with the same stride, padding and dilation on both axes.
+pub struct Conv2d {
+    weight: Tensor,
+    bias: Option<Tensor>,
+    stride: [i64; 2],
+    padding: [i64; 2],
+}
+
+impl Conv2d {
+    pub fn load(w: &Weights, prefix: &str, stride: [i64; 2], padding: [i64; 2]) -> Result<Self> {
+        Ok(Self { weight: w.weight(prefix)?, bias: w.get_opt(&format!("{prefix}.bias")), stride, padding })
+    }
+
+    pub fn out_channels(&self) -> i64 {
+        self.weight.size()[0]
+    }
+
+    pub fn in_channels(&self) -> i64 {
+        self.weight.size()[1]
+    }
+
+    pub fn forward(&self, x: &Tensor) -> Tensor {
+        x.conv2d(&self.weight, self.bias.as_ref(), self.stride, self.padding, [1, 1], 1)
+    }
+}
+
+/// torch.nn.LayerNorm over the last dimension.
+pub struct LayerNorm {
+    weight: Tensor,
+    bias: Tensor,
+    eps: f64,
+}
+
+impl LayerNorm {
+    pub fn load(w: &Weights, prefix: &str, eps: f64) -> Result<Self> {
+        Ok(Self { weight: w.get(&format!("{prefix}.weight"))?, bias: w.get(&format!("{prefix}.bias"))?, eps })
+    }
+
+    pub fn forward(&self, x: &Tensor) -> Tensor {
+        let dim = self.weight.size();
+        x.layer_norm(dim.as_slice(), Some(&self.weight), Some(&self.bias), self.eps, true)
+    }
+}
+
+/// torch.nn.GroupNorm.
+pub struct GroupNorm {
+    weight: Tensor,
+    bias: Tensor,
+    groups: i64,
+    eps: f64,
+}
+
+impl GroupNorm {
+    pub fn load(w: &Weights, prefix: &str, groups: i64, eps: f64) -> Result<Self> {
+        Ok(Self { weight: w.get(&format!("{prefix}.weight"))?, bias: w.get(&format!("{prefix}.bias"))?, groups, eps })
+    }
+
+    pub fn forward(&self, x: &Tensor) -> Tensor {
+        x.group_norm(self.groups, Some(&self.weight), Some(&self.bias), self.eps, true)
+    }
+}
+
+/// torch.nn.BatchNorm1d/2d in evaluation mode (running statistics).
+pub struct BatchNorm {
+    weight: Tensor,
+    bias: Tensor,
+    running_mean: Tensor,
+    running_var: Tensor,
+    eps: f64,
+}
+
+impl BatchNorm {
+    pub fn load(w: &Weights, prefix: &str, eps: f64) -> Result<Self> {
+        let get = |name: &str| w.get(&format!("{prefix}.{name}"));
+        Ok(Self {
+            weight: get("weight")?,
+            bias: get("bias")?,
+            running_mean: get("running_mean")?,
+            running_var: get("running_var")?,
+            eps,
+        })
+    }
+
+    pub fn forward(&self, x: &Tensor) -> Tensor {
+        x.batch_norm(
+            Some(&self.weight),
+            Some(&self.bias),
+            Some(&self.running_mean),
+            Some(&self.running_var),
+            false,
+            0.0,
+            self.eps,
+            true,
+        )
+    }
+}
+
+/// torch.nn.Embedding.
+pub struct Embedding {
+    weight: Tensor,
+}
+
+impl Embedding {
+    pub fn load(w: &Weights, prefix: &str) -> Result<Self> {
+        Ok(Self { weight: w.get(&format!("{prefix}.weight"))? })
+    }
+
+    pub fn num_embeddings(&self) -> i64 {
+        self.weight.size()[0]
+    }
+
+    pub fn forward(&self, ids: &Tensor) -> Tensor {
+        Tensor::embedding(&self.weight, ids, -1, false, false)
+    }
+}

@@ -1,0 +1,15 @@
+//! Neural models for Timbre Studio on libtorch (tch): our own checkpoint readers, the HuBERT /
+//! ContentVec feature extractor, the RMVPE pitch model, RVC synthesizers, the faiss index, the
+//! conversion pipeline and the RoFormer separators. No Tauri, no database: `timbre-core` drives
+//! these from its jobs.
+
+pub mod checkpoint;
+pub mod device;
+pub mod hubert;
+pub mod index;
+pub mod layers;
+pub mod pipeline;
+pub mod rmvpe;
+pub mod separation;
+pub mod synthesizer;
+pub mod weights;

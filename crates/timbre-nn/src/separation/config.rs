@@ -1,0 +1,300 @@
+//! The YAML config of a RoFormer separation model, as ZFTurbo/Music-Source-Separation-Training
+//! writes it (`configs/viperx/*.yaml`, `configs/KimberleyJensen/*.yaml`): field names are the
+//! upstream ones, unknown keys are ignored, and `!!python/tuple` sequences read as lists.
+//!
+//! Keys that only matter for training (dropouts, the multi-resolution STFT loss, gradient
+//! checkpointing, `use_amp`) are not read. `flash_attn` and `sage_attention` pick kernels for the
+//! same attention, so they do not change what we compute.
+
+use std::path::Path;
+
+use anyhow::{Context, Result, bail, ensure};
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Config {
+    pub audio: AudioConfig,
+    pub model: ModelConfig,
+    #[serde(default)]
+    pub training: TrainingConfig,
+    #[serde(default)]
+    pub inference: InferenceConfig,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct AudioConfig {
+    /// Samples per model call in the overlap-add separation.
+    pub chunk_size: i64,
+    #[serde(default = "default_sample_rate")]
+    pub sample_rate: i64,
+}
+
+/// `model:` of both RoFormers; fields one of them lacks are ignored by the other.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ModelConfig {
+    pub dim: i64,
+    pub depth: i64,
+    #[serde(default)]
+    pub stereo: bool,
+    #[serde(default = "one")]
+    pub num_stems: i64,
+    #[serde(default = "two")]
+    pub time_transformer_depth: i64,
+    #[serde(default = "two")]
+    pub freq_transformer_depth: i64,
+    #[serde(default)]
+    pub linear_transformer_depth: i64,
+    /// BS-RoFormer: STFT bins per band (upstream default: `DEFAULT_FREQS_PER_BANDS`).
+    pub freqs_per_bands: Option<Vec<i64>>,
+    /// Mel-Band RoFormer: number of mel bands.
+    #[serde(default = "default_num_bands")]
+    pub num_bands: i64,
+    /// Mel-Band RoFormer: the rate its mel filterbank is built for.
+    #[serde(default = "default_sample_rate")]
+    pub sample_rate: i64,
+    #[serde(default = "default_dim_head")]
+    pub dim_head: i64,
+    #[serde(default = "default_heads")]
+    pub heads: i64,
+    #[serde(default = "default_n_fft")]
+    pub stft_n_fft: i64,
+    #[serde(default = "default_hop_length")]
+    pub stft_hop_length: i64,
+    #[serde(default = "default_n_fft")]
+    pub stft_win_length: i64,
+    #[serde(default)]
+    pub stft_normalized: bool,
+    /// Upstream defaults differ: 2 for BS-RoFormer, 1 for Mel-Band RoFormer.
+    pub mask_estimator_depth: Option<i64>,
+    #[serde(default = "default_mlp_expansion_factor")]
+    pub mlp_expansion_factor: i64,
+    #[serde(default)]
+    pub skip_connection: bool,
+    /// Mel-Band RoFormer: iSTFT to the input length instead of `hop × (frames − 1)`.
+    #[serde(default)]
+    pub match_input_audio_length: bool,
+    /// Silence the DC bin of the separated spectrum (on unless the config turns it off).
+    #[serde(default = "yes")]
+    pub zero_dc: bool,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct TrainingConfig {
+    #[serde(default)]
+    pub instruments: Vec<String>,
+    pub target_instrument: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct InferenceConfig {
+    #[serde(default = "one")]
+    pub batch_size: i64,
+    #[serde(default = "default_num_overlap")]
+    pub num_overlap: i64,
+    /// Separate the mix scaled to zero mean and unit deviation, then scale the stems back.
+    #[serde(default)]
+    pub normalize: bool,
+}
+
+impl Default for InferenceConfig {
+    fn default() -> Self {
+        Self {
+            batch_size: 1,
+            num_overlap: default_num_overlap(),
+            normalize: false,
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+fn one() -> i64 {
+    1
+}
+fn two() -> i64 {
+    2
+}
+fn default_sample_rate() -> i64 {
+    44100
+}
+fn default_num_bands() -> i64 {
+    60
+}
+fn default_dim_head() -> i64 {
+    64
+}
+fn default_heads() -> i64 {
+    8
+}
+fn default_n_fft() -> i64 {
+    2048
+}
+fn default_hop_length() -> i64 {
+    512
+}
+fn default_mlp_expansion_factor() -> i64 {
+    4
+}
+fn default_num_overlap() -> i64 {
+    4
+}
+
+impl Config {
+    pub fn from_path(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("{}: cannot read the config", path.display()))?;
+        Self::from_yaml(&text)
+            .with_context(|| format!("{}: not a usable RoFormer config", path.display()))
+    }
+
+    pub fn from_yaml(text: &str) -> Result<Self> {
+        let config: Config = serde_yaml_ng::from_str(text)?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<()> {
+        let m = &self.model;
+        for (name, value) in [
+            ("model.dim", m.dim),
+            ("model.depth", m.depth),
+            ("model.num_stems", m.num_stems),
+            ("model.dim_head", m.dim_head),
+            ("model.heads", m.heads),
+            ("model.stft_n_fft", m.stft_n_fft),
+            ("model.stft_hop_length", m.stft_hop_length),
+            ("model.stft_win_length", m.stft_win_length),
+            ("model.mlp_expansion_factor", m.mlp_expansion_factor),
+            ("audio.chunk_size", self.audio.chunk_size),
+            ("inference.batch_size", self.inference.batch_size),
+            ("inference.num_overlap", self.inference.num_overlap),
+        ] {
+            ensure!(value > 0, "`{name}` is {value}: it must be positive");
+        }
+        for (name, value) in [
+            ("model.time_transformer_depth", m.time_transformer_depth),
+            ("model.freq_transformer_depth", m.freq_transformer_depth),
+            ("model.linear_transformer_depth", m.linear_transformer_depth),
+        ] {
+            ensure!(value >= 0, "`{name}` is {value}: it must not be negative");
+        }
+        ensure!(
+            m.stft_win_length <= m.stft_n_fft,
+            "`model.stft_win_length` {} is longer than `model.stft_n_fft` {}",
+            m.stft_win_length,
+            m.stft_n_fft
+        );
+        ensure!(
+            self.audio.chunk_size > m.stft_n_fft / 2,
+            "`audio.chunk_size` {} is too short for the STFT (n_fft {})",
+            self.audio.chunk_size,
+            m.stft_n_fft
+        );
+        ensure!(
+            self.inference.num_overlap <= self.audio.chunk_size,
+            "`inference.num_overlap` {} is larger than `audio.chunk_size` {}",
+            self.inference.num_overlap,
+            self.audio.chunk_size
+        );
+        Ok(())
+    }
+
+    /// The stems the model outputs, in order: the target instrument alone when one is named,
+    /// else every instrument (upstream `prefer_target_instrument`).
+    pub fn stems(&self) -> Result<Vec<String>> {
+        match &self.training.target_instrument {
+            Some(target) => Ok(vec![target.clone()]),
+            None if !self.training.instruments.is_empty() => Ok(self.training.instruments.clone()),
+            None => bail!(
+                "`training.instruments` is empty and no `training.target_instrument` is named"
+            ),
+        }
+    }
+
+    pub fn audio_channels(&self) -> i64 {
+        if self.model.stereo { 2 } else { 1 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BS_CONFIG: &str = "\
+audio:
+  chunk_size: 352800
+  dim_f: 1024
+  n_fft: 2048
+  num_channels: 2
+model:
+  dim: 512
+  depth: 12
+  stereo: true
+  num_stems: 1
+  time_transformer_depth: 1
+  freq_transformer_depth: 1
+  linear_transformer_depth: 0
+  freqs_per_bands: !!python/tuple
+  - 2
+  - 4
+  - 1019
+  dim_head: 64
+  heads: 8
+  attn_dropout: 0.1
+  flash_attn: true
+  stft_hop_length: 441
+  multi_stft_resolutions_window_sizes: !!python/tuple
+  - 4096
+  - 2048
+  mask_estimator_depth: 2
+  some_future_option: [1, 2]
+training:
+  instruments:
+  - vocals
+  - other
+  target_instrument: vocals
+  lr: 1.0e-05
+  augmentation_mix: true
+inference:
+  batch_size: 2
+  dim_t: 801
+  num_overlap: 2
+";
+
+    #[test]
+    fn reads_python_tuples_and_ignores_unknown_keys() {
+        let config = Config::from_yaml(BS_CONFIG).unwrap();
+        assert_eq!(config.model.freqs_per_bands, Some(vec![2, 4, 1019]));
+        assert_eq!(config.model.dim, 512);
+        assert_eq!(config.model.stft_hop_length, 441);
+        assert_eq!(config.model.stft_n_fft, 2048);
+        assert_eq!(config.model.mask_estimator_depth, Some(2));
+        assert_eq!(config.audio.chunk_size, 352800);
+        assert_eq!(
+            (config.inference.batch_size, config.inference.num_overlap),
+            (2, 2)
+        );
+        assert_eq!(config.stems().unwrap(), ["vocals"]);
+        assert_eq!(config.audio_channels(), 2);
+        assert!(!config.model.skip_connection);
+        assert!(config.model.zero_dc);
+    }
+
+    #[test]
+    fn every_instrument_is_a_stem_without_a_target() {
+        let text = BS_CONFIG.replace("  target_instrument: vocals\n", "");
+        assert_eq!(
+            Config::from_yaml(&text).unwrap().stems().unwrap(),
+            ["vocals", "other"]
+        );
+    }
+
+    #[test]
+    fn rejects_impossible_values() {
+        let text = BS_CONFIG.replace("num_overlap: 2", "num_overlap: 0");
+        let error = Config::from_yaml(&text).unwrap_err().to_string();
+        assert!(error.contains("inference.num_overlap"), "{error}");
+        assert!(Config::from_yaml("model:\n  dim: 4\n").is_err());
+    }
+}

@@ -1,0 +1,199 @@
+//! Vocal separation with BS-RoFormer and Mel-Band RoFormer models in the format of
+//! ZFTurbo/Music-Source-Separation-Training: a `.ckpt` state dict plus its YAML config, run over
+//! a whole track by chunked overlap-add (`utils/model_utils.py` `demix`, and the optional
+//! `inference.normalize` of `inference.py`).
+
+mod bands;
+mod bs_roformer;
+pub mod config;
+pub mod demix;
+mod mel_band_roformer;
+mod params;
+pub mod roformer;
+mod stft;
+mod transformer;
+
+use std::path::Path;
+
+use anyhow::{Context, Result, bail, ensure};
+use tch::{Device, Kind, Tensor};
+
+pub use config::Config;
+pub use demix::{DemixOptions, demix};
+pub use roformer::{Roformer, RoformerKind, load_state_dict, to_model_weights};
+
+/// A RoFormer with its config, ready to separate whole tracks.
+pub struct Separator {
+    model: Roformer,
+    config: Config,
+    stems: Vec<String>,
+}
+
+impl Separator {
+    /// Loads on the CPU in float32. `kind`: the upstream model type, or None to tell it from the
+    /// checkpoint.
+    pub fn load(checkpoint: &Path, config: &Path, kind: Option<RoformerKind>) -> Result<Self> {
+        Self::load_on(checkpoint, config, kind, Device::Cpu, Kind::Float)
+    }
+
+    /// Loads with the weights on `device` in `weight_kind` (the STFTs stay in float32).
+    pub fn load_on(
+        checkpoint: &Path,
+        config_path: &Path,
+        kind: Option<RoformerKind>,
+        device: Device,
+        weight_kind: Kind,
+    ) -> Result<Self> {
+        let config = Config::from_path(config_path)?;
+        let weights = to_model_weights(&load_state_dict(checkpoint)?, device, weight_kind);
+        let kind = match kind {
+            Some(kind) => kind,
+            None => RoformerKind::detect(&weights)?,
+        };
+        let model = Roformer::load(kind, &config.model, &weights, config_path)?;
+        let stems = config
+            .stems()
+            .with_context(|| config_path.display().to_string())?;
+        ensure!(
+            stems.len() as i64 == model.num_stems(),
+            "{} names {} stem(s) ({}), but {} estimates {}",
+            config_path.display(),
+            stems.len(),
+            stems.join(", "),
+            checkpoint.display(),
+            model.num_stems()
+        );
+        Ok(Self {
+            model,
+            config,
+            stems,
+        })
+    }
+
+    pub fn model(&self) -> &Roformer {
+        &self.model
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The stems `demix` returns, in order.
+    pub fn stems(&self) -> &[String] {
+        &self.stems
+    }
+
+    /// The rate the model expects its input at.
+    pub fn sample_rate(&self) -> i64 {
+        self.config.audio.sample_rate
+    }
+
+    fn demix_options(&self) -> DemixOptions {
+        DemixOptions {
+            chunk_size: self.config.audio.chunk_size,
+            num_overlap: self.config.inference.num_overlap,
+            batch_size: self.config.inference.batch_size,
+        }
+    }
+
+    /// Separates `mix` `[channels, samples]` at `sample_rate()` into `[stems, channels, samples]`.
+    /// A mono mix goes through a stereo model as two equal channels and comes back as their
+    /// mean; the channels of a multichannel mix go through a mono model one by one.
+    /// `progress(done_chunks, total_chunks)`: returning false cancels with an error.
+    pub fn demix(
+        &self,
+        mix: &Tensor,
+        mut progress: impl FnMut(usize, usize) -> bool,
+    ) -> Result<Tensor> {
+        let size = mix.size();
+        let [channels, _] = size[..] else {
+            bail!("the mix must be [channels, samples], got {size:?}")
+        };
+        let mix = mix.to_device(Device::Cpu).to_kind(Kind::Float);
+        let (mix, scale) = self.normalized(&mix);
+        let model_channels = self.model.audio_channels();
+        let separate = |batch: &Tensor| self.model.forward(batch);
+        let stems = if channels == model_channels {
+            demix(&mix, self.demix_options(), separate, progress)?
+        } else if channels == 1 {
+            demix(
+                &mix.expand([model_channels, -1], false),
+                self.demix_options(),
+                separate,
+                progress,
+            )?
+            .mean_dim(1, true, Kind::Float)
+        } else if model_channels == 1 {
+            let mut done_before = 0;
+            let mut per_channel = Vec::new();
+            for channel in 0..channels {
+                let mut chunks_per_channel = 0;
+                let track = demix(
+                    &mix.narrow(0, channel, 1),
+                    self.demix_options(),
+                    separate,
+                    |done, total| {
+                        chunks_per_channel = total;
+                        progress(done_before + done, total * channels as usize)
+                    },
+                )?;
+                done_before += chunks_per_channel;
+                per_channel.push(track);
+            }
+            Tensor::cat(&per_channel, 1)
+        } else {
+            bail!(
+                "the model separates {model_channels}-channel audio; a {channels}-channel mix cannot go through it"
+            );
+        };
+        Ok(match scale {
+            Some((mean, std)) => stems * std + mean,
+            None => stems,
+        })
+    }
+
+    /// The vocals of `mix` `[channels, samples]`, as `[channels, samples]`.
+    pub fn vocals(
+        &self,
+        mix: &Tensor,
+        progress: impl FnMut(usize, usize) -> bool,
+    ) -> Result<Tensor> {
+        let Some(index) = self
+            .stems
+            .iter()
+            .position(|stem| stem.eq_ignore_ascii_case("vocals"))
+        else {
+            bail!("this model separates {}, not vocals", self.stems.join(", "));
+        };
+        Ok(self.demix(mix, progress)?.get(index as i64))
+    }
+
+    /// With `inference.normalize`: the mix scaled to zero mean and unit deviation (of its mono
+    /// downmix), and the `(mean, std)` to scale the stems back with. A silent mix stays as is.
+    fn normalized(&self, mix: &Tensor) -> (Tensor, Option<(f64, f64)>) {
+        if !self.config.inference.normalize {
+            return (mix.shallow_clone(), None);
+        }
+        let mono = mix.mean_dim(0, false, Kind::Float);
+        let (mean, std) = (
+            mono.mean(Kind::Float).double_value(&[]),
+            mono.std(false).double_value(&[]),
+        );
+        if std > 0.0 {
+            ((mix - mean) / std, Some((mean, std)))
+        } else {
+            (mix.shallow_clone(), None)
+        }
+    }
+}
+
+/// The accompaniment: the mix less the vocals separated from it (same shapes).
+pub fn instrumental(mix: &Tensor, vocals: &Tensor) -> Result<Tensor> {
+    ensure!(
+        mix.size() == vocals.size(),
+        "mix {:?} and vocals {:?} differ in shape",
+        mix.size(),
+        vocals.size()
+    );
+    Ok(mix.to_kind(Kind::Float) - vocals.to_kind(Kind::Float))
+}

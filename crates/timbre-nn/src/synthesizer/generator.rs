@@ -1,0 +1,271 @@
+//! The HiFi-GAN decoder, with or without the NSF excitation: RVC-Project/Retrieval-based-Voice-
+//! Conversion-WebUI `infer/lib/infer_pack/models.py` `Generator` and `GeneratorNSF` with
+//! `modules.py` `ResBlock1`/`ResBlock2`. Odd upsampling rates follow IAHispano/Applio
+//! `rvc/lib/algorithm/generators/hifigan_nsf.py`, the only exporter that writes them.
+
+use anyhow::{Result, bail};
+use tch::Tensor;
+
+use super::config::SynthesizerConfig;
+use super::shapes::{check_layer, check_weight, weight_shape};
+use crate::layers::{Conv1d, ConvOptions};
+use crate::weights::Weights;
+
+const LRELU_SLOPE: f64 = 0.1;
+/// `F.leaky_relu`'s default, which the reference uses before `conv_post`.
+const FINAL_LRELU_SLOPE: f64 = 0.01;
+
+fn leaky_relu(x: &Tensor, slope: f64) -> Tensor {
+    x.maximum(&(x * slope))
+}
+
+/// A weight-normalised ConvTranspose1d with an output padding (which `layers` does not take).
+struct Upsample {
+    weight: Tensor,
+    bias: Option<Tensor>,
+    stride: i64,
+    padding: i64,
+    output_padding: i64,
+}
+
+impl Upsample {
+    fn load(
+        w: &Weights,
+        prefix: &str,
+        in_channels: i64,
+        out_channels: i64,
+        rate: i64,
+    ) -> Result<Self> {
+        let kernel_size = weight_shape(w, prefix, 3)?[2];
+        check_layer(
+            w,
+            prefix,
+            &[in_channels, out_channels, kernel_size],
+            out_channels,
+        )?;
+        let (padding, output_padding) = if rate % 2 == 0 {
+            ((kernel_size - rate) / 2, 0)
+        } else {
+            (rate / 2 + 1, 1)
+        };
+        // Output length (L - 1)·rate - 2·padding + kernel + output_padding must be L·rate.
+        if kernel_size - rate - 2 * padding + output_padding != 0 {
+            bail!(
+                "{}: `{prefix}` has a kernel of {kernel_size}, with which rate {rate} does not upsample exactly",
+                w.source().display()
+            );
+        }
+        Ok(Self {
+            weight: w.weight(prefix)?,
+            bias: w.get_opt(&format!("{prefix}.bias")),
+            stride: rate,
+            padding,
+            output_padding,
+        })
+    }
+
+    fn forward(&self, x: &Tensor) -> Tensor {
+        x.conv_transpose1d(
+            &self.weight,
+            self.bias.as_ref(),
+            [self.stride],
+            [self.padding],
+            [self.output_padding],
+            1,
+            [1],
+        )
+    }
+}
+
+/// `ResBlock1` (pairs of a dilated and an undilated convolution) or `ResBlock2` (single dilated
+/// convolutions), each step residual.
+enum ResBlock {
+    Pairs(Vec<(Conv1d, Conv1d)>),
+    Singles(Vec<Conv1d>),
+}
+
+impl ResBlock {
+    fn load(
+        w: &Weights,
+        prefix: &str,
+        kind: &str,
+        channels: i64,
+        kernel_size: i64,
+        dilations: &[i64],
+    ) -> Result<Self> {
+        let conv = |name: String, dilation: i64| -> Result<Conv1d> {
+            check_weight(w, &name, &[channels, channels, kernel_size])?;
+            if kernel_size % 2 == 0 {
+                bail!(
+                    "{}: `{name}` has an even kernel ({kernel_size}); residual blocks need odd ones",
+                    w.source().display()
+                );
+            }
+            let options = ConvOptions {
+                dilation,
+                padding: (kernel_size * dilation - dilation) / 2,
+                ..ConvOptions::default()
+            };
+            Conv1d::load(w, &name, options)
+        };
+        Ok(if kind == "1" {
+            let pairs = dilations.iter().enumerate().map(|(i, &d)| {
+                Ok((
+                    conv(format!("{prefix}.convs1.{i}"), d)?,
+                    conv(format!("{prefix}.convs2.{i}"), 1)?,
+                ))
+            });
+            Self::Pairs(pairs.collect::<Result<_>>()?)
+        } else {
+            let singles = dilations
+                .iter()
+                .enumerate()
+                .map(|(i, &d)| conv(format!("{prefix}.convs.{i}"), d));
+            Self::Singles(singles.collect::<Result<_>>()?)
+        })
+    }
+
+    fn forward(&self, x: &Tensor) -> Tensor {
+        let mut x = x.shallow_clone();
+        match self {
+            Self::Pairs(pairs) => {
+                for (dilated, plain) in pairs {
+                    let xt = dilated.forward(&leaky_relu(&x, LRELU_SLOPE));
+                    x = plain.forward(&leaky_relu(&xt, LRELU_SLOPE)) + x;
+                }
+            }
+            Self::Singles(convs) => {
+                for conv in convs {
+                    x = conv.forward(&leaky_relu(&x, LRELU_SLOPE)) + x;
+                }
+            }
+        }
+        x
+    }
+}
+
+struct Stage {
+    upsample: Upsample,
+    /// Brings the sample-rate excitation down to this stage's rate (NSF only).
+    noise_conv: Option<Conv1d>,
+    resblocks: Vec<ResBlock>,
+}
+
+/// HiFi-GAN generator: latent `[batch, inter, frames]` → audio `[batch, 1, frames × hop]`.
+pub struct Generator {
+    conv_pre: Conv1d,
+    cond: Option<Conv1d>,
+    stages: Vec<Stage>,
+    conv_post: Conv1d,
+}
+
+impl Generator {
+    /// `prefix` is `dec`; `config` is the effective one (sizes checked against the weights).
+    /// With `nsf`, each stage also has the `noise_convs` that inject the excitation.
+    pub fn load(w: &Weights, prefix: &str, config: &SynthesizerConfig, nsf: bool) -> Result<Self> {
+        let initial = config.upsample_initial_channel;
+        check_weight(
+            w,
+            &format!("{prefix}.conv_pre"),
+            &[initial, config.inter_channels, 7],
+        )?;
+        let rates = &config.upsample_rates;
+        let mut stages = Vec::with_capacity(rates.len());
+        let mut channels = initial;
+        for (i, &rate) in rates.iter().enumerate() {
+            let out_channels = channels / 2;
+            let upsample = Upsample::load(
+                w,
+                &format!("{prefix}.ups.{i}"),
+                channels,
+                out_channels,
+                rate,
+            )?;
+            let noise_conv = if nsf {
+                let name = format!("{prefix}.noise_convs.{i}");
+                let stride: i64 = rates[i + 1..].iter().product();
+                let kernel_size = weight_shape(w, &name, 3)?[2];
+                if kernel_size < stride || (kernel_size - stride) % 2 != 0 {
+                    bail!(
+                        "{}: `{name}` has a kernel of {kernel_size}, which does not downsample exactly by {stride}",
+                        w.source().display()
+                    );
+                }
+                check_weight(w, &name, &[out_channels, 1, kernel_size])?;
+                let options = ConvOptions {
+                    stride,
+                    padding: (kernel_size - stride) / 2,
+                    ..ConvOptions::default()
+                };
+                Some(Conv1d::load(w, &name, options)?)
+            } else {
+                None
+            };
+            let kernels = config
+                .resblock_kernel_sizes
+                .iter()
+                .zip(&config.resblock_dilation_sizes);
+            let resblocks = kernels
+                .enumerate()
+                .map(|(j, (&kernel_size, dilations))| {
+                    let index = i * config.resblock_kernel_sizes.len() + j;
+                    let name = format!("{prefix}.resblocks.{index}");
+                    ResBlock::load(
+                        w,
+                        &name,
+                        &config.resblock,
+                        out_channels,
+                        kernel_size,
+                        dilations,
+                    )
+                })
+                .collect::<Result<_>>()?;
+            stages.push(Stage {
+                upsample,
+                noise_conv,
+                resblocks,
+            });
+            channels = out_channels;
+        }
+        check_weight(w, &format!("{prefix}.conv_post"), &[1, channels, 7])?;
+        let cond_name = format!("{prefix}.cond");
+        let cond = if config.gin_channels > 0 {
+            check_weight(w, &cond_name, &[initial, config.gin_channels, 1])?;
+            Some(Conv1d::load(w, &cond_name, ConvOptions::default())?)
+        } else {
+            None
+        };
+        Ok(Self {
+            conv_pre: Conv1d::load(w, &format!("{prefix}.conv_pre"), ConvOptions::padding(3))?,
+            cond,
+            stages,
+            conv_post: Conv1d::load(w, &format!("{prefix}.conv_post"), ConvOptions::padding(3))?,
+        })
+    }
+
+    /// `x` `[batch, inter, frames]`, speaker condition `g` `[batch, gin, 1]`, and for an NSF
+    /// generator the excitation `[batch, 1, frames × hop]`.
+    pub fn forward(&self, x: &Tensor, g: Option<&Tensor>, excitation: Option<&Tensor>) -> Tensor {
+        let mut x = self.conv_pre.forward(x);
+        if let (Some(cond), Some(g)) = (&self.cond, g) {
+            x += cond.forward(g);
+        }
+        for stage in &self.stages {
+            x = stage.upsample.forward(&leaky_relu(&x, LRELU_SLOPE));
+            if let (Some(noise_conv), Some(excitation)) = (&stage.noise_conv, excitation) {
+                x += noise_conv.forward(excitation);
+            }
+            let sum = stage
+                .resblocks
+                .iter()
+                .map(|block| block.forward(&x))
+                .reduce(|a, b| a + b);
+            if let Some(sum) = sum {
+                x = sum / stage.resblocks.len() as f64;
+            }
+        }
+        self.conv_post
+            .forward(&leaky_relu(&x, FINAL_LRELU_SLOPE))
+            .tanh()
+    }
+}

@@ -1,0 +1,342 @@
+//! The RVC voice models (v1/v2, with and without pitch) from the community `.pth` files:
+//! RVC-Project/Retrieval-based-Voice-Conversion-WebUI `infer/lib/infer_pack/models.py`
+//! `SynthesizerTrnMs256NSFsid`, `SynthesizerTrnMs768NSFsid` and their `_nono` variants, loaded
+//! as `infer/modules/vc/modules.py` does (speaker count from `emb_g.weight`, class from
+//! `version` and `f0`), and IAHispano/Applio `rvc/lib/algorithm/synthesizers.py` files with the
+//! HiFi-GAN vocoder. Only inference (`infer`) is built: no posterior encoder.
+
+mod attentions;
+mod config;
+mod flow;
+mod generator;
+mod info;
+mod noise;
+mod nsf;
+mod shapes;
+#[cfg(test)]
+mod tests;
+mod text_encoder;
+
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use tch::{Device, Kind, Tensor};
+
+pub use config::{SynthesizerConfig, parse_sample_rate};
+pub use info::{Metadata, ModelInfo};
+pub use noise::Noise;
+
+use crate::checkpoint::{self, Value};
+use crate::layers::Embedding;
+use crate::weights::Weights;
+use attentions::EncoderSizes;
+use flow::ResidualCouplingBlock;
+use generator::Generator;
+use noise::NoiseSource;
+use nsf::HarmonicSource;
+use text_encoder::TextEncoder;
+
+/// The prior's noise scale in RVC's `infer`.
+const PRIOR_NOISE_SCALE: f64 = 0.66666;
+
+/// An RVC synthesizer ready for inference.
+pub struct Synthesizer {
+    info: ModelInfo,
+    emb_g: Embedding,
+    enc_p: TextEncoder,
+    flow: ResidualCouplingBlock,
+    dec: Generator,
+    /// The NSF excitation, for models driven by pitch.
+    source: Option<HarmonicSource>,
+    device: Device,
+}
+
+/// Reads what the library shows about a voice model file, refusing files that are not RVC
+/// inference models with a HiFi-GAN vocoder.
+pub fn read_model_info(path: &Path) -> Result<ModelInfo> {
+    let root = checkpoint::read_torch_file(path)?;
+    let weights = model_weights(&root, path)?;
+    check_supported(&root, &weights)?;
+    ModelInfo::from_weights(&root, &weights)
+}
+
+impl Synthesizer {
+    /// Loads an RVC inference `.pth` onto `device` in float32.
+    pub fn load(path: &Path, device: Device) -> Result<Self> {
+        let root = checkpoint::read_torch_file(path)?;
+        Self::from_checkpoint(&root, path, device)
+    }
+
+    /// Builds the model from a checkpoint already read; `source` names the file in errors.
+    pub fn from_checkpoint(root: &Value, source: &Path, device: Device) -> Result<Self> {
+        let weights = model_weights(root, source)?;
+        check_supported(root, &weights)?;
+        let weights = weights.to(Device::Cpu, Kind::Float).to(device, Kind::Float);
+        let info = ModelInfo::from_weights(root, &weights)?;
+        let config = &info.config;
+        let sizes = EncoderSizes {
+            hidden_channels: config.hidden_channels,
+            filter_channels: config.filter_channels,
+            n_heads: config.n_heads,
+            n_layers: config.n_layers,
+            kernel_size: config.kernel_size,
+        };
+        let enc_p = TextEncoder::load(&weights, "enc_p", &sizes, config.inter_channels)?;
+        let source_module = if info.f0 {
+            Some(HarmonicSource::load(&weights, "dec.m_source", config.sr)?)
+        } else {
+            None
+        };
+        Ok(Self {
+            emb_g: Embedding::load(&weights, "emb_g")?,
+            enc_p,
+            flow: ResidualCouplingBlock::load(
+                &weights,
+                "flow",
+                config.inter_channels,
+                config.gin_channels,
+            )?,
+            dec: Generator::load(&weights, "dec", config, info.f0)?,
+            source: source_module,
+            device,
+            info,
+        })
+    }
+
+    pub fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// RVC's `net_g.infer`: content features `phone` `[batch, frames, feature_dim]` with their
+    /// `phone_lengths` `[batch]`, and for a pitch model the coarse pitch classes `pitch`
+    /// `[batch, frames]` and the f0 `pitchf` `[batch, frames]` in Hz (0 = unvoiced), speaker
+    /// `sid` → audio `[batch, 1, frames × hop]` at the model's sample rate. Pitch inputs given
+    /// to a model without pitch are ignored.
+    pub fn infer(
+        &self,
+        phone: &Tensor,
+        phone_lengths: &Tensor,
+        pitch: Option<&Tensor>,
+        pitchf: Option<&Tensor>,
+        sid: i64,
+        noise: Noise,
+    ) -> Result<Tensor> {
+        let inputs = self.checked_inputs(phone, phone_lengths, pitch, pitchf, sid)?;
+        Ok(tch::no_grad(|| {
+            self.run(&inputs, sid, &mut NoiseSource::new(noise))
+        }))
+    }
+
+    fn run(&self, inputs: &Inputs, sid: i64, noise: &mut NoiseSource) -> Tensor {
+        let device = inputs.phone.device();
+        let batch = inputs.phone.size()[0];
+        let speaker = Tensor::full([batch], sid, (Kind::Int64, device));
+        let g = self.emb_g.forward(&speaker).unsqueeze(-1);
+        let (mean, log_scale, x_mask) =
+            self.enc_p
+                .forward(&inputs.phone, inputs.pitch.as_ref(), &inputs.lengths);
+        let prior_noise = noise.normal(&mean.size(), device) * PRIOR_NOISE_SCALE;
+        let z_p = (mean + log_scale.exp() * prior_noise) * &x_mask;
+        let z = self.flow.reverse(&z_p, &x_mask, Some(&g));
+        let excitation = match (&self.source, &inputs.pitchf) {
+            (Some(source), Some(f0)) => Some(source.forward(f0, self.info.hop, noise)),
+            _ => None,
+        };
+        self.dec
+            .forward(&(z * &x_mask), Some(&g), excitation.as_ref())
+    }
+
+    fn checked_inputs(
+        &self,
+        phone: &Tensor,
+        phone_lengths: &Tensor,
+        pitch: Option<&Tensor>,
+        pitchf: Option<&Tensor>,
+        sid: i64,
+    ) -> Result<Inputs> {
+        let info = &self.info;
+        let shape = phone.size();
+        if shape.len() != 3 {
+            bail!(
+                "phone features must be [batch, frames, {}]; got shape {shape:?}",
+                info.feature_dim
+            );
+        }
+        let (batch, frames) = (shape[0], shape[1]);
+        if shape[2] != info.feature_dim {
+            bail!(
+                "this is a {} model ({}-d features); the features given are {}-d",
+                info.version,
+                info.feature_dim,
+                shape[2]
+            );
+        }
+        if batch == 0 || frames == 0 {
+            bail!("phone features of shape {shape:?} hold no frames");
+        }
+        if !(0..info.speakers).contains(&sid) {
+            bail!(
+                "speaker id {sid} is out of range: the model has {} speaker(s)",
+                info.speakers
+            );
+        }
+        let lengths = phone_lengths
+            .to_device(self.device)
+            .to_kind(Kind::Int64)
+            .reshape([-1]);
+        if lengths.size() != [batch] {
+            bail!(
+                "phone_lengths must hold one length per batch item ({batch}); got shape {:?}",
+                phone_lengths.size()
+            );
+        }
+        let (shortest, longest) = (
+            lengths.min().int64_value(&[]),
+            lengths.max().int64_value(&[]),
+        );
+        if shortest < 0 || longest > frames {
+            bail!("phone_lengths must lie in 0..={frames}; got {shortest}..={longest}");
+        }
+        let phone = phone.to_device(self.device).to_kind(Kind::Float);
+        if !bool::try_from(phone.isfinite().all())? {
+            bail!("the phone features contain NaN or infinite values");
+        }
+        let (pitch, pitchf) = match self.enc_p.pitch_classes() {
+            None => (None, None),
+            Some(classes) => {
+                let (Some(pitch), Some(pitchf)) = (pitch, pitchf) else {
+                    bail!(
+                        "this model is driven by pitch: give both the coarse pitch and the f0 in Hz"
+                    );
+                };
+                for (name, tensor) in [("pitch", pitch), ("pitchf", pitchf)] {
+                    if tensor.size() != [batch, frames] {
+                        bail!(
+                            "{name} must be [{batch}, {frames}] like the features; got shape {:?}",
+                            tensor.size()
+                        );
+                    }
+                }
+                let pitch = pitch.to_device(self.device).to_kind(Kind::Int64);
+                let (lowest, highest) =
+                    (pitch.min().int64_value(&[]), pitch.max().int64_value(&[]));
+                if lowest < 0 || highest >= classes {
+                    bail!("coarse pitch must lie in 0..{classes}; got {lowest}..={highest}");
+                }
+                let pitchf = pitchf.to_device(self.device).to_kind(Kind::Float);
+                if !bool::try_from(pitchf.isfinite().all())? {
+                    bail!("the f0 contains NaN or infinite values");
+                }
+                (Some(pitch), Some(pitchf))
+            }
+        };
+        Ok(Inputs {
+            phone,
+            lengths,
+            pitch,
+            pitchf,
+        })
+    }
+}
+
+struct Inputs {
+    phone: Tensor,
+    lengths: Tensor,
+    pitch: Option<Tensor>,
+    pitchf: Option<Tensor>,
+}
+
+/// The `weight` dict of an RVC inference model, or an error saying what the file is instead.
+fn model_weights(root: &Value, source: &Path) -> Result<Weights> {
+    let file = source.display();
+    let Some(entries) = root.as_dict() else {
+        bail!(
+            "{file}: not an RVC voice model: the file holds a single {}, not a dict of entries",
+            value_kind(root)
+        );
+    };
+    if let Some(weight) = root.get("weight") {
+        let weights = checkpoint::weights_from_dict(weight, source).with_context(|| {
+            format!("{file}: the `weight` entry of an RVC model must be a dict of tensors")
+        })?;
+        if weights.is_empty() {
+            bail!("{file}: the `weight` dict holds no tensors");
+        }
+        return Ok(weights);
+    }
+    let keys: Vec<&str> = entries.iter().filter_map(|(k, _)| k.as_str()).collect();
+    let model_keys: Vec<&str> = match root.get("model").and_then(Value::as_dict) {
+        Some(model) => model.iter().filter_map(|(k, _)| k.as_str()).collect(),
+        None => Vec::new(),
+    };
+    let any_key = |names: &[&str], prefixes: &[&str]| {
+        names
+            .iter()
+            .any(|k| prefixes.iter().any(|p| k.starts_with(p)))
+    };
+    if any_key(&model_keys, &["feature_extractor.", "encoder.layers."]) {
+        bail!(
+            "{file}: this is a HuBERT/ContentVec feature extractor checkpoint (fairseq), not a voice model"
+        );
+    }
+    if keys.contains(&"model") && any_key(&keys, &["optimizer", "iteration", "learning_rate"]) {
+        if any_key(&model_keys, &["discriminators."]) {
+            bail!(
+                "{file}: this is a discriminator training checkpoint (D_*.pth), not a voice model; export the voice model from the matching G_*.pth"
+            );
+        }
+        bail!(
+            "{file}: this is a training checkpoint (G_*.pth: `model` weights with optimizer state), not a voice model; \
+             export the small inference model from it (RVC: the ckpt tab's \"extract small model\"; Applio: Train → Export Model) and load that .pth"
+        );
+    }
+    if any_key(&keys, &["unet.encoder.", "unet.decoder."]) && any_key(&keys, &["fc."]) {
+        bail!("{file}: this is an RMVPE pitch extractor, not a voice model");
+    }
+    if keys.contains(&"emb_g.weight") {
+        bail!(
+            "{file}: holds bare synthesizer weights without RVC's `config`/`version`/`f0` entries; export it as an RVC inference model"
+        );
+    }
+    let shown: Vec<&str> = keys.iter().take(8).copied().collect();
+    bail!(
+        "{file}: not an RVC voice model: no `weight` entry (its entries: {})",
+        shown.join(", ")
+    )
+}
+
+/// Refuses models whose decoder or conditioning this player does not implement.
+fn check_supported(root: &Value, weights: &Weights) -> Result<()> {
+    let file = weights.source().display();
+    if let Some(vocoder) = root.get("vocoder").and_then(Value::as_str)
+        && !vocoder.trim().eq_ignore_ascii_case("hifi-gan")
+    {
+        bail!(
+            "{file}: the model uses the {vocoder} vocoder; only models with RVC's HiFi-GAN vocoder are supported"
+        );
+    }
+    if weights.names().any(|n| n.starts_with("enc_p.emb_energy.")) {
+        bail!(
+            "{file}: the model is conditioned on energy (a fork's extension), which is not supported"
+        );
+    }
+    Ok(())
+}
+
+fn value_kind(value: &Value) -> &'static str {
+    match value {
+        Value::None => "None",
+        Value::Bool(_) => "bool",
+        Value::Int(_) | Value::Float(_) => "number",
+        Value::Str(_) | Value::Bytes(_) => "string",
+        Value::List(_) | Value::Tuple(_) => "list",
+        Value::Dict(_) => "dict",
+        Value::Tensor(_) => "tensor",
+        Value::Object { .. } => "object",
+        Value::Global(_) => "class reference",
+    }
+}

@@ -1,0 +1,41 @@
+//! BS-RoFormer and Mel-Band RoFormer: one forward pass on the first chunk of the mix
+//! (`chunk_output`) and the overlap-add separation of the whole mix (`demix_vocals`).
+
+use anyhow::{Context, Result};
+use serde_json::Value as Json;
+use timbre_nn::separation::{RoformerKind, Separator};
+
+use crate::Case;
+use crate::compare::max_abs;
+
+pub fn check(case: &Case, _manifest: &Json) -> Result<String> {
+    let kind: RoformerKind = case.str("kind")?.parse()?;
+    let separator = Separator::load(&case.path("model")?, &case.path("config")?, Some(kind))?;
+    let tolerance = case.tolerance("max_abs")?;
+    let io = case.io()?;
+    let mix = io.get("mix")?;
+
+    let chunk_size = separator.config().audio.chunk_size.min(mix.size()[1]);
+    let ours = separator
+        .model()
+        .forward(&mix.narrow(1, 0, chunk_size).unsqueeze(0))?;
+    let reference = io.get("chunk_output")?;
+    // Upstream drops the stem axis of a one-stem model; ours keeps it.
+    let ours = if reference.dim() + 1 == ours.dim() && ours.size()[1] == 1 {
+        ours.squeeze_dim(1)
+    } else {
+        ours
+    };
+    let chunk_error = max_abs(&ours, &reference).context("chunk_output")?;
+
+    let vocals = separator.vocals(&mix, |_, _| true)?;
+    let demix_error = max_abs(&vocals, &io.get("demix_vocals")?).context("demix_vocals")?;
+
+    let measured = format!(
+        "chunk_output max_abs {chunk_error:.2e}, demix_vocals max_abs {demix_error:.2e} (tol {tolerance:.0e})"
+    );
+    if chunk_error > tolerance || demix_error > tolerance {
+        return crate::fail(format!("out of tolerance: {measured}"));
+    }
+    Ok(measured)
+}

@@ -1,0 +1,84 @@
+use crate::error::CommandResult;
+use crate::state::AppState;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tauri::State;
+use timbre_core::convert::{extractors, model_import};
+use timbre_core::db::models::{self, Model};
+
+/// The models folder and the shared weight files it holds or lacks.
+#[derive(Serialize)]
+pub struct ModelFiles {
+    dir: PathBuf,
+    files: Vec<extractors::KnownFile>,
+}
+
+#[tauri::command]
+pub fn list_models(state: State<'_, AppState>) -> CommandResult<Vec<Model>> {
+    Ok(models::list(&state.library().conn())?)
+}
+
+/// Imports a `.pth` (and its `.index`). Loading the weights to check them takes a moment, so it
+/// runs on a blocking thread, never the main one.
+#[tauri::command]
+pub async fn import_model(
+    state: State<'_, AppState>,
+    weights: PathBuf,
+    index: Option<PathBuf>,
+    name: Option<String>,
+    voice_id: Option<i64>,
+) -> CommandResult<Model> {
+    let jobs = Arc::clone(&state.jobs);
+    let model = tauri::async_runtime::spawn_blocking(move || {
+        model_import::import_model(
+            jobs.library(),
+            &weights,
+            index.as_deref(),
+            name.as_deref(),
+            voice_id,
+        )
+    })
+    .await??;
+    Ok(model)
+}
+
+#[tauri::command]
+pub fn rename_model(state: State<'_, AppState>, id: i64, name: String) -> CommandResult<Model> {
+    Ok(state
+        .library()
+        .edit(|conn| models::rename(conn, id, &name))?)
+}
+
+#[tauri::command]
+pub fn delete_model(state: State<'_, AppState>, id: i64) -> CommandResult<()> {
+    state.library().delete_model(id)?;
+    Ok(())
+}
+
+/// Attaches (or replaces) a model's index, after checking it fits the model's features.
+#[tauri::command]
+pub async fn attach_model_index(
+    state: State<'_, AppState>,
+    id: i64,
+    index: PathBuf,
+) -> CommandResult<Model> {
+    let jobs = Arc::clone(&state.jobs);
+    let model = tauri::async_runtime::spawn_blocking(move || {
+        model_import::attach_index(jobs.library(), id, &index)
+    })
+    .await??;
+    Ok(model)
+}
+
+#[tauri::command]
+pub fn model_files(state: State<'_, AppState>) -> CommandResult<ModelFiles> {
+    let library = state.library();
+    let settings = library.settings()?;
+    let dir = std::path::absolute(extractors::models_dir(
+        &settings.models_dir,
+        library.data_dir(),
+    ))?;
+    let files = extractors::known_files(&dir)?;
+    Ok(ModelFiles { dir, files })
+}

@@ -1,0 +1,196 @@
+// Voice models, conversions and the Convert/Compare selections (Svelte 5 runes), kept here so
+// they survive switching pages and so a drop anywhere can feed them.
+import * as api from './api';
+import type {
+  Conversion,
+  ConvertInput,
+  ConvertOptions,
+  ModelFiles,
+  OutputFormat,
+  VoiceModel,
+} from './api';
+import { app } from './stores.svelte';
+import { planDrop } from './dropRouting';
+import { basename, plural } from './format';
+
+/** The reference pipeline's defaults. */
+export const DEFAULT_OPTIONS: ConvertOptions = {
+  speaker_id: 0,
+  transpose: 0,
+  f0_method: 'rmvpe',
+  index_rate: 0.75,
+  protect: 0.33,
+  rms_mix_rate: 0.25,
+};
+
+export function sameInput(a: ConvertInput, b: ConvertInput): boolean {
+  return 'take' in a ? 'take' in b && a.take === b.take : 'file' in b && a.file === b.file;
+}
+
+/** The number of speakers a model file declares (1 when it says nothing). */
+export function speakersOf(model: VoiceModel): number {
+  const n = Number(model.metadata?.speakers);
+  return Number.isFinite(n) && n > 1 ? n : 1;
+}
+
+class StudioState {
+  models = $state<VoiceModel[]>([]);
+  modelsLoaded = $state(false);
+  modelFiles = $state<ModelFiles | null>(null);
+  /** Model imports in flight (each loads the .pth to check it). */
+  importingModels = $state(0);
+  conversions = $state<Conversion[]>([]);
+
+  inputs = $state<ConvertInput[]>([]);
+  modelIds = $state<number[]>([]);
+  options = $state<ConvertOptions>({ ...DEFAULT_OPTIONS });
+  format = $state<OutputFormat>('wav16');
+  outDir = $state('');
+  /** Convert jobs queued from this window, oldest first. */
+  convertJobIds = $state<number[]>([]);
+
+  /** The Compare page's input (content hash) and the conversions chosen for it. */
+  compareInput = $state<string | null>(null);
+  compareIds = $state<number[]>([]);
+
+  /** Whether rmvpe.pt is in the models folder; null until known. */
+  get rmvpePresent(): boolean | null {
+    const files = this.modelFiles?.files;
+    if (!files) return null;
+    return files.some((f) => f.name === 'rmvpe.pt' && f.present);
+  }
+
+  modelName(id: number | null): string {
+    if (id === null) return '';
+    return this.models.find((m) => m.id === id)?.name ?? `Model ${id}`;
+  }
+
+  inputLabel(input: ConvertInput): string {
+    if ('file' in input) return basename(input.file);
+    return app.takes.find((t) => t.id === input.take)?.name ?? `Take ${input.take}`;
+  }
+
+  async refreshModels(): Promise<void> {
+    try {
+      this.models = await api.listModels();
+      this.modelsLoaded = true;
+      const known = new Set(this.models.map((m) => m.id));
+      this.modelIds = this.modelIds.filter((id) => known.has(id));
+    } catch (err) {
+      app.reportError(err, 'Could not load the voice models');
+    }
+  }
+
+  async refreshModelFiles(): Promise<void> {
+    try {
+      this.modelFiles = await api.modelFiles();
+    } catch (err) {
+      app.reportError(err, 'Could not read the models folder');
+    }
+  }
+
+  async refreshConversions(): Promise<void> {
+    try {
+      this.conversions = await api.listConversions(null);
+    } catch (err) {
+      app.reportError(err, 'Could not load the conversions');
+    }
+  }
+
+  async importModel(weights: string, index: string | null): Promise<VoiceModel | null> {
+    this.importingModels++;
+    try {
+      const model = await api.importModel(weights, index);
+      this.upsertModel(model);
+      const details = [model.version, model.sample_rate ? `${model.sample_rate / 1000} kHz` : null, model.index_sha256 ? 'with index' : null];
+      app.notify(`Imported model "${model.name}" (${details.filter(Boolean).join(', ')})`, 'success');
+      return model;
+    } catch (err) {
+      app.reportError(err, `Could not import ${basename(weights)}`);
+      return null;
+    } finally {
+      this.importingModels--;
+    }
+  }
+
+  upsertModel(model: VoiceModel) {
+    const i = this.models.findIndex((m) => m.id === model.id);
+    if (i >= 0) this.models[i] = model;
+    else this.models.unshift(model);
+  }
+
+  removeModel(id: number) {
+    this.models = this.models.filter((m) => m.id !== id);
+    this.modelIds = this.modelIds.filter((m) => m !== id);
+  }
+
+  addInputs(inputs: ConvertInput[]) {
+    for (const input of inputs) if (!this.inputs.some((i) => sameInput(i, input))) this.inputs.push(input);
+  }
+
+  removeInput(input: ConvertInput) {
+    this.inputs = this.inputs.filter((i) => !sameInput(i, input));
+  }
+
+  toggleModel(id: number) {
+    this.modelIds = this.modelIds.includes(id) ? this.modelIds.filter((m) => m !== id) : [...this.modelIds, id];
+  }
+
+  /** Queues a conversion of every input with every chosen model; returns the job ids. */
+  async convert(inputs: ConvertInput[] = this.inputs, modelIds: number[] = this.modelIds): Promise<number[]> {
+    try {
+      const outDir = this.outDir.trim() || null;
+      const ids = await api.submitConversions(inputs, modelIds, { ...this.options }, this.format, outDir);
+      this.convertJobIds.push(...ids);
+      return ids;
+    } catch (err) {
+      app.reportError(err, 'Could not queue the conversions');
+      return [];
+    }
+  }
+
+  openCompare(inputSha256: string, conversionIds: number[]) {
+    this.compareInput = inputSha256;
+    this.compareIds = conversionIds;
+    app.page = 'compare';
+  }
+
+  /** A drop anywhere: .pth (+ .index) become models; audio is imported, or on Convert becomes inputs. */
+  async routeDrop(paths: string[]): Promise<void> {
+    const plan = planDrop(paths);
+    if (plan.strayIndexes.length > 0) {
+      app.notify(
+        `${plan.strayIndexes.map((p) => basename(p)).join(', ')}: drop an index together with its .pth, or attach it on the Models page`,
+        'error',
+      );
+    }
+    if (plan.audio.length > 0) {
+      if (app.page === 'convert') {
+        this.addInputs(plan.audio.map((file) => ({ file })));
+        app.notify(`Added ${plural(plan.audio.length, 'file')} to convert`, 'info');
+      } else {
+        void app.importPaths(plan.audio);
+      }
+    }
+    await Promise.all(plan.models.map((m) => this.importModel(m.weights, m.index)));
+  }
+
+  /** Back to a blank state (tests). */
+  reset() {
+    this.models = [];
+    this.modelsLoaded = false;
+    this.modelFiles = null;
+    this.importingModels = 0;
+    this.conversions = [];
+    this.inputs = [];
+    this.modelIds = [];
+    this.options = { ...DEFAULT_OPTIONS };
+    this.format = 'wav16';
+    this.outDir = '';
+    this.convertJobIds = [];
+    this.compareInput = null;
+    this.compareIds = [];
+  }
+}
+
+export const studio = new StudioState();

@@ -1,0 +1,142 @@
+import { describe, expect, it } from 'vitest';
+import { fireEvent, render, screen, waitFor, within } from '@testing-library/svelte';
+import Convert from '../src/pages/Convert.svelte';
+import { app } from '../src/lib/stores.svelte';
+import { studio } from '../src/lib/studio.svelte';
+import type { ModelFiles } from '../src/lib/api';
+import { FakeAudioContext, installFakeAudio, makeConversion, makeJob, makeModel, makeTake, mockBackend } from './helpers';
+
+const files = (rmvpe: boolean): ModelFiles => ({
+  dir: '/data/models',
+  files: [
+    { name: 'hubert_base.pt', role: 'content-features', description: '', location: 'hubert_base.pt', present: true, needed_for: ['convert'] },
+    { name: 'rmvpe.pt', role: 'pitch', description: '', location: 'rmvpe.pt', present: rmvpe, needed_for: ['convert (rmvpe f0)'] },
+  ],
+});
+
+const models = [
+  makeModel({ id: 1, name: 'Ada', index_sha256: null }),
+  makeModel({ id: 2, name: 'Bo', index_sha256: '12'.repeat(32), metadata: { speakers: 4 } }),
+];
+
+function backend(extra: Record<string, (a: any) => unknown> = {}, rmvpe = true) {
+  app.takes = [makeTake({ id: 7, name: 'Verse', sha256: 'aa'.repeat(32) }), makeTake({ id: 8, name: 'Chorus' })];
+  return mockBackend({ list_models: () => models, model_files: () => files(rmvpe), ...extra });
+}
+
+async function chooseModel(name: string) {
+  const row = (await screen.findAllByTestId('convert-model')).find((r) => r.dataset.modelName === name)!;
+  await fireEvent.click(within(row).getByRole('checkbox'));
+}
+
+describe('Convert page', () => {
+  it('queues one job per input and model with the parameters set', async () => {
+    const be = backend({ submit_conversions: () => [31, 32, 33, 34] });
+    render(Convert);
+    await fireEvent.change(screen.getByTestId('convert-take-picker'), { target: { value: '7' } });
+    studio.addInputs([{ file: '/audio/song.flac' }]);
+    await waitFor(() => expect(screen.getAllByTestId('convert-input')).toHaveLength(2));
+    expect(screen.getAllByTestId('convert-input').map((i) => i.dataset.label)).toEqual(['Verse', 'song.flac']);
+    expect(screen.getByTestId('convert-submit')).toBeDisabled();
+    await chooseModel('Ada');
+    await chooseModel('Bo');
+    await fireEvent.input(screen.getByTestId('param-transpose'), { target: { value: '-5' } });
+    await fireEvent.change(screen.getByTestId('param-f0-method'), { target: { value: 'yin' } });
+    await fireEvent.input(screen.getByTestId('param-protect'), { target: { value: '0.2' } });
+    await fireEvent.change(screen.getByTestId('param-format'), { target: { value: 'flac' } });
+    await fireEvent.input(screen.getByTestId('param-out-dir'), { target: { value: ' /out ' } });
+    expect(screen.getByTestId('convert-submit')).toHaveTextContent('4 jobs');
+    await fireEvent.click(screen.getByTestId('convert-submit'));
+    await waitFor(() => expect(be.argsOf('submit_conversions')).toHaveLength(1));
+    expect(be.argsOf('submit_conversions')[0]).toEqual({
+      inputs: [{ take: 7 }, { file: '/audio/song.flac' }],
+      modelIds: [1, 2],
+      options: { speaker_id: 0, transpose: -5, f0_method: 'yin', index_rate: 0.75, protect: 0.2, rms_mix_rate: 0.25 },
+      format: 'flac',
+      outDir: '/out',
+    });
+    // Queued jobs are listed at once, before any update arrives.
+    expect(await screen.findAllByTestId('conversion-job')).toHaveLength(4);
+  });
+
+  it('disables RMVPE with a hint when rmvpe.pt is missing, and uses pm instead', async () => {
+    backend({}, false);
+    render(Convert);
+    expect(await screen.findByTestId('rmvpe-missing')).toHaveTextContent('rmvpe.pt');
+    const select = screen.getByTestId('param-f0-method') as HTMLSelectElement;
+    expect((select.querySelector('option[value="rmvpe"]') as HTMLOptionElement).disabled).toBe(true);
+    await waitFor(() => expect(select.value).toBe('pm'));
+    expect(studio.options.f0_method).toBe('pm');
+  });
+
+  it('enables the index rate only for a model with an index, and the speaker for multi-speaker ones', async () => {
+    backend();
+    render(Convert);
+    await chooseModel('Ada');
+    expect(screen.getByTestId('param-index-rate')).toBeDisabled();
+    expect(screen.getByTestId('convert-params')).toHaveTextContent('has no index');
+    expect(screen.queryByTestId('param-speaker')).toBeNull();
+    await chooseModel('Bo');
+    expect(screen.getByTestId('param-index-rate')).toBeEnabled();
+    expect(screen.getByTestId('param-speaker')).toHaveAttribute('max', '3');
+    // The reference defaults come back on reset.
+    await fireEvent.input(screen.getByTestId('param-rms-mix'), { target: { value: '1' } });
+    expect(studio.options.rms_mix_rate).toBe(1);
+    await fireEvent.click(screen.getByTestId('params-reset'));
+    expect(studio.options.rms_mix_rate).toBe(0.25);
+  });
+
+  it('follows queued jobs live: progress, the error message, then play and compare the results', async () => {
+    installFakeAudio();
+    const be = backend({ submit_conversions: () => [41, 42, 43], conversion_audio: () => [50, 1, 2] });
+    render(Convert);
+    studio.addInputs([{ take: 7 }]);
+    await chooseModel('Ada');
+    await chooseModel('Bo');
+    await fireEvent.click(screen.getByTestId('convert-submit'));
+    const rows = await screen.findAllByTestId('conversion-job');
+    expect(rows.map((r) => r.dataset.jobId)).toEqual(['43', '42', '41']);
+    const row = (id: number) => screen.getAllByTestId('conversion-job').find((r) => r.dataset.jobId === String(id))!;
+
+    const params = (model: number) => ({ input: { take: 7 }, model_id: model, options: {}, format: 'wav16', out_dir: null });
+    app.upsertJob(makeJob({ id: 41, kind: 'convert', state: 'running', progress: 0.4, message: 'Verse with Ada', params: params(1) }));
+    await waitFor(() => expect(row(41)).toHaveAttribute('data-state', 'running'));
+    expect(row(41)).toHaveTextContent('Verse');
+    expect(row(41)).toHaveTextContent('Ada');
+
+    app.upsertJob(makeJob({ id: 43, kind: 'convert', state: 'failed', error: 'no HuBERT in /data/models', params: params(2) }));
+    expect(await within(row(43)).findByTestId('conversion-error')).toHaveTextContent('no HuBERT in /data/models');
+
+    const sha = 'aa'.repeat(32);
+    const done = (id: number, convId: number, model: number, name: string) =>
+      makeJob({
+        id,
+        kind: 'convert',
+        state: 'succeeded',
+        progress: 1,
+        params: params(model),
+        result: {
+          conversion: makeConversion({ id: convId, model_id: model, model_name: name, input_sha256: sha, job_id: id }),
+          output_path: `/store/${convId}.wav`,
+          seconds: 1.5,
+          analysis_cache: convId === 502 ? 'memory' : 'computed',
+        },
+      });
+    app.upsertJob(done(41, 501, 1, 'Ada'));
+    app.upsertJob(done(42, 502, 2, 'Bo'));
+    await waitFor(() => expect(row(42)).toHaveAttribute('data-state', 'succeeded'));
+    expect(row(42)).toHaveTextContent('analysis reused');
+    expect(row(42)).toHaveTextContent('/store/502.wav');
+
+    await fireEvent.click(within(row(42)).getByTestId('conversion-play'));
+    await waitFor(() => expect(app.playback.status).toBe('playing'));
+    expect(be.argsOf('conversion_audio')).toEqual([{ id: 502 }]);
+    expect(app.playback.conversionId).toBe(502);
+    expect(FakeAudioContext.last!.sources.at(-1).started).toBe(true);
+
+    await fireEvent.click(within(row(41)).getByTestId('conversion-compare'));
+    expect(app.page).toBe('compare');
+    expect(studio.compareInput).toBe(sha);
+    expect([...studio.compareIds].sort()).toEqual([501, 502]);
+  });
+});

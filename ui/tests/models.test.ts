@@ -1,0 +1,111 @@
+import { describe, expect, it } from 'vitest';
+import { fireEvent, render, screen, waitFor, within } from '@testing-library/svelte';
+import Models from '../src/pages/Models.svelte';
+import { app } from '../src/lib/stores.svelte';
+import { makeModel, mockBackend } from './helpers';
+
+const ada = makeModel({ id: 1, name: 'Ada', version: 'v2', sample_rate: 40000, f0: true, index_sha256: null });
+const bo = makeModel({
+  id: 2,
+  name: 'Bo',
+  version: 'v1',
+  sample_rate: 32000,
+  f0: false,
+  index_sha256: '12'.repeat(32),
+  metadata: { speakers: 3, feature_dim: 256, epoch: 40, author: 'Kim' },
+});
+
+function backend(extra: Record<string, (a: any) => unknown> = {}) {
+  return mockBackend({
+    list_models: () => [ada, bo],
+    model_files: () => ({
+      dir: '/data/models',
+      files: [
+        { name: 'hubert_base.pt', role: 'content-features', description: 'HuBERT', location: 'hubert_base.pt', present: true, needed_for: ['convert', 'train'] },
+        { name: 'rmvpe.pt', role: 'pitch', description: 'RMVPE', location: 'rmvpe.pt', present: false, needed_for: ['convert (rmvpe f0)'] },
+      ],
+    }),
+    ...extra,
+  });
+}
+
+const row = (name: string) => screen.getAllByTestId('model-row').find((r) => r.dataset.modelName === name)!;
+
+describe('Models page', () => {
+  it('lists voice models with what their files say, and the shared files with the folder', async () => {
+    backend();
+    render(Models);
+    await waitFor(() => expect(screen.getAllByTestId('model-row')).toHaveLength(2));
+    expect(row('Ada')).toHaveTextContent('v2');
+    expect(row('Ada')).toHaveTextContent('40 kHz');
+    expect(within(row('Ada')).getByTestId('model-pitch')).toHaveTextContent('pitch');
+    expect(within(row('Ada')).getByTestId('model-index')).toHaveTextContent('no index');
+    expect(within(row('Bo')).getByTestId('model-pitch')).toHaveTextContent('no pitch');
+    expect(within(row('Bo')).getByTestId('model-index')).toHaveTextContent(/^\s*index\s*$/);
+    expect(row('Bo')).toHaveTextContent('speakers 3');
+    expect(row('Bo')).toHaveTextContent('256-d');
+    expect(row('Bo')).toHaveTextContent('author Kim');
+
+    expect(await screen.findByTestId('models-dir')).toHaveTextContent('/data/models');
+    const files = screen.getAllByTestId('model-file');
+    expect(files.map((f) => [f.dataset.name, f.dataset.present])).toEqual([
+      ['hubert_base.pt', 'true'],
+      ['rmvpe.pt', 'false'],
+    ]);
+    expect(files[1]).toHaveTextContent('missing');
+    expect(files[1]).toHaveTextContent('convert (rmvpe f0)');
+  });
+
+  it('imports by path, renames, attaches an index and deletes after confirmation', async () => {
+    const be = backend({
+      import_model: (a) => makeModel({ id: 3, name: 'Cy', index_sha256: a.index ? 'ee'.repeat(32) : null }),
+      rename_model: (a) => ({ ...ada, name: a.name }),
+      attach_model_index: () => ({ ...ada, index_sha256: '34'.repeat(32) }),
+      delete_model: () => null,
+    });
+    render(Models);
+    await waitFor(() => expect(screen.getAllByTestId('model-row')).toHaveLength(2));
+
+    await fireEvent.input(screen.getByTestId('model-import-weights'), { target: { value: '/m/cy.pth' } });
+    await fireEvent.input(screen.getByTestId('model-import-index'), { target: { value: '/m/cy.index' } });
+    await fireEvent.click(screen.getByTestId('model-import-submit'));
+    await waitFor(() => expect(screen.getAllByTestId('model-row')).toHaveLength(3));
+    expect(be.argsOf('import_model')).toEqual([{ weights: '/m/cy.pth', index: '/m/cy.index', name: null, voiceId: null }]);
+    expect(app.notices.map((n) => n.text)).toContain('Imported model "Cy" (v2, 40 kHz, with index)');
+
+    await fireEvent.click(within(row('Ada')).getByTestId('model-rename'));
+    const input = within(row('Ada')).getByTestId('model-rename-input');
+    await fireEvent.input(input, { target: { value: ' Ada final ' } });
+    await fireEvent.keyDown(input, { key: 'Enter' });
+    await waitFor(() => expect(be.argsOf('rename_model')).toEqual([{ id: 1, name: 'Ada final' }]));
+    await waitFor(() => expect(row('Ada final')).toBeTruthy());
+
+    await fireEvent.click(within(row('Ada final')).getByTestId('model-attach-index'));
+    await fireEvent.input(within(row('Ada final')).getByTestId('model-index-path'), { target: { value: '/m/ada.index' } });
+    await fireEvent.click(within(row('Ada final')).getByTestId('model-index-submit'));
+    await waitFor(() => expect(be.argsOf('attach_model_index')).toEqual([{ id: 1, index: '/m/ada.index' }]));
+    await waitFor(() => expect(within(row('Ada')).getByTestId('model-index')).toHaveTextContent(/^\s*index\s*$/));
+
+    await fireEvent.click(within(row('Bo')).getByTestId('model-delete'));
+    expect(be.argsOf('delete_model')).toEqual([]);
+    await fireEvent.click(within(row('Bo')).getByTestId('model-delete-confirm'));
+    await waitFor(() => expect(be.argsOf('delete_model')).toEqual([{ id: 2 }]));
+    await waitFor(() => expect(screen.getAllByTestId('model-row')).toHaveLength(2));
+  });
+
+  it('shows the backend message when an import is refused', async () => {
+    backend({
+      import_model: () => {
+        throw { kind: 'invalid_input', message: '/m/bad.pth: not an RVC model' };
+      },
+    });
+    render(Models);
+    await fireEvent.input(screen.getByTestId('model-import-weights'), { target: { value: '/m/bad.pth' } });
+    await fireEvent.click(screen.getByTestId('model-import-submit'));
+    await waitFor(() =>
+      expect(app.notices).toContainEqual(
+        expect.objectContaining({ level: 'error', text: 'Could not import bad.pth: /m/bad.pth: not an RVC model' }),
+      ),
+    );
+  });
+});
