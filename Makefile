@@ -6,7 +6,7 @@ export LIBTORCH_USE_PYTORCH := 1
 export PATH := $(CURDIR)/.venv/bin:$(HOME)/.cargo/bin:$(PATH)
 APP := target/debug/timbre-studio
 
-.PHONY: run test setup setup-test app test-rust test-ui test-e2e lint
+.PHONY: run test setup setup-test app test-rust test-ui test-e2e lint bench
 
 run: setup app
 	WEBKIT_DISABLE_DMABUF_RENDERER=1 $(APP)
@@ -36,3 +36,8 @@ test-e2e: app
 lint:
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
+
+# The conversion benchmark against the reference Python pipeline, written into
+# docs/PERFORMANCE.md (about 15 minutes on 2 cores; BENCH_THREADS=N for N libtorch threads).
+bench: setup
+	bench/run.sh

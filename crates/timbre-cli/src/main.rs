@@ -32,6 +32,10 @@ enum Command {
     Library(commands::library::Command),
     /// Convert audio files with a voice model.
     Convert(commands::convert::Args),
+    /// Clean speech: denoise, trim silence, high-pass, de-click, normalise loudness.
+    Enhance(commands::clean::EnhanceArgs),
+    /// Split a mix into vocals and instrumental (a separation model, else a rough preview).
+    Isolate(commands::clean::IsolateArgs),
     /// Voice models and the shared weight files.
     #[command(subcommand)]
     Models(commands::models::Command),
@@ -52,6 +56,8 @@ fn main() -> ExitCode {
         Command::Devices => commands::record::devices(&out),
         Command::Library(cmd) => commands::library::run(cli.data_dir.as_deref(), &out, cmd),
         Command::Convert(args) => commands::convert::run(cli.data_dir.as_deref(), &out, args),
+        Command::Enhance(args) => commands::clean::enhance(cli.data_dir.as_deref(), &out, args),
+        Command::Isolate(args) => commands::clean::isolate(cli.data_dir.as_deref(), &out, args),
         Command::Models(cmd) => commands::models::run(cli.data_dir.as_deref(), &out, cmd),
         Command::Jobs(cmd) => commands::jobs::run(cli.data_dir.as_deref(), &out, cmd),
         Command::Settings(cmd) => commands::settings::run(cli.data_dir.as_deref(), &out, cmd),

@@ -229,7 +229,7 @@ pub fn save_recording(
     Ok(commit_take(library, &stored, &new, |_, _, _| Ok(()))?.0)
 }
 
-fn describe(
+pub(crate) fn describe(
     audio: &AudioBuffer,
     stored: &StoredObject,
     format: &str,

@@ -1,6 +1,7 @@
 //! Timbre Studio's core: the library (SQLite + content store), the job system, the resource
 //! monitor and settings. No Tauri here: `src-tauri` and `timbre-cli` are thin adapters over it.
 
+pub mod clean;
 pub mod convert;
 pub mod db;
 pub mod error;
@@ -21,5 +22,7 @@ pub fn job_handlers() -> Vec<Arc<dyn jobs::JobHandler>> {
     vec![
         Arc::new(import::ImportHandler),
         Arc::new(convert::ConvertHandler::new()),
+        Arc::new(clean::EnhanceHandler),
+        Arc::new(clean::IsolateHandler::new()),
     ]
 }

@@ -175,7 +175,8 @@ impl Library {
     /// Deletes a voice model and its stored weights and index.
     pub fn delete_model(&self, id: i64) -> Result<models::Model> {
         let model = models::delete(&self.conn(), id)?;
-        self.store.remove(&model.weights_sha256, models::WEIGHTS_EXT)?;
+        self.store
+            .remove(&model.weights_sha256, models::WEIGHTS_EXT)?;
         if let Some(index) = &model.index_sha256 {
             self.store.remove(index, models::INDEX_EXT)?;
         }
@@ -184,7 +185,8 @@ impl Library {
     }
 
     pub fn conversion_path(&self, conversion: &conversions::Conversion) -> PathBuf {
-        self.store.object_path(&conversion.sha256, &conversion.format)
+        self.store
+            .object_path(&conversion.sha256, &conversion.format)
     }
 
     /// Deletes a conversion, and its audio unless another conversion has the same output.

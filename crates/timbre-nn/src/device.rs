@@ -7,7 +7,11 @@ use tch::Device;
 pub fn default_device() -> Result<Device> {
     match std::env::var("TIMBRE_DEVICE") {
         Ok(name) => parse_device(&name),
-        Err(_) => Ok(if tch::Cuda::is_available() { Device::Cuda(0) } else { Device::Cpu }),
+        Err(_) => Ok(if tch::Cuda::is_available() {
+            Device::Cuda(0)
+        } else {
+            Device::Cpu
+        }),
     }
 }
 
@@ -18,13 +22,19 @@ pub fn parse_device(name: &str) -> Result<Device> {
     }
     let index = match name.as_str() {
         "cuda" | "gpu" => 0,
-        _ => match name.strip_prefix("cuda:").and_then(|i| i.parse::<usize>().ok()) {
+        _ => match name
+            .strip_prefix("cuda:")
+            .and_then(|i| i.parse::<usize>().ok())
+        {
             Some(i) => i,
             None => bail!("unknown device `{name}`: use cpu, cuda or cuda:N"),
         },
     };
     if index >= tch::Cuda::device_count() as usize {
-        bail!("device `{name}` asked for, but libtorch sees {} CUDA device(s)", tch::Cuda::device_count());
+        bail!(
+            "device `{name}` asked for, but libtorch sees {} CUDA device(s)",
+            tch::Cuda::device_count()
+        );
     }
     Ok(Device::Cuda(index))
 }
@@ -36,6 +46,11 @@ mod tests {
     #[test]
     fn parses_cpu_and_rejects_unknown_names() {
         assert_eq!(parse_device("CPU").unwrap(), Device::Cpu);
-        assert!(parse_device("tpu").unwrap_err().to_string().contains("unknown device"));
+        assert!(
+            parse_device("tpu")
+                .unwrap_err()
+                .to_string()
+                .contains("unknown device")
+        );
     }
 }

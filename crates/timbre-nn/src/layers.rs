@@ -14,7 +14,10 @@ pub struct Linear {
 
 impl Linear {
     pub fn load(w: &Weights, prefix: &str) -> Result<Self> {
-        Ok(Self { weight: w.weight(prefix)?, bias: w.get_opt(&format!("{prefix}.bias")) })
+        Ok(Self {
+            weight: w.weight(prefix)?,
+            bias: w.get_opt(&format!("{prefix}.bias")),
+        })
     }
 
     pub fn in_features(&self) -> i64 {
@@ -41,13 +44,21 @@ pub struct ConvOptions {
 
 impl Default for ConvOptions {
     fn default() -> Self {
-        Self { stride: 1, padding: 0, dilation: 1, groups: 1 }
+        Self {
+            stride: 1,
+            padding: 0,
+            dilation: 1,
+            groups: 1,
+        }
     }
 }
 
 impl ConvOptions {
     pub fn padding(padding: i64) -> Self {
-        Self { padding, ..Self::default() }
+        Self {
+            padding,
+            ..Self::default()
+        }
     }
 }
 
@@ -60,7 +71,11 @@ pub struct Conv1d {
 
 impl Conv1d {
     pub fn load(w: &Weights, prefix: &str, options: ConvOptions) -> Result<Self> {
-        Ok(Self { weight: w.weight(prefix)?, bias: w.get_opt(&format!("{prefix}.bias")), options })
+        Ok(Self {
+            weight: w.weight(prefix)?,
+            bias: w.get_opt(&format!("{prefix}.bias")),
+            options,
+        })
     }
 
     pub fn out_channels(&self) -> i64 {
@@ -77,7 +92,14 @@ impl Conv1d {
 
     pub fn forward(&self, x: &Tensor) -> Tensor {
         let o = self.options;
-        x.conv1d(&self.weight, self.bias.as_ref(), [o.stride], [o.padding], [o.dilation], o.groups)
+        x.conv1d(
+            &self.weight,
+            self.bias.as_ref(),
+            [o.stride],
+            [o.padding],
+            [o.dilation],
+            o.groups,
+        )
     }
 }
 
@@ -90,7 +112,11 @@ pub struct ConvTranspose1d {
 
 impl ConvTranspose1d {
     pub fn load(w: &Weights, prefix: &str, options: ConvOptions) -> Result<Self> {
-        Ok(Self { weight: w.weight(prefix)?, bias: w.get_opt(&format!("{prefix}.bias")), options })
+        Ok(Self {
+            weight: w.weight(prefix)?,
+            bias: w.get_opt(&format!("{prefix}.bias")),
+            options,
+        })
     }
 
     pub fn out_channels(&self) -> i64 {
@@ -103,7 +129,15 @@ impl ConvTranspose1d {
 
     pub fn forward(&self, x: &Tensor) -> Tensor {
         let o = self.options;
-        x.conv_transpose1d(&self.weight, self.bias.as_ref(), [o.stride], [o.padding], [0], o.groups, [o.dilation])
+        x.conv_transpose1d(
+            &self.weight,
+            self.bias.as_ref(),
+            [o.stride],
+            [o.padding],
+            [0],
+            o.groups,
+            [o.dilation],
+        )
     }
 }
 
@@ -117,7 +151,12 @@ pub struct Conv2d {
 
 impl Conv2d {
     pub fn load(w: &Weights, prefix: &str, stride: [i64; 2], padding: [i64; 2]) -> Result<Self> {
-        Ok(Self { weight: w.weight(prefix)?, bias: w.get_opt(&format!("{prefix}.bias")), stride, padding })
+        Ok(Self {
+            weight: w.weight(prefix)?,
+            bias: w.get_opt(&format!("{prefix}.bias")),
+            stride,
+            padding,
+        })
     }
 
     pub fn out_channels(&self) -> i64 {
@@ -129,7 +168,14 @@ impl Conv2d {
     }
 
     pub fn forward(&self, x: &Tensor) -> Tensor {
-        x.conv2d(&self.weight, self.bias.as_ref(), self.stride, self.padding, [1, 1], 1)
+        x.conv2d(
+            &self.weight,
+            self.bias.as_ref(),
+            self.stride,
+            self.padding,
+            [1, 1],
+            1,
+        )
     }
 }
 
@@ -142,12 +188,22 @@ pub struct LayerNorm {
 
 impl LayerNorm {
     pub fn load(w: &Weights, prefix: &str, eps: f64) -> Result<Self> {
-        Ok(Self { weight: w.get(&format!("{prefix}.weight"))?, bias: w.get(&format!("{prefix}.bias"))?, eps })
+        Ok(Self {
+            weight: w.get(&format!("{prefix}.weight"))?,
+            bias: w.get(&format!("{prefix}.bias"))?,
+            eps,
+        })
     }
 
     pub fn forward(&self, x: &Tensor) -> Tensor {
         let dim = self.weight.size();
-        x.layer_norm(dim.as_slice(), Some(&self.weight), Some(&self.bias), self.eps, true)
+        x.layer_norm(
+            dim.as_slice(),
+            Some(&self.weight),
+            Some(&self.bias),
+            self.eps,
+            true,
+        )
     }
 }
 
@@ -161,11 +217,22 @@ pub struct GroupNorm {
 
 impl GroupNorm {
     pub fn load(w: &Weights, prefix: &str, groups: i64, eps: f64) -> Result<Self> {
-        Ok(Self { weight: w.get(&format!("{prefix}.weight"))?, bias: w.get(&format!("{prefix}.bias"))?, groups, eps })
+        Ok(Self {
+            weight: w.get(&format!("{prefix}.weight"))?,
+            bias: w.get(&format!("{prefix}.bias"))?,
+            groups,
+            eps,
+        })
     }
 
     pub fn forward(&self, x: &Tensor) -> Tensor {
-        x.group_norm(self.groups, Some(&self.weight), Some(&self.bias), self.eps, true)
+        x.group_norm(
+            self.groups,
+            Some(&self.weight),
+            Some(&self.bias),
+            self.eps,
+            true,
+        )
     }
 }
 
@@ -211,7 +278,9 @@ pub struct Embedding {
 
 impl Embedding {
     pub fn load(w: &Weights, prefix: &str) -> Result<Self> {
-        Ok(Self { weight: w.get(&format!("{prefix}.weight"))? })
+        Ok(Self {
+            weight: w.get(&format!("{prefix}.weight"))?,
+        })
     }
 
     pub fn num_embeddings(&self) -> i64 {

@@ -14,7 +14,10 @@ pub struct Weights {
 
 impl Weights {
     pub fn new(tensors: HashMap<String, Tensor>, source: impl Into<PathBuf>) -> Self {
-        Self { tensors, source: source.into() }
+        Self {
+            tensors,
+            source: source.into(),
+        }
     }
 
     pub fn from_safetensors(path: &Path) -> Result<Self> {
@@ -48,7 +51,10 @@ impl Weights {
     pub fn get(&self, name: &str) -> Result<Tensor> {
         match self.tensors.get(name) {
             Some(t) => Ok(t.shallow_clone()),
-            None => bail!("{}: tensor `{name}` is missing: not the model this file was expected to be", self.source.display()),
+            None => bail!(
+                "{}: tensor `{name}` is missing: not the model this file was expected to be",
+                self.source.display()
+            ),
         }
     }
 
@@ -84,9 +90,18 @@ impl Weights {
         if let Some(w) = self.get_opt(&plain) {
             return Ok(w);
         }
-        let pairs = [("weight_g", "weight_v"), ("parametrizations.weight.original0", "parametrizations.weight.original1")];
+        let pairs = [
+            ("weight_g", "weight_v"),
+            (
+                "parametrizations.weight.original0",
+                "parametrizations.weight.original1",
+            ),
+        ];
         for (g_name, v_name) in pairs {
-            let (g, v) = (self.get_opt(&format!("{prefix}.{g_name}")), self.get_opt(&format!("{prefix}.{v_name}")));
+            let (g, v) = (
+                self.get_opt(&format!("{prefix}.{g_name}")),
+                self.get_opt(&format!("{prefix}.{v_name}")),
+            );
             if let (Some(g), Some(v)) = (g, v) {
                 let (g_shape, v_shape) = (g.size(), v.size());
                 let dims: Vec<i64> = (0..v_shape.len())
@@ -97,7 +112,10 @@ impl Weights {
                 return Ok(&v * (&g / norm));
             }
         }
-        bail!("{}: tensor `{plain}` is missing (nor is it stored as weight_g/weight_v): not the model this file was expected to be", self.source.display())
+        bail!(
+            "{}: tensor `{plain}` is missing (nor is it stored as weight_g/weight_v): not the model this file was expected to be",
+            self.source.display()
+        )
     }
 
     /// Every tensor whose name starts with `prefix.`, renamed without it.
@@ -106,7 +124,10 @@ impl Weights {
         let tensors = self
             .tensors
             .iter()
-            .filter_map(|(k, v)| k.strip_prefix(&dotted).map(|rest| (rest.to_string(), v.shallow_clone())))
+            .filter_map(|(k, v)| {
+                k.strip_prefix(&dotted)
+                    .map(|rest| (rest.to_string(), v.shallow_clone()))
+            })
             .collect();
         Weights::new(tensors, self.source.clone())
     }
@@ -117,7 +138,11 @@ impl Weights {
             .tensors
             .into_iter()
             .map(|(k, v)| {
-                let v = if v.is_floating_point() { v.to_device(device).to_kind(kind) } else { v.to_device(device) };
+                let v = if v.is_floating_point() {
+                    v.to_device(device).to_kind(kind)
+                } else {
+                    v.to_device(device)
+                };
                 (k, v)
             })
             .collect();

@@ -63,9 +63,14 @@ pub fn run(data_dir: Option<&Path>, out: &Output, args: Args) -> Result<ExitCode
     let options = ConvertOptions {
         speaker_id: args.speaker,
         transpose: args.transpose,
-        f0_method: F0Method::parse(&args.f0_method).map_err(|e| timbre_core::error::invalid_input(e.to_string()))?,
+        f0_method: F0Method::parse(&args.f0_method)
+            .map_err(|e| timbre_core::error::invalid_input(e.to_string()))?,
         index_rate: args.index_rate,
-        index_search: if args.exact_index { IndexSearch::Exact } else { IndexSearch::Faiss },
+        index_search: if args.exact_index {
+            IndexSearch::Exact
+        } else {
+            IndexSearch::Faiss
+        },
         protect: args.protect,
         rms_mix_rate: args.rms_mix,
         resample_rate: args.resample,
@@ -83,7 +88,10 @@ pub fn run(data_dir: Option<&Path>, out: &Output, args: Args) -> Result<ExitCode
             format,
             out_dir: out_dir.clone(),
         };
-        jobs.push((input, system.submit("convert", serde_json::to_value(&params)?)?.id));
+        jobs.push((
+            input,
+            system.submit("convert", serde_json::to_value(&params)?)?.id,
+        ));
     }
     super::show_progress(&system, jobs.iter().map(|(_, id)| *id).collect(), out);
     let mut results = Vec::new();
@@ -98,14 +106,27 @@ pub fn run(data_dir: Option<&Path>, out: &Output, args: Args) -> Result<ExitCode
             "error": job.error,
         }));
     }
-    out.print(&results, || results.iter().map(result_line).collect::<Vec<_>>().join("\n"));
+    out.print(&results, || {
+        results
+            .iter()
+            .map(result_line)
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
     let all_ok = results.iter().all(|r| r["ok"] == true);
-    Ok(if all_ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if all_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn resolve_model(library: &timbre_core::Library, args: &Args) -> Result<models::Model> {
     let as_path = Path::new(&args.model);
-    if as_path.extension().is_some_and(|e| e.eq_ignore_ascii_case("pth")) {
+    if as_path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("pth"))
+    {
         return model_import::import_model(library, as_path, args.index.as_deref(), None, None);
     }
     let model = models::find(&library.conn(), &args.model)?;
@@ -117,7 +138,9 @@ fn resolve_model(library: &timbre_core::Library, args: &Args) -> Result<models::
 
 fn parse_format(name: &str) -> Result<OutputFormat> {
     serde_json::from_value(Value::String(name.replace('-', "_"))).map_err(|_| {
-        timbre_core::error::invalid_input(format!("unknown output format {name:?}: use wav16, wav24, wav-float or flac"))
+        timbre_core::error::invalid_input(format!(
+            "unknown output format {name:?}: use wav16, wav24, wav-float or flac"
+        ))
     })
 }
 
@@ -135,6 +158,9 @@ fn result_line(r: &Value) -> String {
             result["analysis_cache"].as_str().unwrap_or_default()
         )
     } else {
-        format!("failed     {input}: {}", r["error"].as_str().unwrap_or("unknown error"))
+        format!(
+            "failed     {input}: {}",
+            r["error"].as_str().unwrap_or("unknown error")
+        )
     }
 }

@@ -1,3 +1,4 @@
+pub mod clean;
 pub mod convert;
 pub mod import;
 pub mod jobs;

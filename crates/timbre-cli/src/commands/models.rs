@@ -35,11 +35,24 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
     match cmd {
         Command::List => {
             let models = models::list(&library.conn())?;
-            out.print(&models, || models.iter().map(model_line).collect::<Vec<_>>().join("\n"));
+            out.print(&models, || {
+                models.iter().map(model_line).collect::<Vec<_>>().join("\n")
+            });
         }
-        Command::Import { weights, index, name, voice } => {
+        Command::Import {
+            weights,
+            index,
+            name,
+            voice,
+        } => {
             let voice_id = library.resolve_voice(voice.as_deref())?;
-            let model = model_import::import_model(&library, &weights, index.as_deref(), name.as_deref(), voice_id)?;
+            let model = model_import::import_model(
+                &library,
+                &weights,
+                index.as_deref(),
+                name.as_deref(),
+                voice_id,
+            )?;
             out.print(&model, || format!("imported  {}", model_line(&model)));
         }
         Command::Index { model, index } => {
@@ -56,23 +69,41 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
             let settings = library.settings()?;
             let dir = extractors::models_dir(&settings.models_dir, library.data_dir());
             let files = extractors::known_files(&dir)?;
-            out.print(&serde_json::json!({ "models_dir": dir, "files": files }), || {
-                let mut lines = vec![format!("models folder: {}", dir.display())];
-                lines.extend(files.iter().map(|f| {
-                    let state = if f.present { "present" } else { "missing" };
-                    format!("{state:<8} {:<28} {:<26} {}", f.name, f.location, f.needed_for.join(", "))
-                }));
-                lines.join("\n")
-            });
+            out.print(
+                &serde_json::json!({ "models_dir": dir, "files": files }),
+                || {
+                    let mut lines = vec![format!("models folder: {}", dir.display())];
+                    lines.extend(files.iter().map(|f| {
+                        let state = if f.present { "present" } else { "missing" };
+                        format!(
+                            "{state:<8} {:<28} {:<26} {}",
+                            f.name,
+                            f.location,
+                            f.needed_for.join(", ")
+                        )
+                    }));
+                    lines.join("\n")
+                },
+            );
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn model_line(m: &Model) -> String {
-    let rate = m.sample_rate.map_or("?".into(), |r| format!("{}k", r / 1000));
-    let pitch = if m.f0 == Some(false) { "no pitch" } else { "pitch" };
-    let index = if m.index_sha256.is_some() { "index" } else { "no index" };
+    let rate = m
+        .sample_rate
+        .map_or("?".into(), |r| format!("{}k", r / 1000));
+    let pitch = if m.f0 == Some(false) {
+        "no pitch"
+    } else {
+        "pitch"
+    };
+    let index = if m.index_sha256.is_some() {
+        "index"
+    } else {
+        "no index"
+    };
     format!(
         "{:>5}  {:<32} {} {:>4}  {:<8} {}",
         m.id,

@@ -82,7 +82,9 @@ impl Engine {
             indexes: LruCache::unbounded(),
             hubert: None,
             rmvpe: None,
-            analyses: LruCache::new(NonZeroUsize::new(ANALYSES_IN_MEMORY).unwrap_or(NonZeroUsize::MIN)),
+            analyses: LruCache::new(
+                NonZeroUsize::new(ANALYSES_IN_MEMORY).unwrap_or(NonZeroUsize::MIN),
+            ),
             analysis_dir: cache_dir.join("analysis"),
         }
     }
@@ -92,31 +94,66 @@ impl Engine {
     }
 
     /// Converts one input: the analysis from a cache when it can, then the render.
-    pub fn convert(&mut self, request: &Request, progress: &mut dyn FnMut(f64) -> Result<()>) -> Result<Outcome> {
+    pub fn convert(
+        &mut self,
+        request: &Request,
+        progress: &mut dyn FnMut(f64) -> Result<()>,
+    ) -> Result<Outcome> {
         let voice_cache = self.load_voice(&request.voice)?;
         if let Some(index) = &request.index {
             self.load_index(index)?;
         }
         let info = self.voice_info(request.voice.sha256)?.clone();
         if let Some(index) = &request.index {
-            let dim = self.indexes.peek(index.sha256).map_or(0, |(i, _)| i.dim() as i64);
+            let dim = self
+                .indexes
+                .peek(index.sha256)
+                .map_or(0, |(i, _)| i.dim() as i64);
             super::model_import::check_index_fits(index.path, dim, request.voice.path, &info)?;
         }
-        let version = if info.feature_dim == 256 { FeatureVersion::V1 } else { FeatureVersion::V2 };
+        let version = if info.feature_dim == 256 {
+            FeatureVersion::V1
+        } else {
+            FeatureVersion::V2
+        };
         let f0_method = info.f0.then_some(request.options.f0_method);
         let started = Instant::now();
-        let (key, analysis_cache) = self.ensure_analysis(request, version, f0_method, &mut |f| progress(0.6 * f))?;
+        let (key, analysis_cache) =
+            self.ensure_analysis(request, version, f0_method, &mut |f| progress(0.6 * f))?;
         let analysis_secs = started.elapsed().as_secs_f64();
         let started = Instant::now();
-        let analysis = self.analyses.peek(&key).context("the analysis left the cache")?;
-        let (model, _) = self.voices.peek(request.voice.sha256).context("the voice model left the cache")?;
-        let index = request.index.as_ref().and_then(|i| self.indexes.peek(i.sha256)).map(|(i, _)| i);
-        let converted = pipeline::render(analysis, model, index, request.options, &mut |f| progress(0.6 + 0.4 * f))?;
-        Ok(Outcome { converted, voice_cache, analysis_cache, analysis_secs, render_secs: started.elapsed().as_secs_f64() })
+        let analysis = self
+            .analyses
+            .peek(&key)
+            .context("the analysis left the cache")?;
+        let (model, _) = self
+            .voices
+            .peek(request.voice.sha256)
+            .context("the voice model left the cache")?;
+        let index = request
+            .index
+            .as_ref()
+            .and_then(|i| self.indexes.peek(i.sha256))
+            .map(|(i, _)| i);
+        let converted = pipeline::render(analysis, model, index, request.options, &mut |f| {
+            progress(0.6 + 0.4 * f)
+        })?;
+        Ok(Outcome {
+            converted,
+            voice_cache,
+            analysis_cache,
+            analysis_secs,
+            render_secs: started.elapsed().as_secs_f64(),
+        })
     }
 
     fn voice_info(&mut self, sha256: &str) -> Result<&timbre_nn::synthesizer::ModelInfo> {
-        Ok(self.voices.peek(sha256).context("the voice model left the cache")?.0.info())
+        Ok(self
+            .voices
+            .peek(sha256)
+            .context("the voice model left the cache")?
+            .0
+            .info())
     }
 
     fn load_voice(&mut self, file: &StoredFile) -> Result<CacheUse> {
@@ -124,7 +161,8 @@ impl Engine {
             return Ok(CacheUse::Memory);
         }
         let model = Synthesizer::load(file.path, self.device)?;
-        self.voices.put(file.sha256.to_string(), (model, file_cost(file.path)));
+        self.voices
+            .put(file.sha256.to_string(), (model, file_cost(file.path)));
         self.evict_to_budget();
         Ok(CacheUse::Computed)
     }
@@ -141,7 +179,8 @@ impl Engine {
     }
 
     fn cached_bytes(&self) -> u64 {
-        self.voices.iter().map(|(_, (_, c))| c).sum::<u64>() + self.indexes.iter().map(|(_, (_, c))| c).sum::<u64>()
+        self.voices.iter().map(|(_, (_, c))| c).sum::<u64>()
+            + self.indexes.iter().map(|(_, (_, c))| c).sum::<u64>()
     }
 
     /// Drops least recently used voice models, then indexes, until the budget holds; the most
@@ -208,11 +247,20 @@ impl Engine {
         let hubert = &self.hubert.as_ref().context("HuBERT is not loaded")?.model;
         let tracker = match f0_method {
             None => None,
-            Some(F0Method::Rmvpe) => Some(PitchTracker::Rmvpe(&self.rmvpe.as_ref().context("RMVPE is not loaded")?.model)),
+            Some(F0Method::Rmvpe) => Some(PitchTracker::Rmvpe(
+                &self.rmvpe.as_ref().context("RMVPE is not loaded")?.model,
+            )),
             Some(F0Method::Pm) => Some(PitchTracker::Pm),
             Some(F0Method::Yin) => Some(PitchTracker::Yin),
         };
-        let analysis = pipeline::analyze(request.audio_16k, hubert, version, tracker.as_ref(), chunking, progress)?;
+        let analysis = pipeline::analyze(
+            request.audio_16k,
+            hubert,
+            version,
+            tracker.as_ref(),
+            chunking,
+            progress,
+        )?;
         // The disk cache is an optimisation: a full disk must not fail the conversion.
         if std::fs::create_dir_all(&self.analysis_dir).is_ok()
             && let Err(err) = analysis.save(&disk_path)
@@ -247,8 +295,12 @@ fn file_cost(path: &Path) -> u64 {
 
 /// Path, size and modification time: cheap, and changes whenever the file is replaced.
 fn file_identity(path: &Path) -> Result<String> {
-    let meta = std::fs::metadata(path).with_context(|| format!("{}: cannot read", path.display()))?;
-    let modified = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+    let meta =
+        std::fs::metadata(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    let modified = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
     Ok(format!("{}|{}|{:?}", path.display(), meta.len(), modified))
 }
 
@@ -258,5 +310,10 @@ fn cache_key(parts: &[&str]) -> String {
         hasher.update(part.as_bytes());
         hasher.update([0]);
     }
-    hasher.finalize().iter().take(16).map(|b| format!("{b:02x}")).collect()
+    hasher
+        .finalize()
+        .iter()
+        .take(16)
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }

@@ -16,7 +16,11 @@ pub fn models_dir(setting: &str, data_dir: &Path) -> PathBuf {
         return PathBuf::from(setting.trim());
     }
     let local = PathBuf::from("models");
-    if local.join("models.json").exists() { local } else { data_dir.join("models") }
+    if local.join("models.json").exists() {
+        local
+    } else {
+        data_dir.join("models")
+    }
 }
 
 /// The HuBERT/ContentVec extractor in `dir`: `hubert_base.pt` (fairseq), else a transformers
@@ -26,7 +30,10 @@ pub fn find_hubert(dir: &Path) -> Option<PathBuf> {
     if fairseq.is_file() {
         return Some(fairseq);
     }
-    ["contentvec", "hubert"].iter().map(|name| dir.join(name)).find(|d| d.join("config.json").is_file())
+    ["contentvec", "hubert"]
+        .iter()
+        .map(|name| dir.join(name))
+        .find(|d| d.join("config.json").is_file())
 }
 
 pub fn find_rmvpe(dir: &Path) -> Option<PathBuf> {
@@ -77,7 +84,11 @@ pub fn known_files(dir: &Path) -> Result<Vec<KnownFile>> {
                 description: text("description"),
                 needed_for: f["needed_for"]
                     .as_array()
-                    .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|v| v.as_str().map(String::from))
+                            .collect()
+                    })
                     .unwrap_or_default(),
                 location,
             }
@@ -92,7 +103,9 @@ fn location_present(dir: &Path, location: &str) -> bool {
     match first.split_once("<name>") {
         None => dir.join(first).exists(),
         Some((folder, ext)) => std::fs::read_dir(dir.join(folder)).is_ok_and(|entries| {
-            entries.flatten().any(|e| e.file_name().to_string_lossy().ends_with(ext))
+            entries
+                .flatten()
+                .any(|e| e.file_name().to_string_lossy().ends_with(ext))
         }),
     }
 }
@@ -109,9 +122,15 @@ mod tests {
         assert!(err.contains("hubert_base.pt"), "{err}");
         std::fs::create_dir(dir.path().join("contentvec")).unwrap();
         std::fs::write(dir.path().join("contentvec/config.json"), "{}").unwrap();
-        assert_eq!(find_hubert(dir.path()).unwrap(), dir.path().join("contentvec"));
+        assert_eq!(
+            find_hubert(dir.path()).unwrap(),
+            dir.path().join("contentvec")
+        );
         std::fs::write(dir.path().join("hubert_base.pt"), "x").unwrap();
-        assert_eq!(find_hubert(dir.path()).unwrap(), dir.path().join("hubert_base.pt"));
+        assert_eq!(
+            find_hubert(dir.path()).unwrap(),
+            dir.path().join("hubert_base.pt")
+        );
     }
 
     #[test]

@@ -48,7 +48,11 @@ pub enum OutputFormat {
 
 impl OutputFormat {
     pub fn extension(self) -> &'static str {
-        if self == OutputFormat::Flac { "flac" } else { "wav" }
+        if self == OutputFormat::Flac {
+            "flac"
+        } else {
+            "wav"
+        }
     }
 }
 
@@ -71,7 +75,9 @@ pub struct ConvertHandler {
 
 impl ConvertHandler {
     pub fn new() -> Self {
-        Self { engine: Mutex::new(None) }
+        Self {
+            engine: Mutex::new(None),
+        }
     }
 }
 
@@ -103,15 +109,33 @@ impl JobHandler for ConvertHandler {
         if engine.is_none() {
             let device = timbre_nn::device::default_device()?;
             let budget = settings.model_cache_mb * 1024 * 1024;
-            *engine = Some(Engine::new(device, budget, &library.data_dir().join("cache")));
+            *engine = Some(Engine::new(
+                device,
+                budget,
+                &library.data_dir().join("cache"),
+            ));
         }
-        let engine = engine.as_mut().context("the conversion engine is not ready")?;
+        let engine = engine
+            .as_mut()
+            .context("the conversion engine is not ready")?;
         let models_dir = extractors::models_dir(&settings.models_dir, library.data_dir());
-        convert(library, engine, &params, &models_dir, ctx.job_id(), &mut |f, message| ctx.progress(f, message))
+        convert(
+            library,
+            engine,
+            &params,
+            &models_dir,
+            ctx.job_id(),
+            &mut |f, message| ctx.progress(f, message),
+        )
     }
 
     fn free_caches(&self) {
-        if let Some(engine) = self.engine.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+        if let Some(engine) = self
+            .engine
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_mut()
+        {
             engine.free();
         }
     }
@@ -130,14 +154,26 @@ fn load_input(library: &Library, input: &ConvertInput, max_duration_secs: f64) -
     let (path, take_id, name, sha256) = match input {
         ConvertInput::Take(id) => {
             let take = takes::require(&library.conn(), *id)?;
-            (library.take_path(&take), Some(take.id), take.name.clone(), take.sha256.clone())
+            (
+                library.take_path(&take),
+                Some(take.id),
+                take.name.clone(),
+                take.sha256.clone(),
+            )
         }
         ConvertInput::File(path) => {
-            let name = path.file_stem().map_or_else(|| "input".into(), |s| s.to_string_lossy().into_owned());
+            let name = path
+                .file_stem()
+                .map_or_else(|| "input".into(), |s| s.to_string_lossy().into_owned());
             (path.clone(), None, name, file_sha256(path)?)
         }
     };
-    let decoded = timbre_audio::decode_file(&path, &DecodeOptions { max_duration_secs: Some(max_duration_secs) })?;
+    let decoded = timbre_audio::decode_file(
+        &path,
+        &DecodeOptions {
+            max_duration_secs: Some(max_duration_secs),
+        },
+    )?;
     let mono = timbre_audio::resample(&decoded.to_mono(), 16_000)?;
     let audio_16k = mono.channels.into_iter().next().unwrap_or_default();
     if audio_16k.len() < 1_600 {
@@ -147,21 +183,34 @@ fn load_input(library: &Library, input: &ConvertInput, max_duration_secs: f64) -
             audio_16k.len() as f64 / 16.0
         )));
     }
-    Ok(Input { sha256, audio_16k, take_id, path, name })
+    Ok(Input {
+        sha256,
+        audio_16k,
+        take_id,
+        path,
+        name,
+    })
 }
 
 fn file_sha256(path: &Path) -> Result<String> {
-    let mut file = std::fs::File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+    let mut file =
+        std::fs::File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {
-        let n = file.read(&mut buf).with_context(|| format!("{}: cannot read", path.display()))?;
+        let n = file
+            .read(&mut buf)
+            .with_context(|| format!("{}: cannot read", path.display()))?;
         if n == 0 {
             break;
         }
         hasher.update(&buf[..n]);
     }
-    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    Ok(hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
 }
 
 /// Runs one conversion and saves it; `progress` may cancel.
@@ -175,14 +224,26 @@ pub fn convert(
 ) -> Result<Value> {
     let started = Instant::now();
     let model = models::require(&library.conn(), params.model_id)?;
-    let input = load_input(library, &params.input, library.settings()?.max_import_duration_secs)?;
+    let input = load_input(
+        library,
+        &params.input,
+        library.settings()?.max_import_duration_secs,
+    )?;
     progress(0.02, format!("{} with {}", input.name, model.name))?;
-    let weights_path = library.store().object_path(&model.weights_sha256, models::WEIGHTS_EXT);
-    let index_path = model.index_sha256.as_ref().map(|sha| library.store().object_path(sha, models::INDEX_EXT));
+    let weights_path = library
+        .store()
+        .object_path(&model.weights_sha256, models::WEIGHTS_EXT);
+    let index_path = model
+        .index_sha256
+        .as_ref()
+        .map(|sha| library.store().object_path(sha, models::INDEX_EXT));
     let request = engine::Request {
         input_sha256: &input.sha256,
         audio_16k: &input.audio_16k,
-        voice: engine::StoredFile { sha256: &model.weights_sha256, path: &weights_path },
+        voice: engine::StoredFile {
+            sha256: &model.weights_sha256,
+            path: &weights_path,
+        },
         index: model
             .index_sha256
             .as_deref()
@@ -196,7 +257,9 @@ pub fn convert(
     let converted = outcome.converted;
     let buffer = AudioBuffer::new(converted.sample_rate, vec![converted.samples]);
     let bytes = encode(&buffer, params.format)?;
-    let stored = library.store().ingest_bytes(&bytes, params.format.extension())?;
+    let stored = library
+        .store()
+        .ingest_bytes(&bytes, params.format.extension())?;
     let seconds_taken = started.elapsed().as_secs_f64();
     let conversion = library.edit(|conn| {
         let id = conversions::insert(
@@ -220,7 +283,13 @@ pub fn convert(
         conversions::require(conn, id)
     })?;
     let copied_to = match &params.out_dir {
-        Some(dir) => Some(copy_out(&stored.path, dir, &input.name, &model.name, params.format)?),
+        Some(dir) => Some(copy_out(
+            &stored.path,
+            dir,
+            &input.name,
+            &model.name,
+            params.format,
+        )?),
         None => None,
     };
     progress(1.0, format!("{label}: done"))?;
@@ -250,15 +319,33 @@ fn encode(buffer: &AudioBuffer, format: OutputFormat) -> Result<Vec<u8>> {
 }
 
 /// Copies the result to `<dir>/<input> (<model>).<ext>`, never overwriting: a number is added.
-fn copy_out(object: &Path, dir: &Path, input: &str, model: &str, format: OutputFormat) -> Result<PathBuf> {
-    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create the output folder", dir.display()))?;
-    let clean = |s: &str| s.chars().map(|c| if c == '/' || c == '\\' { '_' } else { c }).collect::<String>();
+fn copy_out(
+    object: &Path,
+    dir: &Path,
+    input: &str,
+    model: &str,
+    format: OutputFormat,
+) -> Result<PathBuf> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("{}: cannot create the output folder", dir.display()))?;
+    let clean = |s: &str| {
+        s.chars()
+            .map(|c| if c == '/' || c == '\\' { '_' } else { c })
+            .collect::<String>()
+    };
     let stem = format!("{} ({})", clean(input), clean(model));
     let ext = format.extension();
     let target = (1..)
-        .map(|n| if n == 1 { dir.join(format!("{stem}.{ext}")) } else { dir.join(format!("{stem} {n}.{ext}")) })
+        .map(|n| {
+            if n == 1 {
+                dir.join(format!("{stem}.{ext}"))
+            } else {
+                dir.join(format!("{stem} {n}.{ext}"))
+            }
+        })
         .find(|p| !p.exists())
         .context("no free output name")?;
-    std::fs::copy(object, &target).with_context(|| format!("{}: cannot write", target.display()))?;
+    std::fs::copy(object, &target)
+        .with_context(|| format!("{}: cannot write", target.display()))?;
     Ok(target)
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::Result;
 use serde_json::json;
 use timbre_nn::index::IvfFlatIndex;
-use timbre_nn::synthesizer::{ModelInfo, Synthesizer};
+use timbre_nn::synthesizer::{ModelInfo, read_model_info};
 
 use crate::db::models::{self, INDEX_EXT, Model, NewModel, WEIGHTS_EXT};
 use crate::library::Library;
@@ -20,18 +20,22 @@ pub fn import_model(
     name: Option<&str>,
     voice_id: Option<i64>,
 ) -> Result<Model> {
-    let model = Synthesizer::load(weights, tch::Device::Cpu)
-        .map_err(|e| crate::error::invalid_input(format!("{e:#}")))?;
-    let info = model.info().clone();
-    drop(model);
+    let info =
+        read_model_info(weights).map_err(|e| crate::error::invalid_input(format!("{e:#}")))?;
     if let Some(index) = index {
-        let dim = IvfFlatIndex::read(index).map_err(|e| crate::error::invalid_input(format!("{e:#}")))?.dim();
+        let dim = IvfFlatIndex::read(index)
+            .map_err(|e| crate::error::invalid_input(format!("{e:#}")))?
+            .dim();
         check_index_fits(index, dim as i64, weights, &info)?;
     }
     let stored_weights = library.store().ingest_file(weights, WEIGHTS_EXT)?;
-    let stored_index = index.map(|i| library.store().ingest_file(i, INDEX_EXT)).transpose()?;
+    let stored_index = index
+        .map(|i| library.store().ingest_file(i, INDEX_EXT))
+        .transpose()?;
     let index_sha = stored_index.as_ref().map(|s| s.sha256.as_str());
-    let name = name.map(str::to_string).unwrap_or_else(|| display_name(weights, &info));
+    let name = name
+        .map(str::to_string)
+        .unwrap_or_else(|| display_name(weights, &info));
     library.edit(|conn| {
         if let Some(existing) = models::find_by_weights(conn, &stored_weights.sha256)? {
             return match index_sha {
@@ -60,16 +64,25 @@ pub fn import_model(
 /// Attaches (or replaces) the index of a model already in the library.
 pub fn attach_index(library: &Library, model_id: i64, index: &Path) -> Result<Model> {
     let model = models::require(&library.conn(), model_id)?;
-    let weights = library.store().object_path(&model.weights_sha256, WEIGHTS_EXT);
-    let info = Synthesizer::load(&weights, tch::Device::Cpu)?.info().clone();
-    let dim = IvfFlatIndex::read(index).map_err(|e| crate::error::invalid_input(format!("{e:#}")))?.dim();
+    let weights = library
+        .store()
+        .object_path(&model.weights_sha256, WEIGHTS_EXT);
+    let info = read_model_info(&weights)?;
+    let dim = IvfFlatIndex::read(index)
+        .map_err(|e| crate::error::invalid_input(format!("{e:#}")))?
+        .dim();
     check_index_fits(index, dim as i64, Path::new(&model.name), &info)?;
     let stored = library.store().ingest_file(index, INDEX_EXT)?;
     library.edit(|conn| models::set_index(conn, model_id, Some(&stored.sha256)))
 }
 
 /// A v1 model (256-d features) needs a v1 index and a v2 model (768-d) a v2 one.
-pub fn check_index_fits(index: &Path, index_dim: i64, model: &Path, info: &ModelInfo) -> Result<()> {
+pub fn check_index_fits(
+    index: &Path,
+    index_dim: i64,
+    model: &Path,
+    info: &ModelInfo,
+) -> Result<()> {
     if index_dim == info.feature_dim {
         return Ok(());
     }
@@ -94,7 +107,11 @@ fn display_name(weights: &Path, info: &ModelInfo) -> String {
         .model_name
         .clone()
         .filter(|n| !n.trim().is_empty())
-        .unwrap_or_else(|| weights.file_stem().map_or_else(|| "model".into(), |s| s.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| {
+            weights
+                .file_stem()
+                .map_or_else(|| "model".into(), |s| s.to_string_lossy().into_owned())
+        })
 }
 
 fn metadata(weights: &Path, info: &ModelInfo) -> serde_json::Value {

@@ -124,7 +124,9 @@ pub fn list(conn: &Connection, input_sha256: Option<&str>) -> Result<Vec<Convers
 }
 
 pub fn get(conn: &Connection, id: i64) -> Result<Option<Conversion>> {
-    Ok(conn.query_row(&format!("{SELECT} WHERE id = ?1"), [id], row).optional()?)
+    Ok(conn
+        .query_row(&format!("{SELECT} WHERE id = ?1"), [id], row)
+        .optional()?)
 }
 
 pub fn require(conn: &Connection, id: i64) -> Result<Conversion> {
@@ -146,7 +148,9 @@ pub fn delete(conn: &Connection, id: i64) -> Result<Conversion> {
 
 pub fn all_hashes(conn: &Connection) -> Result<Vec<(String, String)>> {
     let mut stmt = conn.prepare("SELECT sha256, format FROM conversions")?;
-    Ok(stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<rusqlite::Result<_>>()?)
+    Ok(stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?)
 }
 
 #[cfg(test)]
@@ -184,6 +188,9 @@ mod tests {
         let kept = require(&conn, id).unwrap();
         assert_eq!((kept.model_id, kept.input_take_id), (None, None));
         assert_eq!(kept.params["transpose"], 3);
-        assert_eq!(all_hashes(&conn).unwrap(), vec![("out".to_string(), "wav".to_string())]);
+        assert_eq!(
+            all_hashes(&conn).unwrap(),
+            vec![("out".to_string(), "wav".to_string())]
+        );
     }
 }

@@ -51,18 +51,26 @@ pub fn record(
     loudness_matched: bool,
 ) -> Result<ListeningTest> {
     if conversion_ids.len() < 2 || !conversion_ids.contains(&chosen) {
-        return Err(crate::error::invalid_input("a vote needs two or more outputs and one of them chosen"));
+        return Err(crate::error::invalid_input(
+            "a vote needs two or more outputs and one of them chosen",
+        ));
     }
     let hidden = match (mode, hidden) {
         (Mode::Abx, Some(h)) if conversion_ids.contains(&h) => Some(h),
-        (Mode::Abx, _) => return Err(crate::error::invalid_input("a blind test needs its hidden output")),
+        (Mode::Abx, _) => {
+            return Err(crate::error::invalid_input(
+                "a blind test needs its hidden output",
+            ));
+        }
         (Mode::Ab, _) => None,
     };
     let mut input_sha256 = None;
     for id in conversion_ids {
         let sha = super::conversions::require(conn, *id)?.input_sha256;
         if input_sha256.get_or_insert_with(|| sha.clone()) != &sha {
-            return Err(crate::error::invalid_input("the outputs compared must come from the same input"));
+            return Err(crate::error::invalid_input(
+                "the outputs compared must come from the same input",
+            ));
         }
     }
     let correct = hidden.map(|h| h == chosen);
@@ -83,7 +91,10 @@ pub fn record(
         ],
     )?;
     let id = conn.last_insert_rowid();
-    Ok(list(conn)?.into_iter().find(|t| t.id == id).ok_or_else(|| crate::error::not_found("the vote was not saved"))?)
+    list(conn)?
+        .into_iter()
+        .find(|t| t.id == id)
+        .ok_or_else(|| crate::error::not_found("the vote was not saved"))
 }
 
 pub fn list(conn: &Connection) -> Result<Vec<ListeningTest>> {
@@ -140,13 +151,20 @@ mod tests {
     #[test]
     fn blind_votes_are_scored_and_mixed_inputs_refused() {
         let conn = crate::db::open_in_memory();
-        let (a, b, other) = (conversion(&conn, "in", "a"), conversion(&conn, "in", "b"), conversion(&conn, "in2", "c"));
+        let (a, b, other) = (
+            conversion(&conn, "in", "a"),
+            conversion(&conn, "in", "b"),
+            conversion(&conn, "in2", "c"),
+        );
         let right = record(&conn, Mode::Abx, &[a, b], Some(b), b, true).unwrap();
         assert_eq!(right.correct, Some(true));
         let wrong = record(&conn, Mode::Abx, &[a, b], Some(b), a, false).unwrap();
         assert_eq!(wrong.correct, Some(false));
         let preference = record(&conn, Mode::Ab, &[a, b], Some(a), a, true).unwrap();
-        assert_eq!((preference.correct, preference.hidden_conversion_id), (None, None));
+        assert_eq!(
+            (preference.correct, preference.hidden_conversion_id),
+            (None, None)
+        );
         assert!(record(&conn, Mode::Abx, &[a, b], None, a, true).is_err());
         assert!(record(&conn, Mode::Ab, &[a, other], None, a, true).is_err());
         assert!(record(&conn, Mode::Ab, &[a], None, a, true).is_err());

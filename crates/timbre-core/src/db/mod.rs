@@ -4,6 +4,7 @@
 
 pub mod conversions;
 pub mod datasets;
+pub mod derived_takes;
 pub mod job_events;
 pub mod jobs;
 pub mod listening_tests;
@@ -31,6 +32,7 @@ const MIGRATIONS: &[&str] = &[
     settings::CREATE,
     conversions::CREATE,
     listening_tests::CREATE,
+    derived_takes::CREATE,
 ];
 
 pub fn open(path: &Path) -> Result<Connection> {

@@ -82,7 +82,9 @@ pub fn list(conn: &Connection) -> Result<Vec<Model>> {
 }
 
 pub fn get(conn: &Connection, id: i64) -> Result<Option<Model>> {
-    Ok(conn.query_row(&format!("{SELECT} WHERE id = ?1"), [id], row).optional()?)
+    Ok(conn
+        .query_row(&format!("{SELECT} WHERE id = ?1"), [id], row)
+        .optional()?)
 }
 
 pub fn require(conn: &Connection, id: i64) -> Result<Model> {
@@ -91,7 +93,11 @@ pub fn require(conn: &Connection, id: i64) -> Result<Model> {
 
 pub fn find_by_weights(conn: &Connection, sha256: &str) -> Result<Option<Model>> {
     Ok(conn
-        .query_row(&format!("{SELECT} WHERE weights_sha256 = ?1"), [sha256], row)
+        .query_row(
+            &format!("{SELECT} WHERE weights_sha256 = ?1"),
+            [sha256],
+            row,
+        )
         .optional()?)
 }
 
@@ -132,7 +138,10 @@ pub fn insert(conn: &Connection, m: &NewModel) -> Result<i64> {
 }
 
 pub fn set_index(conn: &Connection, id: i64, index_sha256: Option<&str>) -> Result<Model> {
-    conn.execute("UPDATE models SET index_sha256 = ?2 WHERE id = ?1", params![id, index_sha256])?;
+    conn.execute(
+        "UPDATE models SET index_sha256 = ?2 WHERE id = ?1",
+        params![id, index_sha256],
+    )?;
     require(conn, id)
 }
 
@@ -141,7 +150,10 @@ pub fn rename(conn: &Connection, id: i64, name: &str) -> Result<Model> {
     if name.is_empty() {
         return Err(crate::error::invalid_input("a model needs a name"));
     }
-    conn.execute("UPDATE models SET name = ?2 WHERE id = ?1", params![id, name])?;
+    conn.execute(
+        "UPDATE models SET name = ?2 WHERE id = ?1",
+        params![id, name],
+    )?;
     require(conn, id)
 }
 
@@ -156,7 +168,9 @@ pub fn delete(conn: &Connection, id: i64) -> Result<Model> {
 pub fn all_hashes(conn: &Connection) -> Result<Vec<(String, String)>> {
     let mut stmt = conn.prepare("SELECT weights_sha256, index_sha256 FROM models")?;
     let mut hashes = Vec::new();
-    for pair in stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?)))? {
+    for pair in stmt.query_map([], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?))
+    })? {
         let (weights, index) = pair?;
         hashes.push((weights, WEIGHTS_EXT.to_string()));
         hashes.extend(index.map(|i| (i, INDEX_EXT.to_string())));
@@ -193,13 +207,25 @@ mod tests {
         assert_eq!(find(&conn, "Ada v2").unwrap().id, id);
         assert_eq!(find(&conn, &id.to_string()).unwrap().id, id);
         assert!(find(&conn, "nobody").is_err());
-        assert_eq!(set_index(&conn, id, Some("i1")).unwrap().index_sha256.as_deref(), Some("i1"));
+        assert_eq!(
+            set_index(&conn, id, Some("i1"))
+                .unwrap()
+                .index_sha256
+                .as_deref(),
+            Some("i1")
+        );
         assert_eq!(
             all_hashes(&conn).unwrap(),
-            vec![("w1".to_string(), "pth".to_string()), ("i1".to_string(), "index".to_string())]
+            vec![
+                ("w1".to_string(), "pth".to_string()),
+                ("i1".to_string(), "index".to_string())
+            ]
         );
         assert_eq!(rename(&conn, id, " Bob ").unwrap().name, "Bob");
-        assert!(insert(&conn, &sample("w1")).is_err(), "one row per weights file");
+        assert!(
+            insert(&conn, &sample("w1")).is_err(),
+            "one row per weights file"
+        );
         delete(&conn, id).unwrap();
         assert!(get(&conn, id).unwrap().is_none());
     }

@@ -31,7 +31,9 @@ impl PitchTracker<'_> {
             PitchTracker::Rmvpe(model) => {
                 let audio = Tensor::from_slice(audio_16k).to_device(model.device());
                 let f0 = model.f0(&audio, RMVPE_THRESHOLD)?;
-                Ok(Vec::<f32>::try_from(f0.to_kind(Kind::Float).to_device(tch::Device::Cpu))?)
+                Ok(Vec::<f32>::try_from(
+                    f0.to_kind(Kind::Float).to_device(tch::Device::Cpu),
+                )?)
             }
             PitchTracker::Pm => Ok(timbre_audio::pitch::pm::track(audio_16k, F0_MIN, F0_MAX)),
             PitchTracker::Yin => Ok(timbre_audio::pitch::yin::track(audio_16k, F0_MIN, F0_MAX)),
@@ -82,10 +84,20 @@ pub fn analyze(
         let audio = Tensor::from_slice(&padded[segment.start..segment.end])
             .view([1, -1])
             .to_device(hubert.device());
-        features.push(hubert.features(&audio, version)?.to_device(tch::Device::Cpu));
+        features.push(
+            hubert
+                .features(&audio, version)?
+                .to_device(tch::Device::Cpu),
+        );
         progress(0.2 + 0.8 * (i + 1) as f64 / segments.len() as f64)?;
     }
-    Ok(Analysis { filtered, chunking, segments, features, f0 })
+    Ok(Analysis {
+        filtered,
+        chunking,
+        segments,
+        features,
+        f0,
+    })
 }
 
 impl Analysis {
@@ -99,27 +111,39 @@ impl Analysis {
     }
 
     pub fn save(&self, path: &Path) -> Result<()> {
-        let bounds: Vec<i64> = self.segments.iter().flat_map(|s| [s.start as i64, s.end as i64]).collect();
+        let bounds: Vec<i64> = self
+            .segments
+            .iter()
+            .flat_map(|s| [s.start as i64, s.end as i64])
+            .collect();
         let c = &self.chunking;
         let mut named = vec![
             ("filtered".to_string(), Tensor::from_slice(&self.filtered)),
             ("segments".to_string(), Tensor::from_slice(&bounds)),
-            ("chunking".to_string(), Tensor::from_slice(&[c.x_pad, c.x_query, c.x_center, c.x_max])),
+            (
+                "chunking".to_string(),
+                Tensor::from_slice(&[c.x_pad, c.x_query, c.x_center, c.x_max]),
+            ),
         ];
         if let Some(f0) = &self.f0 {
             named.push(("f0".to_string(), Tensor::from_slice(f0)));
         }
         for (i, f) in self.features.iter().enumerate() {
-            named.push((format!("features.{i}"), f.to_device(tch::Device::Cpu).to_kind(Kind::Float)));
+            named.push((
+                format!("features.{i}"),
+                f.to_device(tch::Device::Cpu).to_kind(Kind::Float),
+            ));
         }
         let tmp = path.with_extension("tmp");
-        Tensor::write_safetensors(&named, &tmp).with_context(|| format!("writing {}", tmp.display()))?;
+        Tensor::write_safetensors(&named, &tmp)
+            .with_context(|| format!("writing {}", tmp.display()))?;
         std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
         Ok(())
     }
 
     pub fn load(path: &Path) -> Result<Analysis> {
-        let named = Tensor::read_safetensors(path).with_context(|| format!("reading {}", path.display()))?;
+        let named = Tensor::read_safetensors(path)
+            .with_context(|| format!("reading {}", path.display()))?;
         let get = |name: &str| {
             named
                 .iter()
@@ -135,11 +159,27 @@ impl Analysis {
         }
         let segments: Vec<Segment> = bounds
             .chunks(2)
-            .map(|p| Segment { start: p[0] as usize, end: p[1] as usize })
+            .map(|p| Segment {
+                start: p[0] as usize,
+                end: p[1] as usize,
+            })
             .collect();
-        let features = (0..segments.len()).map(|i| get(&format!("features.{i}"))).collect::<Result<_>>()?;
+        let features = (0..segments.len())
+            .map(|i| get(&format!("features.{i}")))
+            .collect::<Result<_>>()?;
         let f0 = get("f0").ok().map(Vec::<f32>::try_from).transpose()?;
-        let chunking = Chunking { x_pad: c[0], x_query: c[1], x_center: c[2], x_max: c[3] };
-        Ok(Analysis { filtered, chunking, segments, features, f0 })
+        let chunking = Chunking {
+            x_pad: c[0],
+            x_query: c[1],
+            x_center: c[2],
+            x_max: c[3],
+        };
+        Ok(Analysis {
+            filtered,
+            chunking,
+            segments,
+            features,
+            f0,
+        })
     }
 }

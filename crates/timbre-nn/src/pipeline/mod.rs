@@ -103,11 +103,14 @@ pub fn render(
             let shifted = pitch::transpose(f0, options.transpose);
             Some((pitch::coarse(&shifted), shifted))
         }
-        (true, None) => anyhow::bail!("this model needs pitch but the input was analysed without it"),
+        (true, None) => {
+            anyhow::bail!("this model needs pitch but the input was analysed without it")
+        }
     };
     let rate = info.sample_rate;
     let pad_tgt = options.chunking.pad_samples_at(rate);
-    let mut out = Vec::with_capacity(analysis.filtered.len() * rate as usize / 16_000 + rate as usize);
+    let mut out =
+        Vec::with_capacity(analysis.filtered.len() * rate as usize / 16_000 + rate as usize);
     let total = analysis.segments.len();
     for (i, (segment, features)) in analysis.segments.iter().zip(&analysis.features).enumerate() {
         let frame_start = segment.start / segments::WINDOW;
@@ -130,18 +133,29 @@ pub fn render(
         progress((i + 1) as f64 / total as f64)?;
     }
     let mut samples = if options.rms_mix_rate != 1.0 {
-        timbre_audio::filter::change_rms(&analysis.filtered, 16_000, &out, rate, options.rms_mix_rate)
+        timbre_audio::filter::change_rms(
+            &analysis.filtered,
+            16_000,
+            &out,
+            rate,
+            options.rms_mix_rate,
+        )
     } else {
         out
     };
     let mut sample_rate = rate;
     if let Some(target) = options.resample_rate.filter(|&r| r != rate && r >= 16_000) {
         let buffer = timbre_audio::AudioBuffer::new(rate, vec![samples]);
-        samples = timbre_audio::resample(&buffer, target)?.channels.swap_remove(0);
+        samples = timbre_audio::resample(&buffer, target)?
+            .channels
+            .swap_remove(0);
         sample_rate = target;
     }
     peak_safe(&mut samples);
-    Ok(Converted { samples, sample_rate })
+    Ok(Converted {
+        samples,
+        sample_rate,
+    })
 }
 
 fn synthesize_segment(
@@ -161,11 +175,15 @@ fn synthesize_segment(
             let dim = frames.size()[1] as usize;
             let flat = Vec::<f32>::try_from(frames.to_device(tch::Device::Cpu).flatten(0, -1))?;
             let mode = match options.index_search {
-                IndexSearch::Faiss => SearchMode::Probe { nprobe: index.nprobe() },
+                IndexSearch::Faiss => SearchMode::Probe {
+                    nprobe: index.nprobe(),
+                },
                 IndexSearch::Exact => SearchMode::Exact,
             };
             let blended = index.blend(&flat, dim, options.index_rate, INDEX_NEIGHBOURS, mode)?;
-            Tensor::from_slice(&blended).view([1, -1, dim as i64]).to_device(device)
+            Tensor::from_slice(&blended)
+                .view([1, -1, dim as i64])
+                .to_device(device)
         }
         _ => original.shallow_clone(),
     };
@@ -175,8 +193,12 @@ fn synthesize_segment(
     let frames = pitch.map_or(frames, |(coarse, _)| frames.min(coarse.len()));
     phone = phone.narrow(1, 0, frames as i64);
     let pitch_tensors = pitch.map(|(coarse, hz)| {
-        let coarse = Tensor::from_slice(&coarse[..frames]).view([1, -1]).to_device(device);
-        let hz = Tensor::from_slice(&hz[..frames]).view([1, -1]).to_device(device);
+        let coarse = Tensor::from_slice(&coarse[..frames])
+            .view([1, -1])
+            .to_device(device);
+        let hz = Tensor::from_slice(&hz[..frames])
+            .view([1, -1])
+            .to_device(device);
         (coarse, hz)
     });
     if let Some((_, hz)) = &pitch_tensors
@@ -198,7 +220,12 @@ fn synthesize_segment(
         options.speaker_id,
         options.seed.map_or(Noise::None, Noise::Seeded),
     )?;
-    Ok(Vec::<f32>::try_from(audio.flatten(0, -1).to_kind(Kind::Float).to_device(tch::Device::Cpu))?)
+    Ok(Vec::<f32>::try_from(
+        audio
+            .flatten(0, -1)
+            .to_kind(Kind::Float)
+            .to_device(tch::Device::Cpu),
+    )?)
 }
 
 /// Scales the output down when its peak would pass 0.99, as the reference does before int16.
@@ -211,7 +238,10 @@ fn peak_safe(samples: &mut [f32]) {
 
 /// The reference's int16 output: ×32768 and truncation toward zero (saturating at the top).
 pub fn to_int16(samples: &[f32]) -> Vec<i16> {
-    samples.iter().map(|&s| (s as f64 * 32768.0) as i16).collect()
+    samples
+        .iter()
+        .map(|&s| (s as f64 * 32768.0) as i16)
+        .collect()
 }
 
 #[cfg(test)]
@@ -230,6 +260,9 @@ mod tests {
 
     #[test]
     fn int16_truncates_toward_zero() {
-        assert_eq!(to_int16(&[0.5, -0.5, 0.99, -1.0, 0.0]), vec![16384, -16384, 32440, -32768, 0]);
+        assert_eq!(
+            to_int16(&[0.5, -0.5, 0.99, -1.0, 0.0]),
+            vec![16384, -16384, 32440, -32768, 0]
+        );
     }
 }

@@ -42,15 +42,17 @@ impl F0Method {
 /// first and last voiced values at the ends (numpy's `interp`). All-unvoiced input stays zero.
 pub fn fill_unvoiced(f0: &mut [f32]) {
     let voiced: Vec<usize> = (0..f0.len()).filter(|&i| f0[i] != 0.0).collect();
-    let (Some(&first), Some(&last)) = (voiced.first(), voiced.last()) else { return };
+    let (Some(&first), Some(&last)) = (voiced.first(), voiced.last()) else {
+        return;
+    };
     let (head, tail) = (f0[first], f0[last]);
     f0[..first].fill(head);
     f0[last + 1..].fill(tail);
     for pair in voiced.windows(2) {
         let (a, b) = (pair[0], pair[1]);
         let (fa, fb) = (f0[a] as f64, f0[b] as f64);
-        for i in a + 1..b {
-            f0[i] = (fa + (fb - fa) * (i - a) as f64 / (b - a) as f64) as f32;
+        for (offset, value) in f0[a + 1..b].iter_mut().enumerate() {
+            *value = (fa + (fb - fa) * (offset + 1) as f64 / (b - a) as f64) as f32;
         }
     }
 }
@@ -105,6 +107,11 @@ mod tests {
     #[test]
     fn methods_parse_by_name() {
         assert_eq!(F0Method::parse("RMVPE").unwrap(), F0Method::Rmvpe);
-        assert!(F0Method::parse("crepe").unwrap_err().to_string().contains("unknown pitch method"));
+        assert!(
+            F0Method::parse("crepe")
+                .unwrap_err()
+                .to_string()
+                .contains("unknown pitch method")
+        );
     }
 }

@@ -20,7 +20,12 @@ pub struct Chunking {
 impl Default for Chunking {
     /// RVC's settings for GPUs with more than 6 GB (and for the CPU).
     fn default() -> Self {
-        Self { x_pad: 3.0, x_query: 10.0, x_center: 60.0, x_max: 65.0 }
+        Self {
+            x_pad: 3.0,
+            x_query: 10.0,
+            x_center: 60.0,
+            x_max: 65.0,
+        }
     }
 }
 
@@ -51,10 +56,16 @@ pub fn segments(audio: &[f32], chunking: &Chunking) -> Vec<Segment> {
     let mut start = 0;
     for cut in cut_points(audio, chunking) {
         let cut = cut / WINDOW * WINDOW;
-        segments.push(Segment { start, end: (cut + 2 * t_pad + WINDOW).min(padded_len) });
+        segments.push(Segment {
+            start,
+            end: (cut + 2 * t_pad + WINDOW).min(padded_len),
+        });
         start = cut;
     }
-    segments.push(Segment { start, end: padded_len });
+    segments.push(Segment {
+        start,
+        end: padded_len,
+    });
     segments
 }
 
@@ -112,20 +123,42 @@ mod tests {
 
     #[test]
     fn reflect_pad_matches_numpy() {
-        assert_eq!(reflect_pad(&[1.0, 2.0, 3.0], 2), vec![3.0, 2.0, 1.0, 2.0, 3.0, 2.0, 1.0]);
-        assert_eq!(reflect_pad(&[1.0, 2.0], 3), vec![2.0, 1.0, 2.0, 1.0, 2.0, 1.0, 2.0, 1.0]);
+        assert_eq!(
+            reflect_pad(&[1.0, 2.0, 3.0], 2),
+            vec![3.0, 2.0, 1.0, 2.0, 3.0, 2.0, 1.0]
+        );
+        assert_eq!(
+            reflect_pad(&[1.0, 2.0], 3),
+            vec![2.0, 1.0, 2.0, 1.0, 2.0, 1.0, 2.0, 1.0]
+        );
     }
 
     #[test]
     fn short_input_is_one_segment_with_context() {
-        let chunking = Chunking { x_pad: 1.0, x_query: 6.0, x_center: 38.0, x_max: 41.0 };
+        let chunking = Chunking {
+            x_pad: 1.0,
+            x_query: 6.0,
+            x_center: 38.0,
+            x_max: 41.0,
+        };
         let audio = vec![0.1; 64_000];
-        assert_eq!(segments(&audio, &chunking), vec![Segment { start: 0, end: 96_000 }]);
+        assert_eq!(
+            segments(&audio, &chunking),
+            vec![Segment {
+                start: 0,
+                end: 96_000
+            }]
+        );
     }
 
     #[test]
     fn long_input_is_cut_at_the_quietest_point_near_each_centre() {
-        let chunking = Chunking { x_pad: 1.0, x_query: 1.0, x_center: 3.0, x_max: 4.0 };
+        let chunking = Chunking {
+            x_pad: 1.0,
+            x_query: 1.0,
+            x_center: 3.0,
+            x_max: 4.0,
+        };
         let mut audio = vec![0.5; 16_000 * 7];
         // Quiet gaps near 3 s and 6 s.
         for gap in [47_000, 97_000] {

@@ -46,8 +46,10 @@ fn mutate(
     bytes
 }
 
-fn mutations() -> impl Strategy<Value = (Vec<(Index, u8)>, Option<Index>, Option<(Index, Vec<u8>)>)>
-{
+/// Byte flips (position, xor mask), a truncation point and an insertion of junk.
+type Mutation = (Vec<(Index, u8)>, Option<Index>, Option<(Index, Vec<u8>)>);
+
+fn mutations() -> impl Strategy<Value = Mutation> {
     (
         prop::collection::vec((any::<Index>(), 1u8..), 0..6),
         prop::option::of(any::<Index>()),

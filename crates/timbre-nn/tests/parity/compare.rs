@@ -5,7 +5,12 @@ use tch::{Kind, Tensor};
 /// The largest absolute difference; shapes must match.
 pub fn max_abs(ours: &Tensor, reference: &Tensor) -> anyhow::Result<f64> {
     same_shape(ours, reference)?;
-    Ok((ours.to_kind(Kind::Double) - reference.to_kind(Kind::Double)).abs().max().double_value(&[]))
+    Ok(
+        (ours.to_kind(Kind::Double) - reference.to_kind(Kind::Double))
+            .abs()
+            .max()
+            .double_value(&[]),
+    )
 }
 
 /// Signal-to-noise ratio of ours against the reference, in dB.
@@ -19,6 +24,11 @@ pub fn snr_db(ours: &Tensor, reference: &Tensor) -> anyhow::Result<f64> {
 }
 
 fn same_shape(ours: &Tensor, reference: &Tensor) -> anyhow::Result<()> {
-    anyhow::ensure!(ours.size() == reference.size(), "shape {:?}, reference {:?}", ours.size(), reference.size());
+    anyhow::ensure!(
+        ours.size() == reference.size(),
+        "shape {:?}, reference {:?}",
+        ours.size(),
+        reference.size()
+    );
     Ok(())
 }

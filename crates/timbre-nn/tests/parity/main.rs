@@ -28,7 +28,9 @@ impl Case<'_> {
     }
 
     pub fn str(&self, key: &str) -> Result<&str> {
-        self.json[key].as_str().with_context(|| format!("case {}: `{key}` is missing", self.name()))
+        self.json[key]
+            .as_str()
+            .with_context(|| format!("case {}: `{key}` is missing", self.name()))
     }
 
     /// A file the case names: relative to the fixture folder; an absolute path from the machine
@@ -45,7 +47,14 @@ impl Case<'_> {
         (1..parts.len())
             .map(|skip| self.root.join(parts[skip..].iter().collect::<PathBuf>()))
             .find(|candidate| candidate.exists())
-            .with_context(|| format!("case {}: {} not found, nor inside {}", self.name(), named.display(), self.root.display()))
+            .with_context(|| {
+                format!(
+                    "case {}: {} not found, nor inside {}",
+                    self.name(),
+                    named.display(),
+                    self.root.display()
+                )
+            })
     }
 
     pub fn tolerance(&self, key: &str) -> Result<f64> {
@@ -57,7 +66,8 @@ impl Case<'_> {
     /// The io tensors of the case.
     pub fn io(&self) -> Result<Io> {
         let path = self.path("io")?;
-        let tensors = tch::Tensor::read_safetensors(&path).with_context(|| format!("reading {}", path.display()))?;
+        let tensors = tch::Tensor::read_safetensors(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
         Ok(Io { tensors, path })
     }
 
@@ -69,7 +79,12 @@ impl Case<'_> {
             .into_iter()
             .flatten()
             .find(|c| c["kind"] == kind)
-            .with_context(|| format!("case {}: the manifest has no `{kind}` case to take its model from", self.name()))
+            .with_context(|| {
+                format!(
+                    "case {}: the manifest has no `{kind}` case to take its model from",
+                    self.name()
+                )
+            })
     }
 }
 
@@ -98,7 +113,9 @@ type Checker = fn(&Case, &Json) -> Result<String>;
 fn fixture_dir(variable: &str, default: &str) -> PathBuf {
     match std::env::var_os(variable) {
         Some(dir) => PathBuf::from(dir),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..").join(default),
+        None => Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../..")
+            .join(default),
     }
 }
 
@@ -106,8 +123,11 @@ fn run_manifest(dir: &Path, checker_for: fn(&str) -> Option<Checker>) {
     let manifest_path = dir.join("manifest.json");
     let text = std::fs::read_to_string(&manifest_path)
         .unwrap_or_else(|e| panic!("{}: {e}", manifest_path.display()));
-    let manifest: Json = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", manifest_path.display()));
-    let cases = manifest["cases"].as_array().unwrap_or_else(|| panic!("{}: no cases", manifest_path.display()));
+    let manifest: Json =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", manifest_path.display()));
+    let cases = manifest["cases"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{}: no cases", manifest_path.display()));
     assert!(!cases.is_empty(), "{}: no cases", manifest_path.display());
     let mut failures = Vec::new();
     for json in cases {
@@ -125,7 +145,12 @@ fn run_manifest(dir: &Path, checker_for: fn(&str) -> Option<Checker>) {
             }
         }
     }
-    assert!(failures.is_empty(), "{} case(s) failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} case(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 fn rvc_checker(kind: &str) -> Option<Checker> {
@@ -142,7 +167,10 @@ fn rvc_checker(kind: &str) -> Option<Checker> {
 #[test]
 fn rvc_parity() {
     tch::set_num_threads(std::thread::available_parallelism().map_or(1, |n| n.get() as i32));
-    run_manifest(&fixture_dir("RVC_PARITY_DIR", "shared/fixtures/rvc-parity"), rvc_checker);
+    run_manifest(
+        &fixture_dir("RVC_PARITY_DIR", "shared/fixtures/rvc-parity"),
+        rvc_checker,
+    );
 }
 
 fn separation_checker(kind: &str) -> Option<Checker> {
@@ -155,7 +183,10 @@ fn separation_checker(kind: &str) -> Option<Checker> {
 #[test]
 fn separation_parity() {
     tch::set_num_threads(std::thread::available_parallelism().map_or(1, |n| n.get() as i32));
-    run_manifest(&fixture_dir("SEPARATION_PARITY_DIR", "shared/fixtures/separation"), separation_checker);
+    run_manifest(
+        &fixture_dir("SEPARATION_PARITY_DIR", "shared/fixtures/separation"),
+        separation_checker,
+    );
 }
 
 /// Keeps the result type of checkers in one place.

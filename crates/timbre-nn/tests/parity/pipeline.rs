@@ -14,13 +14,21 @@ use crate::compare::snr_db;
 
 pub fn check(case: &Case, manifest: &Json) -> Result<String> {
     let params = &case.json["params"];
-    let number = |key: &str| params[key].as_f64().with_context(|| format!("params.{key} is missing"));
+    let number = |key: &str| {
+        params[key]
+            .as_f64()
+            .with_context(|| format!("params.{key} is missing"))
+    };
     let io = case.io()?;
     let input = Vec::<f32>::try_from(io.get("input")?.to_kind(Kind::Float))?;
     let expected = io.get("output_int16")?.to_kind(Kind::Float);
 
     let model = Synthesizer::load(&case.path("model")?, Device::Cpu)?;
-    let version = if model.info().feature_dim == 256 { FeatureVersion::V1 } else { FeatureVersion::V2 };
+    let version = if model.info().feature_dim == 256 {
+        FeatureVersion::V1
+    } else {
+        FeatureVersion::V2
+    };
     let hubert_path = match case.json.get("hubert") {
         Some(_) => case.path("hubert")?,
         None => sibling_file(case, manifest, "hubert", "fairseq")?,
@@ -64,18 +72,37 @@ pub fn check(case: &Case, manifest: &Json) -> Result<String> {
         ..ConvertOptions::default()
     };
     let with_pitch = model.info().f0.then_some(&tracker);
-    let analysis = pipeline::analyze(&input, &hubert, version, with_pitch, options.chunking, &mut |_| Ok(()))?;
+    let analysis = pipeline::analyze(
+        &input,
+        &hubert,
+        version,
+        with_pitch,
+        options.chunking,
+        &mut |_| Ok(()),
+    )?;
     let converted = pipeline::render(&analysis, &model, index.as_ref(), &options, &mut |_| Ok(()))?;
     let ours = Tensor::from_slice(&pipeline::to_int16(&converted.samples)).to_kind(Kind::Float);
-    ensure!(ours.size() == expected.size(), "{} samples, reference {:?}", ours.size()[0], expected.size());
+    ensure!(
+        ours.size() == expected.size(),
+        "{} samples, reference {:?}",
+        ours.size()[0],
+        expected.size()
+    );
     let snr = snr_db(&ours, &expected)?;
     let tolerance = case.tolerance("snr_db_min")?;
     ensure!(snr >= tolerance, "SNR {snr:.1} dB below {tolerance} dB");
-    Ok(format!("{} samples at {} Hz, SNR {snr:.1} dB (min {tolerance} dB)", converted.samples.len(), converted.sample_rate))
+    Ok(format!(
+        "{} samples at {} Hz, SNR {snr:.1} dB (min {tolerance} dB)",
+        converted.samples.len(),
+        converted.sample_rate
+    ))
 }
 
 /// The file `key` of the set's (first) case of `kind`.
 fn sibling_file(case: &Case, manifest: &Json, kind: &str, key: &str) -> Result<std::path::PathBuf> {
-    let sibling = Case { json: case.sibling(manifest, kind)?, root: case.root };
+    let sibling = Case {
+        json: case.sibling(manifest, kind)?,
+        root: case.root,
+    };
     sibling.path(key)
 }

@@ -1,0 +1,251 @@
+//! The conversion benchmark of `make bench` (docs/PERFORMANCE.md): Timbre's conversion of the
+//! input and models that `bench/make_models.py` wrote into DIR, with RMVPE pitch and no index,
+//! as JSON on stdout. Not a timed test: run it with
+//! `cargo bench -p timbre-cli --bench convert -- DIR [--threads N]`.
+//!
+//! It imports both voices into a fresh library under DIR, then measures, in a fresh process, the
+//! conversion jobs the app and `timbre convert` run (decode, analysis, render, encode, store):
+//! - cold: from exec to the first conversion stored, HuBERT, RMVPE and voice A loaded on the way;
+//! - warm: another input (the same samples as float WAV, so nothing is cached), models loaded;
+//! - second_model: that input with voice B: its analysis comes from the engine's cache, so this
+//!   is loading voice B and rendering.
+//!
+//! Then, in this process, each stage by itself through the timbre-nn and timbre-audio APIs:
+//! reading the input, loading each model, RMVPE, HuBERT (`pipeline::analyze` without pitch),
+//! saving and loading an analysis (the disk cache), the synthesizer (`pipeline::render`) and
+//! writing the output.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use serde_json::{Value, json};
+use timbre_audio::{AudioBuffer, DecodeOptions, SampleFormat};
+use timbre_core::convert::{ConvertInput, ConvertParams, OutputFormat, model_import};
+use timbre_core::db::jobs::JobState;
+use timbre_core::jobs::JobSystem;
+use timbre_core::settings::Settings;
+use timbre_core::{Library, job_handlers};
+use timbre_nn::hubert::{FeatureVersion, Hubert};
+use timbre_nn::pipeline::{self, Analysis, ConvertOptions, PitchTracker, segments};
+use timbre_nn::rmvpe::Rmvpe;
+use timbre_nn::synthesizer::Synthesizer;
+
+#[derive(Parser)]
+struct Args {
+    /// The folder bench/make_models.py wrote.
+    dir: PathBuf,
+    /// libtorch intra-op threads.
+    #[arg(long, default_value_t = 2)]
+    threads: i32,
+    /// Internal: the fresh process that runs the conversion jobs.
+    #[arg(long, hide = true)]
+    jobs: bool,
+    /// Passed by `cargo bench`.
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
+/// Where the benchmark keeps its own files inside DIR.
+struct Paths {
+    models: PathBuf,
+    input: PathBuf,
+    input_float: PathBuf,
+    library: PathBuf,
+    output: PathBuf,
+}
+
+impl Paths {
+    fn new(dir: &Path) -> Self {
+        let ours = dir.join("ours");
+        Self {
+            models: dir.join("models"),
+            input: dir.join("input.wav"),
+            input_float: ours.join("input_float.wav"),
+            library: ours.join("library"),
+            output: ours.join("stages_output.wav"),
+        }
+    }
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    tch::set_num_threads(args.threads);
+    let paths = Paths::new(&args.dir);
+    if args.jobs {
+        println!("{}", conversion_jobs(&paths)?);
+        return Ok(());
+    }
+    prepare(&paths)?;
+    let child = Command::new(std::env::current_exe()?)
+        .arg(&args.dir)
+        .args(["--threads", &args.threads.to_string(), "--jobs"])
+        .output()
+        .context("running the conversion jobs")?;
+    if !child.status.success() {
+        bail!(
+            "the conversion jobs failed: {}",
+            String::from_utf8_lossy(&child.stderr)
+        );
+    }
+    let mut result: Value =
+        serde_json::from_slice(&child.stdout).context("reading the jobs' results")?;
+    result["stages"] = stages(&paths)?;
+    println!("{}", serde_json::to_string_pretty(&result)?);
+    Ok(())
+}
+
+/// A fresh library with both voices imported and the models folder set, and the second input.
+fn prepare(paths: &Paths) -> Result<()> {
+    if paths.library.exists() {
+        std::fs::remove_dir_all(&paths.library)?;
+    }
+    std::fs::create_dir_all(&paths.library)?;
+    let library = Library::open(&paths.library)?;
+    let models_dir = serde_json::to_string(&paths.models)?;
+    Settings::set(&library.conn(), "models_dir", &models_dir)?;
+    Settings::set(&library.conn(), "max_retries", "0")?;
+    for name in ["voice_a", "voice_b"] {
+        let weights = paths.models.join(format!("{name}.pth"));
+        model_import::import_model(&library, &weights, None, Some(name), None)?;
+    }
+    let input = read_input(&paths.input)?;
+    timbre_audio::write_wav(&paths.input_float, &input, SampleFormat::Float32)?;
+    Ok(())
+}
+
+/// Runs in a fresh process: the cold, warm and second-model conversion jobs.
+fn conversion_jobs(paths: &Paths) -> Result<Value> {
+    let system = JobSystem::new(Arc::new(Library::open(&paths.library)?), job_handlers())?;
+    let cold = run_job(&system, &paths.input, "voice_a")?;
+    let since_exec = seconds_since_exec()?;
+    let startup = since_exec - cold["wall_seconds"].as_f64().unwrap_or_default();
+    let warm = run_job(&system, &paths.input_float, "voice_a")?;
+    let second_model = run_job(&system, &paths.input_float, "voice_b")?;
+    let chunking = ConvertOptions::default().chunking;
+    Ok(json!({
+        "implementation": "Timbre Studio (timbre-nn on tch 0.24, libtorch 2.11.0)",
+        "device": format!("{:?} (fp32)", timbre_nn::device::default_device()?),
+        "threads": tch::get_num_threads(),
+        "chunking": [chunking.x_pad, chunking.x_query, chunking.x_center, chunking.x_max],
+        "input_seconds": cold["result"]["input_seconds"],
+        "cold": { "seconds": since_exec, "startup_seconds": startup, "job": cold },
+        "warm": { "seconds": warm["wall_seconds"], "job": warm },
+        "second_model": { "seconds": second_model["wall_seconds"], "job": second_model },
+    }))
+}
+
+/// Submits a conversion job and runs it in this thread; the job's result with its wall time.
+fn run_job(system: &JobSystem, input: &Path, model: &str) -> Result<Value> {
+    let started = Instant::now();
+    let model_id = timbre_core::db::models::find(&system.library().conn(), model)?.id;
+    let params = ConvertParams {
+        input: ConvertInput::File(input.to_path_buf()),
+        model_id,
+        options: ConvertOptions::default(),
+        format: OutputFormat::Wav16,
+        out_dir: None,
+    };
+    let job = system.run_job(system.submit("convert", serde_json::to_value(&params)?)?.id)?;
+    if job.state != JobState::Succeeded {
+        bail!(
+            "converting {} with {model}: {}",
+            input.display(),
+            job.error.unwrap_or_default()
+        );
+    }
+    Ok(json!({ "wall_seconds": started.elapsed().as_secs_f64(), "result": job.result }))
+}
+
+/// Each stage of a conversion by itself, in seconds.
+fn stages(paths: &Paths) -> Result<Value> {
+    let device = timbre_nn::device::default_device()?;
+    let options = ConvertOptions::default();
+    let (input, io_read) = timed(|| read_input(&paths.input))?;
+    let audio = &input.channels[0];
+    let hubert_dir = timbre_core::convert::extractors::require_hubert(&paths.models)?;
+    let (hubert, load_hubert) = timed(|| Hubert::load(&hubert_dir, device))?;
+    let (rmvpe, load_rmvpe) = timed(|| Rmvpe::load(&paths.models.join("rmvpe.pt"), device))?;
+    let (voice, load_voice) =
+        timed(|| Synthesizer::load(&paths.models.join("voice_a.pth"), device))?;
+    let padded = segments::reflect_pad(
+        &timbre_audio::filter::rvc_highpass(audio),
+        options.chunking.pad_samples(),
+    );
+    let (_, rmvpe_secs) = timed(|| PitchTracker::Rmvpe(&rmvpe).track(&padded))?;
+    let (_, hubert_secs) = timed(|| {
+        pipeline::analyze(
+            audio,
+            &hubert,
+            FeatureVersion::V2,
+            None,
+            options.chunking,
+            &mut |_| Ok(()),
+        )
+    })?;
+    // The analysis (with pitch) that the warm job left in the library's disk cache.
+    let cached = std::fs::read_dir(paths.library.join("cache/analysis"))?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "safetensors"))
+        .context("the jobs left no analysis in the disk cache")?;
+    let (analysis, analysis_load) = timed(|| Analysis::load(&cached))?;
+    let scratch = paths.output.with_extension("safetensors");
+    let (_, analysis_save) = timed(|| analysis.save(&scratch))?;
+    std::fs::remove_file(&scratch)?;
+    let (converted, synthesizer) =
+        timed(|| pipeline::render(&analysis, &voice, None, &options, &mut |_| Ok(())))?;
+    let output = AudioBuffer::new(converted.sample_rate, vec![converted.samples]);
+    let (_, io_write) = timed(|| {
+        Ok(timbre_audio::write_wav(
+            &paths.output,
+            &output,
+            SampleFormat::Int16,
+        )?)
+    })?;
+    Ok(json!({
+        "io_read": io_read,
+        "load_hubert": load_hubert,
+        "load_rmvpe": load_rmvpe,
+        "load_voice": load_voice,
+        "rmvpe": rmvpe_secs,
+        "hubert": hubert_secs,
+        "analysis_save": analysis_save,
+        "analysis_load": analysis_load,
+        "synthesizer": synthesizer,
+        "io_write": io_write,
+    }))
+}
+
+/// The input as the convert job reads it: decoded, mono, 16 kHz.
+fn read_input(path: &Path) -> Result<AudioBuffer> {
+    let decoded = timbre_audio::decode_file(path, &DecodeOptions::default())?;
+    Ok(timbre_audio::resample(&decoded.to_mono(), 16_000)?)
+}
+
+fn timed<T>(f: impl FnOnce() -> Result<T>) -> Result<(T, f64)> {
+    let started = Instant::now();
+    let value = f()?;
+    Ok((value, started.elapsed().as_secs_f64()))
+}
+
+/// Wall time since this process was started, from /proc (10 ms resolution; Linux's user-visible
+/// clock tick is 100 Hz on every architecture Timbre builds for).
+fn seconds_since_exec() -> Result<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat")?;
+    let after_name = stat.rsplit_once(')').context("/proc/self/stat")?.1;
+    let start_ticks: f64 = after_name
+        .split_whitespace()
+        .nth(19)
+        .context("/proc/self/stat")?
+        .parse()?;
+    let uptime: f64 = std::fs::read_to_string("/proc/uptime")?
+        .split_whitespace()
+        .next()
+        .context("/proc/uptime")?
+        .parse()?;
+    Ok(uptime - start_ticks / 100.0)
+}

@@ -1,0 +1,85 @@
+//! The `enhance` job: one input through `timbre_audio::enhance`, saved as a take linked to it.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use timbre_audio::enhance::{EnhanceOptions, enhance};
+
+use super::{CleanInput, Derived, ProgressBridge, Source};
+use crate::convert::OutputFormat;
+use crate::jobs::{JobContext, JobHandler};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EnhanceParams {
+    pub input: CleanInput,
+    #[serde(default)]
+    pub options: EnhanceOptions,
+    #[serde(default = "super::default_format")]
+    pub format: OutputFormat,
+    /// Also copy the result into this folder.
+    #[serde(default)]
+    pub out_dir: Option<PathBuf>,
+}
+
+pub struct EnhanceHandler;
+
+impl JobHandler for EnhanceHandler {
+    fn kind(&self) -> &'static str {
+        "enhance"
+    }
+
+    /// Nothing is saved before the end, so a cut-off run simply runs again.
+    fn resumable(&self) -> bool {
+        true
+    }
+
+    fn run(&self, ctx: &JobContext) -> Result<Value> {
+        let params: EnhanceParams = ctx.params()?;
+        let library = ctx.library();
+        let started = Instant::now();
+        let (source, audio) = Source::load(library, &params.input)?;
+        let report_progress = |f: f64, message: String| ctx.progress(0.95 * f, message);
+        let mut bridge = ProgressBridge::new(&report_progress);
+        let label = source.name.clone();
+        let processed = enhance(audio, &params.options, &mut |f, step| {
+            bridge.report(f, format!("{label}: {step}"))
+        });
+        let (enhanced, report) = match processed {
+            Ok(done) => done,
+            Err(err) => {
+                source.discard(library)?;
+                return Err(bridge.error(err));
+            }
+        };
+        let result = Derived {
+            operation: "enhance",
+            name: format!("{} (enhanced)", source.name),
+            audio: enhanced,
+        };
+        let link_params = json!({ "options": params.options });
+        let (source_take_id, mut saved) = super::save(
+            library,
+            &source,
+            vec![result],
+            &link_params,
+            ctx.job_id(),
+            params.format,
+            || ctx.check_cancelled(),
+        )?;
+        if let Some(dir) = &params.out_dir {
+            super::copy_out(library, &mut saved, dir)?;
+        }
+        ctx.progress(1.0, format!("{label}: enhanced"))?;
+        Ok(json!({
+            "source": source.label(),
+            "source_take_id": source_take_id,
+            "takes": saved,
+            "report": report,
+            "notes": report.notes,
+            "seconds": started.elapsed().as_secs_f64(),
+        }))
+    }
+}

@@ -1,0 +1,330 @@
+//! The `isolate` job: vocals and instrumental from a mix, saved as two takes linked to it. With a
+//! RoFormer checkpoint in the models folder (`separation/<name>.ckpt` + `<name>.yaml`) the model
+//! separates; without one, the weight-free rough preview (`timbre_audio::isolate`) does, and the
+//! result and the take names say so.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tch::{Kind, Tensor};
+use timbre_audio::{AudioBuffer, analysis};
+use timbre_nn::separation::{Separator, instrumental};
+
+use super::{CleanInput, Derived, ProgressBridge, Source};
+use crate::convert::OutputFormat;
+use crate::convert::extractors::models_dir;
+use crate::db::jobs::Lane;
+use crate::jobs::{JobContext, JobHandler};
+
+/// Which separator to use.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum IsolationMethod {
+    /// The first separation model in the models folder, else the rough preview.
+    #[default]
+    Auto,
+    /// The weight-free rough preview, even when a model is there.
+    Rough,
+    /// The separation model of this name (`separation/<name>.ckpt`).
+    Model(String),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IsolateParams {
+    pub input: CleanInput,
+    #[serde(default)]
+    pub method: IsolationMethod,
+    /// Separate only this many seconds from the middle of the input, to judge the result
+    /// quickly (UVR's sample mode).
+    #[serde(default)]
+    pub preview_secs: Option<f64>,
+    #[serde(default = "super::default_format")]
+    pub format: OutputFormat,
+    /// Also copy the results into this folder.
+    #[serde(default)]
+    pub out_dir: Option<PathBuf>,
+}
+
+/// A RoFormer checkpoint and its config in the models folder.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SeparationModel {
+    pub name: String,
+    pub checkpoint: PathBuf,
+    pub config: PathBuf,
+}
+
+/// The `.ckpt` files of `<models dir>/separation` that have a `.yaml` beside them, by name.
+pub fn separation_models(models_dir: &Path) -> Vec<SeparationModel> {
+    let Ok(entries) = std::fs::read_dir(models_dir.join("separation")) else {
+        return Vec::new();
+    };
+    let mut found: Vec<SeparationModel> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "ckpt"))
+        .filter_map(|checkpoint| {
+            let config = checkpoint.with_extension("yaml");
+            let name = checkpoint.file_stem()?.to_string_lossy().into_owned();
+            config.is_file().then_some(SeparationModel {
+                name,
+                checkpoint,
+                config,
+            })
+        })
+        .collect();
+    found.sort_by(|a, b| a.name.cmp(&b.name));
+    found
+}
+
+/// Keeps the last model loaded, so a batch of files loads it once.
+#[derive(Default)]
+pub struct IsolateHandler {
+    loaded: Mutex<Option<(PathBuf, Separator)>>,
+}
+
+impl IsolateHandler {
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl JobHandler for IsolateHandler {
+    fn kind(&self) -> &'static str {
+        "isolate"
+    }
+
+    fn lane(&self) -> Lane {
+        Lane::Gpu
+    }
+
+    /// Nothing is saved before the end, so a cut-off run simply runs again.
+    fn resumable(&self) -> bool {
+        true
+    }
+
+    fn run(&self, ctx: &JobContext) -> Result<Value> {
+        let params: IsolateParams = ctx.params()?;
+        let library = ctx.library();
+        let started = Instant::now();
+        let settings = library.settings()?;
+        let model = choose_model(
+            &params.method,
+            &models_dir(&settings.models_dir, library.data_dir()),
+        )?;
+        let (source, audio) = Source::load(library, &params.input)?;
+        let mut notes = Vec::new();
+        let audio = match params.preview_secs {
+            Some(secs) => middle(audio, secs, &mut notes),
+            None => audio,
+        };
+        if model.is_none() && audio.channels.len() == 1 {
+            notes.push("mono input: no stereo centre to use, repetition alone separates".into());
+        }
+        if analysis::peak(&audio) == 0.0 {
+            notes.push("the input is silent: so are both results".to_string());
+        }
+        let report_progress = |f: f64, message: String| ctx.progress(0.9 * f, message);
+        let mut bridge = ProgressBridge::new(&report_progress);
+        let label = source.name.clone();
+        let separated = match &model {
+            Some(model) => self.separate(model, audio, &mut bridge, &label, &mut notes),
+            None => {
+                let rough = timbre_audio::isolate::isolate_rough(audio, &mut |f| {
+                    bridge.report(f, format!("{label}: rough isolation"))
+                });
+                rough
+                    .map(|r| (r.vocals, r.instrumental))
+                    .map_err(|err| bridge.error(err))
+            }
+        };
+        let (vocals, accompaniment) = match separated {
+            Ok(parts) => parts,
+            Err(err) => {
+                source.discard(library)?;
+                return Err(err);
+            }
+        };
+        let mut qualifiers = Vec::new();
+        if model.is_none() {
+            qualifiers.push("rough preview".to_string());
+        }
+        if let Some(secs) = params.preview_secs {
+            qualifiers.push(format!("{secs} s sample"));
+        }
+        let name = |part: &str| {
+            let all: Vec<&str> = std::iter::once(part)
+                .chain(qualifiers.iter().map(String::as_str))
+                .collect();
+            format!("{} ({})", source.name, all.join(", "))
+        };
+        let results = vec![
+            Derived {
+                operation: "isolate_vocals",
+                name: name("vocals"),
+                audio: vocals,
+            },
+            Derived {
+                operation: "isolate_instrumental",
+                name: name("instrumental"),
+                audio: accompaniment,
+            },
+        ];
+        let method = match &model {
+            Some(model) => json!({ "model": model.name }),
+            None => json!("rough"),
+        };
+        let link_params = json!({ "method": method, "preview_secs": params.preview_secs });
+        let (source_take_id, mut saved) = super::save(
+            library,
+            &source,
+            results,
+            &link_params,
+            ctx.job_id(),
+            params.format,
+            || ctx.check_cancelled(),
+        )?;
+        if let Some(dir) = &params.out_dir {
+            super::copy_out(library, &mut saved, dir)?;
+        }
+        ctx.progress(1.0, format!("{label}: isolated"))?;
+        Ok(json!({
+            "source": source.label(),
+            "source_take_id": source_take_id,
+            "takes": saved,
+            "method": method,
+            "rough_preview": model.is_none(),
+            "description": match &model {
+                Some(model) => format!("separated by the model {}", model.name),
+                None => "rough preview without a separation model (stereo centre + REPET-SIM); \
+                         put a RoFormer .ckpt and .yaml in the models folder's separation/ for \
+                         a real separation"
+                    .to_string(),
+            },
+            "notes": notes,
+            "seconds": started.elapsed().as_secs_f64(),
+        }))
+    }
+
+    fn free_caches(&self) {
+        *self.loaded.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+}
+
+/// The model `method` asks for, or None for the rough preview.
+fn choose_model(method: &IsolationMethod, dir: &Path) -> Result<Option<SeparationModel>> {
+    let available = separation_models(dir);
+    match method {
+        IsolationMethod::Rough => Ok(None),
+        IsolationMethod::Auto => Ok(available.into_iter().next()),
+        IsolationMethod::Model(name) => {
+            let names: Vec<String> = available.iter().map(|m| m.name.clone()).collect();
+            available
+                .into_iter()
+                .find(|m| &m.name == name)
+                .map(Some)
+                .ok_or_else(|| {
+                    crate::error::not_found(format!(
+                        "no separation model {name:?} in {}: put {name}.ckpt and {name}.yaml \
+                         there (found: {})",
+                        dir.join("separation").display(),
+                        if names.is_empty() {
+                            "none".to_string()
+                        } else {
+                            names.join(", ")
+                        }
+                    ))
+                })
+        }
+    }
+}
+
+/// The middle `secs` of `audio`.
+fn middle(mut audio: AudioBuffer, secs: f64, notes: &mut Vec<String>) -> AudioBuffer {
+    let wanted = (secs.max(0.0) * f64::from(audio.sample_rate)).round() as usize;
+    let frames = audio.frames();
+    if wanted >= frames {
+        notes.push(format!(
+            "the input is only {:.1} s long: all of it was separated",
+            audio.duration_secs()
+        ));
+        return audio;
+    }
+    let start = (frames - wanted) / 2;
+    for channel in &mut audio.channels {
+        channel.truncate(start + wanted);
+        channel.drain(..start);
+    }
+    audio
+}
+
+impl IsolateHandler {
+    /// Vocals and instrumental by the model, at the model's sample rate.
+    fn separate(
+        &self,
+        model: &SeparationModel,
+        mut audio: AudioBuffer,
+        bridge: &mut ProgressBridge<'_>,
+        label: &str,
+        notes: &mut Vec<String>,
+    ) -> Result<(AudioBuffer, AudioBuffer)> {
+        let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        if loaded
+            .as_ref()
+            .is_none_or(|(path, _)| path != &model.checkpoint)
+        {
+            *loaded = None;
+            bridge.report(0.0, format!("{label}: loading {}", model.name));
+            let device = timbre_nn::device::default_device()?;
+            let separator =
+                Separator::load_on(&model.checkpoint, &model.config, None, device, Kind::Float)
+                    .with_context(|| format!("loading the separation model {}", model.name))?;
+            *loaded = Some((model.checkpoint.clone(), separator));
+        }
+        let (_, separator) = loaded.as_ref().expect("loaded above");
+        let rate = u32::try_from(separator.sample_rate()).context("the model's sample rate")?;
+        if audio.channels.len() > 2 {
+            notes.push(format!(
+                "{} channels mixed down to mono for the model",
+                audio.channels.len()
+            ));
+            audio = audio.to_mono();
+        }
+        if audio.channels.len() == 1 {
+            notes.push("mono input: separated as two identical channels".to_string());
+        }
+        if audio.sample_rate != rate {
+            notes.push(format!(
+                "resampled from {} Hz to the model's {rate} Hz",
+                audio.sample_rate
+            ));
+            audio = timbre_audio::resample(&audio, rate)?;
+        }
+        let (channels, samples) = (audio.channels.len() as i64, audio.frames() as i64);
+        let mix = Tensor::from_slice(&audio.channels.concat()).view([channels, samples]);
+        drop(audio);
+        let vocals = separator.vocals(&mix, |done, total| {
+            bridge.report(
+                done as f64 / total.max(1) as f64,
+                format!("{label}: separating"),
+            )
+        });
+        let vocals = match vocals {
+            Ok(vocals) => vocals,
+            Err(err) => return Err(bridge.stopped.take().unwrap_or(err)),
+        };
+        let accompaniment = instrumental(&mix, &vocals)?;
+        Ok((to_buffer(&vocals, rate)?, to_buffer(&accompaniment, rate)?))
+    }
+}
+
+fn to_buffer(tensor: &Tensor, rate: u32) -> Result<AudioBuffer> {
+    let channels = (0..tensor.size()[0])
+        .map(|c| Vec::<f32>::try_from(tensor.get(c).to_kind(Kind::Float).contiguous()))
+        .collect::<Result<Vec<_>, _>>()
+        .context("reading the separated audio")?;
+    Ok(AudioBuffer::new(rate, channels))
+}

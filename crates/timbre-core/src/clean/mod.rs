@@ -1,0 +1,329 @@
+//! Cleaning audio: the `enhance` job (speech enhancement) and the `isolate` job (vocals and
+//! instrumental from a mix). The input is a take or a file; the results are new takes linked to
+//! their source (`db::derived_takes`). The source is never modified, and everything a job adds
+//! (a file input's own take included) commits in one transaction at the end, so a failed or
+//! cancelled job leaves nothing half-saved.
+
+pub mod enhance;
+pub mod isolate;
+#[cfg(test)]
+mod tests;
+
+pub use enhance::{EnhanceHandler, EnhanceParams};
+pub use isolate::{IsolateHandler, IsolateParams, IsolationMethod};
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use timbre_audio::{AudioBuffer, DecodeOptions, SampleFormat};
+
+use crate::convert::OutputFormat;
+use crate::db::derived_takes;
+use crate::db::takes::{self, NewTake, Origin, Take};
+use crate::import::describe;
+use crate::library::{Library, Notification};
+use crate::store::StoredObject;
+
+/// What to clean: a take of the library or a file anywhere (imported along with the results).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum CleanInput {
+    Take(i64),
+    File(PathBuf),
+}
+
+/// Results are written as 32-bit float WAV unless asked otherwise: they are material for further
+/// work, and an instrumental can exceed full scale.
+pub(crate) fn default_format() -> OutputFormat {
+    OutputFormat::WavFloat
+}
+
+/// Where the input came from: the take it is or will become.
+pub(crate) struct Source {
+    pub name: String,
+    pub voice_id: Option<i64>,
+    pub origin: SourceOrigin,
+}
+
+pub(crate) enum SourceOrigin {
+    Take(Take),
+    /// A file, already copied into the store, with the row it gets when the results commit.
+    File {
+        path: PathBuf,
+        stored: StoredObject,
+        new_take: Box<NewTake>,
+    },
+}
+
+impl Source {
+    /// The source and its decoded audio.
+    pub fn load(library: &Library, input: &CleanInput) -> Result<(Source, AudioBuffer)> {
+        let max_duration_secs = Some(library.settings()?.max_import_duration_secs);
+        let decode =
+            |path: &Path| timbre_audio::decode_file(path, &DecodeOptions { max_duration_secs });
+        match input {
+            CleanInput::Take(id) => {
+                let take = takes::require(&library.conn(), *id)?;
+                let audio = decode(&library.take_path(&take))
+                    .with_context(|| format!("take {} ({:?})", take.id, take.name))?;
+                let source = Source {
+                    name: take.name.clone(),
+                    voice_id: take.voice_id,
+                    origin: SourceOrigin::Take(take),
+                };
+                Ok((source, audio))
+            }
+            CleanInput::File(path) => {
+                let audio = decode(path)?;
+                let format = path
+                    .extension()
+                    .map(|e| e.to_string_lossy().to_lowercase())
+                    .filter(|e| e.len() <= 8 && e.chars().all(|c| c.is_ascii_alphanumeric()))
+                    .filter(|e| !e.is_empty())
+                    .unwrap_or_else(|| "audio".into());
+                let stored = library.store().ingest_file(path, &format)?;
+                let name = path
+                    .file_stem()
+                    .map_or_else(|| "untitled".into(), |s| s.to_string_lossy().into_owned());
+                let new_take = describe(
+                    &audio,
+                    &stored,
+                    &format,
+                    name.clone(),
+                    Some(path),
+                    Origin::Imported,
+                    None,
+                );
+                let source = Source {
+                    name,
+                    voice_id: None,
+                    origin: SourceOrigin::File {
+                        path: path.clone(),
+                        stored,
+                        new_take: Box::new(new_take),
+                    },
+                };
+                Ok((source, audio))
+            }
+        }
+    }
+
+    /// Undoes `load` for a job that ends without saving: a file's copy in the store goes unless
+    /// a take holds the same content.
+    pub fn discard(&self, library: &Library) -> Result<()> {
+        if let SourceOrigin::File {
+            stored, new_take, ..
+        } = &self.origin
+        {
+            remove_unless_used(library, &stored.sha256, &new_take.format)?;
+        }
+        Ok(())
+    }
+
+    /// Where the input came from, for messages.
+    pub fn label(&self) -> String {
+        match &self.origin {
+            SourceOrigin::Take(take) => format!("take {} ({})", take.id, take.name),
+            SourceOrigin::File { path, .. } => path.display().to_string(),
+        }
+    }
+}
+
+/// One result of a job, before it is saved.
+pub(crate) struct Derived {
+    /// `enhance`, `isolate_vocals` or `isolate_instrumental`.
+    pub operation: &'static str,
+    pub name: String,
+    pub audio: AudioBuffer,
+}
+
+/// A saved result, as the job reports it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SavedTake {
+    pub operation: String,
+    pub take: Take,
+    /// The library already held identical audio.
+    pub duplicate: bool,
+    /// Where `out_dir` got a copy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub copied_to: Option<PathBuf>,
+}
+
+/// Writes the results into the store, then adds the source's take (for a file) and the results'
+/// takes with their links in one transaction. `before_commit` runs last before the transaction
+/// (a cancelled job stops there); a failure removes whatever this call stored.
+pub(crate) fn save(
+    library: &Library,
+    source: &Source,
+    results: Vec<Derived>,
+    params: &Value,
+    job_id: i64,
+    format: OutputFormat,
+    before_commit: impl FnOnce() -> Result<()>,
+) -> Result<(i64, Vec<SavedTake>)> {
+    let mut stored: Vec<(StoredObject, NewTake, &'static str)> = Vec::new();
+    let written = (|| {
+        for result in results {
+            let object = store_audio(library, &result.audio, format)?;
+            let new = describe(
+                &result.audio,
+                &object,
+                format.extension(),
+                result.name,
+                None,
+                Origin::Imported,
+                source.voice_id,
+            );
+            stored.push((object, new, result.operation));
+        }
+        before_commit()
+    })();
+    let committed = written.and_then(|()| commit(library, &source.origin, &stored, params, job_id));
+    match committed {
+        Ok(saved) => {
+            library.notify(Notification::LibraryChanged);
+            Ok(saved)
+        }
+        Err(err) => {
+            for (object, new, _) in &stored {
+                remove_unless_used(library, &object.sha256, &new.format)?;
+            }
+            source.discard(library)?;
+            Err(err)
+        }
+    }
+}
+
+fn remove_unless_used(library: &Library, sha256: &str, format: &str) -> Result<()> {
+    if takes::find_by_sha(&library.conn(), sha256)?.is_none() {
+        library.store().remove(sha256, format)?;
+    }
+    Ok(())
+}
+
+fn commit(
+    library: &Library,
+    origin: &SourceOrigin,
+    stored: &[(StoredObject, NewTake, &'static str)],
+    params: &Value,
+    job_id: i64,
+) -> Result<(i64, Vec<SavedTake>)> {
+    let mut conn = library.conn();
+    let tx = conn.transaction()?;
+    let source_id = match origin {
+        SourceOrigin::Take(take) => take.id,
+        SourceOrigin::File { new_take, .. } => find_or_insert(&tx, new_take)?.0.id,
+    };
+    let mut saved = Vec::with_capacity(stored.len());
+    for (_, new, operation) in stored {
+        let (take, duplicate) = find_or_insert(&tx, new)?;
+        derived_takes::insert(&tx, take.id, source_id, operation, params, Some(job_id))?;
+        saved.push(SavedTake {
+            operation: operation.to_string(),
+            take,
+            duplicate,
+            copied_to: None,
+        });
+    }
+    tx.commit().context("saving to the library database")?;
+    Ok((source_id, saved))
+}
+
+fn find_or_insert(conn: &rusqlite::Connection, new: &NewTake) -> Result<(Take, bool)> {
+    Ok(match takes::find_by_sha(conn, &new.sha256)? {
+        Some(existing) => (existing, true),
+        None => (takes::require(conn, takes::insert(conn, new)?)?, false),
+    })
+}
+
+/// Encodes through a temporary file in the data folder (a long result is not held twice in
+/// memory) and moves it into the store.
+fn store_audio(
+    library: &Library,
+    audio: &AudioBuffer,
+    format: OutputFormat,
+) -> Result<StoredObject> {
+    let tmp = tempfile::Builder::new()
+        .suffix(&format!(".{}", format.extension()))
+        .tempfile_in(library.data_dir())
+        .context("creating a temporary file in the library folder")?;
+    match format {
+        OutputFormat::Wav16 => timbre_audio::write_wav(tmp.path(), audio, SampleFormat::Int16)?,
+        OutputFormat::Wav24 => timbre_audio::write_wav(tmp.path(), audio, SampleFormat::Int24)?,
+        OutputFormat::WavFloat => {
+            timbre_audio::write_wav(tmp.path(), audio, SampleFormat::Float32)?
+        }
+        OutputFormat::Flac => timbre_audio::write_flac(tmp.path(), audio, 24)?,
+    }
+    library.store().ingest_file(tmp.path(), format.extension())
+}
+
+/// Copies each saved take into `dir` as `<take name>.<ext>`, never overwriting (a number is
+/// added).
+pub(crate) fn copy_out(library: &Library, saved: &mut [SavedTake], dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("{}: cannot create the output folder", dir.display()))?;
+    for result in saved {
+        let stem: String = result
+            .take
+            .name
+            .chars()
+            .map(|c| if c == '/' || c == '\\' { '_' } else { c })
+            .collect();
+        let ext = &result.take.format;
+        let target = (1..)
+            .map(|n| match n {
+                1 => dir.join(format!("{stem}.{ext}")),
+                _ => dir.join(format!("{stem} {n}.{ext}")),
+            })
+            .find(|p| !p.exists())
+            .context("no free output name")?;
+        std::fs::copy(library.take_path(&result.take), &target)
+            .with_context(|| format!("{}: cannot write", target.display()))?;
+        result.copied_to = Some(target);
+    }
+    Ok(())
+}
+
+/// Maps a job's `progress` (which fails once cancellation is asked for) onto the
+/// `FnMut(f64) -> bool` the audio code takes, keeping the error to return.
+pub(crate) struct ProgressBridge<'a> {
+    report: &'a dyn Fn(f64, String) -> Result<()>,
+    pub stopped: Option<anyhow::Error>,
+}
+
+impl<'a> ProgressBridge<'a> {
+    pub fn new(report: &'a dyn Fn(f64, String) -> Result<()>) -> Self {
+        ProgressBridge {
+            report,
+            stopped: None,
+        }
+    }
+
+    /// Reports; false once the job must stop.
+    pub fn report(&mut self, fraction: f64, message: String) -> bool {
+        if self.stopped.is_some() {
+            return false;
+        }
+        match (self.report)(fraction, message) {
+            Ok(()) => true,
+            Err(err) => {
+                self.stopped = Some(err);
+                false
+            }
+        }
+    }
+
+    /// The error to return for a processing error: the reason it stopped, if it was stopped.
+    pub fn error(&mut self, err: timbre_audio::enhance::ProcessError) -> anyhow::Error {
+        match self.stopped.take() {
+            Some(stopped) => stopped,
+            None => match err {
+                timbre_audio::enhance::ProcessError::Audio(audio) => audio.into(),
+                timbre_audio::enhance::ProcessError::Cancelled => crate::jobs::Cancelled.into(),
+            },
+        }
+    }
+}

@@ -1,0 +1,182 @@
+use super::*;
+use crate::db::jobs::{Job, JobState};
+use crate::jobs::JobSystem;
+use serde_json::json;
+use std::sync::Arc;
+use timbre_audio::signal::{backing_track, speech_like, white_noise};
+
+fn setup() -> (tempfile::TempDir, Arc<JobSystem>) {
+    let dir = tempfile::tempdir().unwrap();
+    let library = Arc::new(Library::open(&dir.path().join("data")).unwrap());
+    let handlers: Vec<Arc<dyn crate::jobs::JobHandler>> =
+        vec![Arc::new(EnhanceHandler), Arc::new(IsolateHandler::new())];
+    let system = JobSystem::new(library, handlers).unwrap();
+    (dir, system)
+}
+
+/// Noisy speech-like audio as a 16 kHz WAV.
+fn write_speech(dir: &Path, name: &str, seconds: f64) -> PathBuf {
+    let speech = speech_like(16000, seconds, 3).audio;
+    let noise = white_noise(16000, seconds, 4).channels.remove(0);
+    let noisy: Vec<f32> = speech.channels[0]
+        .iter()
+        .zip(&noise)
+        .map(|(s, n)| s + 0.02 * n)
+        .collect();
+    let path = dir.join(name);
+    let audio = AudioBuffer::new(16000, vec![noisy]);
+    timbre_audio::write_wav(&path, &audio, SampleFormat::Int16).unwrap();
+    path
+}
+
+fn run(system: &JobSystem, kind: &str, params: Value) -> Job {
+    let job = system.submit(kind, params).unwrap();
+    system.run_job(job.id).unwrap()
+}
+
+fn stored_objects(dir: &Path) -> usize {
+    walk(&dir.join("data/store/objects"))
+}
+
+fn walk(dir: &Path) -> usize {
+    std::fs::read_dir(dir).map_or(0, |entries| {
+        entries
+            .flatten()
+            .map(|e| {
+                if e.path().is_dir() {
+                    walk(&e.path())
+                } else {
+                    1
+                }
+            })
+            .sum()
+    })
+}
+
+#[test]
+fn enhancing_a_file_saves_it_and_its_result_linked() {
+    let (dir, system) = setup();
+    let path = write_speech(dir.path(), "speech.wav", 3.0);
+    let original = std::fs::read(&path).unwrap();
+    let params = json!({ "input": { "file": path }, "out_dir": dir.path().join("out") });
+    let job = run(&system, "enhance", params.clone());
+    assert_eq!(job.state, JobState::Succeeded, "{:?}", job.error);
+    let result = job.result.unwrap();
+    let conn = system.library().conn();
+    let source = takes::require(&conn, result["source_take_id"].as_i64().unwrap()).unwrap();
+    assert_eq!(source.name, "speech");
+    assert_eq!(
+        std::fs::read(system.library().take_path(&source)).unwrap(),
+        original
+    );
+    let enhanced_id = result["takes"][0]["take"]["id"].as_i64().unwrap();
+    let enhanced = takes::require(&conn, enhanced_id).unwrap();
+    assert_eq!(enhanced.name, "speech (enhanced)");
+    assert!((enhanced.loudness_lufs.unwrap() + 20.0).abs() < 0.5);
+    let link = derived_takes::get(&conn, enhanced_id).unwrap().unwrap();
+    assert_eq!(
+        (link.source_take_id, link.operation.as_str()),
+        (Some(source.id), "enhance")
+    );
+    assert!(dir.path().join("out/speech (enhanced).wav").is_file());
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        original,
+        "the input is never touched"
+    );
+    drop(conn);
+    // The same input again: the same takes, reported as duplicates.
+    let again = run(&system, "enhance", params).result.unwrap();
+    assert_eq!(again["takes"][0]["take"]["id"], enhanced_id);
+    assert_eq!(again["takes"][0]["duplicate"], true);
+}
+
+#[test]
+fn rough_isolation_of_a_take_says_so_and_a_sample_is_short() {
+    let (dir, system) = setup();
+    let mix_path = dir.path().join("mix.wav");
+    timbre_audio::write_wav(&mix_path, &backing_track(16000, 4.0), SampleFormat::Float32).unwrap();
+    let params = json!({ "input": { "file": mix_path }, "method": "rough", "preview_secs": 1.5 });
+    let result = run(&system, "isolate", params).result.unwrap();
+    assert_eq!(result["rough_preview"], true);
+    assert_eq!(result["method"], "rough");
+    let names: Vec<&str> = (0..2)
+        .map(|i| result["takes"][i]["take"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "mix (vocals, rough preview, 1.5 s sample)",
+            "mix (instrumental, rough preview, 1.5 s sample)"
+        ]
+    );
+    assert_eq!(result["takes"][0]["take"]["frames"], 24000);
+    let source = result["source_take_id"].as_i64().unwrap();
+    let whole = json!({ "input": { "take": source }, "method": "rough" });
+    let result = run(&system, "isolate", whole).result.unwrap();
+    let links = derived_takes::from_source(&system.library().conn(), source).unwrap();
+    assert_eq!(links.len(), 4);
+    assert_eq!(result["takes"][1]["take"]["frames"], 64000);
+}
+
+#[test]
+fn a_failed_or_cancelled_job_leaves_nothing() {
+    let (dir, system) = setup();
+    let corrupt = dir.path().join("corrupt.wav");
+    std::fs::write(&corrupt, b"RIFF\x10\0\0\0WAVEjunkjunkjunk").unwrap();
+    let job = run(&system, "enhance", json!({ "input": { "file": corrupt } }));
+    assert_eq!(job.state, JobState::Failed);
+    assert!(job.error.unwrap().contains("corrupt.wav"));
+    let missing =
+        json!({ "input": { "file": dir.path().join("mix.wav") }, "method": { "model": "nope" } });
+    let job = run(&system, "isolate", missing);
+    assert!(job.error.unwrap().contains("no separation model \"nope\""));
+
+    let long = write_speech(dir.path(), "long.wav", 20.0);
+    let job = system
+        .submit("enhance", json!({ "input": { "file": long } }))
+        .unwrap();
+    let updates = system.library().subscribe();
+    let canceller = {
+        let system = Arc::clone(&system);
+        std::thread::spawn(move || {
+            for update in updates {
+                if let crate::Notification::Job { job } = update
+                    && job.progress > 0.0
+                {
+                    system.cancel(job.id).unwrap();
+                    return;
+                }
+            }
+        })
+    };
+    let job = system.run_job(job.id).unwrap();
+    canceller.join().unwrap();
+    assert_eq!(job.state, JobState::Cancelled);
+    assert!(
+        takes::list(&system.library().conn(), None)
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(stored_objects(dir.path()), 0);
+}
+
+#[test]
+fn separation_models_are_found_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(separation_models_in(dir.path()).is_empty());
+    let folder = dir.path().join("separation");
+    std::fs::create_dir(&folder).unwrap();
+    for file in ["b.ckpt", "b.yaml", "a.ckpt", "a.yaml", "lonely.ckpt"] {
+        std::fs::write(folder.join(file), "x").unwrap();
+    }
+    let names: Vec<String> = separation_models_in(dir.path())
+        .into_iter()
+        .map(|m| m.name)
+        .collect();
+    assert_eq!(names, ["a", "b"]);
+}
+
+fn separation_models_in(dir: &Path) -> Vec<isolate::SeparationModel> {
+    isolate::separation_models(dir)
+}
