@@ -128,7 +128,7 @@ fn conversion_jobs(paths: &Paths) -> Result<Value> {
     let chunking = ConvertOptions::default().chunking;
     Ok(json!({
         "implementation": "Timbre Studio (timbre-nn on tch 0.24, libtorch 2.11.0)",
-        "device": format!("{:?} (fp32)", timbre_nn::device::default_device()?),
+        "device": device_name(timbre_nn::device::default_device()?),
         "threads": tch::get_num_threads(),
         "chunking": [chunking.x_pad, chunking.x_query, chunking.x_center, chunking.x_max],
         "input_seconds": cold["result"]["input_seconds"],
@@ -218,6 +218,15 @@ fn stages(paths: &Paths) -> Result<Value> {
         "synthesizer": synthesizer,
         "io_write": io_write,
     }))
+}
+
+/// The device as the report names it (every model runs in float32).
+fn device_name(device: tch::Device) -> String {
+    match device {
+        tch::Device::Cpu => "CPU (fp32)".into(),
+        tch::Device::Cuda(i) => format!("CUDA device {i} (fp32)"),
+        other => format!("{other:?} (fp32)"),
+    }
 }
 
 /// The input as the convert job reads it: decoded, mono, 16 kHz.

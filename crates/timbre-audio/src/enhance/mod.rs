@@ -21,6 +21,7 @@ pub use vad::TrimOptions;
 /// A step's progress as a fraction in 0..=1; returning false cancels the processing.
 pub type Progress<'a> = dyn FnMut(f64) -> bool + 'a;
 
+/// Why enhancement (or isolation, which shares it) stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum ProcessError {
     #[error(transparent)]

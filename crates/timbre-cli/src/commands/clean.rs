@@ -46,15 +46,19 @@ pub struct EnhanceArgs {
     /// Keep the channels as they are.
     #[arg(long)]
     no_mono: bool,
+    /// No high-pass (rumble removal).
     #[arg(long)]
     no_high_pass: bool,
+    /// No click repair.
     #[arg(long)]
     no_declick: bool,
+    /// No RNNoise denoising.
     #[arg(long)]
     no_denoise: bool,
     /// Keep silences and pauses.
     #[arg(long)]
     no_trim: bool,
+    /// Keep the level as it is.
     #[arg(long)]
     no_loudness: bool,
     /// No true-peak limiter.
@@ -238,18 +242,20 @@ fn result_lines(kind: &str, r: &Value) -> String {
             )
         })
         .collect();
-    let mut lines = vec![match kind {
-        "enhance" => format!(
+    let mut lines = match kind {
+        "enhance" => vec![format!(
             "enhanced   {input} -> {} ({})",
             takes.join(", "),
             enhance_summary(&result["report"])
-        ),
-        _ => format!(
-            "isolated   {input} -> {} ({})",
-            takes.join(", "),
-            result["description"].as_str().unwrap_or_default()
-        ),
-    }];
+        )],
+        _ => vec![
+            format!("isolated   {input} -> {}", takes.join(", ")),
+            format!(
+                "           {}",
+                result["description"].as_str().unwrap_or_default()
+            ),
+        ],
+    };
     lines.extend(
         result["notes"]
             .as_array()

@@ -51,7 +51,7 @@ impl JobHandler for EnhanceHandler {
             Ok(done) => done,
             Err(err) => {
                 source.discard(library)?;
-                return Err(bridge.error(err));
+                return Err(bridge.error(err).context(source.label()));
             }
         };
         let result = Derived {

@@ -97,6 +97,8 @@ impl JobHandler for IsolateHandler {
         "isolate"
     }
 
+    /// Separation models run one at a time; the rough preview shares their lane (a job's lane
+    /// is fixed by its kind).
     fn lane(&self) -> Lane {
         Lane::Gpu
     }
@@ -145,7 +147,7 @@ impl JobHandler for IsolateHandler {
             Ok(parts) => parts,
             Err(err) => {
                 source.discard(library)?;
-                return Err(err);
+                return Err(err.context(source.label()));
             }
         };
         let mut qualifiers = Vec::new();
@@ -304,8 +306,10 @@ impl IsolateHandler {
             audio = timbre_audio::resample(&audio, rate)?;
         }
         let (channels, samples) = (audio.channels.len() as i64, audio.frames() as i64);
-        let mix = Tensor::from_slice(&audio.channels.concat()).view([channels, samples]);
+        let planar = audio.channels.concat();
         drop(audio);
+        let mix = Tensor::from_slice(&planar).view([channels, samples]);
+        drop(planar);
         let vocals = separator.vocals(&mix, |done, total| {
             bridge.report(
                 done as f64 / total.max(1) as f64,

@@ -219,7 +219,10 @@ fn commit(
     let mut saved = Vec::with_capacity(stored.len());
     for (_, new, operation) in stored {
         let (take, duplicate) = find_or_insert(&tx, new)?;
-        derived_takes::insert(&tx, take.id, source_id, operation, params, Some(job_id))?;
+        // With every step off, a result can be its own source.
+        if take.id != source_id {
+            derived_takes::insert(&tx, take.id, source_id, operation, params, Some(job_id))?;
+        }
         saved.push(SavedTake {
             operation: operation.to_string(),
             take,

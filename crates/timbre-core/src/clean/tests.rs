@@ -164,19 +164,15 @@ fn a_failed_or_cancelled_job_leaves_nothing() {
 #[test]
 fn separation_models_are_found_by_name() {
     let dir = tempfile::tempdir().unwrap();
-    assert!(separation_models_in(dir.path()).is_empty());
+    assert!(isolate::separation_models(dir.path()).is_empty());
     let folder = dir.path().join("separation");
     std::fs::create_dir(&folder).unwrap();
     for file in ["b.ckpt", "b.yaml", "a.ckpt", "a.yaml", "lonely.ckpt"] {
         std::fs::write(folder.join(file), "x").unwrap();
     }
-    let names: Vec<String> = separation_models_in(dir.path())
+    let names: Vec<String> = isolate::separation_models(dir.path())
         .into_iter()
         .map(|m| m.name)
         .collect();
     assert_eq!(names, ["a", "b"]);
-}
-
-fn separation_models_in(dir: &Path) -> Vec<isolate::SeparationModel> {
-    isolate::separation_models(dir)
 }
