@@ -4,13 +4,12 @@
 use super::open_jobs;
 use crate::output::Output;
 use anyhow::Result;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use timbre_audio::enhance::{EnhanceOptions, Preset};
 use timbre_core::clean::{CleanInput, EnhanceParams, IsolateParams, IsolationMethod};
 use timbre_core::convert::OutputFormat;
-use timbre_core::db::jobs::JobState;
 
 /// Where the inputs come from, shared by both commands.
 #[derive(clap::Args)]
@@ -196,19 +195,7 @@ fn run_jobs(
         let job = system.submit(kind, params(CleanInput::Take(take))?)?;
         jobs.push((format!("take {take}"), job.id));
     }
-    super::show_progress(&system, jobs.iter().map(|(_, id)| *id).collect(), out);
-    let mut results = Vec::new();
-    for (input, id) in &jobs {
-        let job = system.run_job(*id)?;
-        out.note("");
-        results.push(json!({
-            "input": input,
-            "job_id": job.id,
-            "ok": job.state == JobState::Succeeded,
-            "result": job.result,
-            "error": job.error,
-        }));
-    }
+    let results = super::run_jobs(&system, jobs, out)?;
     out.print(&results, || {
         results
             .iter()

@@ -1,11 +1,10 @@
 use super::{models::model_line, open_jobs};
 use crate::output::Output;
 use anyhow::Result;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use timbre_core::convert::{ConvertInput, ConvertParams, OutputFormat, model_import};
-use timbre_core::db::jobs::JobState;
 use timbre_core::db::models;
 use timbre_nn::pipeline::{Chunking, ConvertOptions, F0Method, IndexSearch};
 
@@ -89,23 +88,11 @@ pub fn run(data_dir: Option<&Path>, out: &Output, args: Args) -> Result<ExitCode
             out_dir: out_dir.clone(),
         };
         jobs.push((
-            input,
+            input.display().to_string(),
             system.submit("convert", serde_json::to_value(&params)?)?.id,
         ));
     }
-    super::show_progress(&system, jobs.iter().map(|(_, id)| *id).collect(), out);
-    let mut results = Vec::new();
-    for (input, id) in &jobs {
-        let job = system.run_job(*id)?;
-        out.note("");
-        results.push(json!({
-            "input": input,
-            "job_id": job.id,
-            "ok": job.state == JobState::Succeeded,
-            "result": job.result,
-            "error": job.error,
-        }));
-    }
+    let results = super::run_jobs(&system, jobs, out)?;
     out.print(&results, || {
         results
             .iter()

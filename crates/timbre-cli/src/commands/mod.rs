@@ -43,3 +43,26 @@ pub fn show_progress(system: &JobSystem, job_ids: Vec<i64>, out: &crate::output:
         }
     });
 }
+
+/// Runs submitted jobs (labelled by their input) in this process, showing progress, and returns
+/// one result object per job: input, job id, ok, the job's result and its error.
+pub fn run_jobs(
+    system: &JobSystem,
+    jobs: Vec<(String, i64)>,
+    out: &crate::output::Output,
+) -> Result<Vec<serde_json::Value>> {
+    show_progress(system, jobs.iter().map(|(_, id)| *id).collect(), out);
+    let mut results = Vec::new();
+    for (input, id) in jobs {
+        let job = system.run_job(id)?;
+        out.note("");
+        results.push(serde_json::json!({
+            "input": input,
+            "job_id": job.id,
+            "ok": job.state == timbre_core::db::jobs::JobState::Succeeded,
+            "result": job.result,
+            "error": job.error,
+        }));
+    }
+    Ok(results)
+}
