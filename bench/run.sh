@@ -31,7 +31,7 @@ if [[ "$(cat $out/.models 2>/dev/null)" != "$models" ]]; then
 fi
 
 echo "bench: Timbre ($threads threads)"
-cargo bench -p timbre-cli --bench convert -- $out --threads "$threads" > $out/ours.json
+cargo bench -p timbre-cli --bench convert -- "$PWD/$out" --threads "$threads" > $out/ours.json
 chunking=$(python3 -c 'import json, sys; print(",".join(f"{v:g}" for v in json.load(sys.stdin)["chunking"]))' < $out/ours.json)
 echo "bench: the reference ($threads threads)"
 $venv/bin/python bench/reference.py $out --chunking "$chunking" --threads "$threads" > $out/reference.json

@@ -1,7 +1,8 @@
 //! The conversion benchmark of `make bench` (docs/PERFORMANCE.md): Timbre's conversion of the
 //! input and models that `bench/make_models.py` wrote into DIR, with RMVPE pitch and no index,
 //! as JSON on stdout. Not a timed test: run it with
-//! `cargo bench -p timbre-cli --bench convert -- DIR [--threads N]`.
+//! `cargo bench -p timbre-cli --bench convert -- DIR [--threads N]` (DIR absolute: cargo runs
+//! benchmarks in the package folder).
 //!
 //! It imports both voices into a fresh library under DIR, then measures, in a fresh process, the
 //! conversion jobs the app and `timbre convert` run (decode, analysis, render, encode, store):
