@@ -36,7 +36,7 @@ def row(name: str, ours: float | None, reference: float | None, seconds: float) 
 def section(ours: dict, ref: dict, command: str) -> str:
     seconds = float(ours["input_seconds"])
     s, warm, cold = ours["stages"], ref["warm"]["stages"], ref["cold"]["stages"]
-    header = ["| | Timbre | RTF | reference | RTF | speed-up |", "|---|---|---|---|---|---|"]
+    header = ["| | Timbre | RTF | reference | RTF | speed-up (reference ÷ Timbre) |", "|---|---|---|---|---|---|"]
     conversions = [
         row("cold: fresh process to first output written", ours["cold"]["seconds"], ref["cold"]["seconds"], seconds),
         row("warm: another input, models loaded", ours["warm"]["seconds"], ref["warm"]["seconds"], seconds),
@@ -79,8 +79,11 @@ def section(ours: dict, ref: dict, command: str) -> str:
             "with another voice: Timbre takes the analysis (features and pitch) from its cache and only "
             "loads the voice and renders, where the reference converts the whole input again.",
             "",
-            "Stages, each timed by itself (Timbre: its APIs called one by one; reference: its own functions "
-            "wrapped during the warm conversion, model loads and startup during the cold one):",
+            "Stages, each timed by itself in a warm process (Timbre: its APIs called one by one after the "
+            "jobs above, in the same process; reference: its own functions wrapped during the warm "
+            "conversion; model loads and startup from the cold ones). On this shared VM the same "
+            "conversion varies by about ±10% from run to run, and the first render in a process tends "
+            "to be the slowest:",
             "",
             *header,
             *stages,

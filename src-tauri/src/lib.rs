@@ -47,6 +47,12 @@ pub fn run() {
             commands::convert::delete_conversion,
             commands::compare::record_listening_test,
             commands::compare::list_listening_tests,
+            commands::clean::enhance_presets,
+            commands::clean::list_isolation_models,
+            commands::clean::submit_cleaning,
+            commands::clean::list_derived_takes,
+            commands::clean::preview_cleaning,
+            commands::clean::preview_audio,
         ])
         .run(tauri::generate_context!())
         .expect("error while running Timbre Studio");

@@ -1,3 +1,4 @@
+use crate::commands::clean::PreviewState;
 use crate::commands::record::ActiveRecording;
 use std::sync::{Arc, Mutex};
 use timbre_core::Library;
@@ -8,6 +9,7 @@ pub struct AppState {
     pub jobs: Arc<JobSystem>,
     pub recording: Mutex<Option<ActiveRecording>>,
     pub monitor: Mutex<ResourceMonitor>,
+    pub previews: Arc<PreviewState>,
 }
 
 impl AppState {
@@ -16,6 +18,7 @@ impl AppState {
             jobs,
             recording: Mutex::new(None),
             monitor: Mutex::new(ResourceMonitor::new()),
+            previews: Arc::default(),
         }
     }
 

@@ -5,6 +5,7 @@ import { cleanup } from '@testing-library/svelte';
 import { app } from '../src/lib/stores.svelte';
 import { recorder } from '../src/lib/recorder.svelte';
 import { studio } from '../src/lib/studio.svelte';
+import { cleaner } from '../src/lib/cleaner.svelte';
 
 // jsdom has no Web Audio; tests that need it install a fake (see helpers.ts).
 afterEach(() => {
@@ -12,6 +13,7 @@ afterEach(() => {
   recorder.reset();
   app.reset();
   studio.reset();
+  cleaner.reset();
   clearMocks();
   vi.useRealTimers();
   delete (globalThis as any).AudioContext;

@@ -4,6 +4,7 @@
 
 pub mod analysis;
 pub mod buffer;
+pub mod dataset;
 pub mod decode;
 pub mod encode;
 pub mod enhance;

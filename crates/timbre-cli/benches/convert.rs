@@ -11,11 +11,13 @@
 //! - second_model: that input with voice B: its analysis comes from the engine's cache, so this
 //!   is loading voice B and rendering.
 //!
-//! Then, in this process, each stage by itself through the timbre-nn and timbre-audio APIs:
-//! reading the input, loading each model, RMVPE, HuBERT (`pipeline::analyze` without pitch),
-//! saving and loading an analysis (the disk cache), the synthesizer (`pipeline::render`) and
-//! writing the output.
+//! Then, in the same process (warm, as the reference's stages are measured in its second
+//! conversion: the first render in a process tends to be slower), each stage by itself through the
+//! timbre-nn and timbre-audio APIs: reading the input, loading each model, RMVPE, HuBERT
+//! (`pipeline::analyze` without pitch), saving and loading an analysis (the disk cache), the
+//! synthesizer (`pipeline::render`) and writing the output.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -42,9 +44,9 @@ struct Args {
     /// libtorch intra-op threads.
     #[arg(long, default_value_t = 2)]
     threads: i32,
-    /// Internal: the fresh process that runs the conversion jobs.
+    /// Internal: the fresh process that measures.
     #[arg(long, hide = true)]
-    jobs: bool,
+    measure: bool,
     /// Passed by `cargo bench`.
     #[arg(long, hide = true)]
     bench: bool,
@@ -76,31 +78,35 @@ fn main() -> Result<()> {
     let args = Args::parse();
     tch::set_num_threads(args.threads);
     let paths = Paths::new(&args.dir);
-    if args.jobs {
-        println!("{}", conversion_jobs(&paths)?);
+    if args.measure {
+        let mut result = conversion_jobs(&paths)?;
+        result["stages"] = stages(&paths)?;
+        println!("{}", serde_json::to_string_pretty(&result)?);
         return Ok(());
     }
     prepare(&paths)?;
     let child = Command::new(std::env::current_exe()?)
         .arg(&args.dir)
-        .args(["--threads", &args.threads.to_string(), "--jobs"])
+        .args(["--threads", &args.threads.to_string(), "--measure"])
+        .stderr(std::process::Stdio::inherit())
         .output()
-        .context("running the conversion jobs")?;
+        .context("running the measurements")?;
     if !child.status.success() {
-        bail!(
-            "the conversion jobs failed: {}",
-            String::from_utf8_lossy(&child.stderr)
-        );
+        bail!("the measurements failed");
     }
-    let mut result: Value =
-        serde_json::from_slice(&child.stdout).context("reading the jobs' results")?;
-    result["stages"] = stages(&paths)?;
-    println!("{}", serde_json::to_string_pretty(&result)?);
+    std::io::stdout().write_all(&child.stdout)?;
     Ok(())
 }
 
 /// A fresh library with both voices imported and the models folder set, and the second input.
 fn prepare(paths: &Paths) -> Result<()> {
+    if !paths.input.is_file() {
+        bail!(
+            "{} is missing: run bench/make_models.py first, and give DIR as an absolute path \
+             (cargo runs benchmarks in crates/timbre-cli)",
+            paths.input.display()
+        );
+    }
     if paths.library.exists() {
         std::fs::remove_dir_all(&paths.library)?;
     }

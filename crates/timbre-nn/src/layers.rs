@@ -101,6 +101,20 @@ impl Conv1d {
             o.groups,
         )
     }
+
+    /// The same convolution over rows `[batch, channels, 1, time]` (as a conv2d), which keeps a
+    /// channels-last input channels-last: see `generator::channels_last_rows`.
+    pub fn forward_rows(&self, x: &Tensor) -> Tensor {
+        let o = self.options;
+        x.conv2d(
+            &self.weight.unsqueeze(2),
+            self.bias.as_ref(),
+            [1, o.stride],
+            [0, o.padding],
+            [1, o.dilation],
+            o.groups,
+        )
+    }
 }
 
 /// torch.nn.ConvTranspose1d (weight `[in, out / groups, kernel]`).

@@ -5,6 +5,7 @@
 
 pub mod checkpoint;
 pub mod device;
+pub mod export;
 pub mod hubert;
 pub mod index;
 pub mod layers;

@@ -3,7 +3,7 @@ use crate::state::AppState;
 use std::path::{Path, PathBuf};
 use tauri::State;
 use tauri::ipc::Response;
-use timbre_audio::{DecodeOptions, SampleFormat};
+use timbre_audio::{AudioBuffer, DecodeOptions, SampleFormat};
 use timbre_core::db::{take_tags, takes, voices};
 
 #[tauri::command]
@@ -76,10 +76,12 @@ pub async fn take_audio(state: State<'_, AppState>, id: i64) -> CommandResult<Re
 /// (WebKitGTK cannot play from a file URL).
 pub(crate) fn wav_response(path: &Path) -> anyhow::Result<Response> {
     let audio = timbre_audio::decode_file(path, &DecodeOptions::default())?;
-    Ok(Response::new(timbre_audio::encode_wav(
-        &audio,
-        SampleFormat::Float32,
-    )))
+    Ok(audio_response(&audio))
+}
+
+/// Audio in memory (a preview) as float WAV bytes, like `wav_response`.
+pub(crate) fn audio_response(audio: &AudioBuffer) -> Response {
+    Response::new(timbre_audio::encode_wav(audio, SampleFormat::Float32))
 }
 
 /// Queues an import job for dropped files and returns its id at once.

@@ -1,3 +1,4 @@
+pub mod clean;
 pub mod compare;
 pub mod convert;
 pub mod jobs;

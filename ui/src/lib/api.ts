@@ -200,6 +200,93 @@ export interface ListeningTest {
   created_at: string;
 }
 
+/** Enhancement steps (`timbre_audio::enhance::EnhanceOptions`); null turns a step off. */
+export interface TrimOptions {
+  margin_secs: number;
+  max_pause_secs: number | null;
+  aggressiveness: number;
+}
+
+export interface EnhanceOptions {
+  mono: boolean;
+  high_pass_hz: number | null;
+  declick: boolean;
+  denoise_strength: number | null;
+  trim: TrimOptions | null;
+  loudness_lufs: number | null;
+  true_peak_ceiling_db: number | null;
+}
+
+export interface EnhancePresets {
+  training: EnhanceOptions;
+  natural: EnhanceOptions;
+}
+
+/** Which separator: the first model found, the weight-free rough preview, or a named model. */
+export type IsolationMethod = 'auto' | 'rough' | { model: string };
+
+/** A RoFormer `.ckpt` + `.yaml` pair in the models folder's `separation/`. */
+export interface SeparationModel {
+  name: string;
+  checkpoint: string;
+  config: string;
+}
+
+export interface IsolationModels {
+  dir: string;
+  models: SeparationModel[];
+}
+
+export type CleanInput = ConvertInput;
+
+/** A take made from another (`derived_takes`), with the take itself. */
+export interface DerivedResult {
+  take: Take;
+  link: {
+    take_id: number;
+    source_take_id: number | null;
+    operation: 'enhance' | 'isolate_vocals' | 'isolate_instrumental' | string;
+    params: Record<string, unknown>;
+    job_id: number | null;
+    created_at: string;
+  };
+}
+
+/** A saved result as an enhance or isolate job reports it. */
+export interface SavedTake {
+  operation: string;
+  take: Take;
+  duplicate: boolean;
+}
+
+/** `result` of a succeeded enhance or isolate job (the fields the UI reads). */
+export interface CleanJobResult {
+  source: string;
+  source_take_id: number;
+  takes: SavedTake[];
+  notes: string[];
+  rough_preview?: boolean;
+  seconds: number;
+}
+
+export interface PreviewRequest {
+  input: CleanInput;
+  /** null: the loudest stretch. */
+  start_secs: number | null;
+  secs: number;
+  isolation: IsolationMethod | null;
+  enhance: EnhanceOptions | null;
+}
+
+export interface PreviewInfo {
+  start_secs: number;
+  secs: number;
+  input_secs: number;
+  rough_preview: boolean;
+  model: string | null;
+  notes: string[];
+}
+
 export type AppEvent = { type: 'job'; job: Job } | { type: 'library_changed' };
 
 export const TERMINAL_STATES: readonly JobState[] = ['succeeded', 'failed', 'cancelled', 'interrupted'];
@@ -346,6 +433,20 @@ export const conversionAudio = async (id: number) =>
 /** The input a conversion was made from, as WAV bytes. */
 export const conversionInputAudio = async (id: number) =>
   toArrayBuffer(await call<unknown>('conversion_input_audio', { id }), 'conversion_input_audio');
+
+// ---- cleaning ----
+export const enhancePresets = () => call<EnhancePresets>('enhance_presets');
+export const listIsolationModels = () => call<IsolationModels>('list_isolation_models');
+/** Queues one isolate or enhance job per input and resolves to their ids at once. */
+export const submitCleaning = (inputs: CleanInput[], isolation: IsolationMethod | null, enhance: EnhanceOptions | null) =>
+  call<number[]>('submit_cleaning', { inputs, isolation, enhance });
+export const listDerivedTakes = (sourceTakeId: number) =>
+  call<DerivedResult[]>('list_derived_takes', { sourceTakeId });
+/** Cleans a short excerpt without storing it; its audio comes from `previewAudio`. */
+export const previewCleaning = (request: PreviewRequest) => call<PreviewInfo>('preview_cleaning', { request });
+/** The last preview's excerpt, as it was or cleaned, as WAV bytes. */
+export const previewAudio = async (part: 'original' | 'cleaned') =>
+  toArrayBuffer(await call<unknown>('preview_audio', { part }), 'preview_audio');
 
 // ---- listening tests ----
 export const recordListeningTest = (

@@ -11,6 +11,7 @@ import type {
 } from './api';
 import { app } from './stores.svelte';
 import { planDrop } from './dropRouting';
+import { cleaner } from './cleaner.svelte';
 import { basename, plural } from './format';
 
 /** The reference pipeline's defaults. */
@@ -155,7 +156,7 @@ class StudioState {
     app.page = 'compare';
   }
 
-  /** A drop anywhere: .pth (+ .index) become models; audio is imported, or on Convert becomes inputs. */
+  /** A drop anywhere: .pth (+ .index) become models; audio is imported, or on Convert and Clean becomes inputs. */
   async routeDrop(paths: string[]): Promise<void> {
     const plan = planDrop(paths);
     if (plan.strayIndexes.length > 0) {
@@ -168,6 +169,9 @@ class StudioState {
       if (app.page === 'convert') {
         this.addInputs(plan.audio.map((file) => ({ file })));
         app.notify(`Added ${plural(plan.audio.length, 'file')} to convert`, 'info');
+      } else if (app.page === 'clean') {
+        cleaner.addInputs(plan.audio.map((file) => ({ file })));
+        app.notify(`Added ${plural(plan.audio.length, 'file')} to clean`, 'info');
       } else {
         void app.importPaths(plan.audio);
       }

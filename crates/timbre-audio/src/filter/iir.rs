@@ -132,7 +132,7 @@ fn polynomial_from_roots(roots: &[Complex64]) -> Vec<f64> {
 
 /// `(b, a)` normalized so `a[0] == 1` and padded to equal length, as scipy's `lfilter` and
 /// `lfilter_zi` see them; `None` when `a` has no nonzero coefficient.
-fn normalized(b: &[f64], a: &[f64]) -> Option<(Vec<f64>, Vec<f64>)> {
+pub(super) fn normalized(b: &[f64], a: &[f64]) -> Option<(Vec<f64>, Vec<f64>)> {
     let first = a.iter().position(|&c| c != 0.0)?;
     let a = &a[first..];
     let lead = a[0];
@@ -146,7 +146,7 @@ fn normalized(b: &[f64], a: &[f64]) -> Option<(Vec<f64>, Vec<f64>)> {
 
 /// Direct form II transposed filtering (`scipy.signal.lfilter`) of normalized, equal-length
 /// coefficients; `state` (length `b.len() - 1`) is the initial state and is left as the final one.
-fn lfilter_in_place(b: &[f64], a: &[f64], state: &mut [f64], x: &mut [f64]) {
+pub(super) fn lfilter_in_place(b: &[f64], a: &[f64], state: &mut [f64], x: &mut [f64]) {
     let order = state.len();
     for sample in x.iter_mut() {
         let input = *sample;

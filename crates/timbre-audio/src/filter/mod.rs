@@ -2,6 +2,7 @@
 //! `infer/modules/vc/pipeline.py`): its input high-pass, its RMS mix and its f0 median filter.
 
 mod iir;
+mod lfilter;
 mod median;
 mod rms;
 
@@ -9,5 +10,6 @@ pub use iir::{
     RVC_HIGHPASS_CUTOFF_HZ, RVC_HIGHPASS_ORDER, RVC_SAMPLE_RATE, butter_highpass, butter_lowpass,
     filtfilt, lfilter_zi, rvc_highpass,
 };
+pub use lfilter::lfilter;
 pub use median::median_filter;
 pub use rms::{change_rms, frame_rms, interpolate_linear};

@@ -133,6 +133,7 @@ pub fn isolate(data_dir: Option<&Path>, out: &Output, args: IsolateArgs) -> Resu
             input,
             method: method.clone(),
             preview_secs: args.preview,
+            enhance: None,
             format,
             out_dir: out_dir.clone(),
         })

@@ -1,7 +1,8 @@
 //! The `isolate` job: vocals and instrumental from a mix, saved as two takes linked to it. With a
 //! RoFormer checkpoint in the models folder (`separation/<name>.ckpt` + `<name>.yaml`) the model
 //! separates; without one, the weight-free rough preview (`timbre_audio::isolate`) does, and the
-//! result and the take names say so.
+//! result and the take names say so. With `enhance` set, the vocals then go through
+//! `timbre_audio::enhance` (the Clean page's isolation + enhancement in one job).
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -11,6 +12,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tch::{Kind, Tensor};
+use timbre_audio::enhance::{EnhanceOptions, enhance};
 use timbre_audio::{AudioBuffer, analysis};
 use timbre_nn::separation::{Separator, instrumental};
 
@@ -42,6 +44,9 @@ pub struct IsolateParams {
     /// quickly (UVR's sample mode).
     #[serde(default)]
     pub preview_secs: Option<f64>,
+    /// Then enhance the vocals with these options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enhance: Option<EnhanceOptions>,
     #[serde(default = "super::default_format")]
     pub format: OutputFormat,
     /// Also copy the results into this folder.
@@ -80,10 +85,21 @@ pub fn separation_models(models_dir: &Path) -> Vec<SeparationModel> {
     found
 }
 
-/// Keeps the last model loaded, so a batch of files loads it once.
+/// Keeps the last separation model loaded, so a batch of files (or of previews) loads it once.
+#[derive(Default)]
+pub struct SeparatorCache {
+    loaded: Mutex<Option<(PathBuf, Separator)>>,
+}
+
+impl SeparatorCache {
+    pub fn clear(&self) {
+        *self.loaded.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+}
+
 #[derive(Default)]
 pub struct IsolateHandler {
-    loaded: Mutex<Option<(PathBuf, Separator)>>,
+    separators: SeparatorCache,
 }
 
 impl IsolateHandler {
@@ -129,21 +145,32 @@ impl JobHandler for IsolateHandler {
         if analysis::peak(&audio) == 0.0 {
             notes.push("the input is silent: so are both results".to_string());
         }
-        let report_progress = |f: f64, message: String| ctx.progress(0.9 * f, message);
+        let share = if params.enhance.is_some() { 0.7 } else { 0.9 };
+        let report_progress = |f: f64, message: String| ctx.progress(share * f, message);
         let mut bridge = ProgressBridge::new(&report_progress);
         let label = source.name.clone();
-        let separated = match &model {
-            Some(model) => self.separate(model, audio, &mut bridge, &label, &mut notes),
-            None => {
-                let rough = timbre_audio::isolate::isolate_rough(audio, &mut |f| {
-                    bridge.report(f, format!("{label}: rough isolation"))
-                });
-                rough
-                    .map(|r| (r.vocals, r.instrumental))
-                    .map_err(|err| bridge.error(err))
-            }
-        };
-        let (vocals, accompaniment) = match separated {
+        let separated = separate_audio(
+            &self.separators,
+            model.as_ref(),
+            audio,
+            &mut bridge,
+            &label,
+            &mut notes,
+        );
+        let separated = separated.and_then(|(vocals, accompaniment)| {
+            let Some(options) = &params.enhance else {
+                return Ok((vocals, accompaniment, None));
+            };
+            let report_progress = |f: f64, m: String| ctx.progress(share + (0.9 - share) * f, m);
+            let mut bridge = ProgressBridge::new(&report_progress);
+            let (vocals, report) = enhance(vocals, options, &mut |f, step| {
+                bridge.report(f, format!("{label}: {step}"))
+            })
+            .map_err(|err| bridge.error(err))?;
+            notes.extend(report.notes.iter().cloned());
+            Ok((vocals, accompaniment, Some(report)))
+        });
+        let (vocals, accompaniment, enhance_report) = match separated {
             Ok(parts) => parts,
             Err(err) => {
                 source.discard(library)?;
@@ -158,7 +185,9 @@ impl JobHandler for IsolateHandler {
             qualifiers.push(format!("{secs} s sample"));
         }
         let name = |part: &str| {
+            let enhanced = params.enhance.is_some() && part == "vocals";
             let all: Vec<&str> = std::iter::once(part)
+                .chain(enhanced.then_some("enhanced"))
                 .chain(qualifiers.iter().map(String::as_str))
                 .collect();
             format!("{} ({})", source.name, all.join(", "))
@@ -179,7 +208,11 @@ impl JobHandler for IsolateHandler {
             Some(model) => json!({ "model": model.name }),
             None => json!("rough"),
         };
-        let link_params = json!({ "method": method, "preview_secs": params.preview_secs });
+        let link_params = json!({
+            "method": method,
+            "preview_secs": params.preview_secs,
+            "enhance": params.enhance,
+        });
         let (source_take_id, mut saved) = super::save(
             library,
             &source,
@@ -206,18 +239,44 @@ impl JobHandler for IsolateHandler {
                          a real separation"
                     .to_string(),
             },
+            "enhance_report": enhance_report,
             "notes": notes,
             "seconds": started.elapsed().as_secs_f64(),
         }))
     }
 
     fn free_caches(&self) {
-        *self.loaded.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.separators.clear();
+    }
+}
+
+/// Vocals and instrumental of `audio`: by `model`, or the rough preview without one.
+pub(crate) fn separate_audio(
+    separators: &SeparatorCache,
+    model: Option<&SeparationModel>,
+    audio: AudioBuffer,
+    bridge: &mut ProgressBridge<'_>,
+    label: &str,
+    notes: &mut Vec<String>,
+) -> Result<(AudioBuffer, AudioBuffer)> {
+    match model {
+        Some(model) => separators.separate(model, audio, bridge, label, notes),
+        None => {
+            let rough = timbre_audio::isolate::isolate_rough(audio, &mut |f| {
+                bridge.report(f, format!("{label}: rough isolation"))
+            });
+            rough
+                .map(|r| (r.vocals, r.instrumental))
+                .map_err(|err| bridge.error(err))
+        }
     }
 }
 
 /// The model `method` asks for, or None for the rough preview.
-fn choose_model(method: &IsolationMethod, dir: &Path) -> Result<Option<SeparationModel>> {
+pub(crate) fn choose_model(
+    method: &IsolationMethod,
+    dir: &Path,
+) -> Result<Option<SeparationModel>> {
     let available = separation_models(dir);
     match method {
         IsolationMethod::Rough => Ok(None),
@@ -263,7 +322,7 @@ fn middle(mut audio: AudioBuffer, secs: f64, notes: &mut Vec<String>) -> AudioBu
     audio
 }
 
-impl IsolateHandler {
+impl SeparatorCache {
     /// Vocals and instrumental by the model, at the model's sample rate.
     fn separate(
         &self,

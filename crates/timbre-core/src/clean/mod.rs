@@ -6,11 +6,16 @@
 
 pub mod enhance;
 pub mod isolate;
+pub mod preview;
 #[cfg(test)]
 mod tests;
 
 pub use enhance::{EnhanceHandler, EnhanceParams};
-pub use isolate::{IsolateHandler, IsolateParams, IsolationMethod};
+pub use isolate::{
+    IsolateHandler, IsolateParams, IsolationMethod, SeparationModel, SeparatorCache,
+    separation_models,
+};
+pub use preview::{Preview, PreviewInfo, PreviewRequest, preview};
 
 use std::path::{Path, PathBuf};
 

@@ -176,3 +176,95 @@ fn separation_models_are_found_by_name() {
         .collect();
     assert_eq!(names, ["a", "b"]);
 }
+
+#[test]
+fn the_loudest_stretch_is_found_and_excerpts_stay_inside() {
+    let rate = 1000;
+    let mut samples = vec![0.01f32; 30 * rate];
+    for s in &mut samples[17 * rate..22 * rate] {
+        *s = 0.5;
+    }
+    let audio = AudioBuffer::new(rate as u32, vec![samples]);
+    let start = preview::loudest_start(&audio, 5 * rate);
+    assert_eq!(start, 17 * rate);
+    assert_eq!(preview::loudest_start(&audio, 40 * rate), 0);
+    let part = preview::excerpt(&audio, 28 * rate, 5 * rate);
+    assert_eq!(part.frames(), 2 * rate);
+    assert_eq!(preview::excerpt(&audio, 99 * rate, 10).frames(), 0);
+}
+
+#[test]
+fn a_preview_cleans_an_excerpt_and_stores_nothing() {
+    let (dir, system) = setup();
+    let library = system.library();
+    let path = write_speech(dir.path(), "long.wav", 14.0);
+    let separators = SeparatorCache::default();
+    let natural = timbre_audio::enhance::Preset::Natural.options();
+    let request = PreviewRequest {
+        input: CleanInput::File(path.clone()),
+        start_secs: Some(2.0),
+        secs: 10.0,
+        isolation: None,
+        enhance: Some(natural.clone()),
+    };
+    let done = preview(library, &separators, &request).unwrap();
+    assert_eq!(done.info.start_secs, 2.0);
+    assert_eq!(done.original.frames(), 160_000);
+    assert_eq!(done.cleaned.frames(), 160_000, "natural keeps the pauses");
+    assert!(!done.info.rough_preview);
+    // A start past the end is moved back so the excerpt stays 10 s long.
+    let late = PreviewRequest {
+        start_secs: Some(13.0),
+        ..request.clone()
+    };
+    assert_eq!(
+        preview(library, &separators, &late)
+            .unwrap()
+            .info
+            .start_secs,
+        4.0
+    );
+    // Rough isolation, then enhancement; no start: the loudest stretch.
+    let both = PreviewRequest {
+        start_secs: None,
+        isolation: Some(IsolationMethod::Rough),
+        ..request.clone()
+    };
+    let done = preview(library, &separators, &both).unwrap();
+    assert!(done.info.rough_preview);
+    assert!((0.0..=4.0).contains(&done.info.start_secs));
+    assert_eq!(done.cleaned.frames(), 160_000);
+    let neither = PreviewRequest {
+        enhance: None,
+        ..request
+    };
+    assert!(preview(library, &separators, &neither).is_err());
+    assert!(takes::list(&library.conn(), None).unwrap().is_empty());
+    assert_eq!(stored_objects(dir.path()), 0);
+}
+
+#[test]
+fn isolation_then_enhancement_enhances_the_vocals() {
+    let (dir, system) = setup();
+    let mix_path = dir.path().join("mix.wav");
+    timbre_audio::write_wav(&mix_path, &backing_track(16000, 3.0), SampleFormat::Float32).unwrap();
+    let natural = timbre_audio::enhance::Preset::Natural.options();
+    let params = json!({ "input": { "file": mix_path }, "method": "rough", "enhance": natural });
+    let job = run(&system, "isolate", params);
+    assert_eq!(job.state, JobState::Succeeded, "{:?}", job.error);
+    let result = job.result.unwrap();
+    assert_eq!(
+        result["takes"][0]["take"]["name"],
+        "mix (vocals, enhanced, rough preview)"
+    );
+    assert_eq!(
+        result["takes"][1]["take"]["name"],
+        "mix (instrumental, rough preview)"
+    );
+    assert!(result["enhance_report"]["loudness_lufs"].is_number());
+    let vocals = result["takes"][0]["take"]["id"].as_i64().unwrap();
+    let link = derived_takes::get(&system.library().conn(), vocals)
+        .unwrap()
+        .unwrap();
+    assert_eq!(link.params["enhance"]["loudness_lufs"], -23.0);
+}

@@ -1,13 +1,17 @@
 //! Readers for the checkpoint files the community uses: `torch.save` files (zip and legacy
-//! formats) through a pickle machine of our own, and the tree of values they hold.
+//! formats) through a pickle machine of our own, and the tree of values they hold; and the
+//! writer of that tree as torch 2.x's zip format (`write_torch_file`).
 
 mod convert;
 mod graph;
 mod legacy;
 mod literals;
 mod pickle;
+mod pickle_writer;
+mod save;
 mod torch_objects;
 mod torch_zip;
+mod zip_writer;
 
 use std::fs::File;
 use std::io::Read;
@@ -17,6 +21,8 @@ use anyhow::{Context, Result, anyhow, bail};
 use tch::Tensor;
 
 use crate::weights::Weights;
+
+pub use save::write_torch_file;
 
 /// A value unpickled from a checkpoint. Classes the reader does not know become `Object`s
 /// rather than errors, so metadata of any tool (fairseq's Namespace, omegaconf, Applio's

@@ -4,7 +4,7 @@
 //! (`Encoder`, `MultiHeadAttention`, `FFN`) with `modules.py`'s channel `LayerNorm`.
 
 use anyhow::{Result, bail};
-use tch::Tensor;
+use tch::{Device, Kind, Tensor};
 
 use super::shapes::check_weight;
 use crate::layers::{Conv1d, ConvOptions};
@@ -80,71 +80,117 @@ impl MultiHeadAttention {
         })
     }
 
-    /// `x` `[batch, channels, time]`; `attn_mask` `[batch, 1, time, time]`, 0 where masked.
-    pub fn forward(&self, x: &Tensor, attn_mask: &Tensor) -> Tensor {
+    /// `x` `[batch, channels, time]`; `masked` `[batch, 1, time, time]` is true where a key is
+    /// hidden from a query (`None` when nothing is).
+    pub fn forward(&self, x: &Tensor, masked: Option<&Tensor>) -> Tensor {
         let (batch, channels, length) = (x.size()[0], x.size()[1], x.size()[2]);
         let head_channels = channels / self.n_heads;
         let heads = |t: Tensor| {
+            // Contiguous: the fused CPU kernel reads its inputs as if they were.
             t.view_([batch, self.n_heads, head_channels, length])
                 .transpose(2, 3)
+                .contiguous()
         };
         let query = heads(self.conv_q.forward(x)) / (head_channels as f64).sqrt();
         let key = heads(self.conv_k.forward(x));
         let value = heads(self.conv_v.forward(x));
 
-        let key_embeddings = relative_embeddings(&self.emb_rel_k, self.window_size, length);
-        let relative_logits = query.matmul(&key_embeddings.unsqueeze(0).transpose(-2, -1));
-        let scores = query.matmul(&key.transpose(-2, -1)) + relative_to_absolute(&relative_logits);
-        let scores = scores.masked_fill(&attn_mask.eq(0.0), -1e4);
-        let weights = scores.softmax(-1, scores.kind());
-
-        let value_embeddings = relative_embeddings(&self.emb_rel_v, self.window_size, length);
-        let output = weights.matmul(&value)
-            + absolute_to_relative(&weights).matmul(&value_embeddings.unsqueeze(0));
+        let output = self.attend(&query, &key, &value, masked);
         let output = output
             .transpose(2, 3)
             .contiguous()
             .view_([batch, channels, length]);
         self.conv_o.forward(&output)
     }
+
+    /// Attention of `query` (already scaled) over `key`/`value`, all `[b, h, l, d]`. The
+    /// reference pads the ±window tables to every relative position (2·length − 1) and
+    /// multiplies by those, mostly zeros: quadratic work that dominated long inputs. Only the
+    /// band |i − j| ≤ window carries embeddings, so only the band is computed.
+    fn attend(
+        &self,
+        query: &Tensor,
+        key: &Tensor,
+        value: &Tensor,
+        masked: Option<&Tensor>,
+    ) -> Tensor {
+        let length = query.size()[2];
+        let relative_logits = query.matmul(&self.emb_rel_k.unsqueeze(0).transpose(-2, -1));
+        let bias = band_to_absolute(&relative_logits, length);
+        let value_embeddings = self.emb_rel_v.unsqueeze(0);
+        if masked.is_none() && query.device() == Device::Cpu {
+            // Fused attention never holds the [l, l] weights; the band of them that the value
+            // embeddings need comes back from its log-sum-exp.
+            let (output, logsumexp) = Tensor::internal_scaled_dot_product_flash_attention_for_cpu(
+                query,
+                key,
+                value,
+                0.0,
+                false,
+                Some(&bias),
+                1.0,
+            );
+            let band_logits = band_scores(query, key, self.window_size) + relative_logits;
+            let band_weights = (band_logits - logsumexp.unsqueeze(-1))
+                .exp()
+                .where_scalarother(&band_inside(length, self.window_size, query.device()), 0.0);
+            return output + band_weights.matmul(&value_embeddings);
+        }
+        let mut scores = query.matmul(&key.transpose(-2, -1)) + bias;
+        if let Some(masked) = masked {
+            let _ = scores.masked_fill_(masked, -1e4);
+        }
+        let weights = scores.softmax(-1, scores.kind());
+        let band_weights = absolute_to_band(&weights, self.window_size);
+        weights.matmul(value) + band_weights.matmul(&value_embeddings)
+    }
 }
 
-/// The embeddings of relative positions -(length-1) … length-1 from a table covering
-/// -window … window: zero beyond the window, `[heads, 2 × length - 1, channels]`.
-pub(crate) fn relative_embeddings(table: &Tensor, window_size: i64, length: i64) -> Tensor {
-    let pad = (length - (window_size + 1)).max(0);
-    let start = ((window_size + 1) - length).max(0);
-    let padded = if pad > 0 {
-        table.constant_pad_nd([0, 0, pad, pad])
-    } else {
-        table.shallow_clone()
-    };
-    padded.narrow(1, start, 2 * length - 1)
+/// `query · key` for the keys within ±`window` of each query: `[b, h, l, 2w + 1]`, zero
+/// where the key falls outside.
+fn band_scores(query: &Tensor, key: &Tensor, window: i64) -> Tensor {
+    let keys = key
+        .constant_pad_nd([0, 0, window, window])
+        .unfold(2, 2 * window + 1, 1);
+    query.unsqueeze(-2).matmul(&keys).squeeze_dim(-2)
 }
 
-/// `[b, h, l, 2l-1]` logits by relative position → `[b, h, l, l]` by absolute position:
-/// `out[i][j] = x[i][j - i + l - 1]`.
-pub(crate) fn relative_to_absolute(x: &Tensor) -> Tensor {
-    let (batch, heads, length) = (x.size()[0], x.size()[1], x.size()[2]);
-    let flat = x
-        .constant_pad_nd([0, 1])
-        .view_([batch, heads, 2 * length * length])
-        .constant_pad_nd([0, length - 1]);
-    flat.view_([batch, heads, length + 1, 2 * length - 1])
-        .narrow(2, 0, length)
-        .narrow(3, length - 1, length)
+/// Whether offset r of row i is a position inside the sequence: `[l, 2w + 1]`.
+fn band_inside(length: i64, window: i64, device: Device) -> Tensor {
+    let rows = Tensor::arange(length, (Kind::Int64, device)).unsqueeze(1);
+    let columns = rows + Tensor::arange_start(-window, window + 1, (Kind::Int64, device));
+    columns.ge(0).logical_and(&columns.lt(length))
 }
 
-/// `[b, h, l, l]` weights by absolute position → `[b, h, l, 2l-1]` by relative position:
-/// `out[i][r] = x[i][i + r - (l - 1)]`, zero where that falls outside.
-pub(crate) fn absolute_to_relative(x: &Tensor) -> Tensor {
-    let (batch, heads, length) = (x.size()[0], x.size()[1], x.size()[2]);
-    let flat = x
-        .constant_pad_nd([0, length - 1])
-        .view_([batch, heads, length * (2 * length - 1)]);
-    flat.constant_pad_nd([length, 0])
-        .view_([batch, heads, length, 2 * length])
-        .narrow(3, 1, 2 * length - 1)
+/// Logits by relative position `[b, h, l, 2w + 1]` (offsets −w … w) → `[b, h, l, l]` by
+/// absolute position: `out[i][j] = band[i][j − i + w]` where |j − i| ≤ w, else 0.
+pub(crate) fn band_to_absolute(band: &Tensor, length: i64) -> Tensor {
+    let size = band.size();
+    let (batch, heads, width) = (size[0], size[1], size[3]);
+    let window = (width - 1) / 2;
+    // Rows of l + 2w with the band first; read with a row stride one shorter, each row starts
+    // one column further left, so offset r of row i lands on column i + r − w.
+    let row = length + 2 * window;
+    let padded = band.constant_pad_nd([0, row - width]);
+    padded.as_strided(
+        [batch, heads, length, length],
+        [heads * length * row, length * row, row - 1, 1],
+        window,
+    )
+}
+
+/// Weights by absolute position `[b, h, l, l]` → the band `[b, h, l, 2w + 1]` by relative
+/// position: `out[i][r] = x[i][i + r − w]`, zero where that falls outside.
+pub(crate) fn absolute_to_band(x: &Tensor, window: i64) -> Tensor {
+    let size = x.size();
+    let (batch, heads, length) = (size[0], size[1], size[2]);
+    let row = length + 2 * window;
+    let padded = x.constant_pad_nd([window, window]);
+    padded.as_strided(
+        [batch, heads, length, 2 * window + 1],
+        [heads * length * row, length * row, row + 1, 1],
+        0,
+    )
 }
 
 /// Two convolutions with "same" padding and a ReLU between, masked.
@@ -249,10 +295,13 @@ impl Encoder {
 
     /// `x` `[batch, hidden, time]`, `x_mask` `[batch, 1, time]`.
     pub fn forward(&self, x: &Tensor, x_mask: &Tensor) -> Tensor {
-        let attn_mask = x_mask.unsqueeze(2) * x_mask.unsqueeze(-1);
+        let masked = (x_mask.unsqueeze(2) * x_mask.unsqueeze(-1)).eq(0.0);
+        let masked = bool::try_from(masked.any())
+            .unwrap_or(true)
+            .then_some(masked);
         let mut x = x * x_mask;
         for layer in &self.layers {
-            let y = layer.attention.forward(&x, &attn_mask);
+            let y = layer.attention.forward(&x, masked.as_ref());
             x = layer.norm_1.forward(&(x + y));
             let y = layer.feed_forward.forward(&x, x_mask);
             x = layer.norm_2.forward(&(x + y));
@@ -264,79 +313,90 @@ impl Encoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tch::{Device, Kind};
 
-    fn values(t: &Tensor) -> Vec<f32> {
-        Vec::<f32>::try_from(t.flatten(0, -1)).unwrap()
+    fn positions(batch: i64, heads: i64, length: i64) -> impl Iterator<Item = [i64; 4]> {
+        (0..batch).flat_map(move |b| {
+            (0..heads).flat_map(move |h| {
+                (0..length).flat_map(move |i| (0..length).map(move |j| [b, h, i, j]))
+            })
+        })
     }
 
     #[test]
-    fn relative_logits_land_on_their_absolute_positions() {
-        let length = 4;
-        let x = Tensor::arange(2 * length * (2 * length - 1), (Kind::Float, Device::Cpu)).view_([
-            2,
-            1,
-            length,
-            2 * length - 1,
-        ]);
-        let absolute = relative_to_absolute(&x);
-        assert_eq!(absolute.size(), [2, 1, length, length]);
-        for b in 0..2 {
-            for i in 0..length {
-                for j in 0..length {
-                    let expected = x.double_value(&[b, 0, i, j - i + length - 1]);
-                    assert_eq!(
-                        absolute.double_value(&[b, 0, i, j]),
-                        expected,
-                        "b {b} i {i} j {j}"
-                    );
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn absolute_weights_land_on_their_relative_positions() {
-        let length = 3;
-        let x = Tensor::arange(length * length, (Kind::Float, Device::Cpu))
-            .view_([1, 1, length, length])
-            + 1.0;
-        let relative = absolute_to_relative(&x);
-        assert_eq!(relative.size(), [1, 1, length, 2 * length - 1]);
-        for i in 0..length {
-            for r in 0..2 * length - 1 {
-                let j = i + r - (length - 1);
-                let expected = if (0..length).contains(&j) {
-                    x.double_value(&[0, 0, i, j])
+    fn band_logits_land_on_their_absolute_positions() {
+        let window = 2;
+        let width = 2 * window + 1;
+        for length in [1, 2, 3, 7] {
+            let band = Tensor::arange(2 * 3 * length * width, (Kind::Float, Device::Cpu))
+                .view_([2, 3, length, width])
+                + 1.0;
+            let absolute = band_to_absolute(&band, length);
+            assert_eq!(absolute.size(), [2, 3, length, length]);
+            for [b, h, i, j] in positions(2, 3, length) {
+                let offset = j - i + window;
+                let expected = if (0..width).contains(&offset) {
+                    band.double_value(&[b, h, i, offset])
                 } else {
                     0.0
                 };
-                assert_eq!(
-                    relative.double_value(&[0, 0, i, r]),
-                    expected,
-                    "i {i} r {r}"
-                );
+                let got = absolute.double_value(&[b, h, i, j]);
+                assert_eq!(got, expected, "length {length} at {b} {h} {i} {j}");
             }
         }
     }
 
     #[test]
-    fn relative_embeddings_clip_to_the_window() {
+    fn absolute_weights_land_on_their_band_positions() {
         let window = 2;
-        let table = Tensor::arange(2 * window + 1, (Kind::Float, Device::Cpu)).view_([
-            1,
-            2 * window + 1,
-            1,
-        ]) + 1.0;
-        // Shorter than the window: the middle of the table.
-        assert_eq!(
-            values(&relative_embeddings(&table, window, 2)),
-            [2.0, 3.0, 4.0]
-        );
-        // Longer: the whole table with zeros for the positions beyond it.
-        assert_eq!(
-            values(&relative_embeddings(&table, window, 4)),
-            [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 0.0]
+        for length in [1, 2, 6] {
+            let x = Tensor::arange(2 * 3 * length * length, (Kind::Float, Device::Cpu))
+                .view_([2, 3, length, length])
+                + 1.0;
+            let band = absolute_to_band(&x, window);
+            assert_eq!(band.size(), [2, 3, length, 2 * window + 1]);
+            let rows = positions(2, 3, length).filter(|p| p[3] == 0);
+            for ([b, h, i, _], r) in rows.flat_map(|p| (0..2 * window + 1).map(move |r| (p, r))) {
+                let j = i + r - window;
+                let expected = if (0..length).contains(&j) {
+                    x.double_value(&[b, h, i, j])
+                } else {
+                    0.0
+                };
+                let got = band.double_value(&[b, h, i, r]);
+                assert_eq!(got, expected, "length {length} at {b} {h} {i} {r}");
+            }
+        }
+    }
+
+    #[test]
+    fn fused_and_materialized_attention_agree() {
+        tch::manual_seed(7);
+        let (channels, heads, window, length) = (8, 2, 3, 37);
+        let head_channels = channels / heads;
+        let random = |shape: &[i64]| Tensor::randn(shape, (Kind::Float, Device::Cpu));
+        let mut tensors = std::collections::HashMap::new();
+        for name in ["conv_q", "conv_k", "conv_v", "conv_o"] {
+            tensors.insert(
+                format!("attn.{name}.weight"),
+                random(&[channels, channels, 1]),
+            );
+        }
+        for name in ["emb_rel_k", "emb_rel_v"] {
+            tensors.insert(
+                format!("attn.{name}"),
+                random(&[1, 2 * window + 1, head_channels]),
+            );
+        }
+        let weights = Weights::new(tensors, "random");
+        let attention = MultiHeadAttention::load(&weights, "attn", channels, heads).unwrap();
+        let x = Tensor::randn([1, channels, length], (Kind::Float, Device::Cpu));
+        let nothing_masked = Tensor::zeros([1, 1, length, length], (Kind::Bool, Device::Cpu));
+        let fused = attention.forward(&x, None);
+        let materialized = attention.forward(&x, Some(&nothing_masked));
+        let difference = (fused - materialized).abs().max().double_value(&[]);
+        assert!(
+            difference < 1e-5,
+            "fused and materialized differ by {difference}"
         );
     }
 }

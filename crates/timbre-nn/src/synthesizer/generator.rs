@@ -15,8 +15,10 @@ const LRELU_SLOPE: f64 = 0.1;
 /// `F.leaky_relu`'s default, which the reference uses before `conv_post`.
 const FINAL_LRELU_SLOPE: f64 = 0.01;
 
+/// `F.leaky_relu(x, slope)`: tch's `leaky_relu` has no slope, and `prelu` with one shared
+/// slope is the same single fused pass.
 fn leaky_relu(x: &Tensor, slope: f64) -> Tensor {
-    x.maximum(&(x * slope))
+    x.prelu(&Tensor::full([1], slope, (x.kind(), x.device())))
 }
 
 /// A weight-normalised ConvTranspose1d with an output padding (which `layers` does not take).
@@ -64,15 +66,16 @@ impl Upsample {
         })
     }
 
+    /// Over rows `[batch, channels, 1, time]`, as the whole decoder runs.
     fn forward(&self, x: &Tensor) -> Tensor {
-        x.conv_transpose1d(
-            &self.weight,
+        x.conv_transpose2d(
+            &self.weight.unsqueeze(2),
             self.bias.as_ref(),
-            [self.stride],
-            [self.padding],
-            [self.output_padding],
+            [1, self.stride],
+            [0, self.padding],
+            [0, self.output_padding],
             1,
-            [1],
+            [1, 1],
         )
     }
 }
@@ -130,13 +133,17 @@ impl ResBlock {
         match self {
             Self::Pairs(pairs) => {
                 for (dilated, plain) in pairs {
-                    let xt = dilated.forward(&leaky_relu(&x, LRELU_SLOPE));
-                    x = plain.forward(&leaky_relu(&xt, LRELU_SLOPE)) + x;
+                    let xt = dilated.forward_rows(&leaky_relu(&x, LRELU_SLOPE));
+                    let mut y = plain.forward_rows(&leaky_relu(&xt, LRELU_SLOPE));
+                    y += &x;
+                    x = y;
                 }
             }
             Self::Singles(convs) => {
                 for conv in convs {
-                    x = conv.forward(&leaky_relu(&x, LRELU_SLOPE)) + x;
+                    let mut y = conv.forward_rows(&leaky_relu(&x, LRELU_SLOPE));
+                    y += &x;
+                    x = y;
                 }
             }
         }
@@ -246,26 +253,43 @@ impl Generator {
     /// `x` `[batch, inter, frames]`, speaker condition `g` `[batch, gin, 1]`, and for an NSF
     /// generator the excitation `[batch, 1, frames × hop]`.
     pub fn forward(&self, x: &Tensor, g: Option<&Tensor>, excitation: Option<&Tensor>) -> Tensor {
-        let mut x = self.conv_pre.forward(x);
+        let mut x = self.conv_pre.forward_rows(&channels_last_rows(x));
         if let (Some(cond), Some(g)) = (&self.cond, g) {
-            x += cond.forward(g);
+            x += cond.forward(g).unsqueeze(2);
         }
+        let excitation = excitation.map(channels_last_rows);
         for stage in &self.stages {
             x = stage.upsample.forward(&leaky_relu(&x, LRELU_SLOPE));
-            if let (Some(noise_conv), Some(excitation)) = (&stage.noise_conv, excitation) {
-                x += noise_conv.forward(excitation);
+            if let (Some(noise_conv), Some(excitation)) = (&stage.noise_conv, &excitation) {
+                x += noise_conv.forward_rows(excitation);
             }
             let sum = stage
                 .resblocks
                 .iter()
                 .map(|block| block.forward(&x))
-                .reduce(|a, b| a + b);
-            if let Some(sum) = sum {
-                x = sum / stage.resblocks.len() as f64;
+                .reduce(|mut sum, y| {
+                    sum += y;
+                    sum
+                });
+            if let Some(mut sum) = sum {
+                sum /= stage.resblocks.len() as f64;
+                x = sum;
             }
         }
         self.conv_post
-            .forward(&leaky_relu(&x, FINAL_LRELU_SLOPE))
+            .forward_rows(&leaky_relu(&x, FINAL_LRELU_SLOPE))
             .tanh()
+            .squeeze_dim(2)
+            .contiguous()
     }
+}
+
+/// `[batch, channels, time]` → rows `[batch, channels, 1, time]` stored channels-last (time
+/// major). oneDNN's convolutions run about twice as fast on this layout as on the channels-first
+/// one torch's conv1d gives them, and keep it in their outputs, so the decoder converts once.
+fn channels_last_rows(x: &Tensor) -> Tensor {
+    x.unsqueeze(2)
+        .permute([0, 2, 3, 1])
+        .contiguous()
+        .permute([0, 3, 1, 2])
 }

@@ -1,0 +1,127 @@
+// The Clean page's choices turned into what the backend takes, and its results grouped by source.
+import type { CleanJobResult, EnhanceOptions, EnhancePresets, IsolationMethod, Job } from './api';
+
+export type StepKey = 'mono' | 'high_pass' | 'declick' | 'denoise' | 'trim' | 'loudness' | 'limit';
+
+export interface Step {
+  key: StepKey;
+  label: string;
+  help: string;
+}
+
+/** The enhancement steps, in the order they run. */
+export const STEPS: readonly Step[] = [
+  { key: 'mono', label: 'Mono', help: 'Average the channels into one.' },
+  { key: 'high_pass', label: 'High-pass', help: 'Remove rumble below the voice.' },
+  { key: 'declick', label: 'De-click', help: 'Repair clicks and pops.' },
+  { key: 'denoise', label: 'Denoise (RNNoise)', help: 'Remove steady background noise.' },
+  { key: 'trim', label: 'Trim silence', help: 'Cut leading and trailing silence, shorten long pauses.' },
+  { key: 'loudness', label: 'Loudness', help: 'Normalise the integrated loudness (EBU R128).' },
+  { key: 'limit', label: 'Limiter', help: 'Keep true peaks under the ceiling.' },
+];
+
+/** What a step turned on uses when the preset it starts from leaves it off. */
+const FALLBACK: EnhanceOptions = {
+  mono: true,
+  high_pass_hz: 80,
+  declick: true,
+  denoise_strength: 1,
+  trim: { margin_secs: 0.2, max_pause_secs: 0.6, aggressiveness: 1 },
+  loudness_lufs: -20,
+  true_peak_ceiling_db: -1,
+};
+
+export type Enhancement = 'none' | 'training' | 'natural' | 'custom';
+
+/** Isolation: none, the rough preview, or a separation model by name. */
+export type Isolation = { kind: 'none' } | { kind: 'rough' } | { kind: 'model'; name: string };
+
+export function stepOn(options: EnhanceOptions, key: StepKey): boolean {
+  switch (key) {
+    case 'mono':
+      return options.mono;
+    case 'high_pass':
+      return options.high_pass_hz !== null;
+    case 'declick':
+      return options.declick;
+    case 'denoise':
+      return options.denoise_strength !== null;
+    case 'trim':
+      return options.trim !== null;
+    case 'loudness':
+      return options.loudness_lufs !== null;
+    case 'limit':
+      return options.true_peak_ceiling_db !== null;
+  }
+}
+
+/** `options` with one step turned on (with `base`'s setting, else a sensible one) or off. */
+export function withStep(options: EnhanceOptions, key: StepKey, on: boolean, base: EnhanceOptions): EnhanceOptions {
+  const pick = <K extends keyof EnhanceOptions>(k: K): EnhanceOptions[K] => base[k] ?? FALLBACK[k];
+  const next = { ...options };
+  switch (key) {
+    case 'mono':
+      next.mono = on;
+      break;
+    case 'high_pass':
+      next.high_pass_hz = on ? pick('high_pass_hz') : null;
+      break;
+    case 'declick':
+      next.declick = on;
+      break;
+    case 'denoise':
+      next.denoise_strength = on ? pick('denoise_strength') : null;
+      break;
+    case 'trim':
+      next.trim = on ? { ...(pick('trim') as NonNullable<EnhanceOptions['trim']>) } : null;
+      break;
+    case 'loudness':
+      next.loudness_lufs = on ? pick('loudness_lufs') : null;
+      break;
+    case 'limit':
+      next.true_peak_ceiling_db = on ? pick('true_peak_ceiling_db') : null;
+      break;
+  }
+  return next;
+}
+
+/** The enhancement options to send: null for none, a preset's own, or the custom ones. */
+export function enhanceOptions(choice: Enhancement, presets: EnhancePresets | null, custom: EnhanceOptions): EnhanceOptions | null {
+  if (choice === 'none') return null;
+  if (choice === 'custom') return { ...custom };
+  if (!presets) throw new Error('the enhancement presets are not loaded yet');
+  return { ...presets[choice] };
+}
+
+/** The isolation method to send; null for none. */
+export function isolationMethod(choice: Isolation): IsolationMethod | null {
+  if (choice.kind === 'none') return null;
+  if (choice.kind === 'rough') return 'rough';
+  return { model: choice.name };
+}
+
+/** A short name for what made a derived take. */
+export function operationLabel(operation: string): string {
+  switch (operation) {
+    case 'enhance':
+      return 'Enhanced';
+    case 'isolate_vocals':
+      return 'Vocals';
+    case 'isolate_instrumental':
+      return 'Instrumental';
+    default:
+      return operation;
+  }
+}
+
+/** The source takes of the succeeded cleaning jobs among `jobIds`, newest job first, once each. */
+export function sourcesOf(jobs: Job[], jobIds: number[]): number[] {
+  const sources: number[] = [];
+  for (const id of [...jobIds].reverse()) {
+    const job = jobs.find((j) => j.id === id);
+    if (job?.state !== 'succeeded' || !job.result) continue;
+    const source = (job.result as CleanJobResult).source_take_id;
+    if (typeof source === 'number' && !sources.includes(source)) sources.push(source);
+  }
+  return sources;
+}
