@@ -8,7 +8,7 @@ use anyhow::{Result, bail, ensure};
 use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
-use crate::layers::{BatchNorm, Conv2d, Linear};
+use crate::layers::{BatchNorm, Conv2d, Linear, channels_last};
 use crate::weights::Weights;
 
 /// torch.nn.BatchNorm2d's default.
@@ -167,10 +167,9 @@ fn conv2d(w: &Weights, prefix: &str, shape: [i64; 4], stride: [i64; 2]) -> Resul
 /// `ConvBlockRes`: two conv–BN–ReLU stages plus a residual, through a 1×1 convolution when the
 /// channel count changes.
 struct ConvBlockRes {
+    /// Each with its batch norm folded in.
     conv1: Conv2d,
-    norm1: BatchNorm,
     conv2: Conv2d,
-    norm2: BatchNorm,
     shortcut: Option<Conv2d>,
 }
 
@@ -198,26 +197,36 @@ impl ConvBlockRes {
                 &format!("{prefix}.conv.0"),
                 [out_channels, in_channels, kernel, kernel],
                 [1, 1],
-            )?,
-            norm1: BatchNorm::load(w, &format!("{prefix}.conv.1"), BATCH_NORM_EPS)?,
+            )?
+            .with_batch_norm(&BatchNorm::load(
+                w,
+                &format!("{prefix}.conv.1"),
+                BATCH_NORM_EPS,
+            )?),
             conv2: conv2d(
                 w,
                 &format!("{prefix}.conv.3"),
                 [out_channels, out_channels, kernel, kernel],
                 [1, 1],
-            )?,
-            norm2: BatchNorm::load(w, &format!("{prefix}.conv.4"), BATCH_NORM_EPS)?,
+            )?
+            .with_batch_norm(&BatchNorm::load(
+                w,
+                &format!("{prefix}.conv.4"),
+                BATCH_NORM_EPS,
+            )?),
             shortcut,
         })
     }
 
     fn forward(&self, x: &Tensor) -> Tensor {
-        let h = self.norm1.forward(&self.conv1.forward(x)).relu();
-        let h = self.norm2.forward(&self.conv2.forward(&h)).relu();
+        let x = channels_last(x);
+        let h = self.conv1.forward(&x).relu_();
+        let mut h = self.conv2.forward(&h).relu_();
         match &self.shortcut {
-            Some(shortcut) => h + shortcut.forward(x),
-            None => h + x,
+            Some(shortcut) => h += shortcut.forward(&x),
+            None => h += &x,
         }
+        h
     }
 }
 
@@ -254,9 +263,11 @@ impl ResBlocks {
     }
 }
 
-/// torch.nn.ConvTranspose2d without bias, as the decoders use it.
+/// torch.nn.ConvTranspose2d without bias, as the decoders use it, followed by its batch norm
+/// (folded in: the bias is the norm's shift).
 struct ConvTranspose2d {
     weight: Tensor,
+    bias: Tensor,
     stride: [i64; 2],
     padding: [i64; 2],
     output_padding: [i64; 2],
@@ -266,7 +277,7 @@ impl ConvTranspose2d {
     fn forward(&self, x: &Tensor) -> Tensor {
         x.conv_transpose2d(
             &self.weight,
-            None::<Tensor>,
+            Some(&self.bias),
             self.stride,
             self.padding,
             self.output_padding,
@@ -279,7 +290,6 @@ impl ConvTranspose2d {
 /// `ResDecoderBlock`: upsampling by the pooling factor, then the skip connection joins.
 struct ResDecoderBlock {
     upsample: ConvTranspose2d,
-    norm: BatchNorm,
     blocks: ResBlocks,
 }
 
@@ -294,14 +304,16 @@ impl ResDecoderBlock {
         )?;
         // Upstream's output padding, which makes each level exactly `stride` times longer.
         let output_padding = if stride == [1, 2] { [0, 1] } else { [1, 1] };
+        let norm = BatchNorm::load(w, &format!("{prefix}.conv1.1"), BATCH_NORM_EPS)?;
+        let (scale, shift) = norm.scale_and_shift();
         Ok(Self {
             upsample: ConvTranspose2d {
-                weight,
+                weight: weight * scale.view([1, -1, 1, 1]),
+                bias: shift,
                 stride,
                 padding: [kernel / 2, kernel / 2],
                 output_padding,
             },
-            norm: BatchNorm::load(w, &format!("{prefix}.conv1.1"), BATCH_NORM_EPS)?,
             blocks: ResBlocks::load(
                 w,
                 &format!("{prefix}.conv2"),
@@ -313,7 +325,7 @@ impl ResDecoderBlock {
     }
 
     fn forward(&self, x: &Tensor, skip: &Tensor) -> Tensor {
-        let up = self.norm.forward(&self.upsample.forward(x)).relu();
+        let up = self.upsample.forward(x).relu_();
         self.blocks.forward(&Tensor::cat(&[&up, skip], 1))
     }
 }

@@ -8,7 +8,7 @@ use tch::Tensor;
 
 use super::config::SynthesizerConfig;
 use super::shapes::{check_layer, check_weight, weight_shape};
-use crate::layers::{Conv1d, ConvOptions};
+use crate::layers::{Conv1d, ConvOptions, channels_last};
 use crate::weights::Weights;
 
 const LRELU_SLOPE: f64 = 0.1;
@@ -285,11 +285,7 @@ impl Generator {
 }
 
 /// `[batch, channels, time]` → rows `[batch, channels, 1, time]` stored channels-last (time
-/// major). oneDNN's convolutions run about twice as fast on this layout as on the channels-first
-/// one torch's conv1d gives them, and keep it in their outputs, so the decoder converts once.
+/// major), the layout the whole decoder runs in.
 fn channels_last_rows(x: &Tensor) -> Tensor {
-    x.unsqueeze(2)
-        .permute([0, 2, 3, 1])
-        .contiguous()
-        .permute([0, 3, 1, 2])
+    channels_last(&x.unsqueeze(2))
 }
