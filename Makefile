@@ -6,7 +6,7 @@ export LIBTORCH_USE_PYTORCH := 1
 export PATH := $(CURDIR)/.venv/bin:$(HOME)/.cargo/bin:$(PATH)
 APP := target/debug/timbre-studio
 
-.PHONY: run test setup setup-test app test-rust test-ui test-e2e lint bench
+.PHONY: run test setup setup-test app test-rust test-ui test-e2e lint bench bench-isolate
 
 run: setup app
 	WEBKIT_DISABLE_DMABUF_RENDERER=1 $(APP)
@@ -41,3 +41,8 @@ lint:
 # docs/PERFORMANCE.md (about 15 minutes on 2 cores; BENCH_THREADS=N for N libtorch threads).
 bench: setup
 	bench/run.sh
+
+# Full-size random-weight BS-RoFormer and Mel-Band RoFormer separating generated audio on the
+# CPU (docs/PERFORMANCE.md, "Isolation"); BENCH_SECS, BENCH_THREADS (2), BENCH_MODELS (bs,mel).
+bench-isolate:
+	cargo bench -p timbre-nn --bench separation

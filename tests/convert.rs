@@ -216,3 +216,76 @@ fn bad_models_and_inputs_are_refused_with_the_file_named() {
     let error = results[0]["error"].as_str().unwrap();
     assert!(error.contains("hubert_base.pt"), "{error}");
 }
+
+/// Peak resident memory (VmHWM, kB) of `timbre convert` on `input`, read from /proc while it
+/// runs: the high-water mark only grows, so the last reading is the peak.
+#[cfg(target_os = "linux")]
+fn convert_peak_rss_kb(sb: &Sandbox, model: &str, input: &Path) -> u64 {
+    let mut cmd: Command = sb.command();
+    cmd.env("TIMBRE_MODELS_DIR", sb.path("models"))
+        .env("TIMBRE_DEVICE", "cpu")
+        .args([
+            "--json",
+            "convert",
+            "--model",
+            model,
+            input.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().expect("running timbre");
+    let status = format!("/proc/{}/status", child.id());
+    let mut peak = 0;
+    while child.try_wait().unwrap().is_none() {
+        if let Ok(text) = std::fs::read_to_string(&status)
+            && let Some(kb) = text
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        {
+            peak = peak.max(kb);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let results: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(results[0]["ok"], true, "{results}");
+    peak
+}
+
+/// Issue 3: a long input streams through the conversion. Quadrupling the duration (2 → 8 min)
+/// may grow the peak only by what input-sized arrays take (the 16 kHz input, its filtered and
+/// padded copies, RMVPE's spectrogram of the whole input: about 46 MB a minute measured), not by
+/// the output or the features, which the old whole-array path held, nor by oneDNN's per-shape
+/// kernel cache (pure tones give every segment another length: it added 1.3 GB a segment).
+#[cfg(target_os = "linux")]
+#[test]
+#[ignore = "minutes of synthesis: run `cargo test --release -p timbre-integration-tests --test convert -- --ignored --nocapture`"]
+fn long_inputs_convert_in_memory_bounded_by_the_segment_not_the_duration() {
+    let sb = sandbox_with_extractors();
+    json(
+        &sb,
+        &[
+            "models",
+            "import",
+            &fixture("synth_v1_f0_40k/model.pth"),
+            "--index",
+            &fixture("index_v1/added_IVF51_Flat_nprobe_1_tiny_v1.index"),
+            "--name",
+            "voice",
+        ],
+    );
+    let mut peaks = Vec::new();
+    for minutes in [2.0, 8.0] {
+        let input = sb.path(&format!("{minutes}.wav"));
+        write_sine_wav(&input, minutes * 60.0, 220.0);
+        let peak = convert_peak_rss_kb(&sb, "voice", &input);
+        eprintln!("{minutes} min: peak RSS {} MB", peak / 1024);
+        peaks.push(peak);
+    }
+    let growth_mb = peaks[1].saturating_sub(peaks[0]) / 1024;
+    assert!(
+        growth_mb < 64 * 6,
+        "2 → 8 minutes grew the peak by {growth_mb} MB"
+    );
+}

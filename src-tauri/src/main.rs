@@ -2,5 +2,6 @@
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
 fn main() {
+    timbre_nn::device::limit_kernel_cache();
     timbre_studio_lib::run()
 }

@@ -69,6 +69,76 @@ pub fn waveform_peaks(buf: &AudioBuffer, bins: usize) -> Vec<f32> {
         .collect()
 }
 
+/// `peak`, `loudness_lufs` and `waveform_peaks` of audio that arrives block by block (`add`),
+/// with the same results as over the whole; the total length must be known up front for the
+/// waveform's bins.
+pub struct Summary {
+    total_frames: usize,
+    seen: usize,
+    peak: f32,
+    meter: Option<ebur128::EbuR128>,
+    waveform: Vec<f32>,
+}
+
+impl Summary {
+    pub fn new(sample_rate: u32, channels: usize, total_frames: usize, bins: usize) -> Self {
+        let meter = u32::try_from(channels)
+            .ok()
+            .and_then(|c| ebur128::EbuR128::new(c, sample_rate, ebur128::Mode::I).ok());
+        Summary {
+            total_frames,
+            seen: 0,
+            peak: 0.0,
+            meter,
+            waveform: vec![0.0; bins],
+        }
+    }
+
+    pub fn add(&mut self, buf: &AudioBuffer) {
+        self.peak = self.peak.max(peak(buf));
+        let planes: Vec<&[f32]> = buf.channels.iter().map(Vec::as_slice).collect();
+        if let Some(meter) = &mut self.meter
+            && meter.add_frames_planar_f32(&planes).is_err()
+        {
+            self.meter = None;
+        }
+        let (frames, bins) = (self.total_frames, self.waveform.len());
+        let (first, n) = (self.seen, buf.frames());
+        self.seen += n;
+        if frames == 0 || n == 0 {
+            return;
+        }
+        let mono = buf.to_mono();
+        for (i, value) in self.waveform.iter_mut().enumerate() {
+            let start = (i * frames / bins).min(frames - 1);
+            let end = ((i + 1) * frames / bins).clamp(start + 1, frames);
+            let (from, to) = (start.max(first), end.min(first + n));
+            if from < to {
+                *value = mono.channels[0][from - first..to - first]
+                    .iter()
+                    .fold(*value, |m, x| m.max(x.abs()));
+            }
+        }
+    }
+
+    pub fn frames(&self) -> usize {
+        self.seen
+    }
+
+    pub fn peak(&self) -> f32 {
+        self.peak
+    }
+
+    pub fn loudness_lufs(&self) -> Option<f64> {
+        let meter = self.meter.as_ref()?;
+        meter.loudness_global().ok().filter(|l| l.is_finite())
+    }
+
+    pub fn waveform(&self) -> &[f32] {
+        &self.waveform
+    }
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
 pub struct Level {
     pub peak: f32,
@@ -196,5 +266,30 @@ mod tests {
         assert!(!level.clipping);
         assert!((level.peak - 0.1).abs() < 1e-6);
         assert!((level.rms - 0.1).abs() < 1e-6);
+    }
+
+    #[test]
+    fn summary_over_blocks_equals_the_whole() {
+        let whole = AudioBuffer::new(
+            8000,
+            vec![sine(8000, 440.0, 1.3, 0.5), sine(8000, 300.0, 1.3, 0.25)],
+        );
+        let frames = whole.frames();
+        for block in [1000, 777, frames] {
+            let mut summary = Summary::new(8000, 2, frames, 100);
+            for start in (0..frames).step_by(block) {
+                let end = (start + block).min(frames);
+                let part: Vec<Vec<f32>> = whole
+                    .channels
+                    .iter()
+                    .map(|c| c[start..end].to_vec())
+                    .collect();
+                summary.add(&AudioBuffer::new(8000, part));
+            }
+            assert_eq!(summary.frames(), frames);
+            assert_eq!(summary.peak(), peak(&whole));
+            assert_eq!(summary.waveform(), waveform_peaks(&whole, 100).as_slice());
+            assert_eq!(summary.loudness_lufs(), loudness_lufs(&whole));
+        }
     }
 }

@@ -24,33 +24,91 @@ fn to_int(x: f32, bits: u32) -> i32 {
     (x * scale).round().clamp(-scale, scale - 1.0) as i32
 }
 
-fn write_wav_to<W: Write + Seek>(
-    writer: W,
-    buf: &AudioBuffer,
-    fmt: SampleFormat,
-) -> hound::Result<()> {
+fn wav_spec(channels: u16, rate: u32, fmt: SampleFormat) -> hound::WavSpec {
     let (bits_per_sample, sample_format) = match fmt {
         SampleFormat::Int16 => (16, hound::SampleFormat::Int),
         SampleFormat::Int24 => (24, hound::SampleFormat::Int),
         SampleFormat::Float32 => (32, hound::SampleFormat::Float),
     };
-    let spec = hound::WavSpec {
-        channels: buf.channel_count(),
-        sample_rate: buf.sample_rate,
+    hound::WavSpec {
+        channels,
+        sample_rate: rate,
         bits_per_sample,
         sample_format,
-    };
-    let mut wav = hound::WavWriter::new(writer, spec)?;
+    }
+}
+
+fn write_frames<W: Write + Seek>(
+    wav: &mut hound::WavWriter<W>,
+    buf: &AudioBuffer,
+    fmt: SampleFormat,
+) -> hound::Result<()> {
     for i in 0..buf.frames() {
         for ch in &buf.channels {
-            match fmt {
-                SampleFormat::Int16 => wav.write_sample(to_int(ch[i], 16) as i16)?,
-                SampleFormat::Int24 => wav.write_sample(to_int(ch[i], 24))?,
-                SampleFormat::Float32 => wav.write_sample(ch[i])?,
-            }
+            write_sample(wav, ch[i], fmt)?;
         }
     }
+    Ok(())
+}
+
+fn write_sample<W: Write + Seek>(
+    wav: &mut hound::WavWriter<W>,
+    x: f32,
+    fmt: SampleFormat,
+) -> hound::Result<()> {
+    match fmt {
+        SampleFormat::Int16 => wav.write_sample(to_int(x, 16) as i16),
+        SampleFormat::Int24 => wav.write_sample(to_int(x, 24)),
+        SampleFormat::Float32 => wav.write_sample(x),
+    }
+}
+
+fn write_wav_to<W: Write + Seek>(
+    writer: W,
+    buf: &AudioBuffer,
+    fmt: SampleFormat,
+) -> hound::Result<()> {
+    let spec = wav_spec(buf.channel_count(), buf.sample_rate, fmt);
+    let mut wav = hound::WavWriter::new(writer, spec)?;
+    write_frames(&mut wav, buf, fmt)?;
     wav.finalize()
+}
+
+/// A WAV file written block by block, for results too long to hold in memory.
+pub struct WavStreamWriter {
+    wav: hound::WavWriter<BufWriter<File>>,
+    fmt: SampleFormat,
+    path: std::path::PathBuf,
+}
+
+impl WavStreamWriter {
+    pub fn create(
+        path: &Path,
+        sample_rate: u32,
+        channels: u16,
+        fmt: SampleFormat,
+    ) -> Result<Self, AudioError> {
+        let file = File::create(path)
+            .map_err(|e| AudioError::io(Some(path), "could not create the file", &e))?;
+        let spec = wav_spec(channels, sample_rate, fmt);
+        let wav =
+            hound::WavWriter::new(BufWriter::new(file), spec).map_err(|e| hound_error(path, e))?;
+        Ok(Self {
+            wav,
+            fmt,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Appends `buf`, which has the writer's channels.
+    pub fn write(&mut self, buf: &AudioBuffer) -> Result<(), AudioError> {
+        write_frames(&mut self.wav, buf, self.fmt).map_err(|e| hound_error(&self.path, e))
+    }
+
+    /// Completes the header; the file is not a valid WAV before this.
+    pub fn finish(self) -> Result<(), AudioError> {
+        self.wav.finalize().map_err(|e| hound_error(&self.path, e))
+    }
 }
 
 fn hound_error(path: &Path, err: hound::Error) -> AudioError {
@@ -192,6 +250,41 @@ mod tests {
             let mem = decode_bytes(encode_wav(&src, fmt), Some("wav"), &Default::default());
             assert_close(&src, &mem.unwrap(), tol);
         }
+    }
+
+    #[test]
+    fn a_streamed_wav_equals_the_whole_written_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = sine(8000, 2, 0.7);
+        let (whole, streamed) = (dir.path().join("whole.wav"), dir.path().join("parts.wav"));
+        write_wav(&whole, &src, SampleFormat::Int24).unwrap();
+        let mut writer = WavStreamWriter::create(&streamed, 8000, 2, SampleFormat::Int24).unwrap();
+        for start in (0..src.frames()).step_by(1000) {
+            let end = (start + 1000).min(src.frames());
+            let part = src
+                .channels
+                .iter()
+                .map(|c| c[start..end].to_vec())
+                .collect();
+            writer.write(&AudioBuffer::new(8000, part)).unwrap();
+        }
+        writer.finish().unwrap();
+        assert_eq!(
+            std::fs::read(&whole).unwrap(),
+            std::fs::read(&streamed).unwrap()
+        );
+        let err = WavStreamWriter::create(
+            Path::new("/nonexistent-dir/x.wav"),
+            8000,
+            1,
+            SampleFormat::Float32,
+        )
+        .err()
+        .unwrap();
+        assert!(
+            err.to_string().starts_with("/nonexistent-dir/x.wav: "),
+            "{err}"
+        );
     }
 
     #[test]

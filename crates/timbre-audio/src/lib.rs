@@ -20,7 +20,9 @@ pub mod signal;
 mod test_util;
 
 pub use buffer::AudioBuffer;
-pub use decode::{AudioInfo, DecodeOptions, decode_bytes, decode_file, probe_file};
-pub use encode::{SampleFormat, encode_wav, write_flac, write_wav};
+pub use decode::{
+    AudioInfo, BlockReader, DecodeOptions, decode_bytes, decode_file, open_blocks, probe_file,
+};
+pub use encode::{SampleFormat, WavStreamWriter, encode_wav, write_flac, write_wav};
 pub use error::{AudioError, AudioErrorKind};
 pub use resample::resample;

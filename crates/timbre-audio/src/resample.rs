@@ -1,5 +1,5 @@
 use rubato::audioadapter_buffers::direct::SequentialSliceOfVecs;
-use rubato::{Fft, FixedSync, Resampler};
+use rubato::{Fft, FixedSync, Indexing, Resampler};
 
 use crate::buffer::AudioBuffer;
 use crate::error::{AudioError, AudioErrorKind};
@@ -13,40 +13,137 @@ pub fn resample(buf: &AudioBuffer, target_rate: u32) -> Result<AudioBuffer, Audi
     if buf.sample_rate == target_rate {
         return Ok(buf.clone());
     }
-    let frames = buf.frames();
-    let out_frames =
-        (frames as f64 * f64::from(target_rate) / f64::from(buf.sample_rate)).round() as usize;
     let channels = buf.channels.len();
-    if frames == 0 || channels == 0 {
+    if buf.frames() == 0 || channels == 0 {
         return Ok(AudioBuffer::new(target_rate, vec![Vec::new(); channels]));
     }
-    let fail = |detail: String| AudioError::new(AudioErrorKind::Unsupported, None, detail);
-    let mut resampler = Fft::<f32>::new(
-        buf.sample_rate as usize,
-        target_rate as usize,
-        CHUNK_FRAMES,
-        channels,
-        FixedSync::Both,
-    )
-    .map_err(|e| {
-        fail(format!(
-            "cannot resample from {} Hz to {target_rate} Hz: {e}",
-            buf.sample_rate
-        ))
-    })?;
-    let input = SequentialSliceOfVecs::new(&buf.channels, channels, frames)
-        .expect("AudioBuffer channels all hold `frames` samples");
-    let output = resampler
-        .process_all(&input, frames, None)
-        .map_err(|e| fail(format!("resampling failed: {e}")))?;
-    let mut interleaved = output.take_data();
-    interleaved.resize(out_frames * channels, 0.0);
-    let count = u16::try_from(channels).expect("channel count came from a u16");
-    Ok(AudioBuffer::from_interleaved(
-        target_rate,
-        count,
-        &interleaved,
-    ))
+    let mut out = Vec::with_capacity(channels);
+    for channel in &buf.channels {
+        let mut stream = StreamResampler::new(buf.sample_rate, target_rate)?;
+        let mut samples = Vec::new();
+        stream.push(channel, &mut samples)?;
+        stream.finish(&mut samples)?;
+        out.push(samples);
+    }
+    Ok(AudioBuffer::new(target_rate, out))
+}
+
+/// [`resample`] of one channel fed piece by piece: the concatenated output of [`push`] and
+/// [`finish`] equals `resample` of the concatenated input, sample for sample, while only one
+/// resampler chunk is held.
+///
+/// [`push`]: StreamResampler::push
+/// [`finish`]: StreamResampler::finish
+pub struct StreamResampler {
+    inner: Fft<f32>,
+    source_rate: u32,
+    target_rate: u32,
+    chunk: Vec<Vec<f32>>,
+    filled: usize,
+    out: Vec<Vec<f32>>,
+    consumed: usize,
+    /// Raw output frames produced so far, the resampler's delay included.
+    produced: usize,
+    emitted: usize,
+}
+
+impl StreamResampler {
+    pub fn new(source_rate: u32, target_rate: u32) -> Result<Self, AudioError> {
+        let inner = Fft::<f32>::new(
+            source_rate as usize,
+            target_rate as usize,
+            CHUNK_FRAMES,
+            1,
+            FixedSync::Both,
+        )
+        .map_err(|e| {
+            unsupported(format!(
+                "cannot resample from {source_rate} Hz to {target_rate} Hz: {e}"
+            ))
+        })?;
+        let chunk = vec![vec![0.0; inner.input_frames_next()]];
+        let out = vec![vec![0.0; inner.output_frames_max()]];
+        Ok(Self {
+            inner,
+            source_rate,
+            target_rate,
+            chunk,
+            filled: 0,
+            out,
+            consumed: 0,
+            produced: 0,
+            emitted: 0,
+        })
+    }
+
+    /// Feeds `input`, appending the output that is ready to `output`.
+    pub fn push(&mut self, mut input: &[f32], output: &mut Vec<f32>) -> Result<(), AudioError> {
+        let size = self.chunk[0].len();
+        self.consumed += input.len();
+        while !input.is_empty() {
+            // A full chunk waits until more input shows it is not the last one, as
+            // rubato's `process_all` treats the last chunk as a partial one.
+            if self.filled == size {
+                self.process(None, output)?;
+                self.filled = 0;
+            }
+            let take = (size - self.filled).min(input.len());
+            self.chunk[0][self.filled..self.filled + take].copy_from_slice(&input[..take]);
+            self.filled += take;
+            input = &input[take..];
+        }
+        Ok(())
+    }
+
+    /// Flushes the end of the stream into `output`.
+    pub fn finish(mut self, output: &mut Vec<f32>) -> Result<(), AudioError> {
+        let ratio = f64::from(self.target_rate) / f64::from(self.source_rate);
+        let total = (self.consumed as f64 * ratio).round() as usize;
+        if self.consumed == 0 {
+            return Ok(());
+        }
+        let expected = (self.inner.resample_ratio() * self.consumed as f64).ceil() as usize;
+        let delay = self.inner.output_delay();
+        if self.filled > 0 {
+            self.process(Some(self.filled), output)?;
+        }
+        while self.produced < expected + delay && self.emitted < total {
+            self.process(Some(0), output)?;
+        }
+        output.truncate(output.len() - self.emitted.saturating_sub(total));
+        let short = total.saturating_sub(self.emitted);
+        output.extend(std::iter::repeat_n(0.0, short));
+        Ok(())
+    }
+
+    fn process(&mut self, partial: Option<usize>, output: &mut Vec<f32>) -> Result<(), AudioError> {
+        let size = self.chunk[0].len();
+        let max = self.out[0].len();
+        let input = SequentialSliceOfVecs::new(&self.chunk, 1, size)
+            .expect("the chunk holds one channel of `size` frames");
+        let mut out = SequentialSliceOfVecs::new_mut(&mut self.out, 1, max)
+            .expect("the output holds one channel of `max` frames");
+        let indexing = Indexing {
+            input_offset: 0,
+            output_offset: 0,
+            active_channels_mask: None,
+            partial_len: partial,
+        };
+        let (_, frames) = self
+            .inner
+            .process_into_buffer(&input, &mut out, Some(&indexing))
+            .map_err(|e| unsupported(format!("resampling failed: {e}")))?;
+        let delay = self.inner.output_delay();
+        let skip = delay.saturating_sub(self.produced).min(frames);
+        self.produced += frames;
+        output.extend_from_slice(&self.out[0][skip..frames]);
+        self.emitted += frames - skip;
+        Ok(())
+    }
+}
+
+fn unsupported(detail: String) -> AudioError {
+    AudioError::new(AudioErrorKind::Unsupported, None, detail)
 }
 
 #[cfg(test)]
@@ -95,6 +192,21 @@ mod tests {
             (out.sample_rate, out.frames(), out.channel_count()),
             (16000, 0, 1)
         );
+    }
+
+    #[test]
+    fn streaming_in_any_pieces_equals_resampling_the_whole() {
+        let src = sine(40000, 440.0, 0.5, 0.5);
+        let whole = resample(&AudioBuffer::new(40000, vec![src.clone()]), 48000).unwrap();
+        for piece in [1, 1000, 1024, 2048, 3001, src.len()] {
+            let mut stream = StreamResampler::new(40000, 48000).unwrap();
+            let mut out = Vec::new();
+            for chunk in src.chunks(piece) {
+                stream.push(chunk, &mut out).unwrap();
+            }
+            stream.finish(&mut out).unwrap();
+            assert_eq!(out, whole.channels[0], "pieces of {piece}");
+        }
     }
 
     #[test]

@@ -75,6 +75,7 @@ impl Paths {
 }
 
 fn main() -> Result<()> {
+    timbre_nn::device::limit_kernel_cache();
     let args = Args::parse();
     tch::set_num_threads(args.threads);
     let paths = Paths::new(&args.dir);

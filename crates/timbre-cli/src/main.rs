@@ -36,6 +36,9 @@ enum Command {
     Enhance(commands::clean::EnhanceArgs),
     /// Split a mix into vocals and instrumental (a separation model, else a rough preview).
     Isolate(commands::clean::IsolateArgs),
+    /// Training datasets: prepare, list, show, delete.
+    #[command(subcommand)]
+    Dataset(commands::dataset::Command),
     /// Voice models and the shared weight files.
     #[command(subcommand)]
     Models(commands::models::Command),
@@ -48,6 +51,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    timbre_nn::device::limit_kernel_cache();
     let cli = Cli::parse();
     let out = output::Output { json: cli.json };
     let result = match cli.command {
@@ -58,6 +62,7 @@ fn main() -> ExitCode {
         Command::Convert(args) => commands::convert::run(cli.data_dir.as_deref(), &out, args),
         Command::Enhance(args) => commands::clean::enhance(cli.data_dir.as_deref(), &out, args),
         Command::Isolate(args) => commands::clean::isolate(cli.data_dir.as_deref(), &out, args),
+        Command::Dataset(cmd) => commands::dataset::run(cli.data_dir.as_deref(), &out, cmd),
         Command::Models(cmd) => commands::models::run(cli.data_dir.as_deref(), &out, cmd),
         Command::Jobs(cmd) => commands::jobs::run(cli.data_dir.as_deref(), &out, cmd),
         Command::Settings(cmd) => commands::settings::run(cli.data_dir.as_deref(), &out, cmd),

@@ -3,6 +3,7 @@
 
 pub mod clean;
 pub mod convert;
+pub mod dataset;
 pub mod db;
 pub mod error;
 pub mod import;
@@ -24,5 +25,6 @@ pub fn job_handlers() -> Vec<Arc<dyn jobs::JobHandler>> {
         Arc::new(convert::ConvertHandler::new()),
         Arc::new(clean::EnhanceHandler),
         Arc::new(clean::IsolateHandler::new()),
+        Arc::new(dataset::DatasetHandler::default()),
     ]
 }

@@ -2,7 +2,7 @@ use std::fs::File;
 use std::io::{Cursor, ErrorKind};
 use std::path::Path;
 
-use symphonia::core::codecs::audio::{AudioCodecParameters, AudioDecoderOptions};
+use symphonia::core::codecs::audio::AudioCodecParameters;
 use symphonia::core::errors::Error as SymError;
 use symphonia::core::formats::probe::Hint;
 use symphonia::core::formats::well_known::{FORMAT_ID_AIFF, FORMAT_ID_FLAC, FORMAT_ID_WAVE};
@@ -13,8 +13,11 @@ use symphonia::core::meta::MetadataOptions;
 use crate::buffer::AudioBuffer;
 use crate::error::{AudioError, AudioErrorKind};
 
+mod blocks;
 #[cfg(test)]
 mod tests;
+
+pub use blocks::BlockReader;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct DecodeOptions {
@@ -50,6 +53,14 @@ const TRUNCATION_TOLERANCE: f64 = 0.01;
 pub fn probe_file(path: &Path) -> Result<AudioInfo, AudioError> {
     let file = open_file(path)?;
     Ok(open(Box::new(file), extension(path), Some(path))?.info)
+}
+
+/// Opens `path` to be decoded block by block (`BlockReader::next_block`), with the checks of
+/// `decode_file`.
+pub fn open_blocks(path: &Path, opts: &DecodeOptions) -> Result<BlockReader, AudioError> {
+    let file = open_file(path)?;
+    let opened = open(Box::new(file), extension(path), Some(path))?;
+    BlockReader::new(opened, opts, Some(path))
 }
 
 pub fn decode_file(path: &Path, opts: &DecodeOptions) -> Result<AudioBuffer, AudioError> {
@@ -200,120 +211,20 @@ fn too_long(path: Option<&Path>, secs: f64, max: f64) -> AudioError {
 }
 
 fn decode_opened(
-    mut opened: Opened,
+    opened: Opened,
     opts: &DecodeOptions,
     path: Option<&Path>,
 ) -> Result<AudioBuffer, AudioError> {
-    let max_secs = opts.max_duration_secs;
-    if let (Some(max), Some(secs)) = (max_secs, opened.info.duration_secs)
-        && secs > max
-    {
-        return Err(too_long(path, secs, max));
-    }
-    let mut decoder = symphonia::default::get_codecs()
-        .make_audio_decoder(&opened.params, &AudioDecoderOptions::default())
-        .map_err(|e| container_error(e, path))?;
-
+    let mut reader = BlockReader::new(opened, opts, path)?;
     let mut planes: Vec<Vec<f32>> = Vec::new();
-    let mut scratch: Vec<Vec<f32>> = Vec::new();
-    let mut rate = opened.info.sample_rate;
-    let (mut decoded_packets, mut failed_packets) = (0usize, 0usize);
-    let mut last_failure = String::new();
-    let seconds = |frames: usize, rate: u32| frames as f64 / f64::from(rate.max(1));
-
-    loop {
-        let packet = match opened.reader.next_packet() {
-            Ok(Some(packet)) => packet,
-            Ok(None) | Err(SymError::ResetRequired) => break,
-            // A data chunk cut short ends in EOF; the frame count check below judges it.
-            Err(SymError::IoError(e)) if e.kind() == ErrorKind::UnexpectedEof => break,
-            Err(e) => {
-                let frames = planes.first().map_or(0, Vec::len);
-                let mut err = container_error(e, path);
-                err.detail = format!(
-                    "{} after {:.2} s of audio",
-                    err.detail,
-                    seconds(frames, rate)
-                );
-                return Err(err);
-            }
-        };
-        if packet.track_id != opened.track_id {
-            continue;
-        }
-        let buf = match decoder.decode(&packet) {
-            Ok(buf) => buf,
-            // Players skip a damaged packet and carry on; so do we, unless all of them fail.
-            Err(SymError::DecodeError(what)) => {
-                failed_packets += 1;
-                last_failure = what.to_string();
-                continue;
-            }
-            Err(SymError::IoError(e)) => {
-                failed_packets += 1;
-                last_failure = e.to_string();
-                continue;
-            }
-            Err(SymError::ResetRequired) => break,
-            Err(e) => return Err(container_error(e, path)),
-        };
-        decoded_packets += 1;
-        if buf.frames() == 0 {
-            continue;
-        }
+    while let Some(block) = reader.next_block(usize::MAX)? {
         if planes.is_empty() {
-            rate = buf.spec().rate();
-            planes = vec![Vec::new(); buf.num_planes()];
-        } else if planes.len() != buf.num_planes() {
-            return Err(AudioError::new(
-                AudioErrorKind::Unsupported,
-                path,
-                "the number of channels changes in the middle of the file",
-            ));
-        }
-        buf.copy_to_vecs_planar::<f32>(&mut scratch);
-        for (plane, new) in planes.iter_mut().zip(&scratch) {
-            plane.extend_from_slice(new);
-        }
-        let secs = seconds(planes[0].len(), rate);
-        if let Some(max) = max_secs
-            && secs > max
-        {
-            return Err(too_long(path, secs, max));
+            planes = block.channels;
+        } else {
+            for (plane, new) in planes.iter_mut().zip(&block.channels) {
+                plane.extend_from_slice(new);
+            }
         }
     }
-
-    if decoded_packets == 0 && failed_packets > 0 {
-        return Err(AudioError::new(
-            AudioErrorKind::Corrupt,
-            path,
-            format!(
-                "the file is damaged: none of its {failed_packets} audio packets could be \
-                 decoded ({last_failure})"
-            ),
-        ));
-    }
-    let frames = planes.first().map_or(0, Vec::len);
-    if frames == 0 {
-        return Err(AudioError::new(
-            AudioErrorKind::NoSamples,
-            path,
-            "the file contains no audio samples",
-        ));
-    }
-    if let Some(promised) = opened.info.frames.filter(|_| opened.exact_frames)
-        && (frames as f64) < promised as f64 * (1.0 - TRUNCATION_TOLERANCE)
-    {
-        return Err(AudioError::new(
-            AudioErrorKind::Truncated,
-            path,
-            format!(
-                "the file is cut short: its header promises {:.2} s of audio but only {:.2} s \
-                 is there",
-                seconds(promised as usize, rate),
-                seconds(frames, rate)
-            ),
-        ));
-    }
-    Ok(AudioBuffer::new(rate, planes))
+    Ok(AudioBuffer::new(reader.sample_rate(), planes))
 }

@@ -199,6 +199,50 @@ fn truncated_wav_is_an_error() {
 }
 
 #[test]
+fn blocks_join_into_the_whole_file_and_the_end_checks_fail_the_last_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = AudioBuffer::new(
+        8000,
+        vec![sine(8000, 440.0, 1.0, 0.5), sine(8000, 220.0, 1.0, 0.3)],
+    );
+    let path = dir.path().join("two.wav");
+    write_wav(&path, &src, SampleFormat::Float32).unwrap();
+    let whole = decode_file(&path, &DecodeOptions::default()).unwrap();
+    let mut reader = open_blocks(&path, &DecodeOptions::default()).unwrap();
+    assert_eq!(reader.info().frames, Some(8000));
+    let mut sizes = Vec::new();
+    let mut joined = vec![Vec::new(); 2];
+    while let Some(block) = reader.next_block(3000).unwrap() {
+        sizes.push(block.frames());
+        for (all, part) in joined.iter_mut().zip(&block.channels) {
+            all.extend_from_slice(part);
+        }
+    }
+    assert_eq!(sizes, [3000, 3000, 2000]);
+    assert_eq!(joined, whole.channels);
+
+    let data = pcm16(&sine(16000, 440.0, 1.0, 0.5));
+    let cut = write(
+        dir.path(),
+        "cut.wav",
+        &wav_bytes(
+            PCM,
+            16,
+            1,
+            16000,
+            &data[..data.len() / 2],
+            data.len() as u32,
+        ),
+    );
+    let mut reader = open_blocks(&cut, &DecodeOptions::default()).unwrap();
+    assert_eq!(reader.next_block(4000).unwrap().unwrap().frames(), 4000);
+    assert_eq!(reader.next_block(4000).unwrap().unwrap().frames(), 4000);
+    let err = reader.next_block(4000).unwrap_err();
+    assert_eq!(err.kind, AudioErrorKind::Truncated);
+    assert_eq!(err.path.as_deref(), Some(cut.as_path()));
+}
+
+#[test]
 fn slightly_short_or_overlong_data_is_accepted() {
     let data = pcm16(&sine(16000, 440.0, 1.0, 0.5));
     // 0.5% short: within tolerance, decodes what is there.

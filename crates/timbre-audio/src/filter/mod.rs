@@ -12,4 +12,7 @@ pub use iir::{
 };
 pub use lfilter::lfilter;
 pub use median::median_filter;
-pub use rms::{change_rms, frame_rms, interpolate_linear};
+pub use rms::{
+    change_rms, envelope, envelope_hop, frame_rms, frame_value, interpolate_at, interpolate_linear,
+    mix_sample,
+};

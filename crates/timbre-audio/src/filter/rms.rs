@@ -32,14 +32,21 @@ fn frame_rms_f64(x: &[f32], frame_length: usize, hop_length: usize) -> Vec<f64> 
             let end = (i * hop_length + frame_length)
                 .saturating_sub(pad)
                 .min(x.len());
-            let sum: f64 = x[start..end]
-                .iter()
-                .filter(|v| v.is_finite())
-                .map(|&v| f64::from(v) * f64::from(v))
-                .sum();
-            (sum / frame_length as f64).sqrt()
+            frame_value(&x[start..end], frame_length)
         })
         .collect()
+}
+
+/// The RMS of one frame of `frame_length` samples of which `present` are not padding. The
+/// present samples may come in several pieces (`present` is their concatenation); the sum runs
+/// in order, so a frame gives the same value whether it is measured whole or in pieces.
+pub fn frame_value<'a>(present: impl IntoIterator<Item = &'a f32>, frame_length: usize) -> f64 {
+    let sum: f64 = present
+        .into_iter()
+        .filter(|v| v.is_finite())
+        .map(|&v| f64::from(v) * f64::from(v))
+        .sum();
+    (sum / frame_length as f64).sqrt()
 }
 
 /// Linear resampling of an envelope to `size` points, as `F.interpolate(…, size, mode="linear")`
@@ -57,17 +64,18 @@ fn interpolate_linear_f64(values: &[f64], size: usize) -> Vec<f64> {
     if values.is_empty() {
         return vec![0.0; size];
     }
+    (0..size).map(|j| interpolate_at(values, size, j)).collect()
+}
+
+/// Point `j` of [`interpolate_linear`] over `size` points, for a non-empty envelope.
+pub fn interpolate_at(values: &[f64], size: usize, j: usize) -> f64 {
     let last = values.len() - 1;
     let scale = values.len() as f64 / size as f64;
-    (0..size)
-        .map(|j| {
-            let source = (scale * (j as f64 + 0.5) - 0.5).max(0.0);
-            let left = (source as usize).min(last);
-            let right = if left < last { left + 1 } else { left };
-            let weight = source - left as f64;
-            (1.0 - weight) * values[left] + weight * values[right]
-        })
-        .collect()
+    let source = (scale * (j as f64 + 0.5) - 0.5).max(0.0);
+    let left = (source as usize).min(last);
+    let right = if left < last { left + 1 } else { left };
+    let weight = source - left as f64;
+    (1.0 - weight) * values[left] + weight * values[right]
 }
 
 /// RVC's RMS mix: scales `target` (at `target_rate`) so its loudness envelope becomes
@@ -84,11 +92,6 @@ pub fn change_rms(
     target_rate: u32,
     rate: f32,
 ) -> Vec<f32> {
-    let rate = if rate.is_nan() {
-        1.0
-    } else {
-        rate.clamp(0.0, 1.0)
-    };
     let source_frames = envelope(source, source_rate);
     let target_frames = envelope(target, target_rate);
     if source_frames.is_empty() || target_frames.is_empty() {
@@ -96,23 +99,40 @@ pub fn change_rms(
     }
     let source_envelope = interpolate_linear_f64(&source_frames, target.len());
     let target_envelope = interpolate_linear_f64(&target_frames, target.len());
-    // torch receives the exponents as float32 scalars.
-    let source_exponent = f64::from(1.0 - rate);
-    let target_exponent = f64::from(rate - 1.0);
     target
         .iter()
         .zip(source_envelope.iter().zip(&target_envelope))
         .map(|(&sample, (&source_rms, &target_rms))| {
-            let gain = source_rms.powf(source_exponent)
-                * target_rms.max(TARGET_RMS_FLOOR).powf(target_exponent);
-            (f64::from(sample) * gain) as f32
+            mix_sample(sample, source_rms, target_rms, rate)
         })
         .collect()
 }
 
-fn envelope(x: &[f32], sample_rate: u32) -> Vec<f64> {
-    let half = (sample_rate / 2) as usize;
+/// One sample of [`change_rms`], given both envelopes at that sample. Pieces of a long output
+/// can be mixed with this alone, from the envelopes of the whole.
+pub fn mix_sample(sample: f32, source_rms: f64, target_rms: f64, rate: f32) -> f32 {
+    let rate = if rate.is_nan() {
+        1.0
+    } else {
+        rate.clamp(0.0, 1.0)
+    };
+    // torch receives the exponents as float32 scalars.
+    let source_exponent = f64::from(1.0 - rate);
+    let target_exponent = f64::from(rate - 1.0);
+    let gain =
+        source_rms.powf(source_exponent) * target_rms.max(TARGET_RMS_FLOOR).powf(target_exponent);
+    (f64::from(sample) * gain) as f32
+}
+
+/// The loudness envelope [`change_rms`] measures: one-second frames, half-second hops.
+pub fn envelope(x: &[f32], sample_rate: u32) -> Vec<f64> {
+    let half = envelope_hop(sample_rate);
     frame_rms_f64(x, 2 * half, half)
+}
+
+/// The hop of [`envelope`] at `sample_rate` (its frames are twice as long).
+pub fn envelope_hop(sample_rate: u32) -> usize {
+    (sample_rate / 2) as usize
 }
 
 #[cfg(test)]

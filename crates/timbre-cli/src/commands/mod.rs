@@ -1,5 +1,6 @@
 pub mod clean;
 pub mod convert;
+pub mod dataset;
 pub mod import;
 pub mod jobs;
 pub mod library;

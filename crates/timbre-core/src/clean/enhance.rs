@@ -57,7 +57,7 @@ impl JobHandler for EnhanceHandler {
         let result = Derived {
             operation: "enhance",
             name: format!("{} (enhanced)", source.name),
-            audio: enhanced,
+            audio: super::Output::Audio(enhanced),
         };
         let link_params = json!({ "options": params.options });
         let (source_take_id, mut saved) = super::save(

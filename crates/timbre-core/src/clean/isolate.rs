@@ -12,11 +12,11 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tch::{Kind, Tensor};
-use timbre_audio::enhance::{EnhanceOptions, enhance};
+use timbre_audio::enhance::{EnhanceOptions, EnhanceReport, enhance};
 use timbre_audio::{AudioBuffer, analysis};
 use timbre_nn::separation::{Separator, instrumental};
 
-use super::{CleanInput, Derived, ProgressBridge, Source};
+use super::{CleanInput, Derived, Output, ProgressBridge, Source};
 use crate::convert::OutputFormat;
 use crate::convert::extractors::models_dir;
 use crate::db::jobs::Lane;
@@ -133,50 +133,42 @@ impl JobHandler for IsolateHandler {
             &params.method,
             &models_dir(&settings.models_dir, library.data_dir()),
         )?;
-        let (source, audio) = Source::load(library, &params.input)?;
         let mut notes = Vec::new();
-        let audio = match params.preview_secs {
-            Some(secs) => middle(audio, secs, &mut notes),
-            None => audio,
-        };
-        if model.is_none() && audio.channels.len() == 1 {
-            notes.push("mono input: no stereo centre to use, repetition alone separates".into());
-        }
-        if analysis::peak(&audio) == 0.0 {
-            notes.push("the input is silent: so are both results".to_string());
-        }
         let share = if params.enhance.is_some() { 0.7 } else { 0.9 };
-        let report_progress = |f: f64, message: String| ctx.progress(share * f, message);
-        let mut bridge = ProgressBridge::new(&report_progress);
-        let label = source.name.clone();
-        let separated = separate_audio(
-            &self.separators,
-            model.as_ref(),
-            audio,
-            &mut bridge,
-            &label,
-            &mut notes,
-        );
-        let separated = separated.and_then(|(vocals, accompaniment)| {
-            let Some(options) = &params.enhance else {
-                return Ok((vocals, accompaniment, None));
-            };
-            let report_progress = |f: f64, m: String| ctx.progress(share + (0.9 - share) * f, m);
-            let mut bridge = ProgressBridge::new(&report_progress);
-            let (vocals, report) = enhance(vocals, options, &mut |f, step| {
-                bridge.report(f, format!("{label}: {step}"))
-            })
-            .map_err(|err| bridge.error(err))?;
-            notes.extend(report.notes.iter().cloned());
-            Ok((vocals, accompaniment, Some(report)))
-        });
-        let (vocals, accompaniment, enhance_report) = match separated {
-            Ok(parts) => parts,
-            Err(err) => {
-                source.discard(library)?;
-                return Err(err.context(source.label()));
+        let streamed = match (&model, &params.enhance) {
+            (Some(model), None) => {
+                let report_progress = |f: f64, message: String| ctx.progress(share * f, message);
+                let mut bridge = ProgressBridge::new(&report_progress);
+                self.separators.separate_streamed(
+                    library,
+                    model,
+                    &params,
+                    &mut bridge,
+                    &mut notes,
+                )?
+            }
+            _ => None,
+        };
+        let (source, vocals, accompaniment, enhance_report) = match streamed {
+            Some((source, files)) => (
+                source,
+                Output::File(files.vocals),
+                Output::File(files.instrumental),
+                None,
+            ),
+            None => {
+                let (source, vocals, accompaniment, report) =
+                    self.separate_in_memory(ctx, &params, model.as_ref(), &mut notes)?;
+                (
+                    source,
+                    Output::Audio(vocals),
+                    Output::Audio(accompaniment),
+                    report,
+                )
             }
         };
+
+        let label = source.name.clone();
         let mut qualifiers = Vec::new();
         if model.is_none() {
             qualifiers.push("rough preview".to_string());
@@ -247,6 +239,56 @@ impl JobHandler for IsolateHandler {
 
     fn free_caches(&self) {
         self.separators.clear();
+    }
+}
+
+impl IsolateHandler {
+    /// The whole input decoded and separated in memory: the rough preview, and vocals to be
+    /// enhanced.
+    fn separate_in_memory(
+        &self,
+        ctx: &JobContext,
+        params: &IsolateParams,
+        model: Option<&SeparationModel>,
+        notes: &mut Vec<String>,
+    ) -> Result<(Source, AudioBuffer, AudioBuffer, Option<EnhanceReport>)> {
+        let library = ctx.library();
+        let share = if params.enhance.is_some() { 0.7 } else { 0.9 };
+        let (source, audio) = Source::load(library, &params.input)?;
+        let audio = match params.preview_secs {
+            Some(secs) => middle(audio, secs, notes),
+            None => audio,
+        };
+        if model.is_none() && audio.channels.len() == 1 {
+            notes.push("mono input: no stereo centre to use, repetition alone separates".into());
+        }
+        if analysis::peak(&audio) == 0.0 {
+            notes.push("the input is silent: so are both results".to_string());
+        }
+        let report_progress = |f: f64, message: String| ctx.progress(share * f, message);
+        let mut bridge = ProgressBridge::new(&report_progress);
+        let label = source.name.clone();
+        let separated = separate_audio(&self.separators, model, audio, &mut bridge, &label, notes);
+        let separated = separated.and_then(|(vocals, accompaniment)| {
+            let Some(options) = &params.enhance else {
+                return Ok((vocals, accompaniment, None));
+            };
+            let report_progress = |f: f64, m: String| ctx.progress(share + (0.9 - share) * f, m);
+            let mut bridge = ProgressBridge::new(&report_progress);
+            let (vocals, report) = enhance(vocals, options, &mut |f, step| {
+                bridge.report(f, format!("{label}: {step}"))
+            })
+            .map_err(|err| bridge.error(err))?;
+            notes.extend(report.notes.iter().cloned());
+            Ok((vocals, accompaniment, Some(report)))
+        });
+        match separated {
+            Ok((vocals, accompaniment, report)) => Ok((source, vocals, accompaniment, report)),
+            Err(err) => {
+                source.discard(library)?;
+                Err(err.context(source.label()))
+            }
+        }
     }
 }
 
@@ -323,15 +365,13 @@ fn middle(mut audio: AudioBuffer, secs: f64, notes: &mut Vec<String>) -> AudioBu
 }
 
 impl SeparatorCache {
-    /// Vocals and instrumental by the model, at the model's sample rate.
-    fn separate(
+    /// The separator of `model`, loaded unless it is the last one used.
+    pub(super) fn loaded(
         &self,
         model: &SeparationModel,
-        mut audio: AudioBuffer,
         bridge: &mut ProgressBridge<'_>,
         label: &str,
-        notes: &mut Vec<String>,
-    ) -> Result<(AudioBuffer, AudioBuffer)> {
+    ) -> Result<std::sync::MutexGuard<'_, Option<(PathBuf, Separator)>>> {
         let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
         if loaded
             .as_ref()
@@ -345,6 +385,19 @@ impl SeparatorCache {
                     .with_context(|| format!("loading the separation model {}", model.name))?;
             *loaded = Some((model.checkpoint.clone(), separator));
         }
+        Ok(loaded)
+    }
+
+    /// Vocals and instrumental by the model, at the model's sample rate.
+    fn separate(
+        &self,
+        model: &SeparationModel,
+        mut audio: AudioBuffer,
+        bridge: &mut ProgressBridge<'_>,
+        label: &str,
+        notes: &mut Vec<String>,
+    ) -> Result<(AudioBuffer, AudioBuffer)> {
+        let loaded = self.loaded(model, bridge, label)?;
         let (_, separator) = loaded.as_ref().expect("loaded above");
         let rate = u32::try_from(separator.sample_rate()).context("the model's sample rate")?;
         if audio.channels.len() > 2 {
@@ -380,14 +433,9 @@ impl SeparatorCache {
             Err(err) => return Err(bridge.stopped.take().unwrap_or(err)),
         };
         let accompaniment = instrumental(&mix, &vocals)?;
-        Ok((to_buffer(&vocals, rate)?, to_buffer(&accompaniment, rate)?))
+        Ok((
+            super::stream::to_buffer(&vocals, rate)?,
+            super::stream::to_buffer(&accompaniment, rate)?,
+        ))
     }
-}
-
-fn to_buffer(tensor: &Tensor, rate: u32) -> Result<AudioBuffer> {
-    let channels = (0..tensor.size()[0])
-        .map(|c| Vec::<f32>::try_from(tensor.get(c).to_kind(Kind::Float).contiguous()))
-        .collect::<Result<Vec<_>, _>>()
-        .context("reading the separated audio")?;
-    Ok(AudioBuffer::new(rate, channels))
 }

@@ -7,6 +7,7 @@
 pub mod enhance;
 pub mod isolate;
 pub mod preview;
+mod stream;
 #[cfg(test)]
 mod tests;
 
@@ -82,16 +83,9 @@ impl Source {
             }
             CleanInput::File(path) => {
                 let audio = decode(path)?;
-                let format = path
-                    .extension()
-                    .map(|e| e.to_string_lossy().to_lowercase())
-                    .filter(|e| e.len() <= 8 && e.chars().all(|c| c.is_ascii_alphanumeric()))
-                    .filter(|e| !e.is_empty())
-                    .unwrap_or_else(|| "audio".into());
+                let format = file_format(path);
                 let stored = library.store().ingest_file(path, &format)?;
-                let name = path
-                    .file_stem()
-                    .map_or_else(|| "untitled".into(), |s| s.to_string_lossy().into_owned());
+                let name = file_name(path);
                 let new_take = describe(
                     &audio,
                     &stored,
@@ -111,6 +105,47 @@ impl Source {
                     },
                 };
                 Ok((source, audio))
+            }
+        }
+    }
+
+    /// The source, without decoding it into memory: a file is stored, then described block by
+    /// block (a file it fails to describe leaves nothing stored).
+    pub fn open(library: &Library, input: &CleanInput, decode: &DecodeOptions) -> Result<Source> {
+        match input {
+            CleanInput::Take(id) => {
+                let take = takes::require(&library.conn(), *id)?;
+                Ok(Source {
+                    name: take.name.clone(),
+                    voice_id: take.voice_id,
+                    origin: SourceOrigin::Take(take),
+                })
+            }
+            CleanInput::File(path) => {
+                // The header first, so a file that is not audio is not copied.
+                timbre_audio::open_blocks(path, decode)?;
+                let format = file_format(path);
+                let stored = library.store().ingest_file(path, &format)?;
+                let name = file_name(path);
+                let described =
+                    stream::describe_file(path, decode, &stored, &format, name.clone(), None);
+                let mut new_take = match described {
+                    Ok(new_take) => new_take,
+                    Err(err) => {
+                        remove_unless_used(library, &stored.sha256, &format)?;
+                        return Err(err);
+                    }
+                };
+                new_take.source_path = Some(path.display().to_string());
+                Ok(Source {
+                    name,
+                    voice_id: None,
+                    origin: SourceOrigin::File {
+                        path: path.clone(),
+                        stored,
+                        new_take: Box::new(new_take),
+                    },
+                })
             }
         }
     }
@@ -136,12 +171,32 @@ impl Source {
     }
 }
 
+/// The store extension of an input file: its own, when it looks like one.
+fn file_format(path: &Path) -> String {
+    path.extension()
+        .map(|e| e.to_string_lossy().to_lowercase())
+        .filter(|e| e.len() <= 8 && e.chars().all(|c| c.is_ascii_alphanumeric()))
+        .filter(|e| !e.is_empty())
+        .unwrap_or_else(|| "audio".into())
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_stem()
+        .map_or_else(|| "untitled".into(), |s| s.to_string_lossy().into_owned())
+}
+
 /// One result of a job, before it is saved.
 pub(crate) struct Derived {
     /// `enhance`, `isolate_vocals` or `isolate_instrumental`.
     pub operation: &'static str,
     pub name: String,
-    pub audio: AudioBuffer,
+    pub audio: Output,
+}
+
+/// A result's audio: in memory, or a complete WAV file written block by block.
+pub(crate) enum Output {
+    Audio(AudioBuffer),
+    File(tempfile::TempPath),
 }
 
 /// A saved result, as the job reports it.
@@ -171,16 +226,33 @@ pub(crate) fn save(
     let mut stored: Vec<(StoredObject, NewTake, &'static str)> = Vec::new();
     let written = (|| {
         for result in results {
-            let object = store_audio(library, &result.audio, format)?;
-            let new = describe(
-                &result.audio,
-                &object,
-                format.extension(),
-                result.name,
-                None,
-                Origin::Imported,
-                source.voice_id,
-            );
+            let (object, new) = match &result.audio {
+                Output::Audio(audio) => {
+                    let object = store_audio(library, audio, format)?;
+                    let new = describe(
+                        audio,
+                        &object,
+                        format.extension(),
+                        result.name,
+                        None,
+                        Origin::Imported,
+                        source.voice_id,
+                    );
+                    (object, new)
+                }
+                Output::File(path) => {
+                    let object = library.store().ingest_file(path, format.extension())?;
+                    let new = stream::describe_file(
+                        path,
+                        &DecodeOptions::default(),
+                        &object,
+                        format.extension(),
+                        result.name,
+                        source.voice_id,
+                    )?;
+                    (object, new)
+                }
+            };
             stored.push((object, new, result.operation));
         }
         before_commit()
@@ -246,8 +318,14 @@ fn find_or_insert(conn: &rusqlite::Connection, new: &NewTake) -> Result<(Take, b
     })
 }
 
-/// Encodes through a temporary file in the data folder (a long result is not held twice in
-/// memory) and moves it into the store.
+/// Where results are written before they go into the store: the store's own `tmp/`, which the
+/// next process to open the library alone empties, so a killed job leaves no files behind.
+fn scratch_dir(library: &Library) -> PathBuf {
+    library.data_dir().join("store").join("tmp")
+}
+
+/// Encodes through a temporary file (a long result is not held twice in memory) and moves it
+/// into the store.
 fn store_audio(
     library: &Library,
     audio: &AudioBuffer,
@@ -255,8 +333,8 @@ fn store_audio(
 ) -> Result<StoredObject> {
     let tmp = tempfile::Builder::new()
         .suffix(&format!(".{}", format.extension()))
-        .tempfile_in(library.data_dir())
-        .context("creating a temporary file in the library folder")?;
+        .tempfile_in(scratch_dir(library))
+        .context("creating a temporary file in the library's store")?;
     match format {
         OutputFormat::Wav16 => timbre_audio::write_wav(tmp.path(), audio, SampleFormat::Int16)?,
         OutputFormat::Wav24 => timbre_audio::write_wav(tmp.path(), audio, SampleFormat::Int24)?,

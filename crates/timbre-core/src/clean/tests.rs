@@ -34,7 +34,7 @@ fn run(system: &JobSystem, kind: &str, params: Value) -> Job {
     system.run_job(job.id).unwrap()
 }
 
-fn stored_objects(dir: &Path) -> usize {
+pub(super) fn stored_objects(dir: &Path) -> usize {
     walk(&dir.join("data/store/objects"))
 }
 

@@ -3,11 +3,13 @@
 //!
 //! - Voice models and indexes: an LRU keyed by content hash, bounded by a memory budget.
 //! - HuBERT and RMVPE: loaded once, reloaded when the file changes.
-//! - Analyses (features + pitch of an input): in memory (LRU) and on disk under
-//!   `<data dir>/cache/analysis/`, keyed by the input's content and everything that shaped them,
-//!   so converting the same input with another model or other render parameters skips them.
+//! - Analyses (features + pitch of an input): on disk under `<data dir>/cache/analysis/`, keyed
+//!   by the input's content and everything that shaped them, so converting the same input with
+//!   another model or other render parameters skips them; written segment by segment while they
+//!   are computed and read back one segment at a time. The memory LRU keeps their small parts
+//!   (pitch, envelope, segments; features only when the disk cache is unavailable) within
+//!   [`ANALYSIS_MEMORY_BUDGET`], and never an analysis over [`ANALYSIS_MEMORY_MAX`].
 
-use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -17,11 +19,16 @@ use sha2::{Digest, Sha256};
 use tch::Device;
 use timbre_nn::hubert::{FeatureVersion, Hubert};
 use timbre_nn::index::IvfFlatIndex;
-use timbre_nn::pipeline::{self, Analysis, ConvertOptions, Converted, F0Method, PitchTracker};
+use timbre_nn::pipeline::{
+    self, Analysis, ConvertOptions, F0Method, OutputSink, PitchTracker, Rendered,
+};
 use timbre_nn::rmvpe::Rmvpe;
 use timbre_nn::synthesizer::Synthesizer;
 
-const ANALYSES_IN_MEMORY: usize = 16;
+/// Bytes of analyses kept in memory.
+pub const ANALYSIS_MEMORY_BUDGET: u64 = 256 << 20;
+/// An analysis holding more than this in memory is used once and not kept.
+pub const ANALYSIS_MEMORY_MAX: u64 = 64 << 20;
 
 /// A loaded shared extractor and the identity of the file it came from.
 struct Loaded<T> {
@@ -66,7 +73,7 @@ pub struct Request<'a> {
 }
 
 pub struct Outcome {
-    pub converted: Converted,
+    pub rendered: Rendered,
     pub voice_cache: CacheUse,
     pub analysis_cache: CacheUse,
     pub analysis_secs: f64,
@@ -82,9 +89,7 @@ impl Engine {
             indexes: LruCache::unbounded(),
             hubert: None,
             rmvpe: None,
-            analyses: LruCache::new(
-                NonZeroUsize::new(ANALYSES_IN_MEMORY).unwrap_or(NonZeroUsize::MIN),
-            ),
+            analyses: LruCache::unbounded(),
             analysis_dir: cache_dir.join("analysis"),
         }
     }
@@ -93,10 +98,12 @@ impl Engine {
         self.device
     }
 
-    /// Converts one input: the analysis from a cache when it can, then the render.
+    /// Converts one input: the analysis from a cache when it can, then the render, whose
+    /// output goes to `sink` piece by piece.
     pub fn convert(
         &mut self,
         request: &Request,
+        sink: &mut dyn OutputSink,
         progress: &mut dyn FnMut(f64) -> Result<()>,
     ) -> Result<Outcome> {
         let voice_cache = self.load_voice(&request.voice)?;
@@ -118,14 +125,17 @@ impl Engine {
         };
         let f0_method = info.f0.then_some(request.options.f0_method);
         let started = Instant::now();
-        let (key, analysis_cache) =
+        let (key, analysis_cache, uncached) =
             self.ensure_analysis(request, version, f0_method, &mut |f| progress(0.6 * f))?;
         let analysis_secs = started.elapsed().as_secs_f64();
         let started = Instant::now();
-        let analysis = self
-            .analyses
-            .peek(&key)
-            .context("the analysis left the cache")?;
+        let analysis = match &uncached {
+            Some(analysis) => analysis,
+            None => self
+                .analyses
+                .peek(&key)
+                .context("the analysis left the cache")?,
+        };
         let (model, _) = self
             .voices
             .peek(request.voice.sha256)
@@ -135,11 +145,12 @@ impl Engine {
             .as_ref()
             .and_then(|i| self.indexes.peek(i.sha256))
             .map(|(i, _)| i);
-        let converted = pipeline::render(analysis, model, index, request.options, &mut |f| {
-            progress(0.6 + 0.4 * f)
-        })?;
+        let rendered =
+            pipeline::render_to(analysis, model, index, request.options, sink, &mut |f| {
+                progress(0.6 + 0.4 * f)
+            })?;
         Ok(Outcome {
-            converted,
+            rendered,
             voice_cache,
             analysis_cache,
             analysis_secs,
@@ -203,14 +214,15 @@ impl Engine {
         self.rmvpe = None;
     }
 
-    /// Makes sure the analysis of the request's input is in memory; returns its key.
+    /// Finds or computes the analysis of the request's input; returns its key, and the analysis
+    /// itself when it is too big to stay in the memory cache.
     fn ensure_analysis(
         &mut self,
         request: &Request,
         version: FeatureVersion,
         f0_method: Option<F0Method>,
         progress: &mut dyn FnMut(f64) -> Result<()>,
-    ) -> Result<(String, CacheUse)> {
+    ) -> Result<(String, CacheUse, Option<Analysis>)> {
         let hubert_path = super::extractors::require_hubert(request.models_dir)?;
         let hubert_identity = file_identity(&hubert_path)?;
         let rmvpe_path = match f0_method {
@@ -233,12 +245,12 @@ impl Engine {
             &serde_json::to_string(&chunking)?,
         ]);
         if self.analyses.get(&key).is_some() {
-            return Ok((key, CacheUse::Memory));
+            return Ok((key, CacheUse::Memory, None));
         }
         let disk_path = self.analysis_dir.join(format!("{key}.safetensors"));
         if let Ok(analysis) = Analysis::load(&disk_path) {
-            self.analyses.put(key.clone(), analysis);
-            return Ok((key, CacheUse::Disk));
+            let uncached = self.keep_analysis(&key, analysis);
+            return Ok((key, CacheUse::Disk, uncached));
         }
         self.load_hubert(&hubert_path, hubert_identity)?;
         if let (Some(path), Some(identity)) = (&rmvpe_path, rmvpe_identity) {
@@ -253,22 +265,57 @@ impl Engine {
             Some(F0Method::Pm) => Some(PitchTracker::Pm),
             Some(F0Method::Yin) => Some(PitchTracker::Yin),
         };
-        let analysis = pipeline::analyze(
-            request.audio_16k,
-            hubert,
-            version,
-            tracker.as_ref(),
-            chunking,
-            progress,
-        )?;
-        // The disk cache is an optimisation: a full disk must not fail the conversion.
-        if std::fs::create_dir_all(&self.analysis_dir).is_ok()
-            && let Err(err) = analysis.save(&disk_path)
-        {
-            eprintln!("timbre: not caching the analysis: {err:#}");
+        // Features go to the disk cache as they are computed, so a long input never holds
+        // them all; without a cache folder they stay in memory.
+        let analysis = match std::fs::create_dir_all(&self.analysis_dir) {
+            Ok(()) => pipeline::analyze_to_file(
+                request.audio_16k,
+                hubert,
+                version,
+                tracker.as_ref(),
+                chunking,
+                &disk_path,
+                progress,
+            )?,
+            Err(err) => {
+                eprintln!("timbre: not caching the analysis: {err}");
+                pipeline::analyze(
+                    request.audio_16k,
+                    hubert,
+                    version,
+                    tracker.as_ref(),
+                    chunking,
+                    progress,
+                )?
+            }
+        };
+        let uncached = self.keep_analysis(&key, analysis);
+        Ok((key, CacheUse::Computed, uncached))
+    }
+
+    /// Puts an analysis in the memory cache within its budget, or hands it back when it alone
+    /// is over [`ANALYSIS_MEMORY_MAX`].
+    fn keep_analysis(&mut self, key: &str, analysis: Analysis) -> Option<Analysis> {
+        if analysis.memory_bytes() > ANALYSIS_MEMORY_MAX {
+            return Some(analysis);
         }
-        self.analyses.put(key.clone(), analysis);
-        Ok((key, CacheUse::Computed))
+        self.analyses.put(key.to_string(), analysis);
+        while self.analyses.len() > 1
+            && self
+                .analyses
+                .iter()
+                .map(|(_, a)| a.memory_bytes())
+                .sum::<u64>()
+                > ANALYSIS_MEMORY_BUDGET
+        {
+            self.analyses.pop_lru();
+        }
+        None
+    }
+
+    /// Bytes the memory cache of analyses holds.
+    pub fn analysis_memory_bytes(&self) -> u64 {
+        self.analyses.iter().map(|(_, a)| a.memory_bytes()).sum()
     }
 
     fn load_hubert(&mut self, path: &Path, identity: String) -> Result<()> {

@@ -5,6 +5,7 @@
 mod engine;
 pub mod extractors;
 pub mod model_import;
+mod output;
 
 pub use engine::{CacheUse, Engine};
 
@@ -17,7 +18,8 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use timbre_audio::{AudioBuffer, DecodeOptions, SampleFormat, analysis};
+use timbre_audio::resample::StreamResampler;
+use timbre_audio::{DecodeOptions, analysis};
 use timbre_nn::pipeline::ConvertOptions;
 
 use crate::db::conversions::{self, NewConversion};
@@ -168,14 +170,7 @@ fn load_input(library: &Library, input: &ConvertInput, max_duration_secs: f64) -
             (path.clone(), None, name, file_sha256(path)?)
         }
     };
-    let decoded = timbre_audio::decode_file(
-        &path,
-        &DecodeOptions {
-            max_duration_secs: Some(max_duration_secs),
-        },
-    )?;
-    let mono = timbre_audio::resample(&decoded.to_mono(), 16_000)?;
-    let audio_16k = mono.channels.into_iter().next().unwrap_or_default();
+    let audio_16k = decode_16k_mono(&path, max_duration_secs)?;
     if audio_16k.len() < 1_600 {
         return Err(crate::error::invalid_input(format!(
             "{}: {:.0} ms of audio is too short to convert (at least 0.1 s is needed)",
@@ -190,6 +185,36 @@ fn load_input(library: &Library, input: &ConvertInput, max_duration_secs: f64) -
         path,
         name,
     })
+}
+
+/// The file as 16 kHz mono, decoded, mixed down and resampled block by block, so only the
+/// result is held whole (the same samples as resampling the whole decoded file).
+fn decode_16k_mono(path: &Path, max_duration_secs: f64) -> Result<Vec<f32>> {
+    const RATE: u32 = 16_000;
+    let options = DecodeOptions {
+        max_duration_secs: Some(max_duration_secs),
+    };
+    let mut reader = timbre_audio::open_blocks(path, &options)?;
+    let mut audio = Vec::new();
+    let mut resampler: Option<StreamResampler> = None;
+    while let Some(block) = reader.next_block(1 << 16)? {
+        let mono = block.to_mono();
+        let samples = mono.channels.first().map_or(&[][..], |c| &c[..]);
+        if mono.sample_rate == RATE {
+            audio.extend_from_slice(samples);
+            continue;
+        }
+        if resampler.is_none() {
+            resampler = Some(StreamResampler::new(mono.sample_rate, RATE)?);
+        }
+        if let Some(resampler) = &mut resampler {
+            resampler.push(samples, &mut audio)?;
+        }
+    }
+    if let Some(resampler) = resampler {
+        resampler.finish(&mut audio)?;
+    }
+    Ok(audio)
 }
 
 fn file_sha256(path: &Path) -> Result<String> {
@@ -253,13 +278,18 @@ pub fn convert(
         models_dir,
     };
     let label = format!("{} with {}", input.name, model.name);
-    let outcome = engine.convert(&request, &mut |f| progress(0.02 + 0.93 * f, label.clone()))?;
-    let converted = outcome.converted;
-    let buffer = AudioBuffer::new(converted.sample_rate, vec![converted.samples]);
-    let bytes = encode(&buffer, params.format)?;
+    let mut output = output::OutputFile::new(params.format)?;
+    let outcome = engine.convert(&request, &mut output, &mut |f| {
+        progress(0.02 + 0.93 * f, label.clone())
+    })?;
+    let rendered = outcome.rendered;
+    let input_seconds = input.audio_16k.len() as f64 / 16_000.0;
+    drop(input.audio_16k);
+    let file = output.finish()?;
     let stored = library
         .store()
-        .ingest_bytes(&bytes, params.format.extension())?;
+        .ingest_file(file.path(), params.format.extension())?;
+    drop(file);
     let seconds_taken = started.elapsed().as_secs_f64();
     let conversion = library.edit(|conn| {
         let id = conversions::insert(
@@ -274,9 +304,9 @@ pub fn convert(
                 params: serde_json::to_value(&params.options)?,
                 sha256: stored.sha256.clone(),
                 format: params.format.extension().into(),
-                sample_rate: buffer.sample_rate,
-                duration_secs: buffer.duration_secs(),
-                peak_dbfs: analysis::to_dbfs(analysis::peak(&buffer)) as f64,
+                sample_rate: rendered.sample_rate,
+                duration_secs: rendered.samples as f64 / f64::from(rendered.sample_rate),
+                peak_dbfs: analysis::to_dbfs(rendered.peak) as f64,
                 seconds_taken,
             },
         )?;
@@ -296,26 +326,13 @@ pub fn convert(
     Ok(json!({
         "conversion": conversion,
         "output_path": copied_to.unwrap_or(stored.path),
-        "input_seconds": input.audio_16k.len() as f64 / 16_000.0,
+        "input_seconds": input_seconds,
         "seconds": seconds_taken,
         "analysis_seconds": outcome.analysis_secs,
         "render_seconds": outcome.render_secs,
         "analysis_cache": outcome.analysis_cache,
         "voice_cache": outcome.voice_cache,
     }))
-}
-
-fn encode(buffer: &AudioBuffer, format: OutputFormat) -> Result<Vec<u8>> {
-    Ok(match format {
-        OutputFormat::Wav16 => timbre_audio::encode_wav(buffer, SampleFormat::Int16),
-        OutputFormat::Wav24 => timbre_audio::encode_wav(buffer, SampleFormat::Int24),
-        OutputFormat::WavFloat => timbre_audio::encode_wav(buffer, SampleFormat::Float32),
-        OutputFormat::Flac => {
-            let tmp = tempfile::NamedTempFile::new()?;
-            timbre_audio::write_flac(tmp.path(), buffer, 16)?;
-            std::fs::read(tmp.path())?
-        }
-    })
 }
 
 /// Copies the result to `<dir>/<input> (<model>).<ext>`, never overwriting: a number is added.
@@ -348,4 +365,24 @@ fn copy_out(
     std::fs::copy(object, &target)
         .with_context(|| format!("{}: cannot write", target.display()))?;
     Ok(target)
+}
+
+#[cfg(test)]
+mod tests {
+    use timbre_audio::{AudioBuffer, SampleFormat};
+
+    #[test]
+    fn the_input_decoded_block_by_block_equals_the_whole_file_resampled() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("stereo.wav");
+        let frames = 44_100 * 4 + 123;
+        let channel =
+            |f: f32| -> Vec<f32> { (0..frames).map(|i| 0.4 * (i as f32 * f).sin()).collect() };
+        let stereo = AudioBuffer::new(44_100, vec![channel(0.031), channel(0.017)]);
+        timbre_audio::write_wav(&path, &stereo, SampleFormat::Int16).unwrap();
+        let decoded = timbre_audio::decode_file(&path, &Default::default()).unwrap();
+        let whole = timbre_audio::resample(&decoded.to_mono(), 16_000).unwrap();
+        let streamed = super::decode_16k_mono(&path, 3600.0).unwrap();
+        assert_eq!(streamed, whole.channels[0]);
+    }
 }

@@ -33,6 +33,7 @@ const MIGRATIONS: &[&str] = &[
     conversions::CREATE,
     listening_tests::CREATE,
     derived_takes::CREATE,
+    datasets::ADD_PREPARATION,
 ];
 
 pub fn open(path: &Path) -> Result<Connection> {

@@ -1,7 +1,8 @@
 //! The model-independent half of a conversion: high-passed input, segments, HuBERT features per
 //! segment and the pitch over the whole padded input. One analysis serves every voice model of
-//! the same feature size, which is what makes A/B between models instant; it is saved to and
-//! loaded from disk as safetensors for the feature cache.
+//! the same feature size, which is what makes A/B between models instant. It is saved as
+//! safetensors for the feature cache, segment by segment, and read back one segment at a time
+//! (`store`), so a long input never needs all its features in memory.
 
 use std::path::Path;
 
@@ -10,6 +11,7 @@ use tch::{Kind, Tensor};
 
 use super::pitch;
 use super::segments::{self, Chunking, Segment, WINDOW};
+use super::store;
 use crate::hubert::{FeatureVersion, Hubert};
 use crate::rmvpe::Rmvpe;
 
@@ -42,18 +44,29 @@ impl PitchTracker<'_> {
 }
 
 pub struct Analysis {
-    /// The high-passed input at 16 kHz, unpadded (the RMS mix follows its envelope).
-    pub filtered: Vec<f32>,
+    /// Samples of the 16 kHz input.
+    pub input_len: usize,
+    /// The loudness envelope of the high-passed input that the RMS mix follows
+    /// (`timbre_audio::filter::envelope` at 16 kHz).
+    pub input_rms: Vec<f64>,
     pub chunking: Chunking,
     pub segments: Vec<Segment>,
-    /// HuBERT features of each segment, `[1, frames, dim]`, before index retrieval.
-    pub features: Vec<Tensor>,
     /// Pitch over the padded input in Hz, one value per 10 ms frame, unvoiced frames filled,
     /// not transposed. None when analysed for models without pitch.
     pub f0: Option<Vec<f32>>,
+    feature_dim: i64,
+    features: Features,
 }
 
-/// Analyses 16 kHz mono audio. `progress` hears the share done and may stop the work.
+/// The HuBERT features of each segment, `[1, frames, dim]`, before index retrieval: in memory,
+/// or in a saved analysis and read one segment at a time.
+enum Features {
+    Memory(Vec<Tensor>),
+    Disk(store::Reader),
+}
+
+/// Analyses 16 kHz mono audio, keeping the features in memory. `progress` hears the share done
+/// and may stop the work.
 pub fn analyze(
     audio_16k: &[f32],
     hubert: &Hubert,
@@ -62,10 +75,80 @@ pub fn analyze(
     chunking: Chunking,
     progress: &mut dyn FnMut(f64) -> Result<()>,
 ) -> Result<Analysis> {
+    let mut features = Vec::new();
+    let mut analysis = run(
+        audio_16k,
+        hubert,
+        version,
+        tracker,
+        chunking,
+        progress,
+        &mut |f| {
+            features.push(f);
+            Ok(())
+        },
+    )?;
+    analysis.feature_dim = features.first().map_or(0, |f| f.size()[2]);
+    analysis.features = Features::Memory(features);
+    Ok(analysis)
+}
+
+/// [`analyze`], saving the analysis to `path` as it goes (each segment's features are written
+/// and dropped once computed) and returning it backed by that file.
+pub fn analyze_to_file(
+    audio_16k: &[f32],
+    hubert: &Hubert,
+    version: FeatureVersion,
+    tracker: Option<&PitchTracker>,
+    chunking: Chunking,
+    path: &Path,
+    progress: &mut dyn FnMut(f64) -> Result<()>,
+) -> Result<Analysis> {
+    let segments = segments::segment_count(audio_16k.len(), &chunking);
+    let mut writer = store::Writer::create(path, segments + META_TENSORS)?;
+    let mut index = 0;
+    let analysed = run(
+        audio_16k,
+        hubert,
+        version,
+        tracker,
+        chunking,
+        progress,
+        &mut |f| {
+            writer.add(&format!("features.{index}"), &f)?;
+            index += 1;
+            Ok(())
+        },
+    )
+    .and_then(|analysis| analysis.write_meta(&mut writer));
+    match analysed {
+        Ok(()) => writer.finish()?,
+        Err(err) => {
+            writer.abandon();
+            return Err(err);
+        }
+    }
+    Analysis::load(path)
+}
+
+/// Tensors of a saved analysis besides the features.
+const META_TENSORS: usize = 5;
+
+fn run(
+    audio_16k: &[f32],
+    hubert: &Hubert,
+    version: FeatureVersion,
+    tracker: Option<&PitchTracker>,
+    chunking: Chunking,
+    progress: &mut dyn FnMut(f64) -> Result<()>,
+    features: &mut dyn FnMut(Tensor) -> Result<()>,
+) -> Result<Analysis> {
     ensure!(!audio_16k.is_empty(), "the input has no samples");
     let filtered = timbre_audio::filter::rvc_highpass(audio_16k);
-    let padded = segments::reflect_pad(&filtered, chunking.pad_samples());
+    let input_rms = timbre_audio::filter::envelope(&filtered, segments::SAMPLE_RATE as u32);
     let segments = segments::segments(&filtered, &chunking);
+    let padded = segments::reflect_pad(&filtered, chunking.pad_samples());
+    drop(filtered);
     let frames = padded.len() / WINDOW;
     let f0 = match tracker {
         Some(tracker) => {
@@ -78,83 +161,99 @@ pub fn analyze(
         None => None,
     };
     progress(0.2)?;
-    let mut features = Vec::with_capacity(segments.len());
     let _guard = tch::no_grad_guard();
     for (i, segment) in segments.iter().enumerate() {
         let audio = Tensor::from_slice(&padded[segment.start..segment.end])
             .view([1, -1])
             .to_device(hubert.device());
-        features.push(
+        features(
             hubert
                 .features(&audio, version)?
                 .to_device(tch::Device::Cpu),
-        );
+        )?;
         progress(0.2 + 0.8 * (i + 1) as f64 / segments.len() as f64)?;
     }
     Ok(Analysis {
-        filtered,
+        input_len: audio_16k.len(),
+        input_rms,
         chunking,
         segments,
-        features,
         f0,
+        feature_dim: 0,
+        features: Features::Memory(Vec::new()),
     })
 }
 
 impl Analysis {
     pub fn feature_dim(&self) -> i64 {
-        self.features.first().map_or(0, |f| f.size()[2])
+        self.feature_dim
+    }
+
+    /// The features of segment `i`, `[1, frames, dim]`.
+    pub fn features(&self, i: usize) -> Result<Tensor> {
+        match &self.features {
+            Features::Memory(all) => all
+                .get(i)
+                .map(Tensor::shallow_clone)
+                .with_context(|| format!("the analysis has no segment {i}")),
+            Features::Disk(reader) => reader.read(&format!("features.{i}")),
+        }
+    }
+
+    /// Bytes this analysis holds in memory (features kept on disk count nothing).
+    pub fn memory_bytes(&self) -> u64 {
+        let features = match &self.features {
+            Features::Memory(all) => all.iter().map(|f| f.numel() as u64 * 4).sum(),
+            Features::Disk(_) => 0,
+        };
+        features
+            + self.input_rms.len() as u64 * 8
+            + self.f0.as_ref().map_or(0, |f| f.len() as u64 * 4)
+            + self.segments.len() as u64 * 16
     }
 
     /// Seconds of input analysed.
     pub fn duration_secs(&self) -> f64 {
-        self.filtered.len() as f64 / 16_000.0
+        self.input_len as f64 / segments::SAMPLE_RATE as f64
     }
 
     pub fn save(&self, path: &Path) -> Result<()> {
+        let mut writer = store::Writer::create(path, self.segments.len() + META_TENSORS)?;
+        for i in 0..self.segments.len() {
+            writer.add(&format!("features.{i}"), &self.features(i)?)?;
+        }
+        self.write_meta(&mut writer)?;
+        writer.finish()
+    }
+
+    fn write_meta(&self, writer: &mut store::Writer) -> Result<()> {
         let bounds: Vec<i64> = self
             .segments
             .iter()
             .flat_map(|s| [s.start as i64, s.end as i64])
             .collect();
         let c = &self.chunking;
-        let mut named = vec![
-            ("filtered".to_string(), Tensor::from_slice(&self.filtered)),
-            ("segments".to_string(), Tensor::from_slice(&bounds)),
-            (
-                "chunking".to_string(),
-                Tensor::from_slice(&[c.x_pad, c.x_query, c.x_center, c.x_max]),
-            ),
-        ];
+        writer.add("input_len", &Tensor::from_slice(&[self.input_len as i64]))?;
+        writer.add("input_rms", &Tensor::from_slice(&self.input_rms))?;
+        writer.add("segments", &Tensor::from_slice(&bounds))?;
+        writer.add(
+            "chunking",
+            &Tensor::from_slice(&[c.x_pad, c.x_query, c.x_center, c.x_max]),
+        )?;
         if let Some(f0) = &self.f0 {
-            named.push(("f0".to_string(), Tensor::from_slice(f0)));
+            writer.add("f0", &Tensor::from_slice(f0))?;
         }
-        for (i, f) in self.features.iter().enumerate() {
-            named.push((
-                format!("features.{i}"),
-                f.to_device(tch::Device::Cpu).to_kind(Kind::Float),
-            ));
-        }
-        let tmp = path.with_extension("tmp");
-        Tensor::write_safetensors(&named, &tmp)
-            .with_context(|| format!("writing {}", tmp.display()))?;
-        std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
         Ok(())
     }
 
+    /// Opens a saved analysis; its features stay on disk until a segment asks for them.
     pub fn load(path: &Path) -> Result<Analysis> {
-        let named = Tensor::read_safetensors(path)
-            .with_context(|| format!("reading {}", path.display()))?;
-        let get = |name: &str| {
-            named
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, t)| t.shallow_clone())
-                .with_context(|| format!("{}: `{name}` is missing", path.display()))
-        };
-        let filtered = Vec::<f32>::try_from(get("filtered")?)?;
-        let bounds = Vec::<i64>::try_from(get("segments")?)?;
-        let c = Vec::<f64>::try_from(get("chunking")?)?;
-        if c.len() != 4 || bounds.len() % 2 != 0 {
+        let reader = store::Reader::open(path)?;
+        let input_len = Vec::<i64>::try_from(reader.read("input_len")?)?;
+        let input_rms = Vec::<f64>::try_from(reader.read("input_rms")?)?;
+        let bounds = Vec::<i64>::try_from(reader.read("segments")?)?;
+        let c = Vec::<f64>::try_from(reader.read("chunking")?)?;
+        if c.len() != 4 || bounds.len() % 2 != 0 || input_len.len() != 1 {
             bail!("{}: not a saved analysis", path.display());
         }
         let segments: Vec<Segment> = bounds
@@ -164,22 +263,35 @@ impl Analysis {
                 end: p[1] as usize,
             })
             .collect();
-        let features = (0..segments.len())
-            .map(|i| get(&format!("features.{i}")))
-            .collect::<Result<_>>()?;
-        let f0 = get("f0").ok().map(Vec::<f32>::try_from).transpose()?;
-        let chunking = Chunking {
-            x_pad: c[0],
-            x_query: c[1],
-            x_center: c[2],
-            x_max: c[3],
+        for i in 0..segments.len() {
+            ensure!(
+                reader.has(&format!("features.{i}")),
+                "{}: `features.{i}` is missing",
+                path.display()
+            );
+        }
+        let feature_dim = reader
+            .shape("features.0")
+            .and_then(|s| s.get(2).copied())
+            .unwrap_or(0);
+        let f0 = if reader.has("f0") {
+            Some(Vec::<f32>::try_from(reader.read("f0")?)?)
+        } else {
+            None
         };
         Ok(Analysis {
-            filtered,
-            chunking,
+            input_len: input_len[0] as usize,
+            input_rms,
+            chunking: Chunking {
+                x_pad: c[0],
+                x_query: c[1],
+                x_center: c[2],
+                x_max: c[3],
+            },
             segments,
-            features,
             f0,
+            feature_dim,
+            features: Features::Disk(reader),
         })
     }
 }

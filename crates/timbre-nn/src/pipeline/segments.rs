@@ -69,11 +69,24 @@ pub fn segments(audio: &[f32], chunking: &Chunking) -> Vec<Segment> {
     segments
 }
 
+/// How many segments [`segments`] gives for an input of `len` samples (it depends on the length
+/// alone, so it is known before the input is filtered).
+pub fn segment_count(len: usize, chunking: &Chunking) -> usize {
+    if is_one_segment(len, chunking) {
+        return 1;
+    }
+    let t_center = ((SAMPLE_RATE as f64 * chunking.x_center) as usize).max(1);
+    1 + (t_center..len).step_by(t_center).count()
+}
+
+fn is_one_segment(len: usize, chunking: &Chunking) -> bool {
+    len + WINDOW <= (SAMPLE_RATE as f64 * chunking.x_max) as usize || len < 2
+}
+
 /// The reference's cut points: every `x_center` seconds, the sample within `x_query` seconds
 /// where the 10 ms moving sum of |x| is smallest (the first such sample on ties).
 fn cut_points(audio: &[f32], chunking: &Chunking) -> Vec<usize> {
-    let t_max = (SAMPLE_RATE as f64 * chunking.x_max) as usize;
-    if audio.len() + WINDOW <= t_max || audio.len() < 2 {
+    if is_one_segment(audio.len(), chunking) {
         return Vec::new();
     }
     let t_query = (SAMPLE_RATE as f64 * chunking.x_query) as usize;
@@ -166,6 +179,7 @@ mod tests {
         }
         let segments = segments(&audio, &chunking);
         assert_eq!(segments.len(), 3);
+        assert_eq!(segment_count(audio.len(), &chunking), 3);
         assert_eq!(segments[0].start, 0);
         // The cut lands on the frame grid inside the first gap.
         let cut = segments[1].start;

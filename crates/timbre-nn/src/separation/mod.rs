@@ -1,6 +1,6 @@
 //! Vocal separation with BS-RoFormer and Mel-Band RoFormer models in the format of
 //! ZFTurbo/Music-Source-Separation-Training: a `.ckpt` state dict plus its YAML config, run over
-//! a whole track by chunked overlap-add (`utils/model_utils.py` `demix`, and the optional
+//! a track by chunked overlap-add, whole or streamed block by block (`utils/model_utils.py` `demix`, and the optional
 //! `inference.normalize` of `inference.py`).
 
 mod bands;
@@ -11,6 +11,7 @@ mod mel_band_roformer;
 mod params;
 pub mod roformer;
 mod stft;
+mod stream;
 mod transformer;
 
 use std::path::Path;
@@ -19,8 +20,9 @@ use anyhow::{Context, Result, bail, ensure};
 use tch::{Device, Kind, Tensor};
 
 pub use config::Config;
-pub use demix::{DemixOptions, demix};
+pub use demix::{DemixOptions, Demixer, demix};
 pub use roformer::{Roformer, RoformerKind, load_state_dict, to_model_weights};
+pub use stream::{MixStats, Separated, SeparationStream};
 
 /// A RoFormer with its config, ready to separate whole tracks.
 pub struct Separator {
@@ -106,50 +108,24 @@ impl Separator {
         mut progress: impl FnMut(usize, usize) -> bool,
     ) -> Result<Tensor> {
         let size = mix.size();
-        let [channels, _] = size[..] else {
+        let [channels, length] = size[..] else {
             bail!("the mix must be [channels, samples], got {size:?}")
         };
         let mix = mix.to_device(Device::Cpu).to_kind(Kind::Float);
-        let (mix, scale) = self.normalized(&mix);
-        let model_channels = self.model.audio_channels();
-        let separate = |batch: &Tensor| self.model.forward(batch);
-        let stems = if channels == model_channels {
-            demix(&mix, self.demix_options(), separate, progress)?
-        } else if channels == 1 {
-            demix(
-                &mix.expand([model_channels, -1], false),
-                self.demix_options(),
-                separate,
-                progress,
-            )?
-            .mean_dim(1, true, Kind::Float)
-        } else if model_channels == 1 {
-            let mut done_before = 0;
-            let mut per_channel = Vec::new();
-            for channel in 0..channels {
-                let mut chunks_per_channel = 0;
-                let track = demix(
-                    &mix.narrow(0, channel, 1),
-                    self.demix_options(),
-                    separate,
-                    |done, total| {
-                        chunks_per_channel = total;
-                        progress(done_before + done, total * channels as usize)
-                    },
-                )?;
-                done_before += chunks_per_channel;
-                per_channel.push(track);
-            }
-            Tensor::cat(&per_channel, 1)
-        } else {
-            bail!(
-                "the model separates {model_channels}-channel audio; a {channels}-channel mix cannot go through it"
-            );
-        };
-        Ok(match scale {
-            Some((mean, std)) => stems * std + mean,
-            None => stems,
-        })
+        let mut stream = self.stream(channels, Some(length), self.normalization(&mix))?;
+        let mut parts = Vec::new();
+        parts.extend(stream.push(&mix, &mut progress)?);
+        parts.extend(stream.finish(&mut progress)?);
+        let stems: Vec<Tensor> = parts.into_iter().map(|part| part.stems).collect();
+        Ok(Tensor::cat(&stems, 2))
+    }
+
+    /// Where the vocals are among `stems()`.
+    pub fn vocals_index(&self) -> Result<usize> {
+        self.stems
+            .iter()
+            .position(|stem| stem.eq_ignore_ascii_case("vocals"))
+            .with_context(|| format!("this model separates {}, not vocals", self.stems.join(", ")))
     }
 
     /// The vocals of `mix` `[channels, samples]`, as `[channels, samples]`.
@@ -158,32 +134,8 @@ impl Separator {
         mix: &Tensor,
         progress: impl FnMut(usize, usize) -> bool,
     ) -> Result<Tensor> {
-        let Some(index) = self
-            .stems
-            .iter()
-            .position(|stem| stem.eq_ignore_ascii_case("vocals"))
-        else {
-            bail!("this model separates {}, not vocals", self.stems.join(", "));
-        };
+        let index = self.vocals_index()?;
         Ok(self.demix(mix, progress)?.get(index as i64))
-    }
-
-    /// With `inference.normalize`: the mix scaled to zero mean and unit deviation (of its mono
-    /// downmix), and the `(mean, std)` to scale the stems back with. A silent mix stays as is.
-    fn normalized(&self, mix: &Tensor) -> (Tensor, Option<(f64, f64)>) {
-        if !self.config.inference.normalize {
-            return (mix.shallow_clone(), None);
-        }
-        let mono = mix.mean_dim(0, false, Kind::Float);
-        let (mean, std) = (
-            mono.mean(Kind::Float).double_value(&[]),
-            mono.std(false).double_value(&[]),
-        );
-        if std > 0.0 {
-            ((mix - mean) / std, Some((mean, std)))
-        } else {
-            (mix.shallow_clone(), None)
-        }
     }
 }
 

@@ -3,11 +3,11 @@
 //! differs (rather than at the first matrix product).
 
 use std::cell::RefCell;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
 use anyhow::{Result, bail};
-use tch::Tensor;
+use tch::{Kind, Tensor};
 
 use crate::layers::Linear;
 use crate::weights::Weights;
@@ -16,6 +16,9 @@ pub(super) struct Params<'a> {
     weights: &'a Weights,
     config: &'a Path,
     used: &'a RefCell<BTreeSet<String>>,
+    /// When set, every tensor asked for is made up (random) and kept here instead of being
+    /// read from `weights`: a full-size model for benchmarks without a real checkpoint.
+    random: Option<&'a RefCell<HashMap<String, Tensor>>>,
     prefix: String,
 }
 
@@ -29,7 +32,22 @@ impl<'a> Params<'a> {
             weights,
             config,
             used,
+            random: None,
             prefix: String::new(),
+        }
+    }
+
+    /// Params that make up every tensor asked for (see `random`); `weights` only names the
+    /// source in messages.
+    pub(super) fn random(
+        weights: &'a Weights,
+        config: &'a Path,
+        used: &'a RefCell<BTreeSet<String>>,
+        made: &'a RefCell<HashMap<String, Tensor>>,
+    ) -> Self {
+        Self {
+            random: Some(made),
+            ..Self::new(weights, config, used)
         }
     }
 
@@ -39,6 +57,7 @@ impl<'a> Params<'a> {
             weights: self.weights,
             config: self.config,
             used: self.used,
+            random: self.random,
             prefix: self.full(&name.to_string()) + ".",
         }
     }
@@ -49,12 +68,22 @@ impl<'a> Params<'a> {
 
     pub(super) fn tensor(&self, name: &str, shape: &[i64]) -> Result<Tensor> {
         self.check(name, shape)?;
-        self.weights.get(&self.full(name))
+        match self.random {
+            Some(made) => Ok(made.borrow()[&self.full(name)].shallow_clone()),
+            None => self.weights.get(&self.full(name)),
+        }
     }
 
     /// Marks `name` as used, if it is there with `shape`.
     fn check(&self, name: &str, shape: &[i64]) -> Result<()> {
         let full = self.full(name);
+        if let Some(made) = self.random {
+            made.borrow_mut()
+                .entry(full.clone())
+                .or_insert_with(|| random_tensor(shape));
+            self.used.borrow_mut().insert(full);
+            return Ok(());
+        }
         let Ok(actual) = self.weights.shape(&full) else {
             bail!(
                 "{} does not match {}: the config implies a tensor `{full}` {shape:?}, which the checkpoint lacks",
@@ -79,11 +108,26 @@ impl<'a> Params<'a> {
         for (tensor, shape) in shapes.iter().take(if bias { 2 } else { 1 }) {
             self.check(&format!("{name}.{tensor}"), shape)?;
         }
-        Linear::load(self.weights, &self.full(name))
+        let Some(made) = self.random else {
+            return Linear::load(self.weights, &self.full(name));
+        };
+        let made = made.borrow();
+        let tensors = ["weight", "bias"]
+            .iter()
+            .map(|t| format!("{}.{t}", self.full(name)))
+            .filter_map(|full| Some((full.clone(), made.get(&full)?.shallow_clone())))
+            .collect();
+        Linear::load(
+            &Weights::new(tensors, self.weights.source()),
+            &self.full(name),
+        )
     }
 
     /// Fails on the first checkpoint tensor that no loaded layer took.
     pub(super) fn ensure_all_used(&self) -> Result<()> {
+        if self.random.is_some() {
+            return Ok(());
+        }
         let used = self.used.borrow();
         let mut unused: Vec<&str> = self
             .weights
@@ -101,6 +145,19 @@ impl<'a> Params<'a> {
             );
         }
         Ok(())
+    }
+}
+
+/// Matrices as torch's default `nn.Linear` init draws them (uniform within ±1/√fan-in), vectors
+/// (norm gains, biases, rotary frequencies) as ones: values of a trained model's magnitude, so
+/// the arithmetic costs what it would with real weights.
+fn random_tensor(shape: &[i64]) -> Tensor {
+    match shape.last() {
+        Some(&fan_in) if shape.len() >= 2 => {
+            let bound = 1.0 / (fan_in.max(1) as f64).sqrt();
+            Tensor::empty(shape, (Kind::Float, tch::Device::Cpu)).uniform_(-bound, bound)
+        }
+        _ => Tensor::ones(shape, (Kind::Float, tch::Device::Cpu)),
     }
 }
 

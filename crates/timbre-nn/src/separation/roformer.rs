@@ -7,7 +7,7 @@
 //! default); the parity fixtures come from such a version.
 
 use std::cell::RefCell;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::str::FromStr;
 
@@ -103,7 +103,29 @@ impl Roformer {
         let used = RefCell::new(BTreeSet::new());
         let p = Params::new(weights, config_path, &used);
         let probe = weights.get("band_split.to_features.0.1.weight")?;
-        let (device, weight_kind) = (probe.device(), probe.kind());
+        Self::build(kind, model, &p, config_path, probe.device(), probe.kind())
+    }
+
+    /// `kind` as `model` describes it with made-up float32 weights on the CPU (see
+    /// `Params::random`), and those weights as the state dict a checkpoint of it would hold:
+    /// full-size models for benchmarks.
+    pub fn random(kind: RoformerKind, model: &ModelConfig) -> Result<(Self, Weights)> {
+        let (used, made) = (RefCell::new(BTreeSet::new()), RefCell::new(HashMap::new()));
+        let config_path = Path::new("random weights");
+        let empty = Weights::new(HashMap::new(), config_path);
+        let p = Params::random(&empty, config_path, &used, &made);
+        let roformer = Self::build(kind, model, &p, config_path, Device::Cpu, Kind::Float)?;
+        Ok((roformer, Weights::new(made.into_inner(), config_path)))
+    }
+
+    fn build(
+        kind: RoformerKind,
+        model: &ModelConfig,
+        p: &Params,
+        config_path: &Path,
+        device: Device,
+        weight_kind: Kind,
+    ) -> Result<Self> {
         let audio_channels = if model.stereo { 2 } else { 1 };
         let stft = Stft {
             n_fft: model.stft_n_fft,
@@ -157,7 +179,7 @@ impl Roformer {
             config_path.display()
         );
         let is_bs = kind == RoformerKind::BsRoformer;
-        let axial = AxialTransformer::load(&p, &dims, &depths, !is_bs, model.skip_connection)?;
+        let axial = AxialTransformer::load(p, &dims, &depths, !is_bs, model.skip_connection)?;
         let final_norm = if is_bs {
             Some(RmsNorm::load(&p.at("final_norm"), model.dim)?)
         } else {

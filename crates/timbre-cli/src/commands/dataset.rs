@@ -1,0 +1,235 @@
+//! `timbre dataset prepare|list|show|rm`: training datasets prepared by the `dataset` job.
+
+use super::{duration, open_jobs, open_library};
+use crate::output::Output;
+use anyhow::Result;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use timbre_audio::enhance::Preset;
+use timbre_core::dataset::{DatasetInput, ModelVersion, PrepareParams};
+use timbre_core::db::datasets::{self, Dataset};
+use timbre_nn::pipeline::F0Method;
+
+#[derive(clap::Subcommand)]
+pub enum Command {
+    /// Prepare (or prepare again) a dataset from takes and files: slicing, pitch, features.
+    Prepare(PrepareArgs),
+    /// List datasets.
+    List,
+    /// Show a dataset, its report and its folder.
+    Show { id: i64 },
+    /// Delete a dataset and its folder (its takes stay).
+    Rm {
+        #[arg(required = true)]
+        ids: Vec<i64>,
+    },
+}
+
+#[derive(clap::Args)]
+pub struct PrepareArgs {
+    /// The dataset's name; preparing an existing name replaces its contents.
+    #[arg(long)]
+    name: String,
+    /// The voice it belongs to (created when new).
+    #[arg(long)]
+    voice: Option<String>,
+    /// Model rate: 32k, 40k or 48k.
+    #[arg(long, default_value = "40k")]
+    rate: String,
+    #[arg(long, value_enum, default_value = "v2")]
+    version: VersionName,
+    /// rmvpe (needs rmvpe.pt in the models folder), pm or yin.
+    #[arg(long, default_value = "rmvpe")]
+    f0_method: String,
+    /// Enhance each input first with this preset.
+    #[arg(long, value_enum)]
+    enhance: Option<PresetName>,
+    /// Take ids and audio files.
+    #[arg(required = true, value_name = "TAKE_ID|FILE")]
+    inputs: Vec<String>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum VersionName {
+    V1,
+    V2,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum PresetName {
+    Training,
+    Natural,
+}
+
+pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCode> {
+    match cmd {
+        Command::Prepare(args) => prepare(data_dir, out, args),
+        Command::List => {
+            let sets = datasets::list(&open_library(data_dir)?.conn())?;
+            out.print(&sets, || {
+                sets.iter().map(line).collect::<Vec<_>>().join("\n")
+            });
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Show { id } => {
+            let library = open_library(data_dir)?;
+            let set = datasets::require(&library.conn(), id)?;
+            let folder = timbre_core::dataset::folder(&library, id);
+            let take_ids = datasets::take_ids(&library.conn(), id)?;
+            let value = json!({ "dataset": set, "folder": folder, "take_ids": take_ids });
+            out.print(&value, || {
+                let mut lines = vec![line(&set), format!("folder: {}", folder.display())];
+                if let Some(report) = &set.report {
+                    lines.extend(report_lines(report));
+                }
+                lines.join("\n")
+            });
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Rm { ids } => {
+            let library = open_library(data_dir)?;
+            let removed = ids
+                .iter()
+                .map(|&id| timbre_core::dataset::delete(&library, id))
+                .collect::<Result<Vec<_>>>()?;
+            out.print(&removed, || {
+                removed
+                    .iter()
+                    .map(|d| format!("deleted dataset {} \"{}\"", d.id, d.name))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            });
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn prepare(data_dir: Option<&Path>, out: &Output, args: PrepareArgs) -> Result<ExitCode> {
+    let invalid = |m: String| timbre_core::error::invalid_input(m);
+    let sample_rate = match args.rate.trim_end_matches(['k', 'K']) {
+        "32" | "32000" => 32_000,
+        "40" | "40000" => 40_000,
+        "48" | "48000" => 48_000,
+        _ => {
+            return Err(invalid(format!(
+                "unknown rate {:?}: use 32k, 40k or 48k",
+                args.rate
+            )));
+        }
+    };
+    let f0_method = F0Method::parse(&args.f0_method).map_err(|e| invalid(e.to_string()))?;
+    let inputs = args
+        .inputs
+        .iter()
+        .map(|input| match input.parse::<i64>() {
+            Ok(id) if !Path::new(input).exists() => Ok(DatasetInput::Take(id)),
+            _ => Ok(DatasetInput::File(std::path::absolute(PathBuf::from(
+                input,
+            ))?)),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let system = open_jobs(data_dir)?;
+    let voice_id = system.library().resolve_voice(args.voice.as_deref())?;
+    let params = PrepareParams {
+        name: args.name.clone(),
+        voice_id,
+        inputs,
+        sample_rate,
+        version: match args.version {
+            VersionName::V1 => ModelVersion::V1,
+            VersionName::V2 => ModelVersion::V2,
+        },
+        f0_method: Some(f0_method),
+        enhance: args.enhance.map(|p| match p {
+            PresetName::Training => Preset::Training,
+            PresetName::Natural => Preset::Natural,
+        }),
+    };
+    let job = system.submit("dataset", serde_json::to_value(&params)?)?;
+    let results = super::run_jobs(&system, vec![(args.name.clone(), job.id)], out)?;
+    let result = results.into_iter().next().unwrap_or(Value::Null);
+    out.print(&result, || prepared_lines(&result));
+    Ok(if result["ok"] == true {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn prepared_lines(r: &Value) -> String {
+    if r["ok"] != true {
+        let error = r["error"].as_str().unwrap_or("unknown error");
+        return format!(
+            "failed     {}: {error}",
+            r["input"].as_str().unwrap_or_default()
+        );
+    }
+    let result = &r["result"];
+    let mut lines = vec![
+        format!(
+            "prepared   dataset {} \"{}\": {} pieces, {} ({} computed, {} from the cache)",
+            result["dataset"]["id"],
+            result["dataset"]["name"].as_str().unwrap_or_default(),
+            result["pieces"],
+            duration(result["total_seconds"].as_f64().unwrap_or(0.0)),
+            result["computed"],
+            result["cached"],
+        ),
+        format!(
+            "           folder: {}",
+            result["folder"].as_str().unwrap_or_default()
+        ),
+    ];
+    lines.extend(report_lines(&result["report"]));
+    lines.join("\n")
+}
+
+fn report_lines(report: &Value) -> Vec<String> {
+    let secs = |key: &str| duration(report[key].as_f64().unwrap_or(0.0));
+    let mut lines = vec![format!(
+        "           input {}, sliced {}, kept {} in {} pieces ({} too loud, {} silent dropped)",
+        secs("input_seconds"),
+        secs("sliced_seconds"),
+        secs("kept_seconds"),
+        report["pieces"],
+        report["filtered"],
+        report["silent_pieces"],
+    )];
+    if let Some(pitch) = report["pitch"].as_object() {
+        lines.push(format!(
+            "           pitch {:.0}–{:.0} Hz, median {:.0} Hz",
+            pitch["low_hz"].as_f64().unwrap_or(0.0),
+            pitch["high_hz"].as_f64().unwrap_or(0.0),
+            pitch["median_hz"].as_f64().unwrap_or(0.0),
+        ));
+    }
+    if let Some(snr) = report["snr_db"].as_f64() {
+        lines.push(format!("           signal to noise ~{snr:.0} dB"));
+    }
+    lines.extend(
+        report["warnings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|w| {
+                format!(
+                    "           warning: {}",
+                    w["message"].as_str().unwrap_or_default()
+                )
+            }),
+    );
+    lines
+}
+
+fn line(d: &Dataset) -> String {
+    format!(
+        "{:>5}  {:<24} {:<9} {:>4} pieces  {:>8}  ({} takes)",
+        d.id,
+        d.name,
+        d.status,
+        d.piece_count,
+        duration(d.total_secs),
+        d.take_count
+    )
+}

@@ -1,0 +1,316 @@
+//! Separation of a file block by block: the mix is decoded, separated and the vocals and
+//! instrumental written a block at a time, so memory stays a few chunks of the model whatever
+//! the file's length. Results go to temporary files that only become takes when complete.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use tch::Tensor;
+use timbre_audio::analysis::{self, Summary};
+use timbre_audio::{AudioBuffer, AudioInfo, DecodeOptions, SampleFormat, WavStreamWriter};
+use timbre_nn::separation::{MixStats, Separated, Separator};
+
+use super::isolate::{IsolateParams, SeparationModel, SeparatorCache};
+use super::{CleanInput, ProgressBridge, Source};
+use crate::convert::OutputFormat;
+use crate::db::takes::{self, NewTake, Origin};
+use crate::library::Library;
+use crate::store::StoredObject;
+
+/// As the import's thumbnails.
+const WAVEFORM_BINS: usize = 120;
+
+/// Samples decoded (and written) at a time: 10 s at 44.1 kHz.
+pub(crate) const BLOCK_FRAMES: usize = 441_000;
+
+/// The vocals and instrumental of `separate_file`, complete, in temporary files.
+pub(crate) struct SeparatedFiles {
+    pub vocals: tempfile::TempPath,
+    pub instrumental: tempfile::TempPath,
+    pub silent: bool,
+}
+
+/// What `separate_file` reads: which frames of which file, in blocks of how many.
+pub(crate) struct Span<'a> {
+    pub path: &'a Path,
+    pub info: &'a AudioInfo,
+    pub decode: DecodeOptions,
+    pub start: u64,
+    pub frames: Option<u64>,
+    pub block_frames: usize,
+}
+
+/// Separates the span (at the model's rate, one or two channels, or more mixed down to mono)
+/// into vocals and instrumental WAVs in `tmp_dir`.
+pub(crate) fn separate_file(
+    separator: &Separator,
+    span: &Span<'_>,
+    tmp_dir: &Path,
+    format: SampleFormat,
+    bridge: &mut ProgressBridge<'_>,
+    label: &str,
+) -> Result<SeparatedFiles> {
+    let vocals_index = separator.vocals_index()? as i64;
+    let stopped =
+        |bridge: &mut ProgressBridge<'_>, err: anyhow::Error| bridge.stopped.take().unwrap_or(err);
+    let scale = if separator.normalizes() {
+        let mut stats = MixStats::default();
+        let measured = for_each_block(span, |block| {
+            anyhow::ensure!(
+                bridge.report(0.0, format!("{label}: measuring the mix")),
+                "cancelled"
+            );
+            stats.add(&to_tensor(block));
+            Ok(())
+        });
+        measured.map_err(|err| stopped(bridge, err))?;
+        stats.scale()
+    } else {
+        None
+    };
+    let channels = if span.info.channels > 2 {
+        1
+    } else {
+        span.info.channels
+    };
+    let total = span
+        .frames
+        .or(span.info.frames.map(|f| f.saturating_sub(span.start)));
+    let mut stream = separator.stream(i64::from(channels), total.map(|f| f as i64), scale)?;
+    let temp = |part: &str| {
+        tempfile::Builder::new()
+            .prefix(&format!(".isolate-{part}-"))
+            .suffix(".wav")
+            .tempfile_in(tmp_dir)
+            .with_context(|| format!("creating a temporary file in {}", tmp_dir.display()))
+            .map(|f| f.into_temp_path())
+    };
+    let (vocals_path, instrumental_path) = (temp("vocals")?, temp("instrumental")?);
+    let rate = span.info.sample_rate;
+    let mut vocals = WavStreamWriter::create(&vocals_path, rate, channels, format)?;
+    let mut instrumental = WavStreamWriter::create(&instrumental_path, rate, channels, format)?;
+    let mut silent = true;
+    let mut write = |part: Separated| -> Result<()> {
+        let voice = part.stems.get(vocals_index);
+        vocals.write(&to_buffer(&voice, rate)?)?;
+        instrumental.write(&to_buffer(&(&part.mix - &voice), rate)?)?;
+        Ok(())
+    };
+    let mut report = |done: usize, total: usize| {
+        bridge.report(
+            done as f64 / total.max(1) as f64,
+            format!("{label}: separating"),
+        )
+    };
+    let separated = for_each_block(span, |block| {
+        silent &= analysis::peak(block) == 0.0;
+        if let Some(part) = stream.push(&to_tensor(block), &mut report)? {
+            write(part)?;
+        }
+        Ok(())
+    })
+    .and_then(|()| {
+        if let Some(part) = stream.finish(&mut report)? {
+            write(part)?;
+        }
+        Ok(())
+    });
+    separated.map_err(|err| stopped(bridge, err))?;
+    vocals.finish()?;
+    instrumental.finish()?;
+    Ok(SeparatedFiles {
+        vocals: vocals_path,
+        instrumental: instrumental_path,
+        silent,
+    })
+}
+
+impl SeparatorCache {
+    /// Separates the input block by block into two complete WAV files, or None, having stored
+    /// nothing, when it needs the in-memory path (another sample rate than the model's, FLAC
+    /// output, a sample of a file whose length is unknown before decoding).
+    pub(super) fn separate_streamed(
+        &self,
+        library: &Library,
+        model: &SeparationModel,
+        params: &IsolateParams,
+        bridge: &mut ProgressBridge<'_>,
+        notes: &mut Vec<String>,
+    ) -> Result<Option<(Source, SeparatedFiles)>> {
+        let format = match params.format {
+            OutputFormat::Wav16 => SampleFormat::Int16,
+            OutputFormat::Wav24 => SampleFormat::Int24,
+            OutputFormat::WavFloat => SampleFormat::Float32,
+            OutputFormat::Flac => return Ok(None),
+        };
+        let (path, name, info) = probe_input(library, &params.input)?;
+        let loaded = self.loaded(model, bridge, &name)?;
+        let (_, separator) = loaded.as_ref().expect("loaded above");
+        if i64::from(info.sample_rate) != separator.sample_rate() {
+            return Ok(None);
+        }
+        let mut span = Span {
+            path: &path,
+            info: &info,
+            decode: DecodeOptions {
+                max_duration_secs: Some(library.settings()?.max_import_duration_secs),
+            },
+            start: 0,
+            frames: None,
+            block_frames: BLOCK_FRAMES,
+        };
+        if let Some(secs) = params.preview_secs {
+            let Some(frames) = info.frames else {
+                return Ok(None);
+            };
+            let wanted = (secs.max(0.0) * f64::from(info.sample_rate)).round() as u64;
+            if wanted >= frames {
+                notes.push(format!(
+                    "the input is only {:.1} s long: all of it was separated",
+                    frames as f64 / f64::from(info.sample_rate)
+                ));
+            } else {
+                span.start = (frames - wanted) / 2;
+                span.frames = Some(wanted);
+            }
+        }
+        let source = Source::open(library, &params.input, &span.decode)?;
+        if info.channels > 2 {
+            notes.push(format!(
+                "{} channels mixed down to mono for the model",
+                info.channels
+            ));
+        }
+        if info.channels == 1 {
+            notes.push("mono input: separated as two identical channels".to_string());
+        }
+        let tmp = super::scratch_dir(library);
+        match separate_file(separator, &span, &tmp, format, bridge, &name) {
+            Ok(files) => {
+                if files.silent {
+                    notes.push("the input is silent: so are both results".to_string());
+                }
+                Ok(Some((source, files)))
+            }
+            Err(err) => {
+                source.discard(library)?;
+                Err(err.context(source.label()))
+            }
+        }
+    }
+}
+
+/// The input's audio file, its name for progress messages and what its header says; nothing
+/// is stored yet.
+fn probe_input(library: &Library, input: &CleanInput) -> Result<(PathBuf, String, AudioInfo)> {
+    match input {
+        CleanInput::Take(id) => {
+            let take = takes::require(&library.conn(), *id)?;
+            let path = library.take_path(&take);
+            let info = timbre_audio::probe_file(&path)
+                .with_context(|| format!("take {} ({:?})", take.id, take.name))?;
+            Ok((path, take.name, info))
+        }
+        CleanInput::File(path) => {
+            let info = timbre_audio::probe_file(path)?;
+            Ok((path.clone(), super::file_name(path), info))
+        }
+    }
+}
+
+/// Calls `each` with the blocks of `span`, mixed down to mono past two channels.
+fn for_each_block(span: &Span<'_>, mut each: impl FnMut(&AudioBuffer) -> Result<()>) -> Result<()> {
+    let mut reader = timbre_audio::open_blocks(span.path, &span.decode)?;
+    let mut position = 0u64;
+    let end = span.frames.map(|f| span.start + f);
+    while let Some(block) = reader.next_block(span.block_frames)? {
+        let n = block.frames() as u64;
+        let (from, to) = (
+            span.start.max(position),
+            end.map_or(position + n, |e| e.min(position + n)),
+        );
+        position += n;
+        if from < to {
+            let skip = (from - (position - n)) as usize;
+            let take = (to - from) as usize;
+            let block = if take == block.frames() {
+                block
+            } else {
+                let channels = block.channels.iter().map(|c| c[skip..skip + take].to_vec());
+                AudioBuffer::new(block.sample_rate, channels.collect())
+            };
+            if block.channels.len() > 2 {
+                each(&block.to_mono())?;
+            } else {
+                each(&block)?;
+            }
+        }
+        if end.is_some_and(|e| position >= e) {
+            break;
+        }
+    }
+    Ok(())
+}
+
+fn to_tensor(block: &AudioBuffer) -> Tensor {
+    let (channels, frames) = (block.channels.len() as i64, block.frames() as i64);
+    Tensor::from_slice(&block.channels.concat()).view([channels, frames])
+}
+
+pub(crate) fn to_buffer(tensor: &Tensor, rate: u32) -> Result<AudioBuffer> {
+    let channels = (0..tensor.size()[0])
+        .map(|c| Vec::<f32>::try_from(tensor.get(c).to_kind(tch::Kind::Float).contiguous()))
+        .collect::<Result<Vec<_>, _>>()
+        .context("reading the separated audio")?;
+    Ok(AudioBuffer::new(rate, channels))
+}
+
+/// The take row of the audio file `path` (stored as `stored`), read block by block with the
+/// checks of `decode`.
+pub(crate) fn describe_file(
+    path: &Path,
+    decode: &DecodeOptions,
+    stored: &StoredObject,
+    format: &str,
+    name: String,
+    voice_id: Option<i64>,
+) -> Result<NewTake> {
+    let mut reader = timbre_audio::open_blocks(path, decode)?;
+    // The waveform's bins need the length up front; a header without it costs a first pass.
+    let frames = match reader.info().frames {
+        Some(frames) => frames as usize,
+        None => {
+            let mut count = 0;
+            while let Some(block) = reader.next_block(BLOCK_FRAMES)? {
+                count += block.frames();
+            }
+            reader = timbre_audio::open_blocks(path, decode)?;
+            count
+        }
+    };
+    let (rate, channels) = (reader.sample_rate(), reader.info().channels);
+    let mut summary = Summary::new(rate, usize::from(channels), frames, WAVEFORM_BINS);
+    while let Some(block) = reader.next_block(BLOCK_FRAMES)? {
+        summary.add(&block);
+    }
+    let rate = reader.sample_rate();
+    Ok(NewTake {
+        voice_id,
+        name,
+        sha256: stored.sha256.clone(),
+        format: format.to_string(),
+        source_path: None,
+        origin: Origin::Imported,
+        duration_secs: summary.frames() as f64 / f64::from(rate.max(1)),
+        sample_rate: rate,
+        channels,
+        frames: summary.frames() as u64,
+        peak_dbfs: f64::from(analysis::to_dbfs(summary.peak())),
+        loudness_lufs: summary.loudness_lufs(),
+        waveform: summary.waveform().to_vec(),
+    })
+}
+
+#[cfg(test)]
+#[path = "stream_tests.rs"]
+mod tests;

@@ -1,0 +1,71 @@
+//! The converted audio written to a temporary file as the render hands it over, in the job's
+//! output format, so a long output is never held in memory (except FLAC, whose encoder takes
+//! the whole signal).
+
+use anyhow::{Context, Result};
+use tempfile::NamedTempFile;
+use timbre_audio::{AudioBuffer, SampleFormat, WavStreamWriter};
+use timbre_nn::pipeline::OutputSink;
+
+use super::OutputFormat;
+
+pub(super) struct OutputFile {
+    format: OutputFormat,
+    file: NamedTempFile,
+    wav: Option<(WavStreamWriter, u32)>,
+    /// FLAC: the samples, encoded at the end.
+    flac: Option<AudioBuffer>,
+}
+
+impl OutputFile {
+    pub fn new(format: OutputFormat) -> Result<OutputFile> {
+        let file = tempfile::Builder::new()
+            .suffix(&format!(".{}", format.extension()))
+            .tempfile()
+            .context("creating the output file")?;
+        Ok(OutputFile {
+            format,
+            file,
+            wav: None,
+            flac: None,
+        })
+    }
+
+    /// The complete file.
+    pub fn finish(self) -> Result<NamedTempFile> {
+        if let Some((wav, _)) = self.wav {
+            wav.finish()?;
+        }
+        if let Some(buffer) = self.flac {
+            timbre_audio::write_flac(self.file.path(), &buffer, 16)?;
+        }
+        Ok(self.file)
+    }
+}
+
+impl OutputSink for OutputFile {
+    fn begin(&mut self, sample_rate: u32) -> Result<()> {
+        let fmt = match self.format {
+            OutputFormat::Wav16 => SampleFormat::Int16,
+            OutputFormat::Wav24 => SampleFormat::Int24,
+            OutputFormat::WavFloat => SampleFormat::Float32,
+            OutputFormat::Flac => {
+                self.flac = Some(AudioBuffer::new(sample_rate, vec![Vec::new()]));
+                return Ok(());
+            }
+        };
+        let wav = WavStreamWriter::create(self.file.path(), sample_rate, 1, fmt)?;
+        self.wav = Some((wav, sample_rate));
+        Ok(())
+    }
+
+    fn write(&mut self, samples: &[f32]) -> Result<()> {
+        if let Some((wav, rate)) = &mut self.wav {
+            wav.write(&AudioBuffer::new(*rate, vec![samples.to_vec()]))?;
+        }
+        if let Some(buffer) = &mut self.flac {
+            buffer.channels[0].extend_from_slice(samples);
+        }
+        Ok(())
+    }
+}

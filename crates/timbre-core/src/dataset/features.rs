@@ -1,0 +1,281 @@
+//! Pitch and content features of dataset pieces, as RVC's training extraction writes them
+//! (`extract_f0_print.py` / `extract_f0_rmvpe.py`: `f0nsf` in Hz as tracked, unvoiced frames
+//! left at 0, and the coarse `f0` of the same mapping conversion uses; `extract_feature_print.py`:
+//! HuBERT over the whole 16 kHz piece, v1 = `final_proj` of layer 9, v2 = the last layer), and
+//! their persistent cache under `<data dir>/cache/dataset-features/`, keyed by the piece's
+//! 16 kHz content, the extractor weights' content and the parameters.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use sha2::{Digest, Sha256};
+use tch::{Kind, Tensor};
+use timbre_nn::hubert::{FeatureVersion, Hubert};
+use timbre_nn::pipeline::pitch::coarse;
+use timbre_nn::pipeline::{F0Method, PitchTracker};
+use timbre_nn::rmvpe::Rmvpe;
+
+use crate::convert::extractors;
+
+/// Bumped when what a cache entry holds, or how it is computed, changes.
+const CACHE_FORMAT: &str = "dataset-features-1";
+
+/// The extractor files a preparation uses and their content hashes.
+#[derive(Debug, Clone)]
+pub struct ExtractorFiles {
+    pub hubert: PathBuf,
+    pub hubert_sha256: String,
+    pub rmvpe: Option<PathBuf>,
+    pub rmvpe_sha256: Option<String>,
+}
+
+/// HuBERT and RMVPE, loaded on first use and kept while their files stay the same, and the
+/// content hashes of those files (hashed once per file version).
+#[derive(Default)]
+pub struct Extractors {
+    hubert: Option<(String, Hubert)>,
+    rmvpe: Option<(String, Rmvpe)>,
+    hashes: HashMap<String, String>,
+}
+
+impl Extractors {
+    /// Finds the files the method needs in `models_dir`, refusing clearly when one is missing.
+    pub fn files(&mut self, models_dir: &Path, method: Option<F0Method>) -> Result<ExtractorFiles> {
+        let hubert = extractors::require_hubert(models_dir)?;
+        let rmvpe = match method {
+            Some(F0Method::Rmvpe) => Some(extractors::find_rmvpe(models_dir).ok_or_else(|| {
+                crate::error::not_found(format!(
+                    "pitch method rmvpe needs rmvpe.pt in {}: put it there, or choose pm or yin",
+                    models_dir.display()
+                ))
+            })?),
+            _ => None,
+        };
+        Ok(ExtractorFiles {
+            hubert_sha256: self.content_hash(&hubert)?,
+            rmvpe_sha256: rmvpe.as_deref().map(|p| self.content_hash(p)).transpose()?,
+            hubert,
+            rmvpe,
+        })
+    }
+
+    /// Loads what `files` names (a no-op when already loaded).
+    pub fn load(&mut self, files: &ExtractorFiles) -> Result<()> {
+        let device = timbre_nn::device::default_device()?;
+        if self
+            .hubert
+            .as_ref()
+            .is_none_or(|(sha, _)| *sha != files.hubert_sha256)
+        {
+            self.hubert = None;
+            let model = Hubert::load(&files.hubert, device)?;
+            self.hubert = Some((files.hubert_sha256.clone(), model));
+        }
+        if let (Some(path), Some(sha)) = (&files.rmvpe, &files.rmvpe_sha256)
+            && self.rmvpe.as_ref().is_none_or(|(s, _)| s != sha)
+        {
+            self.rmvpe = None;
+            self.rmvpe = Some((sha.clone(), Rmvpe::load(path, device)?));
+        }
+        Ok(())
+    }
+
+    pub fn hubert(&self) -> Result<&Hubert> {
+        self.hubert
+            .as_ref()
+            .map(|(_, m)| m)
+            .context("HuBERT is not loaded")
+    }
+
+    pub fn tracker(&self, method: F0Method) -> Result<PitchTracker<'_>> {
+        Ok(match method {
+            F0Method::Rmvpe => PitchTracker::Rmvpe(
+                self.rmvpe
+                    .as_ref()
+                    .map(|(_, m)| m)
+                    .context("RMVPE is not loaded")?,
+            ),
+            F0Method::Pm => PitchTracker::Pm,
+            F0Method::Yin => PitchTracker::Yin,
+        })
+    }
+
+    /// Drops the models (after an out-of-memory failure); the hashes stay.
+    pub fn free(&mut self) {
+        self.hubert = None;
+        self.rmvpe = None;
+    }
+
+    fn content_hash(&mut self, path: &Path) -> Result<String> {
+        let identity = file_identity(path)?;
+        if let Some(sha) = self.hashes.get(&identity) {
+            return Ok(sha.clone());
+        }
+        let sha = hash_path(path)?;
+        self.hashes.insert(identity, sha.clone());
+        Ok(sha)
+    }
+}
+
+/// Path, size and modification time of a file, or of every file of a folder.
+fn file_identity(path: &Path) -> Result<String> {
+    let mut identity = String::new();
+    for file in files_of(path)? {
+        let meta =
+            std::fs::metadata(&file).with_context(|| format!("{}: cannot read", file.display()))?;
+        let modified = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+        identity += &format!("{}|{}|{:?};", file.display(), meta.len(), modified);
+    }
+    Ok(identity)
+}
+
+/// The SHA-256 of a file, or of a folder's files (names and contents, in name order).
+fn hash_path(path: &Path) -> Result<String> {
+    let mut hasher = Sha256::new();
+    for file in files_of(path)? {
+        if path.is_dir() {
+            hasher.update(file.file_name().unwrap_or_default().as_encoded_bytes());
+            hasher.update([0]);
+        }
+        let mut reader = std::fs::File::open(&file)
+            .with_context(|| format!("{}: cannot open", file.display()))?;
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            let n = std::io::Read::read(&mut reader, &mut buf)
+                .with_context(|| format!("{}: cannot read", file.display()))?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buf[..n]);
+        }
+    }
+    Ok(hex(&hasher.finalize()))
+}
+
+fn files_of(path: &Path) -> Result<Vec<PathBuf>> {
+    if !path.is_dir() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+        .with_context(|| format!("{}: cannot list", path.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// SHA-256 of samples as little-endian f32 bytes.
+pub fn samples_sha256(samples: &[f32]) -> String {
+    let mut hasher = Sha256::new();
+    for s in samples {
+        hasher.update(s.to_le_bytes());
+    }
+    hex(&hasher.finalize())
+}
+
+/// The cache key of one piece's features: its 16 kHz content, the extractor weights and
+/// everything that shapes the result.
+pub fn cache_key(
+    piece_16k_sha256: &str,
+    files: &ExtractorFiles,
+    version: FeatureVersion,
+    method: Option<F0Method>,
+) -> String {
+    let mut hasher = Sha256::new();
+    for part in [
+        CACHE_FORMAT,
+        piece_16k_sha256,
+        &files.hubert_sha256,
+        &format!("{version:?}"),
+        method.map_or("none", F0Method::name),
+        files.rmvpe_sha256.as_deref().unwrap_or("-"),
+    ] {
+        hasher.update(part.as_bytes());
+        hasher.update([0]);
+    }
+    hex(&hasher.finalize()[..16])
+}
+
+/// Cached features: one safetensors file per piece, holding `features` `[frames, dim]` f32 and,
+/// with pitch, `f0` (coarse 1..=255, i64) and `f0nsf` (Hz, f32), one value per 10 ms.
+pub struct FeatureCache {
+    dir: PathBuf,
+}
+
+impl FeatureCache {
+    pub fn new(cache_dir: &Path) -> FeatureCache {
+        FeatureCache {
+            dir: cache_dir.join("dataset-features"),
+        }
+    }
+
+    pub fn path(&self, key: &str) -> PathBuf {
+        self.dir
+            .join(key.get(..2).unwrap_or("00"))
+            .join(format!("{key}.safetensors"))
+    }
+
+    /// Entries are written whole and renamed into place, so one that exists is complete.
+    pub fn contains(&self, key: &str) -> bool {
+        self.path(key).is_file()
+    }
+
+    pub fn store(&self, key: &str, features: &Tensor, f0: Option<&[f32]>) -> Result<PathBuf> {
+        let path = self.path(key);
+        let dir = path.parent().context("cache path has no folder")?;
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("{}: cannot create", dir.display()))?;
+        let mut tensors = vec![("features", features.to_kind(Kind::Float).contiguous())];
+        if let Some(f0) = f0 {
+            tensors.push(("f0", Tensor::from_slice(&coarse(f0))));
+            tensors.push(("f0nsf", Tensor::from_slice(f0)));
+        }
+        let temp = dir.join(format!(".{key}.{}.tmp", uuid::Uuid::new_v4()));
+        Tensor::write_safetensors(&tensors, &temp)
+            .with_context(|| format!("{}: cannot write", temp.display()))?;
+        std::fs::rename(&temp, &path)
+            .with_context(|| format!("{}: cannot write", path.display()))?;
+        Ok(path)
+    }
+}
+
+/// A piece's f0 in Hz, one value per 10 ms frame (`samples / 160 + 1`), unvoiced frames 0.
+pub fn pitch(tracker: &PitchTracker, audio_16k: &[f32]) -> Result<Vec<f32>> {
+    tracker.track(audio_16k)
+}
+
+/// A piece's HuBERT features, `[frames, dim]` on the CPU.
+pub fn features(hubert: &Hubert, audio_16k: &[f32], version: FeatureVersion) -> Result<Tensor> {
+    let _guard = tch::no_grad_guard();
+    let audio = Tensor::from_slice(audio_16k)
+        .view([1, -1])
+        .to_device(hubert.device());
+    Ok(hubert
+        .features(&audio, version)?
+        .squeeze_dim(0)
+        .to_device(tch::Device::Cpu))
+}
+
+/// What a feature file holds: shapes of `features`, and the number of pitch frames.
+pub fn read_shapes(path: &Path) -> Result<(Vec<i64>, Option<i64>)> {
+    let tensors = Tensor::read_safetensors(path)
+        .with_context(|| format!("{}: not a feature file", path.display()))?;
+    let shape = |name: &str| {
+        tensors
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, t)| t.size())
+    };
+    let features =
+        shape("features").with_context(|| format!("{}: has no features", path.display()))?;
+    Ok((features, shape("f0nsf").map(|s| s[0])))
+}

@@ -1,0 +1,418 @@
+//! The `dataset` job: takes and files prepared for training as RVC does it, in three stages:
+//! slicing (`timbre_audio::dataset::DatasetPreparer`, one input at a time, after an optional
+//! enhancement preset), pitch and HuBERT features of each piece. Features come from a persistent
+//! cache keyed by the piece's content, the extractor weights and the parameters, so preparing
+//! the same audio again (or resuming a cut-off job) computes nothing it already has. The result
+//! is `<data dir>/datasets/<id>/` (`layout`) and the `datasets` row with the report.
+
+pub mod features;
+pub mod layout;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use timbre_audio::dataset::{DatasetPreparer, DatasetReport, PrepareConfig};
+use timbre_audio::enhance::Preset;
+use timbre_audio::{AudioBuffer, DecodeOptions};
+use timbre_nn::hubert::FeatureVersion;
+use timbre_nn::pipeline::F0Method;
+
+use crate::clean::ProgressBridge;
+use crate::db::datasets::{self, Dataset, Prepared};
+use crate::db::jobs::Lane;
+use crate::db::takes;
+use crate::jobs::{JobContext, JobHandler};
+use crate::library::Library;
+use features::{ExtractorFiles, Extractors, FeatureCache};
+use layout::{Layout, Manifest, ManifestPiece};
+
+/// The model rates RVC trains at.
+pub const SAMPLE_RATES: [u32; 3] = [32_000, 40_000, 48_000];
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum DatasetInput {
+    Take(i64),
+    File(PathBuf),
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelVersion {
+    V1,
+    #[default]
+    V2,
+}
+
+impl ModelVersion {
+    pub fn features(self) -> FeatureVersion {
+        match self {
+            ModelVersion::V1 => FeatureVersion::V1,
+            ModelVersion::V2 => FeatureVersion::V2,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelVersion::V1 => "v1",
+            ModelVersion::V2 => "v2",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PrepareParams {
+    /// The dataset, by name: created when new, prepared again when it exists.
+    pub name: String,
+    #[serde(default)]
+    pub voice_id: Option<i64>,
+    pub inputs: Vec<DatasetInput>,
+    #[serde(default = "default_rate")]
+    pub sample_rate: u32,
+    #[serde(default)]
+    pub version: ModelVersion,
+    /// None: a dataset for a model without pitch.
+    #[serde(default = "default_f0")]
+    pub f0_method: Option<F0Method>,
+    /// Enhancement applied to each input before slicing.
+    #[serde(default)]
+    pub enhance: Option<Preset>,
+}
+
+fn default_rate() -> u32 {
+    40_000
+}
+
+fn default_f0() -> Option<F0Method> {
+    Some(F0Method::Rmvpe)
+}
+
+#[derive(Default)]
+pub struct DatasetHandler {
+    extractors: Mutex<Extractors>,
+}
+
+impl JobHandler for DatasetHandler {
+    fn kind(&self) -> &'static str {
+        "dataset"
+    }
+
+    /// HuBERT (and RMVPE) run here, as in a conversion.
+    fn lane(&self) -> Lane {
+        Lane::Gpu
+    }
+
+    /// A cut-off preparation runs again and finds the pieces it finished in the cache.
+    fn resumable(&self) -> bool {
+        true
+    }
+
+    fn run(&self, ctx: &JobContext) -> Result<Value> {
+        let params: PrepareParams = ctx.params()?;
+        let mut extractors = self.extractors.lock().unwrap_or_else(|p| p.into_inner());
+        prepare(ctx.library(), &mut extractors, &params, &|f, message| {
+            ctx.progress(f, message)
+        })
+    }
+
+    fn free_caches(&self) {
+        self.extractors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .free();
+    }
+}
+
+/// Deletes a dataset: its row, its take links and its folder (cached features stay).
+pub fn delete(library: &Library, id: i64) -> Result<Dataset> {
+    let dataset = library.edit(|conn| datasets::delete(conn, id))?;
+    Layout::new(library.data_dir(), id).remove()?;
+    Ok(dataset)
+}
+
+/// One piece as sliced: where its files are and the key of its features.
+struct Sliced {
+    entry: ManifestPiece,
+    key: String,
+}
+
+/// Prepares (or prepares again) the dataset `params` names. `progress` may cancel.
+pub fn prepare(
+    library: &Library,
+    extractors: &mut Extractors,
+    params: &PrepareParams,
+    progress: &dyn Fn(f64, String) -> Result<()>,
+) -> Result<Value> {
+    let started = Instant::now();
+    check(params)?;
+    let settings = library.settings()?;
+    let models_dir =
+        crate::convert::extractors::models_dir(&settings.models_dir, library.data_dir());
+    let files = extractors.files(&models_dir, params.f0_method)?;
+    let dataset = library.edit(|conn| datasets::ensure(conn, &params.name, params.voice_id))?;
+    let layout = Layout::new(library.data_dir(), dataset.id);
+    library.edit(|conn| datasets::set_status(conn, dataset.id, datasets::PREPARING))?;
+    let outcome = run(library, extractors, params, &files, &layout, progress);
+    if outcome.is_err() {
+        let status = match layout.read_manifest() {
+            Some(_) if dataset.status == datasets::READY => datasets::READY,
+            _ => datasets::FAILED,
+        };
+        library.edit(|conn| datasets::set_status(conn, dataset.id, status))?;
+    }
+    let Done {
+        manifest,
+        report,
+        take_ids,
+        computed,
+        cached,
+    } = outcome?;
+    let total_secs = manifest.pieces.iter().map(|p| p.seconds).sum::<f64>();
+    let prepared = library.edit(|conn| {
+        datasets::set_prepared(
+            conn,
+            dataset.id,
+            &Prepared {
+                params: &serde_json::to_value(params)?,
+                report: &serde_json::to_value(&report)?,
+                piece_count: manifest.pieces.len(),
+                total_secs,
+                take_ids: &take_ids,
+            },
+        )
+    })?;
+    progress(
+        1.0,
+        format!("{}: {} pieces", params.name, manifest.pieces.len()),
+    )?;
+    Ok(json!({
+        "dataset": prepared,
+        "folder": layout.root(),
+        "pieces": manifest.pieces.len(),
+        "total_seconds": total_secs,
+        "feature_dim": manifest.feature_dim,
+        "computed": computed,
+        "cached": cached,
+        "report": report,
+        "warnings": report.warnings,
+        "seconds": started.elapsed().as_secs_f64(),
+    }))
+}
+
+fn check(params: &PrepareParams) -> Result<()> {
+    let invalid = |m: String| Err(crate::error::invalid_input(m));
+    if !SAMPLE_RATES.contains(&params.sample_rate) {
+        return invalid(format!(
+            "cannot prepare a dataset at {} Hz: use 32000, 40000 or 48000",
+            params.sample_rate
+        ));
+    }
+    if params.inputs.is_empty() {
+        return invalid("a dataset needs at least one take or file".into());
+    }
+    Ok(())
+}
+
+/// What the stages produced: the committed manifest, the report, the takes used, and how many
+/// pieces had their features computed and how many came from the cache.
+struct Done {
+    manifest: Manifest,
+    report: DatasetReport,
+    take_ids: Vec<i64>,
+    computed: usize,
+    cached: usize,
+}
+
+fn run(
+    library: &Library,
+    extractors: &mut Extractors,
+    params: &PrepareParams,
+    files: &ExtractorFiles,
+    layout: &Layout,
+    progress: &dyn Fn(f64, String) -> Result<()>,
+) -> Result<Done> {
+    layout.create()?;
+    let (sliced, report, take_ids) = slice(library, params, files, layout, progress)?;
+    let cache = FeatureCache::new(&library.data_dir().join("cache"));
+    let mut seen = HashSet::new();
+    let todo: Vec<&Sliced> = sliced
+        .iter()
+        .filter(|p| !cache.contains(&p.key) && seen.insert(p.key.as_str()))
+        .collect();
+    let (computed, cached) = (todo.len(), sliced.len() - todo.len());
+    if !todo.is_empty() {
+        extractors.load(files)?;
+    }
+    let read_16k = |piece: &Sliced| -> Result<Vec<f32>> {
+        let decoded = timbre_audio::decode_file(
+            &layout.path(&piece.entry.wav_16k),
+            &DecodeOptions::default(),
+        )?;
+        Ok(decoded.channels.into_iter().next().unwrap_or_default())
+    };
+    let mut f0s = Vec::with_capacity(todo.len());
+    if let Some(method) = params.f0_method {
+        let tracker = extractors.tracker(method)?;
+        for (i, piece) in todo.iter().enumerate() {
+            progress(
+                0.3 + 0.2 * i as f64 / todo.len() as f64,
+                format!("pitch {}/{}", i + 1, todo.len()),
+            )?;
+            f0s.push(Some(features::pitch(&tracker, &read_16k(piece)?)?));
+        }
+    }
+    f0s.resize(todo.len(), None);
+    let version = params.version.features();
+    for (i, (piece, f0)) in todo.iter().zip(&f0s).enumerate() {
+        progress(
+            0.5 + 0.45 * i as f64 / todo.len() as f64,
+            format!("features {}/{}", i + 1, todo.len()),
+        )?;
+        let feats = features::features(extractors.hubert()?, &read_16k(piece)?, version)?;
+        cache.store(&piece.key, &feats, f0.as_deref())?;
+    }
+    drop(todo);
+    progress(0.96, "writing the dataset".into())?;
+    let mut pieces = Vec::with_capacity(sliced.len());
+    let mut feature_dim = 0;
+    for mut piece in sliced {
+        let cached_file = cache.path(&piece.key);
+        layout.add_features(&piece.entry.features, &cached_file)?;
+        let (shape, f0_frames) = features::read_shapes(&cached_file)?;
+        feature_dim = shape.get(1).copied().unwrap_or(0);
+        piece.entry.feature_frames = shape.first().copied().unwrap_or(0);
+        piece.entry.f0_frames = f0_frames;
+        pieces.push(piece.entry);
+    }
+    let manifest = Manifest {
+        sample_rate: params.sample_rate,
+        version: params.version.name().into(),
+        f0_method: params.f0_method.map(|m| m.name().into()),
+        feature_dim,
+        pieces,
+    };
+    layout.commit(&manifest)?;
+    Ok(Done {
+        manifest,
+        report,
+        take_ids,
+        computed,
+        cached,
+    })
+}
+
+/// The slicing stage: every input decoded (and enhanced), cut into pieces whose two WAVs are
+/// written as they come; gives the pieces, the report and the takes used.
+fn slice(
+    library: &Library,
+    params: &PrepareParams,
+    files: &ExtractorFiles,
+    layout: &Layout,
+    progress: &dyn Fn(f64, String) -> Result<()>,
+) -> Result<(Vec<Sliced>, DatasetReport, Vec<i64>)> {
+    let mut preparer = DatasetPreparer::new(params.sample_rate, &PrepareConfig::default())?;
+    let max_duration_secs = Some(library.settings()?.max_import_duration_secs);
+    let mut sliced: Vec<Sliced> = Vec::new();
+    let mut names = HashSet::new();
+    let mut take_ids = Vec::new();
+    let count = params.inputs.len() as f64;
+    for (i, input) in params.inputs.iter().enumerate() {
+        let (label, path) = match input {
+            DatasetInput::Take(id) => {
+                let take = takes::require(&library.conn(), *id)?;
+                take_ids.push(take.id);
+                (
+                    format!("take {} ({})", take.id, take.name),
+                    library.take_path(&take),
+                )
+            }
+            DatasetInput::File(path) => (path.display().to_string(), path.clone()),
+        };
+        let at = 0.3 * i as f64 / count;
+        progress(at, format!("slicing {label}"))?;
+        let decoded = timbre_audio::decode_file(&path, &DecodeOptions { max_duration_secs })?;
+        let audio = match params.enhance {
+            Some(preset) => enhanced(decoded, preset, &label, &|f, m| {
+                progress(at + 0.3 / count * 0.8 * f, m)
+            })?,
+            None => decoded,
+        };
+        let mono = audio.to_mono();
+        drop(audio);
+        let samples = mono.channels.first().map_or(&[][..], |c| &c[..]);
+        let pieces = preparer.add_file(&label, samples, mono.sample_rate)?;
+        if pieces.is_empty() {
+            return Err(crate::error::invalid_input(format!(
+                "{label}: silence only: nothing above the slicer's -42 dB threshold to train on"
+            )));
+        }
+        for piece in pieces {
+            let name = features::samples_sha256(&piece.audio_target_sr)[..24].to_string();
+            // The same audio twice (a take given twice) is one piece.
+            if !names.insert(name.clone()) {
+                continue;
+            }
+            let entry = ManifestPiece {
+                gt_wav: Layout::gt_wav(&name),
+                wav_16k: Layout::wav_16k(&name),
+                features: String::new(),
+                source: label.clone(),
+                index: piece.index,
+                seconds: piece.audio_target_sr.len() as f64 / f64::from(params.sample_rate),
+                feature_frames: 0,
+                f0_frames: None,
+            };
+            layout.write_wav(&entry.gt_wav, &piece.audio_target_sr, params.sample_rate)?;
+            layout.write_wav(
+                &entry.wav_16k,
+                &piece.audio_16k,
+                timbre_audio::dataset::FEATURE_RATE,
+            )?;
+            let key = features::cache_key(
+                &features::samples_sha256(&piece.audio_16k),
+                files,
+                params.version.features(),
+                params.f0_method,
+            );
+            let entry = ManifestPiece {
+                features: Layout::features(&key),
+                ..entry
+            };
+            sliced.push(Sliced { entry, key });
+        }
+    }
+    Ok((sliced, preparer.finish(), take_ids))
+}
+
+/// The enhancement preset over one input, through the enhance job's own functions.
+fn enhanced(
+    audio: AudioBuffer,
+    preset: Preset,
+    label: &str,
+    progress: &dyn Fn(f64, String) -> Result<()>,
+) -> Result<AudioBuffer> {
+    let mut bridge = ProgressBridge::new(progress);
+    match timbre_audio::enhance::enhance(audio, &preset.options(), &mut |f, step| {
+        bridge.report(f, format!("enhancing {label}: {step}"))
+    }) {
+        Ok((audio, _)) => Ok(audio),
+        Err(err) => Err(bridge.error(err).context(label.to_string())),
+    }
+}
+
+/// The folder of a dataset, for `show`.
+pub fn folder(library: &Library, id: i64) -> PathBuf {
+    Layout::new(library.data_dir(), id).root().to_path_buf()
+}
+
+/// The manifest of a prepared dataset, if it has one.
+pub fn manifest(data_dir: &Path, id: i64) -> Option<Manifest> {
+    Layout::new(data_dir, id).read_manifest()
+}

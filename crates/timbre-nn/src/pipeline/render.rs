@@ -1,0 +1,191 @@
+//! The model-dependent half of a conversion: per segment, index retrieval, ×2 upsampling,
+//! protect and synthesis; the pieces go to a scratch file, and `output` finishes them (RMS mix,
+//! resample, peak-safe scaling) into a sink, so memory holds one segment, not the whole output.
+
+use anyhow::{Result, ensure};
+use tch::{Kind, Tensor};
+
+use super::analysis::Analysis;
+use super::output::{self, Scratch};
+use super::{ConvertOptions, IndexSearch, pitch, segments};
+use crate::index::{IvfFlatIndex, SearchMode};
+use crate::synthesizer::{Noise, Synthesizer};
+
+/// Neighbours RVC blends per frame.
+const INDEX_NEIGHBOURS: usize = 8;
+
+/// Converted audio, mono, in [-1, 1).
+pub struct Converted {
+    pub samples: Vec<f32>,
+    pub sample_rate: u32,
+}
+
+/// Where [`render_to`] puts the output.
+pub trait OutputSink {
+    /// Called once, before any samples.
+    fn begin(&mut self, sample_rate: u32) -> Result<()>;
+    /// The next samples, mono, in [-1, 1).
+    fn write(&mut self, samples: &[f32]) -> Result<()>;
+}
+
+impl OutputSink for Converted {
+    fn begin(&mut self, sample_rate: u32) -> Result<()> {
+        self.sample_rate = sample_rate;
+        Ok(())
+    }
+
+    fn write(&mut self, samples: &[f32]) -> Result<()> {
+        self.samples.extend_from_slice(samples);
+        Ok(())
+    }
+}
+
+/// What [`render_to`] handed its sink.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rendered {
+    pub sample_rate: u32,
+    pub samples: usize,
+    /// The largest magnitude handed over.
+    pub peak: f32,
+}
+
+/// [`render_to`] into memory, for short inputs and tests.
+pub fn render(
+    analysis: &Analysis,
+    model: &Synthesizer,
+    index: Option<&IvfFlatIndex>,
+    options: &ConvertOptions,
+    progress: &mut dyn FnMut(f64) -> Result<()>,
+) -> Result<Converted> {
+    let mut converted = Converted {
+        samples: Vec::new(),
+        sample_rate: 0,
+    };
+    render_to(analysis, model, index, options, &mut converted, progress)?;
+    Ok(converted)
+}
+
+/// Synthesizes the analysed input with `model`, handing the finished output to `sink` in order,
+/// piece by piece. `progress` is told the share done after each segment and may stop the work
+/// by returning an error.
+pub fn render_to(
+    analysis: &Analysis,
+    model: &Synthesizer,
+    index: Option<&IvfFlatIndex>,
+    options: &ConvertOptions,
+    sink: &mut dyn OutputSink,
+    progress: &mut dyn FnMut(f64) -> Result<()>,
+) -> Result<Rendered> {
+    let info = model.info();
+    ensure!(
+        analysis.feature_dim() == info.feature_dim,
+        "the input was analysed with {}-d features but this model needs {}-d ones",
+        analysis.feature_dim(),
+        info.feature_dim
+    );
+    let pitch = match (info.f0, &analysis.f0) {
+        (false, _) => None,
+        (true, Some(f0)) => {
+            let shifted = pitch::transpose(f0, options.transpose);
+            Some((pitch::coarse(&shifted), shifted))
+        }
+        (true, None) => {
+            anyhow::bail!("this model needs pitch but the input was analysed without it")
+        }
+    };
+    let rate = info.sample_rate;
+    let pad_tgt = options.chunking.pad_samples_at(rate);
+    let mut scratch = Scratch::new()?;
+    let total = analysis.segments.len();
+    for (i, segment) in analysis.segments.iter().enumerate() {
+        let frame_start = segment.start / segments::WINDOW;
+        let frame_end = segment.end / segments::WINDOW;
+        let segment_pitch = pitch.as_ref().map(|(coarse, hz)| {
+            let end = frame_end.min(coarse.len());
+            let start = frame_start.min(end);
+            (&coarse[start..end], &hz[start..end])
+        });
+        let audio = synthesize_segment(
+            &analysis.features(i)?,
+            segment.end - segment.start,
+            segment_pitch,
+            model,
+            index,
+            options,
+        )?;
+        let keep_end = audio.len().saturating_sub(pad_tgt);
+        scratch.append(&audio[pad_tgt.min(keep_end)..keep_end])?;
+        progress((i + 1) as f64 / total as f64)?;
+    }
+    output::finish(scratch, &analysis.input_rms, rate, options, sink)
+}
+
+pub(super) fn synthesize_segment(
+    features: &Tensor,
+    segment_samples: usize,
+    pitch: Option<(&[i64], &[f32])>,
+    model: &Synthesizer,
+    index: Option<&IvfFlatIndex>,
+    options: &ConvertOptions,
+) -> Result<Vec<f32>> {
+    let _guard = tch::no_grad_guard();
+    let device = model.device();
+    let original = features.to_device(device).to_kind(Kind::Float);
+    let retrieved = match index {
+        Some(index) if options.index_rate != 0.0 => {
+            let frames = original.squeeze_dim(0);
+            let dim = frames.size()[1] as usize;
+            let flat = Vec::<f32>::try_from(frames.to_device(tch::Device::Cpu).flatten(0, -1))?;
+            let mode = match options.index_search {
+                IndexSearch::Faiss => SearchMode::Probe {
+                    nprobe: index.nprobe(),
+                },
+                IndexSearch::Exact => SearchMode::Exact,
+            };
+            let blended = index.blend(&flat, dim, options.index_rate, INDEX_NEIGHBOURS, mode)?;
+            Tensor::from_slice(&blended)
+                .view([1, -1, dim as i64])
+                .to_device(device)
+        }
+        _ => original.shallow_clone(),
+    };
+    let upsample = |t: &Tensor| t.repeat_interleave_self_int(2, Some(1), None);
+    let mut phone = upsample(&retrieved);
+    let frames = (phone.size()[1] as usize).min(segment_samples / segments::WINDOW);
+    let frames = pitch.map_or(frames, |(coarse, _)| frames.min(coarse.len()));
+    phone = phone.narrow(1, 0, frames as i64);
+    let pitch_tensors = pitch.map(|(coarse, hz)| {
+        let coarse = Tensor::from_slice(&coarse[..frames])
+            .view([1, -1])
+            .to_device(device);
+        let hz = Tensor::from_slice(&hz[..frames])
+            .view([1, -1])
+            .to_device(device);
+        (coarse, hz)
+    });
+    if let Some((_, hz)) = &pitch_tensors
+        && options.protect < 0.5
+    {
+        let unprotected = upsample(&original).narrow(1, 0, frames as i64);
+        let keep = hz.ge(1.0).to_kind(Kind::Float);
+        let unvoiced = keep.ones_like() - &keep;
+        let weight = (keep + unvoiced * options.protect as f64).unsqueeze(-1);
+        let unprotected_weight = weight.ones_like() - &weight;
+        phone = &phone * &weight + unprotected * unprotected_weight;
+    }
+    let lengths = Tensor::from_slice(&[frames as i64]).to_device(device);
+    let audio = model.infer(
+        &phone,
+        &lengths,
+        pitch_tensors.as_ref().map(|(c, _)| c),
+        pitch_tensors.as_ref().map(|(_, h)| h),
+        options.speaker_id,
+        options.seed.map_or(Noise::None, Noise::Seeded),
+    )?;
+    Ok(Vec::<f32>::try_from(
+        audio
+            .flatten(0, -1)
+            .to_kind(Kind::Float)
+            .to_device(tch::Device::Cpu),
+    )?)
+}
