@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use timbre_audio::enhance::Preset;
+use timbre_core::clean::IsolationMethod;
 use timbre_core::dataset::{DatasetInput, ModelVersion, PrepareParams};
 use timbre_core::db::datasets::{self, Dataset};
 use timbre_nn::pipeline::F0Method;
@@ -42,7 +43,11 @@ pub struct PrepareArgs {
     /// rmvpe (needs rmvpe.pt in the models folder), pm or yin.
     #[arg(long, default_value = "rmvpe")]
     f0_method: String,
-    /// Enhance each input first with this preset.
+    /// Isolate the voice of each input first: with the separation model NAME of the models
+    /// folder, `auto` (the first there, else the rough preview) or `rough`.
+    #[arg(long, value_name = "NAME", num_args = 0..=1, default_missing_value = "auto")]
+    isolate: Option<String>,
+    /// Enhance each input first with this preset (after isolation).
     #[arg(long, value_enum)]
     enhance: Option<PresetName>,
     /// Take ids and audio files.
@@ -141,6 +146,11 @@ fn prepare(data_dir: Option<&Path>, out: &Output, args: PrepareArgs) -> Result<E
             VersionName::V2 => ModelVersion::V2,
         },
         f0_method: Some(f0_method),
+        isolate: args.isolate.as_deref().map(|name| match name {
+            "auto" => IsolationMethod::Auto,
+            "rough" => IsolationMethod::Rough,
+            model => IsolationMethod::Model(model.to_string()),
+        }),
         enhance: args.enhance.map(|p| match p {
             PresetName::Training => Preset::Training,
             PresetName::Natural => Preset::Natural,

@@ -16,6 +16,7 @@ use timbre_nn::pipeline::pitch::coarse;
 use timbre_nn::pipeline::{F0Method, PitchTracker};
 use timbre_nn::rmvpe::Rmvpe;
 
+use crate::clean::SeparatorCache;
 use crate::convert::extractors;
 
 /// Bumped when what a cache entry holds, or how it is computed, changes.
@@ -34,6 +35,8 @@ pub struct ExtractorFiles {
 /// content hashes of those files (hashed once per file version).
 #[derive(Default)]
 pub struct Extractors {
+    /// The separation model of the isolation step, kept loaded between inputs.
+    pub separators: SeparatorCache,
     hubert: Option<(String, Hubert)>,
     rmvpe: Option<(String, Rmvpe)>,
     hashes: HashMap<String, String>,
@@ -105,6 +108,7 @@ impl Extractors {
     pub fn free(&mut self) {
         self.hubert = None;
         self.rmvpe = None;
+        self.separators.clear();
     }
 
     fn content_hash(&mut self, path: &Path) -> Result<String> {

@@ -24,7 +24,7 @@ use timbre_audio::{AudioBuffer, DecodeOptions};
 use timbre_nn::hubert::FeatureVersion;
 use timbre_nn::pipeline::F0Method;
 
-use crate::clean::ProgressBridge;
+use crate::clean::{self, IsolationMethod, ProgressBridge, SeparationModel, SeparatorCache};
 use crate::db::datasets::{self, Dataset, Prepared};
 use crate::db::jobs::Lane;
 use crate::db::takes;
@@ -81,6 +81,9 @@ pub struct PrepareParams {
     /// None: a dataset for a model without pitch.
     #[serde(default = "default_f0")]
     pub f0_method: Option<F0Method>,
+    /// Vocal isolation of each input first (its vocals are the dataset), before enhancement.
+    #[serde(default)]
+    pub isolate: Option<IsolationMethod>,
     /// Enhancement applied to each input before slicing.
     #[serde(default)]
     pub enhance: Option<Preset>,
@@ -156,10 +159,20 @@ pub fn prepare(
     let models_dir =
         crate::convert::extractors::models_dir(&settings.models_dir, library.data_dir());
     let files = extractors.files(&models_dir, params.f0_method)?;
+    let isolation = params
+        .isolate
+        .as_ref()
+        .map(|method| clean::isolate::choose_model(method, &models_dir))
+        .transpose()?;
     let dataset = library.edit(|conn| datasets::ensure(conn, &params.name, params.voice_id))?;
     let layout = Layout::new(library.data_dir(), dataset.id);
     library.edit(|conn| datasets::set_status(conn, dataset.id, datasets::PREPARING))?;
-    let outcome = run(library, extractors, params, &files, &layout, progress);
+    let stages = Stages {
+        files: &files,
+        isolation: isolation.as_ref().map(Option::as_ref),
+        layout: &layout,
+    };
+    let outcome = run(library, extractors, params, &stages, progress);
     if outcome.is_err() {
         let status = match layout.read_manifest() {
             Some(_) if dataset.status == datasets::READY => datasets::READY,
@@ -230,16 +243,25 @@ struct Done {
     cached: usize,
 }
 
+/// What the stages work with, settled before they start.
+struct Stages<'a> {
+    files: &'a ExtractorFiles,
+    /// `Some(None)`: the rough isolation; `Some(model)`: that model; `None`: no isolation.
+    isolation: Option<Option<&'a SeparationModel>>,
+    layout: &'a Layout,
+}
+
 fn run(
     library: &Library,
     extractors: &mut Extractors,
     params: &PrepareParams,
-    files: &ExtractorFiles,
-    layout: &Layout,
+    stages: &Stages<'_>,
     progress: &dyn Fn(f64, String) -> Result<()>,
 ) -> Result<Done> {
+    let (files, layout) = (stages.files, stages.layout);
     layout.create()?;
-    let (sliced, report, take_ids) = slice(library, params, files, layout, progress)?;
+    let (sliced, report, take_ids) =
+        slice(library, params, stages, &extractors.separators, progress)?;
     let cache = FeatureCache::new(&library.data_dir().join("cache"));
     let mut seen = HashSet::new();
     let todo: Vec<&Sliced> = sliced
@@ -313,10 +335,11 @@ fn run(
 fn slice(
     library: &Library,
     params: &PrepareParams,
-    files: &ExtractorFiles,
-    layout: &Layout,
+    stages: &Stages<'_>,
+    separators: &SeparatorCache,
     progress: &dyn Fn(f64, String) -> Result<()>,
 ) -> Result<(Vec<Sliced>, DatasetReport, Vec<i64>)> {
+    let (files, layout) = (stages.files, stages.layout);
     let mut preparer = DatasetPreparer::new(params.sample_rate, &PrepareConfig::default())?;
     let max_duration_secs = Some(library.settings()?.max_import_duration_secs);
     let mut sliced: Vec<Sliced> = Vec::new();
@@ -338,9 +361,27 @@ fn slice(
         let at = 0.3 * i as f64 / count;
         progress(at, format!("slicing {label}"))?;
         let decoded = timbre_audio::decode_file(&path, &DecodeOptions { max_duration_secs })?;
+        let share = 0.3 / count;
+        let decoded = match stages.isolation {
+            Some(model) => {
+                let report = |f, m| progress(at + share * 0.4 * f, m);
+                let mut bridge = ProgressBridge::new(&report);
+                let mut notes = Vec::new();
+                let separated = clean::isolate::separate_audio(
+                    separators,
+                    model,
+                    decoded,
+                    &mut bridge,
+                    &label,
+                    &mut notes,
+                )?;
+                separated.0
+            }
+            None => decoded,
+        };
         let audio = match params.enhance {
             Some(preset) => enhanced(decoded, preset, &label, &|f, m| {
-                progress(at + 0.3 / count * 0.8 * f, m)
+                progress(at + share * (0.4 + 0.4 * f), m)
             })?,
             None => decoded,
         };

@@ -36,6 +36,7 @@ fn params(audio: &Path, version: ModelVersion) -> PrepareParams {
         sample_rate: 40_000,
         version,
         f0_method: Some(F0Method::Pm),
+        isolate: None,
         enhance: None,
     }
 }
@@ -178,4 +179,46 @@ fn a_cut_off_preparation_keeps_the_previous_dataset_and_resumes_where_it_stopped
     let deleted = delete(&library, id).unwrap();
     assert_eq!(deleted.id, id);
     assert!(!folder(&library, id).exists());
+}
+
+#[test]
+fn isolation_runs_before_slicing_and_a_missing_model_is_refused_first() {
+    let Some((_dir, library, audio)) = setup(6.0) else {
+        return;
+    };
+    let mut extractors = Extractors::default();
+    let mut missing = params(&audio, ModelVersion::V2);
+    missing.isolate = Some(IsolationMethod::Model("kim".into()));
+    let err = format!(
+        "{:#}",
+        prepare(&library, &mut extractors, &missing, &quiet).unwrap_err()
+    );
+    assert!(err.contains("no separation model \"kim\""), "{err}");
+    assert!(datasets::list(&library.conn()).unwrap().is_empty());
+
+    let plain = prepare(
+        &library,
+        &mut extractors,
+        &params(&audio, ModelVersion::V2),
+        &quiet,
+    );
+    let plain_pieces = piece_names(&library, plain.unwrap());
+    let mut rough = params(&audio, ModelVersion::V2);
+    rough.name = "isolated".into();
+    rough.isolate = Some(IsolationMethod::Rough);
+    let isolated = piece_names(
+        &library,
+        prepare(&library, &mut extractors, &rough, &quiet).unwrap(),
+    );
+    assert!(!isolated.is_empty());
+    assert!(
+        isolated.iter().all(|name| !plain_pieces.contains(name)),
+        "the isolated pieces are the input's own audio"
+    );
+}
+
+fn piece_names(library: &Library, result: Value) -> Vec<String> {
+    let id = result["dataset"]["id"].as_i64().unwrap();
+    let manifest = manifest(library.data_dir(), id).unwrap();
+    manifest.pieces.into_iter().map(|p| p.gt_wav).collect()
 }
