@@ -10,8 +10,8 @@ import json
 import os
 import sys
 
-import librosa
 import numpy as np
+import soxr
 from scipy import signal
 
 
@@ -132,7 +132,11 @@ def preprocess(audio, sr, per=3.7):
             calls.append({"idx1": idx1, "filtered": True})
             return
         tmp_audio = (tmp_audio / tmp_max * (max_ * alpha)) + (1 - alpha) * tmp_audio
-        at16k = librosa.resample(tmp_audio, orig_sr=sr, target_sr=16000)
+        # librosa.resample(tmp_audio, orig_sr=sr, target_sr=16000): soxr_hq, then its length
+        # fixed to ceil(n · 16000 / sr).
+        at16k = soxr.resample(tmp_audio, sr, 16000, quality="soxr_hq")
+        n16k = int(np.ceil(len(tmp_audio) * 16000 / sr))
+        at16k = np.pad(at16k, (0, max(0, n16k - len(at16k))))[:n16k]
         calls.append({"idx1": idx1, "filtered": False, "audio": tmp_audio.astype(np.float32),
                       "audio16k": at16k.astype(np.float32)})
 
