@@ -207,22 +207,7 @@ fn a_cancelled_or_failed_streamed_isolation_leaves_nothing() {
     let path = write_mix(dir.path(), 10.0);
     let params = json!({ "input": { "file": path }, "method": { "model": "tiny" } });
     let job = system.submit("isolate", params).unwrap();
-    let updates = system.library().subscribe();
-    let canceller = {
-        let system = Arc::clone(&system);
-        std::thread::spawn(move || {
-            for update in updates {
-                if let crate::Notification::Job { job } = update
-                    && job.progress > 0.0
-                {
-                    system.cancel(job.id).unwrap();
-                    return;
-                }
-            }
-        })
-    };
-    let job = system.run_job(job.id).unwrap();
-    canceller.join().unwrap();
+    let job = crate::clean::tests::run_cancelled_once_started(&system, job.id);
     assert_eq!(job.state, JobState::Cancelled);
 
     // The header promises 2 s; the data stops after one.

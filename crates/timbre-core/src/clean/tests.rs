@@ -34,6 +34,27 @@ fn run(system: &JobSystem, kind: &str, params: Value) -> Job {
     system.run_job(job.id).unwrap()
 }
 
+/// Runs job `id`, cancelling it at its first progress report.
+pub(super) fn run_cancelled_once_started(system: &Arc<JobSystem>, id: i64) -> Job {
+    let updates = system.library().subscribe();
+    let canceller = {
+        let system = Arc::clone(system);
+        std::thread::spawn(move || {
+            for update in updates {
+                if let crate::Notification::Job { job } = update
+                    && job.progress > 0.0
+                {
+                    system.cancel(job.id).unwrap();
+                    return;
+                }
+            }
+        })
+    };
+    let job = system.run_job(id).unwrap();
+    canceller.join().unwrap();
+    job
+}
+
 pub(super) fn stored_objects(dir: &Path) -> usize {
     walk(&dir.join("data/store/objects"))
 }
@@ -136,22 +157,7 @@ fn a_failed_or_cancelled_job_leaves_nothing() {
     let job = system
         .submit("enhance", json!({ "input": { "file": long } }))
         .unwrap();
-    let updates = system.library().subscribe();
-    let canceller = {
-        let system = Arc::clone(&system);
-        std::thread::spawn(move || {
-            for update in updates {
-                if let crate::Notification::Job { job } = update
-                    && job.progress > 0.0
-                {
-                    system.cancel(job.id).unwrap();
-                    return;
-                }
-            }
-        })
-    };
-    let job = system.run_job(job.id).unwrap();
-    canceller.join().unwrap();
+    let job = run_cancelled_once_started(&system, job.id);
     assert_eq!(job.state, JobState::Cancelled);
     assert!(
         takes::list(&system.library().conn(), None)
