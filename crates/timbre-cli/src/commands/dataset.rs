@@ -43,9 +43,15 @@ pub struct PrepareArgs {
     /// rmvpe (needs rmvpe.pt in the models folder), pm or yin.
     #[arg(long, default_value = "rmvpe")]
     f0_method: String,
-    /// Isolate the voice of each input first: with the separation model NAME of the models
-    /// folder, `auto` (the first there, else the rough preview) or `rough`.
-    #[arg(long, value_name = "NAME", num_args = 0..=1, default_missing_value = "auto")]
+    /// Isolate the voice of each input first: `--isolate` (the first separation model of the
+    /// models folder, else the rough preview), `--isolate=rough` or `--isolate=NAME`.
+    #[arg(
+        long,
+        value_name = "NAME",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "auto"
+    )]
     isolate: Option<String>,
     /// Enhance each input first with this preset (after isolation).
     #[arg(long, value_enum)]
