@@ -1,7 +1,9 @@
 //! Memory of `timbre isolate` with a separation model does not grow with the input: the file is
 //! decoded, separated and written block by block. The peak resident memory of the child process
-//! (VmHWM, polled from /proc) for 2 minutes of stereo 44.1 kHz audio stays within a small margin
-//! of the peak for 20 s (whole in memory, the 100 s more would add well over 100 MB).
+//! (VmHWM, polled from /proc) for 4 minutes of stereo 44.1 kHz audio stays within a margin of the
+//! peak for 20 s. Held whole, the 220 s more would add 78 MB per copy of the audio (input, vocals,
+//! instrumental: well over 200 MB); streamed, the peaks differ by the allocator's noise, measured
+//! at up to 40 MB.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -69,7 +71,7 @@ fn isolate_peak_mb(models: &Path, input: &Path) -> f64 {
 }
 
 #[test]
-fn isolating_two_minutes_takes_no_more_memory_than_twenty_seconds() {
+fn isolating_four_minutes_takes_no_more_memory_than_twenty_seconds() {
     let dir = tempfile::tempdir().unwrap();
     let models = dir.path().join("models");
     let separation = models.join("separation");
@@ -79,12 +81,12 @@ fn isolating_two_minutes_takes_no_more_memory_than_twenty_seconds() {
     std::fs::copy(tiny.join("config.yaml"), separation.join("tiny.yaml")).unwrap();
     let (short, long) = (dir.path().join("short.wav"), dir.path().join("long.wav"));
     write_mix(&short, 2);
-    write_mix(&long, 12);
+    write_mix(&long, 24);
     let short_peak = isolate_peak_mb(&models, &short);
     let long_peak = isolate_peak_mb(&models, &long);
-    println!("peak RSS: 20 s {short_peak:.0} MB, 2 min {long_peak:.0} MB");
+    println!("peak RSS: 20 s {short_peak:.0} MB, 4 min {long_peak:.0} MB");
     assert!(
-        long_peak < short_peak + 30.0,
-        "2 minutes peaked at {long_peak:.0} MB against {short_peak:.0} MB for 20 s"
+        long_peak < short_peak + 100.0,
+        "4 minutes peaked at {long_peak:.0} MB against {short_peak:.0} MB for 20 s"
     );
 }
