@@ -35,11 +35,14 @@ if ((node_major < 20)); then
   exit 1
 fi
 
-python_inputs=$(sha256sum requirements.txt | cut -c1-16)
+python_inputs=$(cat requirements.txt requirements-reference.txt | sha256sum | cut -c1-16)
 if [[ ! -x .venv/bin/python || "$(cat $stamps/venv 2>/dev/null)" != "$python_inputs" ]]; then
   echo "setup: creating .venv (torch for libtorch; a large download the first time)"
   python3 -m venv .venv
   .venv/bin/pip install -q --disable-pip-version-check -r requirements.txt
+  # The reference RVC code the training parity tests compare with; only its model and loss
+  # modules are imported, so none of its app dependencies (web server, audio devices) are needed.
+  .venv/bin/pip install -q --disable-pip-version-check --no-deps -r requirements-reference.txt
   echo "$python_inputs" > $stamps/venv
 fi
 

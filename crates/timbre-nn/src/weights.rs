@@ -6,6 +6,21 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use tch::{Device, Kind, Tensor};
 
+/// The names of a weight-normalised layer's magnitude and direction: torch.nn.utils.weight_norm's
+/// and torch.nn.utils.parametrizations.weight_norm's.
+pub const WEIGHT_NORM_NAMES: [(&str, &str); 2] = [
+    ("weight_g", "weight_v"),
+    (
+        "parametrizations.weight.original0",
+        "parametrizations.weight.original1",
+    ),
+];
+
+enum LayerWeight {
+    Plain(Tensor),
+    Normed { g: Tensor, v: Tensor },
+}
+
 /// The tensors of one weight file (or of one part of it), by their upstream names.
 pub struct Weights {
     tensors: HashMap<String, Tensor>,
@@ -82,34 +97,45 @@ impl Weights {
 
     /// A layer's effective weight: a plain `weight`, or one under weight normalisation stored
     /// as `weight_g`/`weight_v` (torch.nn.utils.weight_norm) or as
-    /// `parametrizations.weight.original0/1` (torch.nn.utils.parametrizations.weight_norm).
+    /// `parametrizations.weight.original0/1` (torch.nn.utils.parametrizations.weight_norm),
+    /// computed as `g · v / ‖v‖` (inside autograd when `g` and `v` require gradients).
     /// The norm runs over the dimensions where `g` has size 1, so both torch's default `dim=0`
     /// and HuBERT's positional convolution (`dim=2`) come out right.
     pub fn weight(&self, prefix: &str) -> Result<Tensor> {
-        let plain = format!("{prefix}.weight");
-        if let Some(w) = self.get_opt(&plain) {
-            return Ok(w);
-        }
-        let pairs = [
-            ("weight_g", "weight_v"),
-            (
-                "parametrizations.weight.original0",
-                "parametrizations.weight.original1",
-            ),
-        ];
-        for (g_name, v_name) in pairs {
-            let (g, v) = (
-                self.get_opt(&format!("{prefix}.{g_name}")),
-                self.get_opt(&format!("{prefix}.{v_name}")),
-            );
-            if let (Some(g), Some(v)) = (g, v) {
+        Ok(match self.layer_weight(prefix)? {
+            LayerWeight::Plain(w) => w,
+            LayerWeight::Normed { g, v } => {
                 let (g_shape, v_shape) = (g.size(), v.size());
                 let dims: Vec<i64> = (0..v_shape.len())
                     .filter(|&d| g_shape.get(d) != Some(&v_shape[d]) || v_shape[d] == 1)
                     .map(|d| d as i64)
                     .collect();
                 let norm = v.norm_scalaropt_dim(2, dims.as_slice(), true);
-                return Ok(&v * (&g / norm));
+                &v * (&g / norm)
+            }
+        })
+    }
+
+    /// The shape of [`Weights::weight`] without computing it.
+    pub fn weight_shape(&self, prefix: &str) -> Result<Vec<i64>> {
+        Ok(match self.layer_weight(prefix)? {
+            LayerWeight::Plain(w) => w.size(),
+            LayerWeight::Normed { v, .. } => v.size(),
+        })
+    }
+
+    fn layer_weight(&self, prefix: &str) -> Result<LayerWeight> {
+        let plain = format!("{prefix}.weight");
+        if let Some(w) = self.get_opt(&plain) {
+            return Ok(LayerWeight::Plain(w));
+        }
+        for (g_name, v_name) in WEIGHT_NORM_NAMES {
+            let (g, v) = (
+                self.get_opt(&format!("{prefix}.{g_name}")),
+                self.get_opt(&format!("{prefix}.{v_name}")),
+            );
+            if let (Some(g), Some(v)) = (g, v) {
+                return Ok(LayerWeight::Normed { g, v });
             }
         }
         bail!(

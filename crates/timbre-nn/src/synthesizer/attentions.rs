@@ -118,7 +118,8 @@ impl MultiHeadAttention {
         let relative_logits = query.matmul(&self.emb_rel_k.unsqueeze(0).transpose(-2, -1));
         let bias = band_to_absolute(&relative_logits, length);
         let value_embeddings = self.emb_rel_v.unsqueeze(0);
-        if masked.is_none() && query.device() == Device::Cpu {
+        // Training takes the plain path: the fused kernel's log-sum-exp has no gradient.
+        if masked.is_none() && query.device() == Device::Cpu && !query.requires_grad() {
             // Fused attention never holds the [l, l] weights; the band of them that the value
             // embeddings need comes back from its log-sum-exp.
             let (output, logsumexp) = Tensor::internal_scaled_dot_product_flash_attention_for_cpu(

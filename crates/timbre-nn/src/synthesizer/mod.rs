@@ -3,7 +3,9 @@
 //! `SynthesizerTrnMs256NSFsid`, `SynthesizerTrnMs768NSFsid` and their `_nono` variants, loaded
 //! as `infer/modules/vc/modules.py` does (speaker count from `emb_g.weight`, class from
 //! `version` and `f0`), and IAHispano/Applio `rvc/lib/algorithm/synthesizers.py` files with the
-//! HiFi-GAN vocoder. Only inference (`infer`) is built: no posterior encoder.
+//! HiFi-GAN vocoder. The same modules train: [`TrainableSynthesizer`] keeps the generator's
+//! parameters under the reference's state-dict names and runs the training forward with the
+//! posterior encoder.
 
 mod attentions;
 mod config;
@@ -12,10 +14,16 @@ mod generator;
 mod info;
 mod noise;
 mod nsf;
+mod parameters;
+mod posterior;
 mod shapes;
 #[cfg(test)]
 mod tests;
 mod text_encoder;
+mod training;
+#[cfg(test)]
+mod training_tests;
+mod wavenet;
 
 use std::path::Path;
 
@@ -24,7 +32,8 @@ use tch::{Device, Kind, Tensor};
 
 pub use config::{SynthesizerConfig, parse_sample_rate};
 pub use info::{Metadata, ModelInfo};
-pub use noise::Noise;
+pub use noise::{Noise, TrainingNoise};
+pub use training::{TrainableSynthesizer, TrainingBatch, TrainingOutput, slice_segments};
 
 use crate::checkpoint::{self, Value};
 use crate::layers::Embedding;
@@ -73,6 +82,12 @@ impl Synthesizer {
         check_supported(root, &weights)?;
         let weights = weights.to(Device::Cpu, Kind::Float).to(device, Kind::Float);
         let info = ModelInfo::from_weights(root, &weights)?;
+        Self::build(info, &weights, device)
+    }
+
+    /// The modules of the model `info` describes from `weights` (on `device`); weight-normalised
+    /// layers are computed from their `g` and `v` here, inside autograd when they need gradients.
+    fn build(info: ModelInfo, weights: &Weights, device: Device) -> Result<Self> {
         let config = &info.config;
         let sizes = EncoderSizes {
             hidden_channels: config.hidden_channels,
@@ -81,22 +96,22 @@ impl Synthesizer {
             n_layers: config.n_layers,
             kernel_size: config.kernel_size,
         };
-        let enc_p = TextEncoder::load(&weights, "enc_p", &sizes, config.inter_channels)?;
+        let enc_p = TextEncoder::load(weights, "enc_p", &sizes, config.inter_channels)?;
         let source_module = if info.f0 {
-            Some(HarmonicSource::load(&weights, "dec.m_source", config.sr)?)
+            Some(HarmonicSource::load(weights, "dec.m_source", config.sr)?)
         } else {
             None
         };
         Ok(Self {
-            emb_g: Embedding::load(&weights, "emb_g")?,
+            emb_g: Embedding::load(weights, "emb_g")?,
             enc_p,
             flow: ResidualCouplingBlock::load(
-                &weights,
+                weights,
                 "flow",
                 config.inter_channels,
                 config.gin_channels,
             )?,
-            dec: Generator::load(&weights, "dec", config, info.f0)?,
+            dec: Generator::load(weights, "dec", config, info.f0)?,
             source: source_module,
             device,
             info,
@@ -125,7 +140,13 @@ impl Synthesizer {
         sid: i64,
         noise: Noise,
     ) -> Result<Tensor> {
-        let inputs = self.checked_inputs(phone, phone_lengths, pitch, pitchf, sid)?;
+        if !(0..self.info.speakers).contains(&sid) {
+            bail!(
+                "speaker id {sid} is out of range: the model has {} speaker(s)",
+                self.info.speakers
+            );
+        }
+        let inputs = self.checked_inputs(phone, phone_lengths, pitch, pitchf)?;
         Ok(tch::no_grad(|| {
             self.run(&inputs, sid, &mut NoiseSource::new(noise))
         }))
@@ -156,7 +177,6 @@ impl Synthesizer {
         phone_lengths: &Tensor,
         pitch: Option<&Tensor>,
         pitchf: Option<&Tensor>,
-        sid: i64,
     ) -> Result<Inputs> {
         let info = &self.info;
         let shape = phone.size();
@@ -177,12 +197,6 @@ impl Synthesizer {
         }
         if batch == 0 || frames == 0 {
             bail!("phone features of shape {shape:?} hold no frames");
-        }
-        if !(0..info.speakers).contains(&sid) {
-            bail!(
-                "speaker id {sid} is out of range: the model has {} speaker(s)",
-                info.speakers
-            );
         }
         let lengths = phone_lengths
             .to_device(self.device)

@@ -1,7 +1,11 @@
-//! The random draws of RVC inference (the prior's `randn × 0.66666`, the sine source's noise and
-//! harmonic phases), either all zero or from a seeded generator of our own so that a render is
-//! reproducible whatever the device and whatever else uses libtorch's global generator.
+//! The random draws of RVC: at inference the prior's `randn × 0.66666` and the sine source's noise
+//! and harmonic phases, either all zero or from a seeded generator of our own so that a render is
+//! reproducible whatever the device and whatever else uses libtorch's global generator; in
+//! training also the posterior's sample and the slice starts, from libtorch's generator or given.
 
+use std::collections::VecDeque;
+
+use anyhow::{Result, bail};
 use tch::{Device, Kind, Tensor};
 
 /// How the synthesizer draws its randomness.
@@ -13,18 +17,48 @@ pub enum Noise {
     Seeded(u64),
 }
 
-pub(crate) struct NoiseSource {
-    state: Option<u64>,
+/// Where the training forward's random draws come from.
+#[derive(Debug)]
+pub enum TrainingNoise {
+    /// libtorch's generator on the model's device (seeded by `tch::manual_seed`), as the
+    /// reference trains.
+    Torch,
+    /// Exactly these draws, in the order the reference makes them, so a test can replay the
+    /// reference's: the posterior's ε `[batch, inter_channels, spec frames]` (normal), the slice
+    /// starts `[batch]` (uniform), and for a pitch model the sine source's initial phases
+    /// `[1, 1, harmonics + 1]` (uniform) and its noise `[batch, segment × hop, harmonics + 1]`
+    /// (normal).
+    Given(Vec<Tensor>),
+}
+
+/// The random draws of one forward, made in the order the reference makes them.
+pub(crate) enum NoiseSource {
+    Zero,
+    /// SplitMix64 state.
+    Seeded(u64),
+    Torch,
+    Given(VecDeque<Tensor>),
 }
 
 impl NoiseSource {
     pub fn new(noise: Noise) -> Self {
-        Self {
-            state: match noise {
-                Noise::None => None,
-                Noise::Seeded(seed) => Some(seed),
-            },
+        match noise {
+            Noise::None => Self::Zero,
+            Noise::Seeded(seed) => Self::Seeded(seed),
         }
+    }
+
+    /// The source of a training forward whose draws have `shapes`, in order; given draws must
+    /// have exactly those.
+    pub fn training(noise: TrainingNoise, shapes: &[Vec<i64>]) -> Result<Self> {
+        let TrainingNoise::Given(draws) = noise else {
+            return Ok(Self::Torch);
+        };
+        let given: Vec<Vec<i64>> = draws.iter().map(Tensor::size).collect();
+        if given != shapes {
+            bail!("the given random draws have shapes {given:?}; this forward draws {shapes:?}");
+        }
+        Ok(Self::Given(draws.into()))
     }
 
     /// SplitMix64.
@@ -41,10 +75,26 @@ impl NoiseSource {
         (Self::next_u64(state) >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
+    /// The next given draw, which must have `shape`.
+    fn next_given(draws: &mut VecDeque<Tensor>, shape: &[i64], device: Device) -> Tensor {
+        let draw = draws
+            .pop_front()
+            .expect("the forward draws no more than the shapes it checked");
+        assert_eq!(
+            draw.size(),
+            shape,
+            "the forward draws the shapes it checked"
+        );
+        draw.to_device(device).to_kind(Kind::Float)
+    }
+
     /// Standard normal draws of `shape` (zeros when there is no noise), float32 on `device`.
     pub fn normal(&mut self, shape: &[i64], device: Device) -> Tensor {
-        let Some(state) = &mut self.state else {
-            return Tensor::zeros(shape, (Kind::Float, device));
+        let state = match self {
+            Self::Zero => return Tensor::zeros(shape, (Kind::Float, device)),
+            Self::Torch => return Tensor::randn(shape, (Kind::Float, device)),
+            Self::Given(draws) => return Self::next_given(draws, shape, device),
+            Self::Seeded(state) => state,
         };
         let count = shape.iter().product::<i64>().max(0) as usize;
         let mut values = Vec::with_capacity(count + 1);
@@ -61,8 +111,11 @@ impl NoiseSource {
 
     /// Uniform draws in [0, 1) of `shape` (zeros when there is no noise), float32 on `device`.
     pub fn uniform(&mut self, shape: &[i64], device: Device) -> Tensor {
-        let Some(state) = &mut self.state else {
-            return Tensor::zeros(shape, (Kind::Float, device));
+        let state = match self {
+            Self::Zero => return Tensor::zeros(shape, (Kind::Float, device)),
+            Self::Torch => return Tensor::rand(shape, (Kind::Float, device)),
+            Self::Given(draws) => return Self::next_given(draws, shape, device),
+            Self::Seeded(state) => state,
         };
         let count = shape.iter().product::<i64>().max(0) as usize;
         let values: Vec<f32> = (0..count).map(|_| Self::next_unit(state) as f32).collect();

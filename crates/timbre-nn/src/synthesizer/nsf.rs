@@ -44,15 +44,14 @@ impl HarmonicSource {
         })
     }
 
+    /// The sines it merges: f0 and its overtones.
+    pub fn harmonics(&self) -> i64 {
+        self.l_linear.in_features()
+    }
+
     /// `f0` `[batch, frames]` in Hz (0 = unvoiced) → excitation `[batch, 1, frames × hop]`.
     pub fn forward(&self, f0: &Tensor, hop: i64, noise: &mut NoiseSource) -> Tensor {
-        let sines = sine_waves(
-            f0,
-            hop,
-            self.l_linear.in_features(),
-            self.sample_rate,
-            noise,
-        );
+        let sines = sine_waves(f0, hop, self.harmonics(), self.sample_rate, noise);
         self.l_linear.forward(&sines).tanh().transpose(1, 2)
     }
 }
@@ -77,10 +76,9 @@ pub(crate) fn sine_waves(
     let steps = Tensor::arange_start(1, hop + 1, (Kind::Double, device)).view_([1, 1, hop, 1]);
     let phase = frame_start.unsqueeze(2) + increments.unsqueeze(2) * steps;
     let phase = phase.view_([batch, frames * hop, dims]);
-    // Random initial phases for the overtones only; the fundamental starts at 0.
-    let initial = noise
-        .uniform(&[batch, 1, dims], device)
-        .to_kind(Kind::Double);
+    // Random initial phases for the overtones only, shared by the batch as in the reference; the
+    // fundamental starts at 0.
+    let initial = noise.uniform(&[1, 1, dims], device).to_kind(Kind::Double);
     let initial = initial.index_fill(2, &Tensor::from_slice(&[0i64]).to_device(device), 0.0);
     let sines: Tensor = ((phase + initial) * TAU).sin() * SINE_AMPLITUDE;
 

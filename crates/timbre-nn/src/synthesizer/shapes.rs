@@ -18,7 +18,7 @@ pub(crate) fn tensor_shape(w: &Weights, name: &str, rank: usize) -> Result<Vec<i
 
 /// The shape of the weight of layer `prefix` (plain or weight-normalised), of `rank` dimensions.
 pub(crate) fn weight_shape(w: &Weights, prefix: &str, rank: usize) -> Result<Vec<i64>> {
-    let shape = w.weight(prefix)?.size();
+    let shape = w.weight_shape(prefix)?;
     if shape.len() != rank {
         bail!(
             "{}: `{prefix}` has a weight of shape {shape:?}, expected {rank} dimensions",
@@ -36,7 +36,7 @@ pub(crate) fn check_layer(
     expected: &[i64],
     bias_size: i64,
 ) -> Result<()> {
-    let shape = w.weight(prefix)?.size();
+    let shape = w.weight_shape(prefix)?;
     if shape != expected {
         bail!(
             "{}: `{prefix}` has a weight of shape {shape:?}, expected {expected:?}",

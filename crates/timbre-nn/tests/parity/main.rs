@@ -10,6 +10,7 @@ mod pipeline;
 mod rmvpe;
 mod separation;
 mod synthesizer;
+mod synthesizer_training;
 
 use std::path::{Path, PathBuf};
 
