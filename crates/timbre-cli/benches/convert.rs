@@ -32,6 +32,7 @@ use timbre_core::db::jobs::JobState;
 use timbre_core::jobs::JobSystem;
 use timbre_core::settings::Settings;
 use timbre_core::{Library, job_handlers};
+use timbre_nn::device::Precision;
 use timbre_nn::hubert::{FeatureVersion, Hubert};
 use timbre_nn::pipeline::{self, Analysis, ConvertOptions, PitchTracker, segments};
 use timbre_nn::rmvpe::Rmvpe;
@@ -136,7 +137,7 @@ fn conversion_jobs(paths: &Paths) -> Result<Value> {
     let chunking = ConvertOptions::default().chunking;
     Ok(json!({
         "implementation": "Timbre Studio (timbre-nn on tch 0.24, libtorch 2.11.0)",
-        "device": device_name(timbre_nn::device::default_device()?),
+        "device": device_name(timbre_nn::device::default_device()?)?,
         "threads": tch::get_num_threads(),
         "chunking": [chunking.x_pad, chunking.x_query, chunking.x_center, chunking.x_max],
         "input_seconds": cold["result"]["input_seconds"],
@@ -168,9 +169,13 @@ fn run_job(system: &JobSystem, input: &Path, model: &str) -> Result<Value> {
     Ok(json!({ "wall_seconds": started.elapsed().as_secs_f64(), "result": job.result }))
 }
 
-/// Each stage of a conversion by itself, in seconds.
+/// Each stage of a conversion by itself, in seconds, in the precision the jobs use.
 fn stages(paths: &Paths) -> Result<Value> {
     let device = timbre_nn::device::default_device()?;
+    Precision::default_for(device)?.autocast(|| stages_on(paths, device))
+}
+
+fn stages_on(paths: &Paths, device: tch::Device) -> Result<Value> {
     let options = ConvertOptions::default();
     let (input, io_read) = timed(|| read_input(&paths.input))?;
     let audio = &input.channels[0];
@@ -228,13 +233,14 @@ fn stages(paths: &Paths) -> Result<Value> {
     }))
 }
 
-/// The device as the report names it (every model runs in float32).
-fn device_name(device: tch::Device) -> String {
-    match device {
-        tch::Device::Cpu => "CPU (fp32)".into(),
-        tch::Device::Cuda(i) => format!("CUDA device {i} (fp32)"),
-        other => format!("{other:?} (fp32)"),
-    }
+/// The device and the precision its models run in, as the report names them.
+fn device_name(device: tch::Device) -> Result<String> {
+    let precision = Precision::default_for(device)?.name();
+    Ok(match device {
+        tch::Device::Cpu => format!("CPU ({precision})"),
+        tch::Device::Cuda(i) => format!("CUDA device {i} ({precision})"),
+        other => format!("{other:?} ({precision})"),
+    })
 }
 
 /// The input as the convert job reads it: decoded, mono, 16 kHz.

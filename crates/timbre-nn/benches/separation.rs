@@ -3,7 +3,8 @@
 //! Prints seconds per minute of audio and the peak memory (VmHWM) of each separation.
 //!
 //! `BENCH_SECS` (default 30) seconds of audio, `BENCH_THREADS` (default 2) libtorch threads,
-//! `BENCH_MODELS` (default `bs,mel`).
+//! `BENCH_MODELS` (default `bs,mel`); the device and precision are the app's (CUDA in float16
+//! when there is one; `TIMBRE_DEVICE`, `TIMBRE_PRECISION`).
 
 use std::path::Path;
 use std::time::Instant;
@@ -11,6 +12,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use tch::{Kind, Tensor};
 use timbre_nn::checkpoint::{Value, write_torch_file};
+use timbre_nn::device::Precision;
 use timbre_nn::separation::{Config, Roformer, RoformerKind, Separator};
 
 const RATE: i64 = 44_100;
@@ -67,7 +69,10 @@ fn random_separator(dir: &Path, kind: RoformerKind, config_yaml: &str) -> Result
         params as f64 / 1e6,
         std::fs::metadata(&checkpoint)?.len() as f64 / 1e6
     );
-    Separator::load(&checkpoint, &config_path, None).context("loading the written checkpoint")
+    let device = timbre_nn::device::default_device()?;
+    let weight_kind = Precision::default_for(device)?.weight_kind();
+    Separator::load_on(&checkpoint, &config_path, None, device, weight_kind)
+        .context("loading the written checkpoint")
 }
 
 /// Block `index` of a music-like test mix: a few harmonic tones per channel plus noise.
@@ -128,7 +133,11 @@ fn main() -> Result<()> {
     let models: String = env_or("BENCH_MODELS", "bs,mel".to_string());
     tch::set_num_threads(threads);
     tch::manual_seed(0);
-    println!("separation benchmark: {secs} s of audio, {threads} libtorch threads, CPU, float32");
+    let device = timbre_nn::device::default_device()?;
+    println!(
+        "separation benchmark: {secs} s of audio, {threads} libtorch threads, {device:?}, {}",
+        Precision::default_for(device)?.name()
+    );
     let configs = [
         (
             "bs",

@@ -1,5 +1,7 @@
 //! Where the models run: the first CUDA device when libtorch sees one, else the CPU.
-//! `TIMBRE_DEVICE=cpu` (or `cuda:N`) overrides the choice.
+//! `TIMBRE_DEVICE=cpu` (or `cuda:N`) overrides the choice. And in what precision: float32 on
+//! the CPU, float16 on CUDA as RVC and the RoFormer inference code do; `TIMBRE_PRECISION=fp32`
+//! (or `fp16`, `bf16`) overrides it.
 
 use anyhow::{Result, bail};
 use tch::Device;
@@ -39,6 +41,67 @@ pub fn parse_device(name: &str) -> Result<Device> {
     Ok(Device::Cuda(index))
 }
 
+/// The arithmetic the models run in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precision {
+    Float32,
+    Float16,
+    BFloat16,
+}
+
+impl Precision {
+    /// Float16 on CUDA, float32 on the CPU (where half-precision kernels are slower), unless
+    /// `TIMBRE_PRECISION` says otherwise.
+    pub fn default_for(device: Device) -> Result<Precision> {
+        match std::env::var("TIMBRE_PRECISION") {
+            Ok(name) => Precision::parse(&name),
+            Err(_) if device.is_cuda() => Ok(Precision::Float16),
+            Err(_) => Ok(Precision::Float32),
+        }
+    }
+
+    pub fn parse(name: &str) -> Result<Precision> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "fp32" | "float32" => Ok(Precision::Float32),
+            "fp16" | "float16" | "half" => Ok(Precision::Float16),
+            "bf16" | "bfloat16" => Ok(Precision::BFloat16),
+            other => bail!("unknown precision `{other}`: use fp32, fp16 or bf16"),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::Float32 => "fp32",
+            Precision::Float16 => "fp16",
+            Precision::BFloat16 => "bf16",
+        }
+    }
+
+    /// The dtype weights are stored in by models that cast them whole (the separators).
+    pub fn weight_kind(self) -> tch::Kind {
+        match self {
+            Precision::Float32 => tch::Kind::Float,
+            Precision::Float16 => tch::Kind::Half,
+            Precision::BFloat16 => tch::Kind::BFloat16,
+        }
+    }
+
+    /// Runs `f` in this precision with float32 weights: float16 is libtorch's CUDA autocast
+    /// (convolutions and matrix products in float16; norms, softmax and reductions in float32,
+    /// so nothing overflows where RVC's whole-model `.half()` can). tch's autocast is CUDA's
+    /// and has no bfloat16 mode, so both are refused where they cannot run.
+    pub fn autocast<T>(self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        match self {
+            Precision::Float32 => f(),
+            Precision::Float16 if tch::Cuda::is_available() => tch::autocast(true, f),
+            Precision::Float16 => bail!("fp16 conversion runs on CUDA only: use fp32 on the CPU"),
+            Precision::BFloat16 => {
+                bail!("bf16 is not available for conversion: use fp16 or fp32 (TIMBRE_PRECISION)")
+            }
+        }
+    }
+}
+
 /// Keeps oneDNN (libtorch's CPU convolutions) from caching a compiled kernel per input shape.
 /// Every segment of a long input has its own length, so with the default cache (1024 kernels)
 /// each segment added about 1.3 GB with the fixture models, and a long conversion grew without
@@ -60,6 +123,17 @@ pub fn limit_kernel_cache() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_precisions_and_rejects_unknown_names() {
+        assert_eq!(Precision::parse(" FP16").unwrap(), Precision::Float16);
+        assert_eq!(Precision::parse("bfloat16").unwrap(), Precision::BFloat16);
+        assert_eq!(
+            Precision::parse("fp32").unwrap().weight_kind(),
+            tch::Kind::Float
+        );
+        assert!(Precision::parse("int8").is_err());
+    }
 
     #[test]
     fn parses_cpu_and_rejects_unknown_names() {

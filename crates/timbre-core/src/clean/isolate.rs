@@ -11,9 +11,10 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tch::{Kind, Tensor};
+use tch::Tensor;
 use timbre_audio::enhance::{EnhanceOptions, EnhanceReport, enhance};
 use timbre_audio::{AudioBuffer, analysis};
+use timbre_nn::device::Precision;
 use timbre_nn::separation::{Separator, instrumental};
 
 use super::{CleanInput, Derived, Output, ProgressBridge, Source};
@@ -380,8 +381,9 @@ impl SeparatorCache {
             *loaded = None;
             bridge.report(0.0, format!("{label}: loading {}", model.name));
             let device = timbre_nn::device::default_device()?;
+            let weight_kind = Precision::default_for(device)?.weight_kind();
             let separator =
-                Separator::load_on(&model.checkpoint, &model.config, None, device, Kind::Float)
+                Separator::load_on(&model.checkpoint, &model.config, None, device, weight_kind)
                     .with_context(|| format!("loading the separation model {}", model.name))?;
             *loaded = Some((model.checkpoint.clone(), separator));
         }

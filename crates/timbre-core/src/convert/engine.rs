@@ -17,6 +17,7 @@ use anyhow::{Context, Result};
 use lru::LruCache;
 use sha2::{Digest, Sha256};
 use tch::Device;
+use timbre_nn::device::Precision;
 use timbre_nn::hubert::{FeatureVersion, Hubert};
 use timbre_nn::index::IvfFlatIndex;
 use timbre_nn::pipeline::{
@@ -38,6 +39,7 @@ struct Loaded<T> {
 
 pub struct Engine {
     device: Device,
+    precision: Precision,
     memory_budget: u64,
     voices: LruCache<String, (Synthesizer, u64)>,
     indexes: LruCache<String, (IvfFlatIndex, u64)>,
@@ -81,9 +83,15 @@ pub struct Outcome {
 }
 
 impl Engine {
-    pub fn new(device: Device, memory_budget: u64, cache_dir: &Path) -> Engine {
+    pub fn new(
+        device: Device,
+        precision: Precision,
+        memory_budget: u64,
+        cache_dir: &Path,
+    ) -> Engine {
         Engine {
             device,
+            precision,
             memory_budget,
             voices: LruCache::unbounded(),
             indexes: LruCache::unbounded(),
@@ -98,9 +106,19 @@ impl Engine {
         self.device
     }
 
-    /// Converts one input: the analysis from a cache when it can, then the render, whose
-    /// output goes to `sink` piece by piece.
+    /// Converts one input in the engine's precision: the analysis from a cache when it can,
+    /// then the render, whose output goes to `sink` piece by piece.
     pub fn convert(
+        &mut self,
+        request: &Request,
+        sink: &mut dyn OutputSink,
+        progress: &mut dyn FnMut(f64) -> Result<()>,
+    ) -> Result<Outcome> {
+        let precision = self.precision;
+        precision.autocast(|| self.convert_in_precision(request, sink, progress))
+    }
+
+    fn convert_in_precision(
         &mut self,
         request: &Request,
         sink: &mut dyn OutputSink,
@@ -243,6 +261,8 @@ impl Engine {
             f0_method.map_or("none", F0Method::name),
             rmvpe_identity.as_deref().unwrap_or("-"),
             &serde_json::to_string(&chunking)?,
+            // Features computed on another device or precision differ in their last bits.
+            &format!("{:?} {}", self.device, self.precision.name()),
         ]);
         if self.analyses.get(&key).is_some() {
             return Ok((key, CacheUse::Memory, None));

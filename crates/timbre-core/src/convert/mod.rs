@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use timbre_audio::resample::StreamResampler;
 use timbre_audio::{DecodeOptions, analysis};
+use timbre_nn::device::Precision;
 use timbre_nn::pipeline::ConvertOptions;
 
 use crate::db::conversions::{self, NewConversion};
@@ -110,9 +111,11 @@ impl JobHandler for ConvertHandler {
         let mut engine = self.engine.lock().unwrap_or_else(|p| p.into_inner());
         if engine.is_none() {
             let device = timbre_nn::device::default_device()?;
+            let precision = Precision::default_for(device)?;
             let budget = settings.model_cache_mb * 1024 * 1024;
             *engine = Some(Engine::new(
                 device,
+                precision,
                 budget,
                 &library.data_dir().join("cache"),
             ));

@@ -184,7 +184,8 @@ impl Hubert {
     /// RVC's content features for audio `[batch, samples]`: `[batch, frames, 256]` for v1,
     /// `[batch, frames, 768]` for v2 (the real models' widths).
     pub fn features(&self, audio: &Tensor, version: FeatureVersion) -> Result<Tensor> {
-        match version {
+        // Under autocast the last layer gives float16; callers and caches get the model's kind.
+        let features = match version {
             FeatureVersion::V1 => {
                 let Some(final_proj) = &self.final_proj else {
                     bail!(
@@ -193,12 +194,13 @@ impl Hubert {
                     )
                 };
                 let hidden = self.hidden_states_at(audio, V1_LAYER)?;
-                Ok(tch::no_grad(|| final_proj.forward(&hidden)))
+                tch::no_grad(|| final_proj.forward(&hidden))
             }
             FeatureVersion::V2 => {
-                self.hidden_states_at(audio, self.config.num_hidden_layers as usize)
+                self.hidden_states_at(audio, self.config.num_hidden_layers as usize)?
             }
-        }
+        };
+        Ok(features.to_kind(self.kind))
     }
 }
 

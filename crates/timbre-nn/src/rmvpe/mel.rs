@@ -75,6 +75,12 @@ impl MelSpectrogram {
 
     /// `[1, n_mels, samples / hop + 1]` in float32 for 1-D audio, on the audio's device.
     pub fn forward(&self, audio: &Tensor) -> Tensor {
+        // In float32 even under autocast, as the reference computes it: the log of small
+        // magnitudes turns float16 rounding into errors the pitch decoder sees.
+        tch::autocast(false, || self.forward_float32(audio))
+    }
+
+    fn forward_float32(&self, audio: &Tensor) -> Tensor {
         let device = audio.device();
         let audio = audio.to_kind(Kind::Float);
         // Silence stands in for empty audio so that it still gives its one frame.

@@ -3,7 +3,6 @@
 
 use anyhow::{Context, Result};
 use serde_json::Value as Json;
-use tch::Device;
 use timbre_nn::hubert::{FeatureVersion, Hubert};
 
 use crate::Case;
@@ -12,7 +11,7 @@ use crate::compare::max_abs;
 pub fn check(case: &Case, _manifest: &Json) -> Result<String> {
     let tolerance = case.tolerance("max_abs")?;
     let io = case.io()?;
-    let audio = io.get("audio_16k")?;
+    let audio = io.get("audio_16k")?.to_device(crate::device());
     let references = [
         (FeatureVersion::V1, "v1", io.get("feats_v1")?),
         (FeatureVersion::V2, "v2", io.get("feats_v2")?),
@@ -21,7 +20,7 @@ pub fn check(case: &Case, _manifest: &Json) -> Result<String> {
     let mut within = true;
     for (key, label) in [("hf_dir", "transformers"), ("fairseq", "fairseq")] {
         let path = case.path(key)?;
-        let model = Hubert::load(&path, Device::Cpu)
+        let model = Hubert::load(&path, crate::device())
             .with_context(|| format!("loading the {label} HuBERT"))?;
         for (version, name, reference) in &references {
             let ours = model

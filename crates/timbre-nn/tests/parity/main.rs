@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value as Json;
+use timbre_nn::device::Precision;
 
 /// One manifest case with its fixture folder, so checkers can resolve the files it names.
 pub struct Case<'a> {
@@ -108,6 +109,16 @@ impl Io {
     }
 }
 
+/// Where the models run: the machine's default device (CUDA when there is one) and precision,
+/// as the app's jobs choose them, so a GPU machine checks the GPU path.
+pub fn device() -> tch::Device {
+    timbre_nn::device::default_device().expect("TIMBRE_DEVICE")
+}
+
+pub fn precision() -> Precision {
+    Precision::default_for(device()).expect("TIMBRE_PRECISION")
+}
+
 /// A checker runs one case and returns what it measured, or fails with why.
 type Checker = fn(&Case, &Json) -> Result<String>;
 
@@ -120,7 +131,9 @@ fn fixture_dir(variable: &str, default: &str) -> PathBuf {
     }
 }
 
-fn run_manifest(dir: &Path, checker_for: fn(&str) -> Option<Checker>) {
+/// `autocast`: run the checkers in the precision's autocast (the conversion models); the
+/// separators instead load their weights in the precision's dtype.
+fn run_manifest(dir: &Path, checker_for: fn(&str) -> Option<Checker>, autocast: bool) {
     let manifest_path = dir.join("manifest.json");
     let text = std::fs::read_to_string(&manifest_path)
         .unwrap_or_else(|e| panic!("{}: {e}", manifest_path.display()));
@@ -135,6 +148,7 @@ fn run_manifest(dir: &Path, checker_for: fn(&str) -> Option<Checker>) {
         let case = Case { json, root: dir };
         let kind = json["kind"].as_str().unwrap_or("(no kind)");
         let outcome = match checker_for(kind) {
+            Some(check) if autocast => precision().autocast(|| check(&case, &manifest)),
             Some(check) => check(&case, &manifest),
             None => Err(anyhow::anyhow!("unknown kind `{kind}`")),
         };
@@ -171,6 +185,7 @@ fn rvc_parity() {
     run_manifest(
         &fixture_dir("RVC_PARITY_DIR", "shared/fixtures/rvc-parity"),
         rvc_checker,
+        true,
     );
 }
 
@@ -187,6 +202,7 @@ fn separation_parity() {
     run_manifest(
         &fixture_dir("SEPARATION_PARITY_DIR", "shared/fixtures/separation"),
         separation_checker,
+        false,
     );
 }
 

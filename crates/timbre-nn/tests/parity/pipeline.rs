@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result, ensure};
 use serde_json::Value as Json;
-use tch::{Device, Kind, Tensor};
+use tch::{Kind, Tensor};
 use timbre_nn::hubert::{FeatureVersion, Hubert};
 use timbre_nn::index::IvfFlatIndex;
 use timbre_nn::pipeline::{self, Chunking, ConvertOptions, F0Method, PitchTracker};
@@ -23,7 +23,7 @@ pub fn check(case: &Case, manifest: &Json) -> Result<String> {
     let input = Vec::<f32>::try_from(io.get("input")?.to_kind(Kind::Float))?;
     let expected = io.get("output_int16")?.to_kind(Kind::Float);
 
-    let model = Synthesizer::load(&case.path("model")?, Device::Cpu)?;
+    let model = Synthesizer::load(&case.path("model")?, crate::device())?;
     let version = if model.info().feature_dim == 256 {
         FeatureVersion::V1
     } else {
@@ -33,7 +33,7 @@ pub fn check(case: &Case, manifest: &Json) -> Result<String> {
         Some(_) => case.path("hubert")?,
         None => sibling_file(case, manifest, "hubert", "fairseq")?,
     };
-    let hubert = Hubert::load(&hubert_path, Device::Cpu)?;
+    let hubert = Hubert::load(&hubert_path, crate::device())?;
     let f0_method = F0Method::parse(params["f0_method"].as_str().unwrap_or("rmvpe"))?;
     let rmvpe = match f0_method {
         F0Method::Rmvpe => Some(Rmvpe::load(
@@ -41,7 +41,7 @@ pub fn check(case: &Case, manifest: &Json) -> Result<String> {
                 Some(_) => case.path("rmvpe")?,
                 None => sibling_file(case, manifest, "rmvpe", "model")?,
             },
-            Device::Cpu,
+            crate::device(),
         )?),
         _ => None,
     };

@@ -10,7 +10,14 @@ use crate::compare::max_abs;
 
 pub fn check(case: &Case, _manifest: &Json) -> Result<String> {
     let kind: RoformerKind = case.str("kind")?.parse()?;
-    let separator = Separator::load(&case.path("model")?, &case.path("config")?, Some(kind))?;
+    let device = crate::device();
+    let separator = Separator::load_on(
+        &case.path("model")?,
+        &case.path("config")?,
+        Some(kind),
+        device,
+        crate::precision().weight_kind(),
+    )?;
     let tolerance = case.tolerance("max_abs")?;
     let io = case.io()?;
     let mix = io.get("mix")?;
@@ -18,7 +25,7 @@ pub fn check(case: &Case, _manifest: &Json) -> Result<String> {
     let chunk_size = separator.config().audio.chunk_size.min(mix.size()[1]);
     let ours = separator
         .model()
-        .forward(&mix.narrow(1, 0, chunk_size).unsqueeze(0))?;
+        .forward(&mix.narrow(1, 0, chunk_size).unsqueeze(0).to_device(device))?;
     let reference = io.get("chunk_output")?;
     // Upstream drops the stem axis of a one-stem model; ours keeps it.
     let ours = if reference.dim() + 1 == ours.dim() && ours.size()[1] == 1 {

@@ -3,14 +3,13 @@
 
 use anyhow::{Context, Result};
 use serde_json::Value as Json;
-use tch::Device;
 use timbre_nn::synthesizer::{Noise, Synthesizer};
 
 use crate::{Case, compare};
 
 pub fn check(case: &Case, _manifest: &Json) -> Result<String> {
     let model_path = case.path("model")?;
-    let model = Synthesizer::load(&model_path, Device::Cpu)?;
+    let model = Synthesizer::load(&model_path, crate::device())?;
     let info = model.info();
     if let Some(sr) = case.json["sr"].as_u64()
         && sr != u64::from(info.sample_rate)
