@@ -13,4 +13,5 @@ pub mod pipeline;
 pub mod rmvpe;
 pub mod separation;
 pub mod synthesizer;
+pub mod train;
 pub mod weights;

@@ -1,0 +1,104 @@
+//! `cargo bench -p timbre-nn --bench synthesizer`: the synthesizer network alone, as RVC's
+//! `net_g.infer`: a full-size random-weight v2 40k generator with pitch turning `BENCH_SECS`
+//! (default 60) seconds of features into audio, on the app's device and precision
+//! (`TIMBRE_DEVICE`, `TIMBRE_PRECISION`). Prints the seconds of each of `BENCH_RUNS` (default 3)
+//! runs after one warm-up, and the real-time factor of the best.
+
+use std::time::Instant;
+
+use anyhow::Result;
+use tch::{Device, Kind, Tensor};
+use timbre_nn::device::{Precision, default_device};
+use timbre_nn::synthesizer::{Noise, SynthesizerConfig, TrainableSynthesizer};
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// RVC's v2 40k generator (`configs/v2/40k.json`'s model section).
+fn v2_40k() -> SynthesizerConfig {
+    SynthesizerConfig {
+        spec_channels: 1025,
+        segment_size: 12800,
+        inter_channels: 192,
+        hidden_channels: 192,
+        filter_channels: 768,
+        n_heads: 2,
+        n_layers: 6,
+        kernel_size: 3,
+        p_dropout: 0.0,
+        resblock: "1".into(),
+        resblock_kernel_sizes: vec![3, 7, 11],
+        resblock_dilation_sizes: vec![vec![1, 3, 5]; 3],
+        upsample_rates: vec![10, 10, 2, 2],
+        upsample_initial_channel: 512,
+        upsample_kernel_sizes: vec![16, 16, 4, 4],
+        spk_embed_dim: 109,
+        gin_channels: 256,
+        sr: 40000,
+    }
+}
+
+fn main() -> Result<()> {
+    timbre_nn::device::limit_kernel_cache();
+    let secs: i64 = env_or("BENCH_SECS", 60);
+    let runs: usize = env_or("BENCH_RUNS", 3);
+    tch::set_num_threads(env_or("BENCH_THREADS", 2));
+    let device = default_device()?;
+    let precision = Precision::default_for(device)?;
+    tch::manual_seed(0);
+    let model = TrainableSynthesizer::new(&v2_40k(), "v2", true, device)?.synthesizer()?;
+    // 100 feature frames per second (HuBERT's 50, doubled), as the pipeline feeds them.
+    let frames = secs * 100;
+    let phone = Tensor::randn([1, frames, 768], (Kind::Float, device));
+    let lengths = Tensor::from_slice(&[frames]).to_device(device);
+    let time = Tensor::arange(frames, (Kind::Float, device)) / 100.0;
+    let pitchf = (time * 2.0 * std::f64::consts::PI * 0.5).sin() * 60.0 + 180.0;
+    let pitch = ((pitchf.log() - 50f64.ln()) / (1100f64.ln() - 50f64.ln()) * 254.0 + 1.0)
+        .to_kind(Kind::Int64)
+        .unsqueeze(0);
+    let pitchf = pitchf.unsqueeze(0);
+    let infer = || {
+        precision.autocast(|| {
+            let audio = model.infer(
+                &phone,
+                &lengths,
+                Some(&pitch),
+                Some(&pitchf),
+                0,
+                Noise::None,
+            )?;
+            // Reading a value waits for the device to finish.
+            Ok(audio.abs().max().double_value(&[]))
+        })
+    };
+    println!(
+        "synthesizer benchmark: v2 40k, {secs} s, {device:?}, {}",
+        precision.name()
+    );
+    infer()?;
+    let mut best = f64::INFINITY;
+    for run in 1..=runs {
+        let started = Instant::now();
+        let peak = infer()?;
+        let elapsed = started.elapsed().as_secs_f64();
+        best = best.min(elapsed);
+        println!("  run {run}: {elapsed:.3} s (peak {peak:.3})");
+    }
+    println!("  best {best:.3} s = {:.0}x real time", secs as f64 / best);
+    if device == Device::Cpu {
+        return Ok(());
+    }
+    tch::Cuda::cudnn_set_benchmark(true);
+    infer()?;
+    let started = Instant::now();
+    infer()?;
+    println!(
+        "  with cudnn.benchmark: {:.3} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}

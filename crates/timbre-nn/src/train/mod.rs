@@ -1,0 +1,13 @@
+//! Training RVC models: what rvc_next 0.2.16's `engine/train` uses besides the generator (which
+//! is `crate::synthesizer`'s): the discriminator, the losses, the optimizer and its schedule,
+//! and the training checkpoints `G_<step>.pth` / `D_<step>.pth`.
+
+pub mod checkpoint;
+pub mod discriminator;
+pub mod losses;
+pub mod optimizer;
+
+#[cfg(test)]
+mod discriminator_tests;
+#[cfg(test)]
+mod parity_tests;
