@@ -57,6 +57,7 @@ impl MelSpectrogram {
             config.n_mels,
             config.fmin,
             config.fmax,
+            MelScale::Htk,
         );
         let filterbank = Tensor::from_slice(&weights)
             .view([config.n_mels, bins])
@@ -135,18 +136,64 @@ fn mel_to_hz_htk(mel: f64) -> f64 {
     700.0 * (10f64.powf(mel / 2595.0) - 1.0)
 }
 
-/// `librosa.filters.mel(sr, n_fft, n_mels, fmin, fmax, htk=True)` with its default Slaney
+/// librosa's Slaney mel scale (its default, `htk=False`): linear below 1 kHz, logarithmic above.
+const SLANEY_LINEAR_HZ_PER_MEL: f64 = 200.0 / 3.0;
+const SLANEY_LOG_START_HZ: f64 = 1000.0;
+
+fn slaney_log_step() -> f64 {
+    6.4f64.ln() / 27.0
+}
+
+fn hz_to_mel_slaney(hz: f64) -> f64 {
+    let start_mel = SLANEY_LOG_START_HZ / SLANEY_LINEAR_HZ_PER_MEL;
+    if hz >= SLANEY_LOG_START_HZ {
+        start_mel + (hz / SLANEY_LOG_START_HZ).ln() / slaney_log_step()
+    } else {
+        hz / SLANEY_LINEAR_HZ_PER_MEL
+    }
+}
+
+fn mel_to_hz_slaney(mel: f64) -> f64 {
+    let start_mel = SLANEY_LOG_START_HZ / SLANEY_LINEAR_HZ_PER_MEL;
+    if mel >= start_mel {
+        SLANEY_LOG_START_HZ * (slaney_log_step() * (mel - start_mel)).exp()
+    } else {
+        mel * SLANEY_LINEAR_HZ_PER_MEL
+    }
+}
+
+/// Which mel scale a filterbank spaces its bands on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MelScale {
+    /// `htk=True` (RMVPE).
+    Htk,
+    /// librosa's default (RVC's training mel).
+    Slaney,
+}
+
+/// `librosa.filters.mel(sr, n_fft, n_mels, fmin, fmax, htk=…)` with its default Slaney
 /// normalisation (each triangle scaled to unit area over its mel band), row-major
 /// `[n_mels][n_fft / 2 + 1]`.
-pub fn mel_filterbank(sample_rate: u32, n_fft: i64, n_mels: i64, fmin: f64, fmax: f64) -> Vec<f32> {
+pub fn mel_filterbank(
+    sample_rate: u32,
+    n_fft: i64,
+    n_mels: i64,
+    fmin: f64,
+    fmax: f64,
+    scale: MelScale,
+) -> Vec<f32> {
     let bins = (n_fft / 2 + 1) as usize;
     let n_mels = n_mels as usize;
     let bin_hz: Vec<f64> = (0..bins)
         .map(|k| k as f64 * f64::from(sample_rate) / n_fft as f64)
         .collect();
-    let (mel_min, mel_max) = (hz_to_mel_htk(fmin), hz_to_mel_htk(fmax));
+    let (to_mel, to_hz): (fn(f64) -> f64, fn(f64) -> f64) = match scale {
+        MelScale::Htk => (hz_to_mel_htk, mel_to_hz_htk),
+        MelScale::Slaney => (hz_to_mel_slaney, mel_to_hz_slaney),
+    };
+    let (mel_min, mel_max) = (to_mel(fmin), to_mel(fmax));
     let edges: Vec<f64> = (0..n_mels + 2)
-        .map(|i| mel_to_hz_htk(mel_min + (mel_max - mel_min) * i as f64 / (n_mels + 1) as f64))
+        .map(|i| to_hz(mel_min + (mel_max - mel_min) * i as f64 / (n_mels + 1) as f64))
         .collect();
     let mut weights = Vec::with_capacity(n_mels * bins);
     for m in 0..n_mels {
@@ -173,7 +220,7 @@ mod tests {
     /// `librosa.filters.mel(sr=8000, n_fft=64, n_mels=8, fmin=30, fmax=3000, htk=True)`.
     #[test]
     fn filterbank_matches_librosa() {
-        let fb = mel_filterbank(8000, 64, 8, 30.0, 3000.0);
+        let fb = mel_filterbank(8000, 64, 8, 30.0, 3000.0, MelScale::Htk);
         assert_eq!(fb.len(), 8 * 33);
         let row = |m: usize| &fb[m * 33..(m + 1) * 33];
         let expected_rows: [(usize, usize, &[f32]); 3] = [
@@ -235,7 +282,7 @@ mod tests {
     /// RMVPE's own filterbank: sums of rows 0, 64 and 127 and the largest weight from librosa.
     #[test]
     fn rmvpe_filterbank_matches_librosa() {
-        let fb = mel_filterbank(16_000, 1024, 128, 30.0, 8000.0);
+        let fb = mel_filterbank(16_000, 1024, 128, 30.0, 8000.0, MelScale::Htk);
         let row_sum = |m: usize| fb[m * 513..(m + 1) * 513].iter().sum::<f32>();
         for (m, sum) in [(0, 0.062_960_68), (64, 0.064_415_81), (127, 0.063_863_82)] {
             assert!((row_sum(m) - sum).abs() < 1e-6, "row {m}: {}", row_sum(m));

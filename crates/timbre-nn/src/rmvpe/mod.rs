@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail, ensure};
 use tch::{Device, Kind, Tensor};
 
-pub use mel::{MelConfig, MelSpectrogram, mel_filterbank};
+pub use mel::{MelConfig, MelScale, MelSpectrogram, mel_filterbank};
 pub use model::{Config, E2E};
 
 use crate::checkpoint;

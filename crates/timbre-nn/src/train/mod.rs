@@ -1,11 +1,13 @@
 //! Training RVC models: what rvc_next 0.2.16's `engine/train` uses besides the generator (which
-//! is `crate::synthesizer`'s): the discriminator, the losses, the optimizer and its schedule,
+//! is `crate::synthesizer`'s): the discriminator, the losses, the spectrograms, the optimizer and its schedule,
 //! and the training checkpoints `G_<step>.pth` / `D_<step>.pth`.
 
+pub mod batch;
 pub mod checkpoint;
 pub mod discriminator;
 pub mod losses;
 pub mod optimizer;
+pub mod spectrogram;
 
 #[cfg(test)]
 mod discriminator_tests;

@@ -8,6 +8,7 @@
 #   losses                DIR/losses.pt
 #   adamw                 DIR/adamw.pt, DIR/adamw_state.pt (torch's optimizer.state_dict())
 #   adamw_resume          AdamW.load_state_dict of DIR/ours_adamw_state.pt; prints JSON
+#   spectrograms          DIR/spectrograms.pt (spectrogram_torch, mel_spectrogram_torch)
 
 import json
 import os
@@ -18,6 +19,7 @@ import torch
 from rvc_next.engine.models.synthesizer import MultiPeriodDiscriminator, MultiPeriodDiscriminatorV2
 from rvc_next.engine.train.losses import discriminator_loss, feature_loss, generator_loss, kl_loss
 from rvc_next.engine.train.loop import load_checkpoint, save_checkpoint
+from rvc_next.engine.train.mel import mel_spectrogram_torch, spectrogram_torch
 
 LEARNING_RATE = 1e-4
 BETAS = (0.8, 0.99)
@@ -174,6 +176,20 @@ def adamw_resume(out):
         "theirs": layout(theirs),
         "max_abs_difference": difference,
     }))
+
+
+def spectrograms(out):
+    torch.manual_seed(5)
+    audio = torch.randn(2, 12_000) * 0.1
+    audio[1, :4000] = 0.0  # silence: the floors under the root and the log matter there
+    tensors = {"audio": audio}
+    for name, (sr, n_fft, hop, n_mels, fmax) in {
+        "40k": (40000, 2048, 400, 125, None),
+        "32k": (32000, 1024, 320, 80, 8000.0),
+    }.items():
+        tensors[f"{name}.linear"] = spectrogram_torch(audio, n_fft, sr, hop, n_fft)
+        tensors[f"{name}.mel"] = mel_spectrogram_torch(audio, n_fft, n_mels, sr, hop, n_fft, 0.0, fmax)
+    torch.save(tensors, os.path.join(out, "spectrograms.pt"))
 
 
 if __name__ == "__main__":
