@@ -12,6 +12,7 @@ pub mod library;
 pub mod monitor;
 pub mod settings;
 pub mod store;
+pub mod train;
 
 use std::sync::Arc;
 

@@ -162,6 +162,8 @@ fn mel_to_hz_slaney(mel: f64) -> f64 {
     }
 }
 
+type MelConversion = fn(f64) -> f64;
+
 /// Which mel scale a filterbank spaces its bands on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MelScale {
@@ -187,7 +189,7 @@ pub fn mel_filterbank(
     let bin_hz: Vec<f64> = (0..bins)
         .map(|k| k as f64 * f64::from(sample_rate) / n_fft as f64)
         .collect();
-    let (to_mel, to_hz): (fn(f64) -> f64, fn(f64) -> f64) = match scale {
+    let (to_mel, to_hz): (MelConversion, MelConversion) = match scale {
         MelScale::Htk => (hz_to_mel_htk, mel_to_hz_htk),
         MelScale::Slaney => (hz_to_mel_slaney, mel_to_hz_slaney),
     };

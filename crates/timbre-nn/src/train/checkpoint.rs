@@ -22,6 +22,8 @@ pub struct TrainingCheckpoint {
     pub learning_rate: Option<f64>,
     /// For `AdamW::load_state_dict`.
     pub optimizer: Option<Value>,
+    /// Keys beyond RVC's four (rvc-next adds `scaler`, the fp16 loss scaler's state), in order.
+    pub extra: Vec<(String, Value)>,
 }
 
 /// Reads a training checkpoint; errors name the file.
@@ -39,13 +41,15 @@ pub fn read_training_checkpoint(path: &Path) -> Result<TrainingCheckpoint> {
         _ => return Err(not_a_checkpoint()),
     };
     let (mut model, mut iteration, mut learning_rate, mut optimizer) = (None, None, None, None);
+    let mut extra = Vec::new();
     for (key, value) in entries {
         match key.as_str() {
             Some("model") => model = Some(value),
             Some("iteration") => iteration = value.as_i64(),
             Some("learning_rate") => learning_rate = value.as_f64(),
             Some("optimizer") => optimizer = Some(value),
-            _ => {}
+            Some(other) => extra.push((other.to_string(), value)),
+            None => {}
         }
     }
     let model = model.as_ref().and_then(Value::as_dict).ok_or_else(|| {
@@ -68,6 +72,7 @@ pub fn read_training_checkpoint(path: &Path) -> Result<TrainingCheckpoint> {
         iteration,
         learning_rate,
         optimizer,
+        extra,
     })
 }
 
@@ -85,13 +90,15 @@ fn legacy_weight_norm_name(name: &str) -> String {
 
 /// Writes a training checkpoint as RVC's `save_checkpoint` does (its keys, in its order),
 /// atomically: `model` is the module's state dict in its order, `optimizer` its
-/// `AdamW::state_dict()`, `learning_rate` the config's rate and `iteration` the epoch.
+/// `AdamW::state_dict()`, `learning_rate` the config's rate and `iteration` the epoch; `extra`
+/// keys follow them (RVC's loaders read only the four).
 pub fn write_training_checkpoint(
     path: &Path,
     model: &[(String, Tensor)],
     optimizer: Value,
     learning_rate: f64,
     iteration: i64,
+    extra: Vec<(String, Value)>,
 ) -> Result<()> {
     let text = |s: &str| Value::Str(s.to_string());
     let state_dict = model
@@ -103,11 +110,17 @@ pub fn write_training_checkpoint(
             )
         })
         .collect();
-    let value = Value::Dict(vec![
+    let mut entries = vec![
         (text("model"), Value::ordered_dict(state_dict)),
         (text("iteration"), Value::Int(iteration)),
         (text("optimizer"), optimizer),
         (text("learning_rate"), Value::Float(learning_rate)),
-    ]);
+    ];
+    entries.extend(
+        extra
+            .into_iter()
+            .map(|(key, value)| (Value::Str(key), value)),
+    );
+    let value = Value::Dict(entries);
     write_torch_file(path, &value)
 }

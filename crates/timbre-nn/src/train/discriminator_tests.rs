@@ -129,7 +129,15 @@ fn discriminators_match_the_reference() {
     let ours = dir.path().join("D_ours_v1.pth");
     let mut v1_optimizer = AdamW::new(v1.parameters(), AdamWConfig::default());
     ExponentialLr::new(&mut v1_optimizer, 0.999875);
-    write_training_checkpoint(&ours, &v1.state_dict(), v1_optimizer.state_dict(), 1e-4, 7).unwrap();
+    write_training_checkpoint(
+        &ours,
+        &v1.state_dict(),
+        v1_optimizer.state_dict(),
+        1e-4,
+        7,
+        Vec::new(),
+    )
+    .unwrap();
     let report = reference(&python, "discriminator_resume", dir.path());
     println!("RVC's load_checkpoint of ours: {report}");
     assert_eq!(report["key_order_matches"], true);

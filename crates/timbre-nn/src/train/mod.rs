@@ -4,12 +4,17 @@
 
 pub mod batch;
 pub mod checkpoint;
+pub mod config;
 pub mod discriminator;
 pub mod losses;
 pub mod optimizer;
+pub mod scaler;
 pub mod spectrogram;
+pub mod trainer;
 
 #[cfg(test)]
 mod discriminator_tests;
 #[cfg(test)]
 mod parity_tests;
+#[cfg(test)]
+mod trainer_tests;

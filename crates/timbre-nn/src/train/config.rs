@@ -1,0 +1,146 @@
+//! RVC's training configurations (`configs/v1|v2/{32k,40k,48k}.json`, as rvc_next 0.2.16
+//! `engine/train/hparams.py` holds them): the `train` and `data` sections and the generator's
+//! `model` section. v2 has no 40k file; v2 at 40k uses v1's, as RVC does.
+
+use anyhow::{Result, bail};
+
+use super::spectrogram::SpectrogramConfig;
+use crate::synthesizer::SynthesizerConfig;
+
+/// The `train` section.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainSection {
+    pub seed: i64,
+    pub learning_rate: f64,
+    pub betas: (f64, f64),
+    pub eps: f64,
+    pub batch_size: usize,
+    pub lr_decay: f64,
+    /// Samples of audio per training slice.
+    pub segment_size: i64,
+    pub c_mel: f64,
+    pub c_kl: f64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainingConfig {
+    pub train: TrainSection,
+    pub data: SpectrogramConfig,
+    pub model: SynthesizerConfig,
+    /// "v1" or "v2".
+    pub version: String,
+}
+
+impl TrainingConfig {
+    /// The configuration RVC trains a `version` model at `sample_rate` with.
+    pub fn rvc(version: &str, sample_rate: u32) -> Result<TrainingConfig> {
+        if version != "v1" && version != "v2" {
+            bail!("version {version:?}: RVC trains \"v1\" or \"v2\" models");
+        }
+        // (filter_length, hop, mel channels, segment, upsample rates, upsample kernels)
+        let (n_fft, hop, mels, segment, rates, kernels) = match (version, sample_rate) {
+            ("v1", 32000) => (
+                1024,
+                320,
+                80,
+                12800,
+                vec![10, 4, 2, 2, 2],
+                vec![16, 16, 4, 4, 4],
+            ),
+            (_, 40000) => (
+                2048,
+                400,
+                125,
+                12800,
+                vec![10, 10, 2, 2],
+                vec![16, 16, 4, 4],
+            ),
+            ("v1", 48000) => (
+                2048,
+                480,
+                128,
+                11520,
+                vec![10, 6, 2, 2, 2],
+                vec![16, 16, 4, 4, 4],
+            ),
+            ("v2", 32000) => (1024, 320, 80, 12800, vec![10, 8, 2, 2], vec![20, 16, 4, 4]),
+            ("v2", 48000) => (
+                2048,
+                480,
+                128,
+                17280,
+                vec![12, 10, 2, 2],
+                vec![24, 20, 4, 4],
+            ),
+            _ => bail!("{sample_rate} Hz: RVC trains at 32000, 40000 or 48000 Hz"),
+        };
+        Ok(TrainingConfig {
+            train: TrainSection {
+                seed: 1234,
+                learning_rate: 1e-4,
+                betas: (0.8, 0.99),
+                eps: 1e-9,
+                batch_size: 4,
+                lr_decay: 0.999875,
+                segment_size: segment,
+                c_mel: 45.0,
+                c_kl: 1.0,
+            },
+            data: SpectrogramConfig {
+                sampling_rate: sample_rate,
+                n_fft,
+                hop_length: hop,
+                win_length: n_fft,
+                n_mel_channels: mels,
+                mel_fmin: 0.0,
+                mel_fmax: None,
+            },
+            model: SynthesizerConfig {
+                spec_channels: n_fft / 2 + 1,
+                segment_size: segment / hop,
+                inter_channels: 192,
+                hidden_channels: 192,
+                filter_channels: 768,
+                n_heads: 2,
+                n_layers: 6,
+                kernel_size: 3,
+                p_dropout: 0.0,
+                resblock: "1".into(),
+                resblock_kernel_sizes: vec![3, 7, 11],
+                resblock_dilation_sizes: vec![vec![1, 3, 5]; 3],
+                upsample_rates: rates,
+                upsample_initial_channel: 512,
+                upsample_kernel_sizes: kernels,
+                spk_embed_dim: 109,
+                gin_channels: 256,
+                sr: sample_rate,
+            },
+            version: version.to_string(),
+        })
+    }
+
+    /// Spectrogram frames per training slice.
+    pub fn segment_frames(&self) -> i64 {
+        self.train.segment_size / self.data.hop_length
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_rvc_configuration_upsamples_one_hop_per_frame() {
+        for version in ["v1", "v2"] {
+            for rate in [32000, 40000, 48000] {
+                let config = TrainingConfig::rvc(version, rate).unwrap();
+                let upsampling: i64 = config.model.upsample_rates.iter().product();
+                assert_eq!(upsampling, config.data.hop_length, "{version} {rate}");
+                assert_eq!(config.model.hop(), config.data.hop_length);
+                assert_eq!(config.train.segment_size % config.data.hop_length, 0);
+            }
+        }
+        assert!(TrainingConfig::rvc("v3", 40000).is_err());
+        assert!(TrainingConfig::rvc("v2", 44100).is_err());
+    }
+}

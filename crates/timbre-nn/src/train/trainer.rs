@@ -1,0 +1,365 @@
+//! One RVC training run: the generator and the multi-period discriminator, their AdamW
+//! optimizers and exponential schedule, the fp16 loss scaler, and the training step of rvc_next
+//! 0.2.16 `engine/train/loop.py` `_train` (RVC's `train.py`): the discriminator's step on the
+//! detached slice, then the generator's on mel L1 × c_mel + KL × c_kl + feature matching +
+//! adversarial loss. Checkpoints are RVC's `G_<step>.pth` / `D_<step>.pth`, so RVC resumes ours
+//! and we resume RVC's.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use tch::{Device, Reduction, Tensor, nn};
+
+use super::batch::Batch;
+use super::checkpoint::{read_training_checkpoint, write_training_checkpoint};
+use super::config::TrainingConfig;
+use super::discriminator::{DiscriminatorVersion, MultiPeriodDiscriminator};
+use super::losses::{discriminator_loss, feature_loss, generator_loss, kl_loss};
+use super::optimizer::{AdamW, AdamWConfig, ExponentialLr};
+use super::scaler::GradScaler;
+use super::spectrogram::Spectrograms;
+use crate::checkpoint::{Value, read_torch_file};
+use crate::device::Precision;
+use crate::export::{RvcModelMeta, export_rvc_model};
+use crate::synthesizer::{
+    Synthesizer, TrainableSynthesizer, TrainingBatch, TrainingNoise, slice_segments,
+};
+
+/// The losses of one step (as rvc-next logs them) and the gradients' norms.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct StepLosses {
+    pub g_total: f64,
+    pub d_total: f64,
+    pub mel: f64,
+    pub kl: f64,
+    pub fm: f64,
+    pub adversarial: f64,
+    pub grad_norm_g: f64,
+    pub grad_norm_d: f64,
+}
+
+pub struct Trainer {
+    config: TrainingConfig,
+    f0: bool,
+    generator: TrainableSynthesizer,
+    // The discriminator's variables live here; `discriminator` holds handles to them.
+    _discriminator_vars: nn::VarStore,
+    discriminator: MultiPeriodDiscriminator,
+    optimizer_g: AdamW,
+    optimizer_d: AdamW,
+    schedule: ExponentialLr,
+    scaler: GradScaler,
+    spectrograms: Spectrograms,
+    precision: Precision,
+    /// Epochs finished (the `iteration` RVC saves) and optimizer steps taken.
+    epoch: i64,
+    global_step: i64,
+}
+
+impl Trainer {
+    /// A fresh run: both networks initialised from `config.train.seed`, as RVC seeds its run.
+    pub fn new(
+        config: TrainingConfig,
+        f0: bool,
+        device: Device,
+        precision: Precision,
+    ) -> Result<Self> {
+        if precision == Precision::BFloat16 {
+            bail!("training runs in fp32, or fp16 on CUDA; bf16 is not available");
+        }
+        if precision == Precision::Float16 && !device.is_cuda() {
+            bail!("fp16 training needs CUDA: train in fp32 on the CPU");
+        }
+        tch::manual_seed(config.train.seed);
+        let generator = TrainableSynthesizer::new(&config.model, &config.version, f0, device)?;
+        let vars = nn::VarStore::new(device);
+        let version = match config.version.as_str() {
+            "v1" => DiscriminatorVersion::V1,
+            _ => DiscriminatorVersion::V2,
+        };
+        let discriminator = MultiPeriodDiscriminator::new(&vars.root(), version);
+        let adam = AdamWConfig {
+            lr: config.train.learning_rate,
+            betas: config.train.betas,
+            eps: config.train.eps,
+            ..AdamWConfig::default()
+        };
+        let generator_parameters = generator
+            .parameters()
+            .iter()
+            .map(|(_, t)| t.shallow_clone())
+            .collect();
+        let mut optimizer_g = AdamW::new(generator_parameters, adam);
+        let mut optimizer_d = AdamW::new(discriminator.parameters(), adam);
+        let schedule = ExponentialLr::new(&mut optimizer_g, config.train.lr_decay);
+        ExponentialLr::new(&mut optimizer_d, config.train.lr_decay);
+        Ok(Self {
+            spectrograms: Spectrograms::new(config.data, device),
+            config,
+            f0,
+            generator,
+            _discriminator_vars: vars,
+            discriminator,
+            optimizer_g,
+            optimizer_d,
+            schedule,
+            scaler: GradScaler::new(precision == Precision::Float16),
+            precision,
+            epoch: 0,
+            global_step: 0,
+        })
+    }
+
+    pub fn config(&self) -> &TrainingConfig {
+        &self.config
+    }
+
+    pub fn epoch(&self) -> i64 {
+        self.epoch
+    }
+
+    pub fn global_step(&self) -> i64 {
+        self.global_step
+    }
+
+    pub fn learning_rate(&self) -> f64 {
+        self.optimizer_g.lr()
+    }
+
+    /// Fine-tunes from pretrained bases (`f0G40k.pth`, `f0D40k.pth`, …): their weights only.
+    pub fn load_pretrained(
+        &mut self,
+        generator: Option<&Path>,
+        discriminator: Option<&Path>,
+    ) -> Result<()> {
+        if let Some(path) = generator {
+            self.generator.load_checkpoint(path)?;
+        }
+        if let Some(path) = discriminator {
+            let checkpoint = read_training_checkpoint(path)?;
+            self.discriminator
+                .load_weights(&checkpoint.model)
+                .with_context(|| format!("{}: not this model's discriminator", path.display()))?;
+        }
+        Ok(())
+    }
+
+    /// Continues the run saved in `dir`: the newest `G_<n>.pth` that has its `D_<n>.pth`, with
+    /// both optimizers' states, the loss scale and the epoch, and the step count as RVC counts it
+    /// (`epoch × steps_per_epoch`). `None` when `dir` holds no pair.
+    pub fn resume(&mut self, dir: &Path, steps_per_epoch: i64) -> Result<Option<i64>> {
+        let Some((generator_path, discriminator_path)) = latest_checkpoint_pair(dir)? else {
+            return Ok(None);
+        };
+        let root = read_torch_file(&generator_path)?;
+        self.generator
+            .load_checkpoint_value(&root, &generator_path)?;
+        let optimizer = root.get("optimizer").with_context(|| {
+            format!(
+                "{}: no optimizer state to resume from",
+                generator_path.display()
+            )
+        })?;
+        self.optimizer_g
+            .load_state_dict(optimizer, &generator_path)?;
+        if let Some(scaler) = root.get("scaler") {
+            self.scaler.load_state_dict(scaler);
+        }
+        let epoch = root
+            .get("iteration")
+            .and_then(Value::as_i64)
+            .with_context(|| {
+                format!(
+                    "{}: no `iteration` (epoch) to resume from",
+                    generator_path.display()
+                )
+            })?;
+        let discriminator = read_training_checkpoint(&discriminator_path)?;
+        self.discriminator.load_weights(&discriminator.model)?;
+        let optimizer = discriminator.optimizer.with_context(|| {
+            format!(
+                "{}: no optimizer state to resume from",
+                discriminator_path.display()
+            )
+        })?;
+        self.optimizer_d
+            .load_state_dict(&optimizer, &discriminator_path)?;
+        self.epoch = epoch;
+        self.global_step = epoch * steps_per_epoch;
+        Ok(Some(epoch))
+    }
+
+    /// One optimizer step of each network on `batch` (already on the trainer's device).
+    pub fn step(&mut self, batch: &Batch) -> Result<StepLosses> {
+        let precision = self.precision;
+        let segment_frames = self.config.segment_frames();
+        let hop = self.config.data.hop_length;
+        let (output, y_mel, y_hat_mel, wave) = precision.autocast(|| {
+            let output = self.generator.forward(
+                &TrainingBatch {
+                    phone: &batch.phone,
+                    phone_lengths: &batch.phone_lengths,
+                    pitch: batch.pitch.as_ref().filter(|_| self.f0),
+                    pitchf: batch.pitchf.as_ref().filter(|_| self.f0),
+                    spec: &batch.spec,
+                    spec_lengths: &batch.spec_lengths,
+                    sid: &batch.sid,
+                },
+                TrainingNoise::Torch,
+            )?;
+            let mel = self.spectrograms.mel_of_linear(&batch.spec);
+            let y_mel = slice_segments(&mel, &output.ids_slice, segment_frames);
+            let y_hat_mel = self.spectrograms.mel(&output.audio.squeeze_dim(1));
+            let wave = slice_segments(
+                &batch.wave,
+                &(&output.ids_slice * hop),
+                self.config.train.segment_size,
+            );
+            Ok((output, y_mel, y_hat_mel, wave))
+        })?;
+
+        let scores =
+            precision.autocast(|| Ok(self.discriminator.forward(&wave, &output.audio.detach())))?;
+        let discriminator = discriminator_loss(&scores.real_scores, &scores.generated_scores);
+        let grads_d = Tensor::run_backward(
+            &[self.scaler.scale_loss(&discriminator.total)],
+            &self.discriminator.parameters(),
+            false,
+            false,
+        );
+        let grad_norm_d = self.scaler.step(&mut self.optimizer_d, &grads_d)?;
+
+        let judged = precision.autocast(|| Ok(self.discriminator.forward(&wave, &output.audio)))?;
+        let mel = y_mel.l1_loss(&y_hat_mel, Reduction::Mean) * self.config.train.c_mel;
+        let kl = kl_loss(
+            &output.z_p,
+            &output.logs_q,
+            &output.m_p,
+            &output.logs_p,
+            &output.y_mask,
+        ) * self.config.train.c_kl;
+        let fm = feature_loss(&judged.real_features, &judged.generated_features);
+        let (adversarial, _) = generator_loss(&judged.generated_scores);
+        let g_total = &adversarial + &fm + &mel + &kl;
+        let generator_parameters: Vec<Tensor> = self
+            .generator
+            .parameters()
+            .iter()
+            .map(|(_, t)| t.shallow_clone())
+            .collect();
+        let grads_g = Tensor::run_backward(
+            &[self.scaler.scale_loss(&g_total)],
+            &generator_parameters,
+            false,
+            false,
+        );
+        let grad_norm_g = self.scaler.step(&mut self.optimizer_g, &grads_g)?;
+        self.scaler.update();
+        self.global_step += 1;
+        let value = |t: &Tensor| t.double_value(&[]);
+        Ok(StepLosses {
+            g_total: value(&g_total),
+            d_total: value(&discriminator.total),
+            mel: value(&mel),
+            kl: value(&kl),
+            fm: value(&fm),
+            adversarial: value(&adversarial),
+            grad_norm_g,
+            grad_norm_d,
+        })
+    }
+
+    /// The end of an epoch: the learning rates decay.
+    pub fn finish_epoch(&mut self) {
+        self.schedule.step(&mut self.optimizer_g);
+        self.schedule.step(&mut self.optimizer_d);
+        self.epoch += 1;
+    }
+
+    /// Writes `G_<step>.pth` and `D_<step>.pth` into `dir` (each atomically, so a full disk
+    /// or a kill leaves the previous pair valid), then removes all but the newest `keep` pairs.
+    pub fn save_checkpoint(&self, dir: &Path, keep: usize) -> Result<(PathBuf, PathBuf)> {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("{}: cannot create", dir.display()))?;
+        let generator_path = dir.join(format!("G_{}.pth", self.global_step));
+        let discriminator_path = dir.join(format!("D_{}.pth", self.global_step));
+        let rate = self.config.train.learning_rate;
+        let scaler = if self.scaler.is_enabled() {
+            vec![("scaler".to_string(), self.scaler.state_dict())]
+        } else {
+            Vec::new()
+        };
+        write_training_checkpoint(
+            &generator_path,
+            &self.generator.state_dict(),
+            self.optimizer_g.state_dict(),
+            rate,
+            self.epoch,
+            scaler,
+        )?;
+        write_training_checkpoint(
+            &discriminator_path,
+            &self.discriminator.state_dict(),
+            self.optimizer_d.state_dict(),
+            rate,
+            self.epoch,
+            Vec::new(),
+        )?;
+        for step in checkpoint_steps(dir)?.into_iter().rev().skip(keep.max(1)) {
+            for prefix in ["G", "D"] {
+                let _ = std::fs::remove_file(dir.join(format!("{prefix}_{step}.pth")));
+            }
+        }
+        Ok((generator_path, discriminator_path))
+    }
+
+    /// The inference model RVC exports (`savee`): fp16 weights, config and metadata.
+    pub fn export(&self, path: &Path) -> Result<()> {
+        let sr = format!("{}k", self.config.data.sampling_rate / 1000);
+        let info = format!("{}epoch", self.epoch);
+        export_rvc_model(
+            path,
+            &self.generator.state_dict(),
+            &RvcModelMeta {
+                config: &self.config.model,
+                sr: &sr,
+                f0: self.f0,
+                version: &self.config.version,
+                info: &info,
+            },
+        )
+    }
+
+    /// An inference model on a copy of the current weights, for previews.
+    pub fn preview_model(&self) -> Result<Synthesizer> {
+        self.generator.synthesizer()
+    }
+}
+
+/// Steps `n` for which `dir` holds both `G_<n>.pth` and `D_<n>.pth`, ascending.
+fn checkpoint_steps(dir: &Path) -> Result<Vec<i64>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("{}: cannot list", dir.display())),
+    };
+    let mut steps: Vec<i64> = entries
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().into_string().ok()?;
+            name.strip_prefix("G_")?.strip_suffix(".pth")?.parse().ok()
+        })
+        .filter(|step| dir.join(format!("D_{step}.pth")).is_file())
+        .collect();
+    steps.sort_unstable();
+    Ok(steps)
+}
+
+fn latest_checkpoint_pair(dir: &Path) -> Result<Option<(PathBuf, PathBuf)>> {
+    Ok(checkpoint_steps(dir)?.last().map(|step| {
+        (
+            dir.join(format!("G_{step}.pth")),
+            dir.join(format!("D_{step}.pth")),
+        )
+    }))
+}
