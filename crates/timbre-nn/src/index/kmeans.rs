@@ -117,7 +117,11 @@ fn kmeans(points: &[f32], dim: usize, k: usize, random: &mut SplitMix64) -> Resu
 /// nearest) through libtorch's matrix product, as faiss's k-means goes through BLAS: training
 /// runs 25 such passes over up to 256 points per centroid, hundreds of times the work of a
 /// search, where our exact distance kernel would take tens of minutes on large sets.
-fn nearest_centroids(points: &[f32], centroids: &[f32], dim: usize) -> Result<Vec<usize>> {
+pub(super) fn nearest_centroids(
+    points: &[f32],
+    centroids: &[f32],
+    dim: usize,
+) -> Result<Vec<usize>> {
     let _no_grad = tch::no_grad_guard();
     let k = centroids.len() / dim;
     let centroids = Tensor::from_slice(centroids).view([k as i64, dim as i64]);
@@ -183,12 +187,12 @@ fn split_empty_clusters(
 }
 
 /// A small seeded generator (SplitMix64): reproducible training without a dependency.
-struct SplitMix64 {
+pub(super) struct SplitMix64 {
     state: u64,
 }
 
 impl SplitMix64 {
-    fn new(seed: u64) -> Self {
+    pub(super) fn new(seed: u64) -> Self {
         Self { state: seed }
     }
 
@@ -209,7 +213,7 @@ impl SplitMix64 {
         ((u128::from(self.next()) * bound as u128) >> 64) as usize
     }
 
-    fn permutation(&mut self, length: usize) -> Vec<usize> {
+    pub(super) fn permutation(&mut self, length: usize) -> Vec<usize> {
         let mut order: Vec<usize> = (0..length).collect();
         for i in (1..length).rev() {
             order.swap(i, self.below(i + 1));

@@ -11,6 +11,7 @@
 
 mod format;
 mod kmeans;
+mod rvc_train;
 mod search;
 
 use std::collections::HashMap;

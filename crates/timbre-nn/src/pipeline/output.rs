@@ -32,11 +32,19 @@ impl Scratch {
     }
 
     pub fn append(&mut self, samples: &[f32]) -> Result<()> {
-        for s in samples {
-            self.file.write_all(&s.to_le_bytes())?;
-        }
+        let bytes: Vec<u8> = samples.iter().flat_map(|s| s.to_le_bytes()).collect();
+        self.file.write_all(&bytes)?;
         self.len += samples.len();
         Ok(())
+    }
+
+    fn into_file(self) -> Result<(File, usize)> {
+        let file = self
+            .file
+            .into_inner()
+            .map_err(|e| e.into_error())
+            .context("writing the output scratch file")?;
+        Ok((file, self.len))
     }
 }
 
@@ -84,12 +92,7 @@ pub(super) fn finish(
     options: &ConvertOptions,
     sink: &mut dyn OutputSink,
 ) -> Result<Rendered> {
-    let len = scratch.len;
-    let file = scratch
-        .file
-        .into_inner()
-        .map_err(|e| e.into_error())
-        .context("writing the output scratch file")?;
+    let (file, len) = scratch.into_file()?;
     let mix = if options.rms_mix_rate != 1.0 && !input_rms.is_empty() {
         Some(output_envelope(&file, len, rate)?).filter(|e| !e.is_empty())
     } else {
@@ -103,11 +106,15 @@ pub(super) fn finish(
         target,
         mix: mix.as_deref().map(|m| (input_rms, m, options.rms_mix_rate)),
     };
+    // The mix and the resample run once, into a second scratch file, while the peak is found;
+    // the scaling pass then only reads it back.
     let mut peak = 0f32;
+    let mut processed = Scratch::new()?;
     pass.run(&mut |piece| {
         peak = piece.iter().fold(peak, |m, s| m.max(s.abs()));
-        Ok(())
+        processed.append(piece)
     })?;
+    let (processed, processed_len) = processed.into_file()?;
     // The reference scales the output down when its peak would pass 0.99, before int16.
     let scale = peak / 0.99;
     let mut rendered = Rendered {
@@ -116,19 +123,17 @@ pub(super) fn finish(
         peak: 0.0,
     };
     sink.begin(rendered.sample_rate)?;
-    let mut scaled = Vec::new();
-    pass.run(&mut |piece| {
-        let piece = if scale > 1.0 {
-            scaled.clear();
-            scaled.extend(piece.iter().map(|s| s / scale));
-            &scaled[..]
-        } else {
-            piece
-        };
+    let mut blocks = Blocks::new(&processed, processed_len)?;
+    let mut piece = Vec::new();
+    while rendered.samples < processed_len {
+        blocks.next(BLOCK, &mut piece)?;
+        if scale > 1.0 {
+            piece.iter_mut().for_each(|s| *s /= scale);
+        }
         rendered.samples += piece.len();
         rendered.peak = piece.iter().fold(rendered.peak, |m, s| m.max(s.abs()));
-        sink.write(piece)
-    })?;
+        sink.write(&piece)?;
+    }
     Ok(rendered)
 }
 
@@ -153,13 +158,8 @@ impl Pass<'_> {
         let mut at = 0;
         while at < self.len {
             blocks.next(BLOCK, &mut block)?;
-            if let Some((source, target, rate)) = self.mix {
-                for (j, sample) in block.iter_mut().enumerate() {
-                    let j = at + j;
-                    let source = interpolate_at(source, self.len, j);
-                    let target = interpolate_at(target, self.len, j);
-                    *sample = mix_sample(*sample, source, target, rate);
-                }
+            if let Some(mix) = self.mix {
+                mix_block(&mut block, at, self.len, mix);
             }
             at += block.len();
             match &mut resampler {
@@ -178,6 +178,30 @@ impl Pass<'_> {
         }
         Ok(())
     }
+}
+
+/// The RMS mix of the samples from `at` on, on every core: two powers a sample make it the
+/// slowest part of a GPU conversion when done on one.
+fn mix_block(
+    block: &mut [f32],
+    at: usize,
+    len: usize,
+    (source, target, rate): (&[f64], &[f64], f32),
+) {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunk = block.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        for (i, part) in block.chunks_mut(chunk).enumerate() {
+            scope.spawn(move || {
+                for (k, sample) in part.iter_mut().enumerate() {
+                    let j = at + i * chunk + k;
+                    let source = interpolate_at(source, len, j);
+                    let target = interpolate_at(target, len, j);
+                    *sample = mix_sample(*sample, source, target, rate);
+                }
+            });
+        }
+    });
 }
 
 /// `timbre_audio::filter::envelope` of the whole scratch output, read a hop at a time: frame

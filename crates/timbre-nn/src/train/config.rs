@@ -119,6 +119,34 @@ impl TrainingConfig {
         })
     }
 
+    /// This configuration with another generator (smaller ones train in tests and
+    /// experiments): it must take this configuration's spectrograms at its rate and upsample
+    /// one hop per frame; the training slice becomes its `segment_size` frames.
+    pub fn with_generator(mut self, model: SynthesizerConfig) -> Result<TrainingConfig> {
+        let bins = self.data.n_fft / 2 + 1;
+        if model.sr != self.data.sampling_rate || model.spec_channels != bins {
+            bail!(
+                "the generator's configuration is for {} Hz and {} spectrogram bins; this \
+                 training runs at {} Hz with {bins}",
+                model.sr,
+                model.spec_channels,
+                self.data.sampling_rate
+            );
+        }
+        if model.hop() != self.data.hop_length || model.segment_size < 1 {
+            bail!(
+                "the generator upsamples {} samples per frame over {} frames; this training \
+                 needs {} per frame and at least one frame",
+                model.hop(),
+                model.segment_size,
+                self.data.hop_length
+            );
+        }
+        self.train.segment_size = model.segment_size * self.data.hop_length;
+        self.model = model;
+        Ok(self)
+    }
+
     /// Spectrogram frames per training slice.
     pub fn segment_frames(&self) -> i64 {
         self.train.segment_size / self.data.hop_length
@@ -142,5 +170,23 @@ mod tests {
         }
         assert!(TrainingConfig::rvc("v3", 40000).is_err());
         assert!(TrainingConfig::rvc("v2", 44100).is_err());
+    }
+
+    #[test]
+    fn another_generator_must_fit_the_rate_and_sets_the_slice() {
+        let config = TrainingConfig::rvc("v1", 40000).unwrap();
+        let mut small = config.model.clone();
+        small.hidden_channels = 8;
+        small.segment_size = 4;
+        let smaller = config.clone().with_generator(small.clone()).unwrap();
+        assert_eq!(smaller.train.segment_size, 1600);
+        assert_eq!(smaller.model.hidden_channels, 8);
+
+        let at_32k = TrainingConfig::rvc("v1", 32000).unwrap().model;
+        let err = config.clone().with_generator(at_32k).unwrap_err();
+        assert!(err.to_string().contains("32000 Hz"), "{err}");
+        small.upsample_rates = vec![10, 10, 2];
+        let err = config.with_generator(small).unwrap_err();
+        assert!(err.to_string().contains("200 samples per frame"), "{err}");
     }
 }

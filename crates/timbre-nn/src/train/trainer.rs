@@ -38,6 +38,10 @@ pub struct StepLosses {
     pub grad_norm_d: f64,
 }
 
+/// The key beside RVC's four in our `G_<step>.pth` that keeps the exact step count, so a run
+/// stopped within an epoch resumes counting where it stopped (RVC's loaders ignore it).
+const GLOBAL_STEP: &str = "global_step";
+
 pub struct Trainer {
     config: TrainingConfig,
     f0: bool,
@@ -145,8 +149,9 @@ impl Trainer {
     }
 
     /// Continues the run saved in `dir`: the newest `G_<n>.pth` that has its `D_<n>.pth`, with
-    /// both optimizers' states, the loss scale and the epoch, and the step count as RVC counts it
-    /// (`epoch × steps_per_epoch`). `None` when `dir` holds no pair.
+    /// both optimizers' states, the loss scale, the epoch, and the step count ours save
+    /// (`global_step`), else as RVC counts it (`epoch × steps_per_epoch`). `None` when `dir`
+    /// holds no pair.
     pub fn resume(&mut self, dir: &Path, steps_per_epoch: i64) -> Result<Option<i64>> {
         let Some((generator_path, discriminator_path)) = latest_checkpoint_pair(dir)? else {
             return Ok(None);
@@ -185,7 +190,10 @@ impl Trainer {
         self.optimizer_d
             .load_state_dict(&optimizer, &discriminator_path)?;
         self.epoch = epoch;
-        self.global_step = epoch * steps_per_epoch;
+        self.global_step = root
+            .get(GLOBAL_STEP)
+            .and_then(Value::as_i64)
+            .unwrap_or(epoch * steps_per_epoch);
         Ok(Some(epoch))
     }
 
@@ -284,18 +292,17 @@ impl Trainer {
         let generator_path = dir.join(format!("G_{}.pth", self.global_step));
         let discriminator_path = dir.join(format!("D_{}.pth", self.global_step));
         let rate = self.config.train.learning_rate;
-        let scaler = if self.scaler.is_enabled() {
-            vec![("scaler".to_string(), self.scaler.state_dict())]
-        } else {
-            Vec::new()
-        };
+        let mut extra = vec![(GLOBAL_STEP.to_string(), Value::Int(self.global_step))];
+        if self.scaler.is_enabled() {
+            extra.push(("scaler".to_string(), self.scaler.state_dict()));
+        }
         write_training_checkpoint(
             &generator_path,
             &self.generator.state_dict(),
             self.optimizer_g.state_dict(),
             rate,
             self.epoch,
-            scaler,
+            extra,
         )?;
         write_training_checkpoint(
             &discriminator_path,
@@ -315,18 +322,12 @@ impl Trainer {
 
     /// The inference model RVC exports (`savee`): fp16 weights, config and metadata.
     pub fn export(&self, path: &Path) -> Result<()> {
-        let sr = format!("{}k", self.config.data.sampling_rate / 1000);
-        let info = format!("{}epoch", self.epoch);
-        export_rvc_model(
-            path,
+        export_generator(
+            &self.config,
+            self.f0,
+            self.epoch,
             &self.generator.state_dict(),
-            &RvcModelMeta {
-                config: &self.config.model,
-                sr: &sr,
-                f0: self.f0,
-                version: &self.config.version,
-                info: &info,
-            },
+            path,
         )
     }
 
@@ -334,6 +335,61 @@ impl Trainer {
     pub fn preview_model(&self) -> Result<Synthesizer> {
         self.generator.synthesizer()
     }
+}
+
+/// The inference model of a saved generator (`G_<step>.pth`, as RVC's `extract_small_model`
+/// makes one), for a run of `config`; the epoch it names is the checkpoint's.
+pub fn export_checkpoint(
+    config: &TrainingConfig,
+    f0: bool,
+    checkpoint: &Path,
+    path: &Path,
+) -> Result<()> {
+    let root = read_torch_file(checkpoint)?;
+    let mut generator = TrainableSynthesizer::new(&config.model, &config.version, f0, Device::Cpu)?;
+    generator.load_checkpoint_value(&root, checkpoint)?;
+    let epoch = root.get("iteration").and_then(Value::as_i64).unwrap_or(0);
+    export_generator(config, f0, epoch, &generator.state_dict(), path)
+}
+
+fn export_generator(
+    config: &TrainingConfig,
+    f0: bool,
+    epoch: i64,
+    state_dict: &[(String, Tensor)],
+    path: &Path,
+) -> Result<()> {
+    let sr = format!("{}k", config.data.sampling_rate / 1000);
+    let info = format!("{epoch}epoch");
+    export_rvc_model(
+        path,
+        state_dict,
+        &RvcModelMeta {
+            config: &config.model,
+            sr: &sr,
+            f0,
+            version: &config.version,
+            info: &info,
+        },
+    )
+}
+
+/// The path of the generator checkpoint of `step` in `dir`, or of the newest pair's.
+pub fn generator_checkpoint(dir: &Path, step: Option<i64>) -> Result<PathBuf> {
+    let steps = checkpoint_steps(dir)?;
+    let chosen = match step {
+        Some(step) => steps.iter().copied().find(|&s| s == step),
+        None => steps.last().copied(),
+    };
+    chosen
+        .map(|step| dir.join(format!("G_{step}.pth")))
+        .with_context(|| match step {
+            Some(step) => format!(
+                "{}: no checkpoint of step {step} (there are: {steps:?})",
+                dir.display()
+            ),
+            None => format!("{}: no checkpoint saved yet", dir.display()),
+        })
 }
 
 /// Steps `n` for which `dir` holds both `G_<n>.pth` and `D_<n>.pth`, ascending.

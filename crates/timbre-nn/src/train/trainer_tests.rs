@@ -9,7 +9,7 @@ use tch::{Device, Kind, Tensor};
 use super::batch::Batch;
 use super::config::{TrainSection, TrainingConfig};
 use super::spectrogram::{SpectrogramConfig, Spectrograms};
-use super::trainer::Trainer;
+use super::trainer::{Trainer, export_checkpoint, generator_checkpoint};
 use crate::device::Precision;
 use crate::synthesizer::{Noise, Synthesizer, SynthesizerConfig};
 
@@ -152,7 +152,8 @@ fn a_resumed_run_continues_exactly_where_it_was_saved() {
     original.save_checkpoint(dir.path(), 2).unwrap();
 
     let mut resumed = trainer();
-    assert_eq!(resumed.resume(dir.path(), 3).unwrap(), Some(1));
+    // The step count saved wins over RVC's epoch × steps per epoch.
+    assert_eq!(resumed.resume(dir.path(), 100).unwrap(), Some(1));
     assert_eq!(resumed.epoch(), 1);
     assert_eq!(resumed.global_step(), original.global_step());
     assert_eq!(resumed.learning_rate(), original.learning_rate());
@@ -231,6 +232,43 @@ fn the_exported_model_converts() {
         )
         .unwrap();
     assert_eq!(audio.size(), [1, 1, FRAMES * HOP]);
+}
+
+#[test]
+fn a_saved_generator_exports_as_the_trainer_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut trainer = trainer();
+    let batch = fixed_batch(trainer.config());
+    trainer.step(&batch).unwrap();
+    trainer.finish_epoch();
+    trainer.save_checkpoint(dir.path(), 2).unwrap();
+    trainer.step(&batch).unwrap();
+    trainer.save_checkpoint(dir.path(), 2).unwrap();
+    let first = generator_checkpoint(dir.path(), Some(1)).unwrap();
+    assert_eq!(
+        generator_checkpoint(dir.path(), None).unwrap(),
+        dir.path().join("G_2.pth")
+    );
+    let err = generator_checkpoint(dir.path(), Some(7)).unwrap_err();
+    assert!(err.to_string().contains("[1, 2]"), "{err}");
+
+    // The same file name: torch's archives are named after it.
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let exported = a.path().join("voice.pth");
+    export_checkpoint(
+        trainer.config(),
+        true,
+        &dir.path().join("G_2.pth"),
+        &exported,
+    )
+    .unwrap();
+    let direct = b.path().join("voice.pth");
+    trainer.export(&direct).unwrap();
+    assert_eq!(
+        std::fs::read(&exported).unwrap(),
+        std::fs::read(&direct).unwrap()
+    );
+    assert!(first.is_file());
 }
 
 #[test]

@@ -1,0 +1,108 @@
+//! `cargo bench -p timbre-nn --bench train_step`: RVC training steps of the real v2 40k
+//! generator with pitch and the v2 discriminator, on batches of 3.7 s pieces (RVC's longest),
+//! on the app's device and precision (`TIMBRE_DEVICE`, `TIMBRE_PRECISION`: fp16 on CUDA).
+//! `BENCH_BATCHES` (default `4,8`), `BENCH_STEPS` timed steps after one warm-up (default 5),
+//! `BENCH_THREADS` (default 2). Prints seconds per step and the process's peak RSS;
+//! `bench/train_reference.py` runs rvc-next's step on the same shapes for the ratio.
+
+use std::time::Instant;
+
+use anyhow::Result;
+use tch::{Device, Kind, Tensor};
+use timbre_nn::device::{Precision, default_device};
+use timbre_nn::train::batch::Batch;
+use timbre_nn::train::config::TrainingConfig;
+use timbre_nn::train::spectrogram::Spectrograms;
+use timbre_nn::train::trainer::Trainer;
+
+const PIECE_FRAMES: i64 = 370;
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn peak_rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:")?.trim().strip_suffix("kB"))
+        .and_then(|kb| kb.trim().parse::<f64>().ok())
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+/// `size` pieces of a gliding sawtooth with random features, as the collate gives them.
+fn batch(config: &TrainingConfig, size: i64, device: Device) -> Batch {
+    let hop = config.data.hop_length;
+    let samples = PIECE_FRAMES * hop;
+    let rate = f64::from(config.data.sampling_rate);
+    let time = Tensor::arange(samples, (Kind::Double, Device::Cpu)) / rate;
+    let waves: Vec<Tensor> = (0..size)
+        .map(|i| {
+            let hz = 110.0 + 20.0 * i as f64;
+            ((&time * hz).frac() * 0.6 - 0.3).to_kind(Kind::Float)
+        })
+        .collect();
+    let wave = Tensor::stack(&waves, 0);
+    let spec = Spectrograms::new(config.data, Device::Cpu).linear(&wave);
+    let hz = (Tensor::arange(size, (Kind::Float, Device::Cpu)) * 20.0 + 110.0)
+        .unsqueeze(1)
+        .expand([size, PIECE_FRAMES], false)
+        .contiguous();
+    let pitch =
+        ((hz.log() - 50f64.ln()) / (1100f64.ln() - 50f64.ln()) * 254.0 + 1.0).to_kind(Kind::Int64);
+    let lengths = Tensor::full([size], PIECE_FRAMES, (Kind::Int64, Device::Cpu));
+    Batch {
+        phone: Tensor::randn([size, PIECE_FRAMES, 768], (Kind::Float, Device::Cpu)),
+        phone_lengths: lengths.copy(),
+        pitch: Some(pitch),
+        pitchf: Some(hz),
+        spec,
+        spec_lengths: lengths,
+        wave: wave.unsqueeze(1),
+        wave_lengths: Tensor::full([size], samples, (Kind::Int64, Device::Cpu)),
+        sid: Tensor::zeros([size], (Kind::Int64, Device::Cpu)),
+    }
+    .to_device(device)
+}
+
+fn main() -> Result<()> {
+    timbre_nn::device::limit_kernel_cache();
+    let steps: usize = env_or("BENCH_STEPS", 5);
+    let batches: String = env_or("BENCH_BATCHES", "4,8".to_string());
+    tch::set_num_threads(env_or("BENCH_THREADS", 2));
+    let device = default_device()?;
+    let precision = Precision::default_for(device)?;
+    println!(
+        "training step benchmark: v2 40k with pitch, {PIECE_FRAMES}-frame pieces, {device:?}, {}",
+        precision.name()
+    );
+    for size in batches
+        .split(',')
+        .filter_map(|b| b.trim().parse::<i64>().ok())
+    {
+        let config = TrainingConfig::rvc("v2", 40000)?;
+        let mut trainer = Trainer::new(config.clone(), true, device, precision)?;
+        let batch = batch(&config, size, device);
+        trainer.step(&batch)?;
+        let started = Instant::now();
+        let mut last = None;
+        for _ in 0..steps {
+            last = Some(trainer.step(&batch)?);
+        }
+        let per_step = started.elapsed().as_secs_f64() / steps as f64;
+        let losses = last.unwrap_or_default();
+        println!(
+            "  batch {size}: {per_step:.3} s per step ({:.1} pieces/s), mel {:.1}, g {:.1}, d {:.2}; \
+             peak RSS {:.0} MiB",
+            size as f64 / per_step,
+            losses.mel,
+            losses.g_total,
+            losses.d_total,
+            peak_rss_mib()
+        );
+    }
+    Ok(())
+}
