@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use tch::Tensor;
 use timbre_audio::analysis::{self, Summary};
+use timbre_audio::resample::StreamResampler;
 use timbre_audio::{AudioBuffer, AudioInfo, DecodeOptions, SampleFormat, WavStreamWriter};
 use timbre_nn::separation::{MixStats, Separated, Separator};
 
@@ -53,9 +54,10 @@ pub(crate) fn separate_file(
     let vocals_index = separator.vocals_index()? as i64;
     let stopped =
         |bridge: &mut ProgressBridge<'_>, err: anyhow::Error| bridge.stopped.take().unwrap_or(err);
+    let rate = separator.sample_rate() as u32;
     let scale = if separator.normalizes() {
         let mut stats = MixStats::default();
-        let measured = for_each_block(span, |block| {
+        let measured = for_each_model_block(span, rate, |block| {
             anyhow::ensure!(
                 bridge.report(0.0, format!("{label}: measuring the mix")),
                 "cancelled"
@@ -75,7 +77,8 @@ pub(crate) fn separate_file(
     };
     let total = span
         .frames
-        .or(span.info.frames.map(|f| f.saturating_sub(span.start)));
+        .or(span.info.frames.map(|f| f.saturating_sub(span.start)))
+        .map(|frames| resampled_frames(frames, span.info.sample_rate, rate));
     let mut stream = separator.stream(i64::from(channels), total.map(|f| f as i64), scale)?;
     let temp = |part: &str| {
         tempfile::Builder::new()
@@ -86,7 +89,6 @@ pub(crate) fn separate_file(
             .map(|f| f.into_temp_path())
     };
     let (vocals_path, instrumental_path) = (temp("vocals")?, temp("instrumental")?);
-    let rate = span.info.sample_rate;
     let mut vocals = WavStreamWriter::create(&vocals_path, rate, channels, format)?;
     let mut instrumental = WavStreamWriter::create(&instrumental_path, rate, channels, format)?;
     let mut silent = true;
@@ -102,7 +104,7 @@ pub(crate) fn separate_file(
             format!("{label}: separating"),
         )
     };
-    let separated = for_each_block(span, |block| {
+    let separated = for_each_model_block(span, rate, |block| {
         silent &= analysis::peak(block) == 0.0;
         if let Some(part) = stream.push(&to_tensor(block), &mut report)? {
             write(part)?;
@@ -126,9 +128,9 @@ pub(crate) fn separate_file(
 }
 
 impl SeparatorCache {
-    /// Separates the input block by block into two complete WAV files, or None, having stored
-    /// nothing, when it needs the in-memory path (another sample rate than the model's, FLAC
-    /// output, a sample of a file whose length is unknown before decoding).
+    /// Separates the input block by block (resampled to the model's rate as it goes) into two
+    /// complete WAV files, or None, having stored nothing, when it needs the in-memory path
+    /// (FLAC output, a sample of a file whose length is unknown before decoding).
     pub(super) fn separate_streamed(
         &self,
         library: &Library,
@@ -146,9 +148,6 @@ impl SeparatorCache {
         let (path, name, info) = probe_input(library, &params.input)?;
         let loaded = self.loaded(model, bridge, &name)?;
         let (_, separator) = loaded.as_ref().expect("loaded above");
-        if i64::from(info.sample_rate) != separator.sample_rate() {
-            return Ok(None);
-        }
         let mut span = Span {
             path: &path,
             info: &info,
@@ -183,6 +182,13 @@ impl SeparatorCache {
         }
         if info.channels == 1 {
             notes.push("mono input: separated as two identical channels".to_string());
+        }
+        if i64::from(info.sample_rate) != separator.sample_rate() {
+            notes.push(format!(
+                "resampled from {} Hz to the model's {} Hz",
+                info.sample_rate,
+                separator.sample_rate()
+            ));
         }
         let tmp = super::scratch_dir(library);
         match separate_file(separator, &span, &tmp, format, bridge, &name) {
@@ -250,6 +256,57 @@ fn for_each_block(span: &Span<'_>, mut each: impl FnMut(&AudioBuffer) -> Result<
         }
     }
     Ok(())
+}
+
+/// Frames that `frames` at `from` Hz become at `to` Hz (`timbre_audio::resample`'s rounding).
+fn resampled_frames(frames: u64, from: u32, to: u32) -> u64 {
+    if from == to {
+        return frames;
+    }
+    (frames as f64 * f64::from(to) / f64::from(from)).round() as u64
+}
+
+/// [`for_each_block`] at `rate`: each channel through a stream resampler when the file has
+/// another rate, which equals resampling the whole span (`timbre_audio::resample`).
+fn for_each_model_block(
+    span: &Span<'_>,
+    rate: u32,
+    mut each: impl FnMut(&AudioBuffer) -> Result<()>,
+) -> Result<()> {
+    let source_rate = span.info.sample_rate;
+    if source_rate == rate {
+        return for_each_block(span, each);
+    }
+    let channels = if span.info.channels > 2 {
+        1
+    } else {
+        span.info.channels as usize
+    };
+    let mut resamplers = (0..channels)
+        .map(|_| StreamResampler::new(source_rate, rate))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut emit = |outputs: Vec<Vec<f32>>| -> Result<()> {
+        if outputs.first().is_some_and(|c| !c.is_empty()) {
+            each(&AudioBuffer::new(rate, outputs))?;
+        }
+        Ok(())
+    };
+    for_each_block(span, |block| {
+        let mut outputs = Vec::with_capacity(channels);
+        for (resampler, channel) in resamplers.iter_mut().zip(&block.channels) {
+            let mut out = Vec::new();
+            resampler.push(channel, &mut out)?;
+            outputs.push(out);
+        }
+        emit(outputs)
+    })?;
+    let mut outputs = Vec::with_capacity(channels);
+    for resampler in resamplers {
+        let mut out = Vec::new();
+        resampler.finish(&mut out)?;
+        outputs.push(out);
+    }
+    emit(outputs)
 }
 
 fn to_tensor(block: &AudioBuffer) -> Tensor {

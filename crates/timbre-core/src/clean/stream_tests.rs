@@ -141,6 +141,48 @@ fn blocks_and_a_span_of_a_file_separate_as_that_audio_whole() {
     assert_no_scratch_files(dir.path());
 }
 
+/// An 8 kHz mono file streams through the resampler: the same as resampling it whole first.
+#[test]
+fn a_file_at_another_rate_is_resampled_as_it_streams() {
+    let (dir, system, model) = setup();
+    let path = dir.path().join("phone.wav");
+    let low = timbre_audio::resample(&backing_track(44100, 1.5).to_mono(), 8000).unwrap();
+    timbre_audio::write_wav(&path, &low, SampleFormat::Float32).unwrap();
+    let info = timbre_audio::probe_file(&path).unwrap();
+    let separators = SeparatorCache::default();
+    let report = |_: f64, _: String| Ok(());
+    let mut bridge = ProgressBridge::new(&report);
+    let loaded = separators.loaded(&model, &mut bridge, "phone").unwrap();
+    let separator = &loaded.as_ref().unwrap().1;
+    let span = Span {
+        path: &path,
+        info: &info,
+        decode: DecodeOptions::default(),
+        start: 0,
+        frames: None,
+        block_frames: 1500,
+    };
+    let scratch = crate::clean::scratch_dir(system.library());
+    let files = separate_file(
+        separator,
+        &span,
+        &scratch,
+        SampleFormat::Float32,
+        &mut bridge,
+        "phone",
+    )
+    .unwrap();
+    let whole_mix = as_tensor(&timbre_audio::resample(&decode(&path), 44100).unwrap());
+    let whole = separator.vocals(&whole_mix, |_, _| true).unwrap();
+    let vocals = decode(&files.vocals);
+    assert_eq!(vocals.sample_rate, 44100);
+    let vocals = as_tensor(&vocals);
+    assert_eq!(vocals.size(), [1, whole_mix.size()[1]]);
+    assert!(max_difference(&vocals, &whole) < 1e-4);
+    let instrumental = as_tensor(&decode(&files.instrumental));
+    assert!(max_difference(&(&vocals + &instrumental), &whole_mix) < 1e-5);
+}
+
 #[test]
 fn an_isolation_by_a_model_is_streamed_into_two_takes_and_a_sample_too() {
     let (dir, system, _) = setup();
