@@ -11,6 +11,7 @@ mod attentions;
 mod config;
 mod flow;
 mod generator;
+mod generator_checkpoint;
 mod info;
 mod noise;
 mod nsf;
