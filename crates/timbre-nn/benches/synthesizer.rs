@@ -9,37 +9,14 @@ use std::time::Instant;
 use anyhow::Result;
 use tch::{Device, Kind, Tensor};
 use timbre_nn::device::{Precision, default_device};
-use timbre_nn::synthesizer::{Noise, SynthesizerConfig, TrainableSynthesizer};
+use timbre_nn::synthesizer::{Noise, TrainableSynthesizer};
+use timbre_nn::train::config::TrainingConfig;
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-/// RVC's v2 40k generator (`configs/v2/40k.json`'s model section).
-fn v2_40k() -> SynthesizerConfig {
-    SynthesizerConfig {
-        spec_channels: 1025,
-        segment_size: 12800,
-        inter_channels: 192,
-        hidden_channels: 192,
-        filter_channels: 768,
-        n_heads: 2,
-        n_layers: 6,
-        kernel_size: 3,
-        p_dropout: 0.0,
-        resblock: "1".into(),
-        resblock_kernel_sizes: vec![3, 7, 11],
-        resblock_dilation_sizes: vec![vec![1, 3, 5]; 3],
-        upsample_rates: vec![10, 10, 2, 2],
-        upsample_initial_channel: 512,
-        upsample_kernel_sizes: vec![16, 16, 4, 4],
-        spk_embed_dim: 109,
-        gin_channels: 256,
-        sr: 40000,
-    }
 }
 
 fn main() -> Result<()> {
@@ -50,7 +27,9 @@ fn main() -> Result<()> {
     let device = default_device()?;
     let precision = Precision::default_for(device)?;
     tch::manual_seed(0);
-    let model = TrainableSynthesizer::new(&v2_40k(), "v2", true, device)?.synthesizer()?;
+    let model =
+        TrainableSynthesizer::new(&TrainingConfig::rvc("v2", 40000)?.model, "v2", true, device)?
+            .synthesizer()?;
     // 100 feature frames per second (HuBERT's 50, doubled), as the pipeline feeds them.
     let frames = secs * 100;
     let phone = Tensor::randn([1, frames, 768], (Kind::Float, device));

@@ -99,35 +99,51 @@ fn assert_no_scratch_files(dir: &Path) {
     }
 }
 
+/// `separate_file` of `frames` (all when None) of `path` from `start`, decoded `block_frames` at a
+/// time, into float WAVs; the separator too, for the whole-track comparison.
+fn separate(
+    system: &JobSystem,
+    model: &SeparationModel,
+    path: &Path,
+    start: u64,
+    frames: Option<u64>,
+    block_frames: usize,
+) -> (SeparatedFiles, Separator) {
+    let info = timbre_audio::probe_file(path).unwrap();
+    let separators = SeparatorCache::default();
+    let report = |_: f64, _: String| Ok(());
+    let mut bridge = ProgressBridge::new(&report);
+    let mut loaded = separators.loaded(model, &mut bridge, "mix").unwrap();
+    let span = Span {
+        path,
+        info: &info,
+        decode: DecodeOptions::default(),
+        start,
+        frames,
+        block_frames,
+    };
+    let scratch = crate::clean::scratch_dir(system.library());
+    let files = {
+        let separator = &loaded.as_ref().unwrap().1;
+        separate_file(
+            separator,
+            &span,
+            &scratch,
+            SampleFormat::Float32,
+            &mut bridge,
+            "mix",
+        )
+        .unwrap()
+    };
+    (files, loaded.take().unwrap().1)
+}
+
 #[test]
 fn blocks_and_a_span_of_a_file_separate_as_that_audio_whole() {
     let (dir, system, model) = setup();
     let path = write_mix(dir.path(), 2.0);
     let mix = decode(&path);
-    let info = timbre_audio::probe_file(&path).unwrap();
-    let separators = SeparatorCache::default();
-    let report = |_: f64, _: String| Ok(());
-    let mut bridge = ProgressBridge::new(&report);
-    let loaded = separators.loaded(&model, &mut bridge, "mix").unwrap();
-    let separator = &loaded.as_ref().unwrap().1;
-    let span = Span {
-        path: &path,
-        info: &info,
-        decode: DecodeOptions::default(),
-        start: 5000,
-        frames: Some(60_000),
-        block_frames: 7000,
-    };
-    let scratch = crate::clean::scratch_dir(system.library());
-    let files = separate_file(
-        separator,
-        &span,
-        &scratch,
-        SampleFormat::Float32,
-        &mut bridge,
-        "mix",
-    )
-    .unwrap();
+    let (files, separator) = separate(&system, &model, &path, 5000, Some(60_000), 7000);
     let excerpt = as_tensor(&mix).narrow(1, 5000, 60_000);
     let whole = separator.vocals(&excerpt, |_, _| true).unwrap();
     let vocals = as_tensor(&decode(&files.vocals));
@@ -148,30 +164,7 @@ fn a_file_at_another_rate_is_resampled_as_it_streams() {
     let path = dir.path().join("phone.wav");
     let low = timbre_audio::resample(&backing_track(44100, 1.5).to_mono(), 8000).unwrap();
     timbre_audio::write_wav(&path, &low, SampleFormat::Float32).unwrap();
-    let info = timbre_audio::probe_file(&path).unwrap();
-    let separators = SeparatorCache::default();
-    let report = |_: f64, _: String| Ok(());
-    let mut bridge = ProgressBridge::new(&report);
-    let loaded = separators.loaded(&model, &mut bridge, "phone").unwrap();
-    let separator = &loaded.as_ref().unwrap().1;
-    let span = Span {
-        path: &path,
-        info: &info,
-        decode: DecodeOptions::default(),
-        start: 0,
-        frames: None,
-        block_frames: 1500,
-    };
-    let scratch = crate::clean::scratch_dir(system.library());
-    let files = separate_file(
-        separator,
-        &span,
-        &scratch,
-        SampleFormat::Float32,
-        &mut bridge,
-        "phone",
-    )
-    .unwrap();
+    let (files, separator) = separate(&system, &model, &path, 0, None, 1500);
     let whole_mix = as_tensor(&timbre_audio::resample(&decode(&path), 44100).unwrap());
     let whole = separator.vocals(&whole_mix, |_, _| true).unwrap();
     let vocals = decode(&files.vocals);
