@@ -53,6 +53,16 @@ pub fn run() {
             commands::clean::list_derived_takes,
             commands::clean::preview_cleaning,
             commands::clean::preview_audio,
+            commands::datasets::datasets_list,
+            commands::datasets::dataset_prepare,
+            commands::train::trainings_list,
+            commands::train::training_start,
+            commands::train::training_stop,
+            commands::train::training_resume,
+            commands::train::training_metrics,
+            commands::train::training_previews,
+            commands::train::training_preview_audio,
+            commands::train::training_export,
         ])
         .run(tauri::generate_context!())
         .expect("error while running Timbre Studio");

@@ -140,6 +140,7 @@ set -e
 
 passed=$(grep -c '"passed":true' "$E2E_RESULTS" || true)
 failed=$(grep -c '"passed":false' "$E2E_RESULTS" || true)
+skipped=$(grep -c '"skipped":true' "$E2E_RESULTS" || true)
 if ((rc != 0 && failed == 0)); then
   echo "run.sh: wdio exited with $rc before reporting a failed test (see $logs)" >&2
   failed=1
@@ -149,5 +150,6 @@ if ((passed + failed == 0)); then
   failed=1
 fi
 echo "e2e: $(($(date +%s) - started)) s; logs and screenshots in $logs"
+((skipped == 0)) || echo "$skipped skipped (see results.jsonl)"
 echo "$passed passed, $failed failed"
 ((rc == 0 && failed == 0))

@@ -116,7 +116,12 @@ export const config = {
     if (tauriDriver && !driverExited) tauriDriver.kill('SIGTERM');
   },
 
-  async afterTest(test, _context, { passed, duration, error }) {
+  async afterTest(test, _context, { passed, skipped, duration, error }) {
+    // A test that called this.skip() (what it needs is not in the app): neither passed nor failed.
+    if (skipped) {
+      record({ spec: path.basename(test.file ?? ''), title: test.fullTitle ?? `${test.parent} ${test.title}`, skipped: true });
+      return;
+    }
     if (!passed) {
       const name = `${test.parent ?? ''} ${test.title}`.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 120);
       // Bounded: a hung page must not also hang the hook (see specs/helpers.mjs screenshot()).

@@ -6,6 +6,7 @@ import { app } from '../src/lib/stores.svelte';
 import { recorder } from '../src/lib/recorder.svelte';
 import { studio } from '../src/lib/studio.svelte';
 import { cleaner } from '../src/lib/cleaner.svelte';
+import { trainer } from '../src/lib/trainer.svelte';
 
 // jsdom has no Web Audio; tests that need it install a fake (see helpers.ts).
 afterEach(() => {
@@ -14,6 +15,7 @@ afterEach(() => {
   app.reset();
   studio.reset();
   cleaner.reset();
+  trainer.reset();
   clearMocks();
   vi.useRealTimers();
   delete (globalThis as any).AudioContext;

@@ -39,6 +39,11 @@ enum Command {
     /// Training datasets: prepare, list, show, delete.
     #[command(subcommand)]
     Dataset(commands::dataset::Command),
+    /// Train voice models on prepared datasets: start, list, show, stop, resume.
+    #[command(subcommand)]
+    Train(commands::train::Command),
+    /// Export a training's checkpoint as an RVC inference model (.pth).
+    Export(commands::train::ExportArgs),
     /// Voice models and the shared weight files.
     #[command(subcommand)]
     Models(commands::models::Command),
@@ -63,6 +68,8 @@ fn main() -> ExitCode {
         Command::Enhance(args) => commands::clean::enhance(cli.data_dir.as_deref(), &out, args),
         Command::Isolate(args) => commands::clean::isolate(cli.data_dir.as_deref(), &out, args),
         Command::Dataset(cmd) => commands::dataset::run(cli.data_dir.as_deref(), &out, cmd),
+        Command::Train(cmd) => commands::train::run(cli.data_dir.as_deref(), &out, cmd),
+        Command::Export(args) => commands::train::export(cli.data_dir.as_deref(), &out, args),
         Command::Models(cmd) => commands::models::run(cli.data_dir.as_deref(), &out, cmd),
         Command::Jobs(cmd) => commands::jobs::run(cli.data_dir.as_deref(), &out, cmd),
         Command::Settings(cmd) => commands::settings::run(cli.data_dir.as_deref(), &out, cmd),

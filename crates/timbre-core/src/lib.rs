@@ -27,5 +27,6 @@ pub fn job_handlers() -> Vec<Arc<dyn jobs::JobHandler>> {
         Arc::new(clean::EnhanceHandler),
         Arc::new(clean::IsolateHandler::new()),
         Arc::new(dataset::DatasetHandler::default()),
+        Arc::new(train::TrainHandler),
     ]
 }

@@ -1,7 +1,9 @@
 pub mod clean;
 pub mod compare;
 pub mod convert;
+pub mod datasets;
 pub mod jobs;
 pub mod library;
 pub mod models;
 pub mod record;
+pub mod train;

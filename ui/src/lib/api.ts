@@ -287,6 +287,154 @@ export interface PreviewInfo {
   notes: string[];
 }
 
+/** The model rates RVC trains at. */
+export type TrainingSampleRate = 32000 | 40000 | 48000;
+export type ModelVersion = 'v1' | 'v2';
+/** Enhancement of each dataset input before slicing, by preset. */
+export type EnhancePreset = 'training' | 'natural';
+export type DatasetInput = ConvertInput;
+
+/** `crates/timbre-core` `PrepareParams`: what the `dataset` job prepares. */
+export interface PrepareParams {
+  /** A new dataset, or an existing one (by name) prepared again. */
+  name: string;
+  voice_id: number | null;
+  inputs: DatasetInput[];
+  sample_rate: TrainingSampleRate;
+  version: ModelVersion;
+  /** null: a dataset for a model without pitch. */
+  f0_method: F0Method | null;
+  /** Vocal isolation of each input first; its vocals are the dataset. */
+  isolate: IsolationMethod | null;
+  enhance: EnhancePreset | null;
+}
+
+export type DatasetWarningKind = 'too_little_audio' | 'silence_only' | 'clipped' | 'noisy';
+
+export interface DatasetWarning {
+  kind: DatasetWarningKind;
+  message: string;
+}
+
+/** `timbre_audio::dataset::DatasetReport` (the fields the UI reads). */
+export interface DatasetReport {
+  input_seconds: number;
+  /** Audio in the pieces written. */
+  kept_seconds: number;
+  pieces: number;
+  /** Share of input samples at full scale. */
+  clipping_ratio: number;
+  /** Share of the input the slicer dropped as silence. */
+  silence_ratio: number;
+  pitch: { low_hz: number; median_hz: number; high_hz: number; voiced_frames: number } | null;
+  snr_db: number | null;
+  warnings: DatasetWarning[];
+}
+
+export type DatasetStatus = 'preparing' | 'ready' | 'failed';
+
+export interface DatasetRow {
+  id: number;
+  name: string;
+  voice_id: number | null;
+  status: DatasetStatus;
+  sample_rate: number;
+  version: ModelVersion;
+  f0_method: F0Method | null;
+  piece_count: number;
+  total_secs: number;
+  report: DatasetReport | null;
+  created_at: string;
+}
+
+export type TrainingStatus = 'queued' | 'running' | 'stopped' | 'done' | 'failed';
+
+/** Where a run's time went, in seconds summed over the run. */
+export interface TrainingProfile {
+  /** Data threads: reading audio and features, spectrograms (summed over threads). */
+  load_s: number;
+  /** Data threads: padding items into batches. */
+  assemble_s: number;
+  /** The trainer blocked on an empty batch queue. */
+  waited_s: number;
+  /** The trainer's steps (forward, backward, optimiser). */
+  step_s: number;
+  batches: number;
+  /** Whether the device waited on data long enough to matter. */
+  starved: boolean;
+}
+
+/** One epoch's profile, as the trainer stores it (`trainings.profile` holds one per epoch). */
+export interface EpochProfile {
+  epoch: number;
+  batch_size: number;
+  batches: number;
+  seconds: number;
+  step_secs: number;
+  load_secs: number;
+  assemble_secs: number;
+  waited_secs: number;
+  starved: boolean;
+}
+
+export interface TrainingRow {
+  id: number;
+  name: string;
+  /** null once the dataset was deleted. */
+  dataset_id: number | null;
+  status: TrainingStatus;
+  epoch: number;
+  epochs: number;
+  global_step: number;
+  batch_size: number | null;
+  precision: string | null;
+  device: string | null;
+  model_id: number | null;
+  job_id: number | null;
+  error: string | null;
+  /** The run's totals, or the per-epoch list the trainer stores (see `train.ts` `runProfile`). */
+  profile: TrainingProfile | EpochProfile[] | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface TrainingRequest {
+  dataset_id: number;
+  name: string;
+  epochs: number;
+  save_every: number;
+  keep_checkpoints: number;
+  /** null: the largest that fits. */
+  batch_size: number | null;
+  pretrained: 'auto' | 'none';
+  preview_every: number;
+}
+
+/** One logged step's losses. */
+export interface TrainingMetric {
+  epoch: number;
+  step: number;
+  g_total: number;
+  d_total: number;
+  mel: number;
+  kl: number;
+  fm: number;
+  adversarial: number;
+  grad_norm_g: number;
+  grad_norm_d: number;
+  lr: number;
+  at: string;
+}
+
+/** A sample the model sang at a checkpoint. */
+export interface TrainingPreview {
+  id: number;
+  epoch: number;
+  step: number;
+  path: string;
+  created_at: string;
+}
+
 export type AppEvent = { type: 'job'; job: Job } | { type: 'library_changed' };
 
 export const TERMINAL_STATES: readonly JobState[] = ['succeeded', 'failed', 'cancelled', 'interrupted'];
@@ -447,6 +595,23 @@ export const previewCleaning = (request: PreviewRequest) => call<PreviewInfo>('p
 /** The last preview's excerpt, as it was or cleaned, as WAV bytes. */
 export const previewAudio = async (part: 'original' | 'cleaned') =>
   toArrayBuffer(await call<unknown>('preview_audio', { part }), 'preview_audio');
+
+// ---- training ----
+export const listDatasets = () => call<DatasetRow[]>('datasets_list');
+/** Queues the `dataset` job and resolves to it. */
+export const prepareDataset = (params: PrepareParams) => call<Job>('dataset_prepare', { params });
+export const listTrainings = () => call<TrainingRow[]>('trainings_list');
+export const startTraining = (request: TrainingRequest) => call<TrainingRow>('training_start', { request });
+export const stopTraining = (trainingId: number) => call<TrainingRow>('training_stop', { trainingId });
+export const resumeTraining = (trainingId: number) => call<TrainingRow>('training_resume', { trainingId });
+export const trainingMetrics = (trainingId: number) => call<TrainingMetric[]>('training_metrics', { trainingId });
+export const trainingPreviews = (trainingId: number) => call<TrainingPreview[]>('training_previews', { trainingId });
+/** An epoch preview's audio as WAV bytes. */
+export const trainingPreviewAudio = async (previewId: number) =>
+  toArrayBuffer(await call<unknown>('training_preview_audio', { previewId }), 'training_preview_audio');
+/** Makes a voice model of the run's checkpoint at `step` (null: the latest) and adds it to the library. */
+export const exportTraining = (trainingId: number, step: number | null) =>
+  call<VoiceModel>('training_export', { trainingId, step });
 
 // ---- listening tests ----
 export const recordListeningTest = (

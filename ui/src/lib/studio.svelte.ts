@@ -12,6 +12,7 @@ import type {
 import { app } from './stores.svelte';
 import { planDrop } from './dropRouting';
 import { cleaner } from './cleaner.svelte';
+import { trainer } from './trainer.svelte';
 import { basename, plural } from './format';
 
 /** The reference pipeline's defaults. */
@@ -150,13 +151,20 @@ class StudioState {
     }
   }
 
+  /** Opens the Convert page with only this model chosen (e.g. one just trained). */
+  async openConvert(modelId: number) {
+    if (!this.models.some((m) => m.id === modelId)) await this.refreshModels();
+    this.modelIds = [modelId];
+    app.page = 'convert';
+  }
+
   openCompare(inputSha256: string, conversionIds: number[]) {
     this.compareInput = inputSha256;
     this.compareIds = conversionIds;
     app.page = 'compare';
   }
 
-  /** A drop anywhere: .pth (+ .index) become models; audio is imported, or on Convert and Clean becomes inputs. */
+  /** A drop anywhere: .pth (+ .index) become models; audio is imported, or on Convert, Clean and Train becomes inputs. */
   async routeDrop(paths: string[]): Promise<void> {
     const plan = planDrop(paths);
     if (plan.strayIndexes.length > 0) {
@@ -172,6 +180,9 @@ class StudioState {
       } else if (app.page === 'clean') {
         cleaner.addInputs(plan.audio.map((file) => ({ file })));
         app.notify(`Added ${plural(plan.audio.length, 'file')} to clean`, 'info');
+      } else if (app.page === 'train') {
+        trainer.addInputs(plan.audio.map((file) => ({ file })));
+        app.notify(`Added ${plural(plan.audio.length, 'file')} to the dataset`, 'info');
       } else {
         void app.importPaths(plan.audio);
       }

@@ -7,6 +7,7 @@ pub mod library;
 pub mod models;
 pub mod record;
 pub mod settings;
+pub mod train;
 
 use anyhow::Result;
 use std::path::Path;

@@ -13,6 +13,9 @@ pub mod models;
 pub mod settings;
 pub mod take_tags;
 pub mod takes;
+pub mod training_metrics;
+pub mod training_previews;
+pub mod trainings;
 pub mod voices;
 
 use anyhow::{Context, Result};
@@ -34,6 +37,9 @@ const MIGRATIONS: &[&str] = &[
     listening_tests::CREATE,
     derived_takes::CREATE,
     datasets::ADD_PREPARATION,
+    trainings::CREATE,
+    training_metrics::CREATE,
+    training_previews::CREATE,
 ];
 
 pub fn open(path: &Path) -> Result<Connection> {

@@ -1,10 +1,23 @@
-//! Training data: a prepared dataset read as RVC's data code reads its experiment folder
-//! (`data`, `sampler`), and the threads that load its batches ahead of the trainer
-//! (`producer`).
+//! Training: a prepared dataset read as RVC's data code reads its experiment folder (`data`,
+//! `sampler`), the threads that load its batches ahead of the trainer (`producer`), and the
+//! `train` job (`job`, `session`) with what it starts from (`request`, `pretrained`,
+//! `batch_size`) and makes (`files`, `preview`, `export`).
 
+pub mod batch_size;
 pub mod data;
+pub mod export;
+pub mod files;
+pub mod job;
+pub mod pretrained;
+pub mod preview;
 pub mod producer;
+pub mod request;
 pub mod sampler;
+pub mod session;
+
+pub use job::{TrainHandler, TrainParams};
+pub use pretrained::Pretrained;
+pub use request::{TrainRequest, resume_training, start_training, stop_training};
 
 #[cfg(test)]
 mod parity_tests;

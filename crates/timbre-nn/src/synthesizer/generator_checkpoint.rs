@@ -54,6 +54,24 @@ pub(super) fn generator_state(root: &Value, source: &Path) -> Result<HashMap<Str
     Ok(tensors)
 }
 
+/// Refuses a generator checkpoint that is not a `version` generator at `sample_rate` with pitch
+/// or without (`f0`), with the message loading it into such a model gives, without building
+/// one (a training checks its pretrained file before it is queued).
+pub fn check_generator_checkpoint(
+    path: &Path,
+    version: &str,
+    sample_rate: u32,
+    f0: bool,
+) -> Result<()> {
+    let root = checkpoint::read_torch_file(path)?;
+    let ours = GeneratorKind {
+        version: version.to_string(),
+        sample_rate: Some(sample_rate),
+        f0,
+    };
+    GeneratorKind::of_state(&generator_state(&root, path)?, path)?.check_fits(&ours, path)
+}
+
 /// RVC's standard generators, by what their weights show: the upsampling kernels and the
 /// spectrogram bins (`enc_q.pre`'s inputs).
 const STANDARD_RATES: [(&[i64], i64, u32); 5] = [
@@ -79,6 +97,20 @@ impl GeneratorKind {
             sample_rate: Some(info.sample_rate),
             f0: info.f0,
         }
+    }
+
+    /// Refuses a checkpoint of this kind for a model of kind `ours`; `file` names it.
+    pub(super) fn check_fits(&self, ours: &GeneratorKind, file: &Path) -> Result<()> {
+        let rate_differs = self
+            .sample_rate
+            .is_some_and(|sr| Some(sr) != ours.sample_rate);
+        if self.version != ours.version || self.f0 != ours.f0 || rate_differs {
+            bail!(
+                "{}: this is {self}; the model being trained is {ours}",
+                file.display()
+            );
+        }
+        Ok(())
     }
 
     pub(super) fn of_state(tensors: &HashMap<String, Tensor>, source: &Path) -> Result<Self> {

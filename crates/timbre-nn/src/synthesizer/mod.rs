@@ -32,6 +32,7 @@ use anyhow::{Context, Result, bail};
 use tch::{Device, Kind, Tensor};
 
 pub use config::{SynthesizerConfig, parse_sample_rate};
+pub use generator_checkpoint::check_generator_checkpoint;
 pub use info::{Metadata, ModelInfo};
 pub use noise::{Noise, TrainingNoise};
 pub use training::{TrainableSynthesizer, TrainingBatch, TrainingOutput, slice_segments};

@@ -166,14 +166,8 @@ impl TrainableSynthesizer {
     pub fn load_checkpoint_value(&mut self, root: &Value, source: &Path) -> Result<()> {
         let file = source.display();
         let mut tensors = generator_state(root, source)?;
-        let found = GeneratorKind::of_state(&tensors, source)?;
         let ours = GeneratorKind::of_info(&self.info);
-        let rate_differs = found
-            .sample_rate
-            .is_some_and(|sr| sr != self.info.sample_rate);
-        if found.version != ours.version || found.f0 != ours.f0 || rate_differs {
-            bail!("{file}: this is {found}; the model being trained is {ours}");
-        }
+        GeneratorKind::of_state(&tensors, source)?.check_fits(&ours, source)?;
         let (mut missing, mut misshapen, mut loads) = (Vec::new(), Vec::new(), Vec::new());
         for (name, variable) in &self.parameters {
             let Some(tensor) = tensors.remove(name) else {

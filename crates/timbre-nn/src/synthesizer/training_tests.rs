@@ -192,6 +192,16 @@ fn a_checkpoint_of_another_model_is_refused_naming_both() {
         message.contains("this is a v2 48k generator with pitch; the model being trained is a v2 40k generator with pitch"),
         "{message}"
     );
+    // The same check on a file, without a model to load it into.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("G_7.pth");
+    write_torch_file(&path, &generator_checkpoint(v2_48k.state_dict())).unwrap();
+    let checked = check_generator_checkpoint(&path, "v2", 40_000, true).unwrap_err();
+    assert!(
+        format!("{checked:#}").ends_with(message.trim_start_matches("G_7.pth")),
+        "{checked:#}"
+    );
+    check_generator_checkpoint(&path, "v2", 48_000, true).unwrap();
     let nono = model(&standard_rate_config(false), "v2", false);
     let message = load_error(&mut v2_40k, &generator_checkpoint(nono.state_dict()));
     assert!(

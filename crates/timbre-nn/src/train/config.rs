@@ -133,13 +133,21 @@ impl TrainingConfig {
                 self.data.sampling_rate
             );
         }
-        if model.hop() != self.data.hop_length || model.segment_size < 1 {
+        if model.hop() != self.data.hop_length {
             bail!(
-                "the generator upsamples {} samples per frame over {} frames; this training \
-                 needs {} per frame and at least one frame",
+                "the generator upsamples {} samples per frame; this training needs {}",
                 model.hop(),
-                model.segment_size,
                 self.data.hop_length
+            );
+        }
+        // The slice's mel spectrogram reflect-pads it by this much on each side.
+        let padding = (self.data.n_fft - self.data.hop_length) / 2;
+        if model.segment_size * self.data.hop_length <= padding {
+            bail!(
+                "a slice of {} frames is too short for the {}-point spectrogram: use {} or more",
+                model.segment_size,
+                self.data.n_fft,
+                padding / self.data.hop_length + 1
             );
         }
         self.train.segment_size = model.segment_size * self.data.hop_length;
@@ -185,8 +193,14 @@ mod tests {
         let at_32k = TrainingConfig::rvc("v1", 32000).unwrap().model;
         let err = config.clone().with_generator(at_32k).unwrap_err();
         assert!(err.to_string().contains("32000 Hz"), "{err}");
+        small.segment_size = 2;
+        let err = config.clone().with_generator(small.clone()).unwrap_err();
+        assert!(err.to_string().contains("use 3 or more"), "{err}");
         small.upsample_rates = vec![10, 10, 2];
         let err = config.with_generator(small).unwrap_err();
-        assert!(err.to_string().contains("200 samples per frame"), "{err}");
+        assert!(
+            err.to_string().contains("upsamples 200 samples per frame"),
+            "{err}"
+        );
     }
 }

@@ -1,0 +1,231 @@
+//! `timbre train start|list|show|stop|resume` (the `train` job) and `timbre export` (a
+//! training's checkpoint as an inference model).
+
+use super::models::model_line;
+use super::{open_jobs, open_library};
+use crate::output::Output;
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use timbre_core::db::datasets;
+use timbre_core::db::trainings::{self, Training};
+use timbre_core::db::{training_metrics, training_previews};
+use timbre_core::jobs::JobSystem;
+use timbre_core::train::{self, Pretrained, TrainRequest};
+
+#[derive(clap::Subcommand)]
+pub enum Command {
+    /// Train a voice model on a prepared dataset (runs here, showing progress).
+    Start(StartArgs),
+    /// List trainings.
+    List,
+    /// Show a training: where it is, its last losses, previews and folder.
+    Show { id: i64 },
+    /// Stop a training; it saves a checkpoint first.
+    Stop { id: i64 },
+    /// Continue a stopped or failed training from its last checkpoint (runs here).
+    Resume { id: i64 },
+}
+
+#[derive(clap::Args)]
+pub struct StartArgs {
+    /// The dataset, by id or name.
+    #[arg(long, value_name = "ID|NAME")]
+    dataset: String,
+    /// The model's name (default: the dataset's).
+    #[arg(long)]
+    name: Option<String>,
+    #[arg(long, default_value_t = 200)]
+    epochs: i64,
+    /// Save a checkpoint every N epochs.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    save_every: i64,
+    /// Checkpoints kept.
+    #[arg(long, default_value_t = 3, value_name = "K")]
+    keep: i64,
+    /// Pieces per step (default: from the GPU's free memory, 4 on the CPU).
+    #[arg(long)]
+    batch_size: Option<i64>,
+    /// Render a preview every N epochs (default: --save-every).
+    #[arg(long, value_name = "N")]
+    preview_every: Option<i64>,
+    /// auto (RVC's base models from the models folder), none, or G.pth,D.pth.
+    #[arg(long, default_value = "auto")]
+    pretrained: String,
+    /// A generator configuration (JSON) instead of RVC's: for tests, which train tiny models.
+    #[arg(long, hide = true, value_name = "FILE")]
+    model_config: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+pub struct ExportArgs {
+    /// The training whose checkpoint to export.
+    #[arg(long)]
+    training: i64,
+    /// The checkpoint's step (default: the newest).
+    #[arg(long)]
+    step: Option<i64>,
+    /// The inference model to write (.pth).
+    #[arg(long)]
+    out: PathBuf,
+}
+
+pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCode> {
+    match cmd {
+        Command::Start(args) => {
+            let system = open_jobs(data_dir)?;
+            let request = request(&system, args)?;
+            let training = train::start_training(&system, request)?;
+            run_training(&system, &training, out)
+        }
+        Command::List => {
+            let rows = trainings::list(&open_library(data_dir)?.conn())?;
+            out.print(&rows, || {
+                rows.iter().map(line).collect::<Vec<_>>().join("\n")
+            });
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Show { id } => {
+            let library = open_library(data_dir)?;
+            let training = trainings::require(&library.conn(), id)?;
+            let metrics = training_metrics::list(&library.conn(), id)?;
+            let previews = training_previews::list(&library.conn(), id)?;
+            let folder = train::files::folder(library.data_dir(), id);
+            let value = json!({
+                "training": training,
+                "folder": folder,
+                "metrics": metrics,
+                "previews": previews,
+            });
+            out.print(&value, || {
+                let mut lines = vec![line(&training), format!("folder: {}", folder.display())];
+                if let Some(m) = metrics.last() {
+                    lines.push(format!(
+                        "step {}: generator {:.3} (mel {:.3}, kl {:.3}, fm {:.3}, adversarial \
+                         {:.3}), discriminator {:.3}, lr {:.3e}",
+                        m.step, m.g_total, m.mel, m.kl, m.fm, m.adversarial, m.d_total, m.lr
+                    ));
+                }
+                lines.extend(
+                    previews
+                        .iter()
+                        .map(|p| format!("preview epoch {:>4}: {}", p.epoch, p.path)),
+                );
+                lines.join("\n")
+            });
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Stop { id } => {
+            let system = open_jobs(data_dir)?;
+            let training = train::stop_training(&system, id)?;
+            out.print(&training, || line(&training));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Resume { id } => {
+            let system = open_jobs(data_dir)?;
+            let training = train::resume_training(&system, id)?;
+            run_training(&system, &training, out)
+        }
+    }
+}
+
+pub fn export(data_dir: Option<&Path>, out: &Output, args: ExportArgs) -> Result<ExitCode> {
+    let library = open_library(data_dir)?;
+    let checkpoint = train::export::export_to_file(&library, args.training, args.step, &args.out)?;
+    let value = json!({ "out": args.out, "checkpoint": checkpoint });
+    out.print(&value, || {
+        format!(
+            "exported  {} from {}",
+            args.out.display(),
+            checkpoint.display()
+        )
+    });
+    Ok(ExitCode::SUCCESS)
+}
+
+fn request(system: &JobSystem, args: StartArgs) -> Result<TrainRequest> {
+    let conn = system.library().conn();
+    let dataset = match args.dataset.parse::<i64>() {
+        Ok(id) => datasets::require(&conn, id)?,
+        Err(_) => datasets::find_by_name(&conn, &args.dataset)?.ok_or_else(|| {
+            timbre_core::error::not_found(format!("no dataset is named {:?}", args.dataset))
+        })?,
+    };
+    let pretrained = match args.pretrained.as_str() {
+        "auto" => Pretrained::Auto,
+        "none" => Pretrained::None,
+        files => match files.split_once(',') {
+            Some((generator, discriminator)) => Pretrained::Files {
+                generator: std::path::absolute(generator)?,
+                discriminator: std::path::absolute(discriminator)?,
+            },
+            None => {
+                return Err(timbre_core::error::invalid_input(format!(
+                    "--pretrained {files:?}: use auto, none or G.pth,D.pth"
+                )));
+            }
+        },
+    };
+    let model_config = args
+        .model_config
+        .map(|path| -> Result<_> {
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("{}: cannot read", path.display()))?;
+            serde_json::from_str(&text)
+                .with_context(|| format!("{}: not a generator configuration", path.display()))
+        })
+        .transpose()?;
+    Ok(TrainRequest {
+        name: args.name,
+        epochs: args.epochs,
+        save_every: args.save_every,
+        keep_checkpoints: args.keep,
+        batch_size: args.batch_size,
+        pretrained,
+        preview_every: args.preview_every,
+        model_config,
+        ..TrainRequest::new(dataset.id)
+    })
+}
+
+/// Runs the training's job here and prints how it ended.
+fn run_training(system: &JobSystem, training: &Training, out: &Output) -> Result<ExitCode> {
+    let job_id = training.job_id.context("the training has no job")?;
+    let results = super::run_jobs(system, vec![(training.name.clone(), job_id)], out)?;
+    let result = results.into_iter().next().unwrap_or(Value::Null);
+    let row = trainings::require(&system.library().conn(), training.id)?;
+    let value = json!({ "training": row, "job": result });
+    out.print(&value, || {
+        let mut lines = vec![line(&row)];
+        if let Some(model) = result["result"]["model"].as_object() {
+            let model = serde_json::from_value(Value::Object(model.clone()));
+            if let Ok(model) = model {
+                lines.push(format!("model     {}", model_line(&model)));
+            }
+        }
+        lines.join("\n")
+    });
+    Ok(if result["ok"] == true {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn line(t: &Training) -> String {
+    let batch = t.batch_size.map_or("auto".into(), |b| b.to_string());
+    let on = match (&t.device, &t.precision) {
+        (Some(device), Some(precision)) => format!(" on {device} {precision}"),
+        _ => String::new(),
+    };
+    let error = t
+        .error
+        .as_deref()
+        .map(|e| format!("  error: {e}"))
+        .unwrap_or_default();
+    format!(
+        "{:>5}  {:<24} {:<8} epoch {}/{}, step {}, batch {batch}{on}{error}",
+        t.id, t.name, t.status, t.epoch, t.epochs, t.global_step
+    )
+}

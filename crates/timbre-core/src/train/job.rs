@@ -1,0 +1,222 @@
+//! The `train` job: trains the RVC model a `trainings` row describes on its prepared dataset,
+//! on the GPU lane. It checks the dataset (ready, enough audio, still what the training
+//! started on), picks the device, precision and batch size, then runs sessions
+//! (`session::Session`) until the epochs are done, each resuming from the newest checkpoint:
+//! a rerun after a crash or a stop, and a smaller batch after running out of memory, all
+//! continue from there. At the end it exports the inference model, trains the index of the
+//! dataset's features, and imports both into the library for the dataset's voice.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tch::Device;
+use timbre_nn::device::{Precision, default_device};
+use timbre_nn::train::trainer::Trainer;
+
+use super::batch_size;
+use super::data::TrainingData;
+use super::export;
+use super::files::TrainingFiles;
+use super::request::{check_amount, plan_of, ready_dataset};
+use super::session::{Ending, EpochProfile, Session, Setup, TRAINING_SHARE};
+use crate::db::job_events::Level;
+use crate::db::jobs::Lane;
+use crate::db::trainings::{self, Training};
+use crate::error::ErrorReport;
+use crate::jobs::{Failure, JobContext, JobHandler, classify};
+
+pub const KIND: &str = "train";
+/// Single-speaker models, as RVC trains them.
+const SPEAKER_ID: i64 = 0;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TrainParams {
+    pub training_id: i64,
+}
+
+pub struct TrainHandler;
+
+impl JobHandler for TrainHandler {
+    fn kind(&self) -> &'static str {
+        KIND
+    }
+
+    fn lane(&self) -> Lane {
+        Lane::Gpu
+    }
+
+    /// A cut-off run continues from its newest checkpoint.
+    fn resumable(&self) -> bool {
+        true
+    }
+
+    fn run(&self, ctx: &JobContext) -> Result<Value> {
+        let TrainParams { training_id } = ctx.params()?;
+        let outcome = train(ctx, training_id);
+        if let Err(error) = &outcome {
+            let (status, message) = match classify(error) {
+                Failure::Cancelled => (trainings::STOPPED, None),
+                _ => (
+                    trainings::FAILED,
+                    Some(ErrorReport::from_anyhow(error).message),
+                ),
+            };
+            ctx.library()
+                .edit(|conn| trainings::set_ended(conn, training_id, status, message.as_deref()))?;
+        }
+        outcome
+    }
+}
+
+fn train(ctx: &JobContext, id: i64) -> Result<Value> {
+    let started = Instant::now();
+    let library = ctx.library();
+    let training = trainings::require(&library.conn(), id)?;
+    let plan = plan_of(&training)?;
+    let dataset_id = training.dataset_id.ok_or_else(|| {
+        crate::error::invalid_input(format!("training {id}: its dataset was deleted"))
+    })?;
+    let (dataset, manifest) = ready_dataset(library, dataset_id)?;
+    plan.check_dataset(&dataset, &manifest)?;
+    if let Some(warning) = check_amount(&dataset, &manifest)? {
+        ctx.event(Level::Warn, "little_audio", &json!({ "message": warning }))?;
+    }
+    let config = plan.config()?;
+    let dataset_dir = crate::dataset::folder(library, dataset.id);
+    let data = Arc::new(TrainingData::open_with(
+        &dataset_dir,
+        SPEAKER_ID,
+        config.data,
+    )?);
+    let device = default_device()?;
+    let precision = Precision::default_for(device)?;
+    library
+        .edit(|conn| trainings::set_running(conn, id, &device_name(device), precision.name()))?;
+    let settings = library.settings()?;
+    let models_dir =
+        crate::convert::extractors::models_dir(&settings.models_dir, library.data_dir());
+    let pretrained =
+        plan.request
+            .pretrained
+            .resolve(&models_dir, &plan.version, plan.sample_rate, plan.f0)?;
+    if !pretrained.missing.is_empty() {
+        let message = "no pretrained base model: training from scratch needs many more epochs \
+                       (put RVC's pretrained files in the models folder)";
+        let missing = &pretrained.missing;
+        ctx.event(
+            Level::Warn,
+            "no_pretrained",
+            &json!({ "message": message, "missing": missing }),
+        )?;
+    }
+    let mut batch_size = match training.batch_size {
+        Some(size) => size,
+        None => {
+            let free = match device {
+                Device::Cuda(index) => batch_size::free_gpu_memory(index),
+                _ => None,
+            };
+            batch_size::automatic(device, free)
+        }
+    };
+    library.edit(|conn| trainings::set_batch_size(conn, id, batch_size))?;
+    let files = TrainingFiles::new(library.data_dir(), id, &training.name);
+    let setup = Setup {
+        ctx,
+        training_id: id,
+        plan: &plan,
+        config: &config,
+        data: &data,
+        files: &files,
+        device,
+        precision,
+        pretrained: &pretrained,
+    };
+    let mut profiles: Vec<EpochProfile> = training
+        .profile
+        .clone()
+        .and_then(|p| serde_json::from_value(p).ok())
+        .unwrap_or_default();
+    let trainer = loop {
+        let mut session = Session::start(&setup, batch_size, profiles)?;
+        match session.run()? {
+            Ending::Finished => break session.into_trainer(),
+            Ending::OutOfMemory(error) => {
+                profiles = session.profiles().to_vec();
+                let step = session.trainer().global_step();
+                drop(session);
+                let error = ErrorReport::from_anyhow(&error).message;
+                let smaller = batch_size::halved(batch_size);
+                ctx.event(
+                    Level::Warn,
+                    "out_of_memory",
+                    &json!({
+                        "batch_size": batch_size,
+                        "halved_to": smaller.as_ref().ok(),
+                        "step": step,
+                        "error": error,
+                    }),
+                )?;
+                batch_size = smaller?;
+                library.edit(|conn| trainings::set_batch_size(conn, id, batch_size))?;
+            }
+        }
+    };
+    let end = End {
+        training: &training,
+        voice_id: dataset.voice_id,
+        data: &data,
+        dataset_dir: &dataset_dir,
+        files: &files,
+    };
+    finish(ctx, &end, &trainer, started)
+}
+
+/// What the end of a training needs besides the trainer.
+struct End<'a> {
+    training: &'a Training,
+    voice_id: Option<i64>,
+    data: &'a TrainingData,
+    dataset_dir: &'a Path,
+    files: &'a TrainingFiles,
+}
+
+/// Exports the model, trains the index and puts both into the library.
+fn finish(ctx: &JobContext, end: &End, trainer: &Trainer, started: Instant) -> Result<Value> {
+    let (library, training, files) = (ctx.library(), end.training, end.files);
+    ctx.progress(TRAINING_SHARE, "exporting the model")?;
+    trainer.export(&files.model())?;
+    ctx.progress(TRAINING_SHARE + 0.01, "training the index")?;
+    let vectors = export::write_index(end.dataset_dir, end.data.manifest(), &files.index())?;
+    ctx.progress(0.99, "adding the model to the library")?;
+    let model = export::import(
+        library,
+        training,
+        end.voice_id,
+        &files.model(),
+        &training.name,
+    )?;
+    library.edit(|conn| trainings::set_done(conn, training.id, model.id))?;
+    let done = trainings::require(&library.conn(), training.id)?;
+    ctx.progress(1.0, format!("trained {}", training.name))?;
+    Ok(json!({
+        "training": done,
+        "model": model,
+        "folder": files.root(),
+        "epochs": trainer.epoch(),
+        "global_step": trainer.global_step(),
+        "index_vectors": vectors,
+        "seconds": started.elapsed().as_secs_f64(),
+    }))
+}
+
+fn device_name(device: Device) -> String {
+    match device {
+        Device::Cuda(index) => format!("cuda:{index}"),
+        _ => "cpu".into(),
+    }
+}

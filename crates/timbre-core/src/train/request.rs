@@ -1,0 +1,379 @@
+//! Starting, stopping and resuming trainings: what the CLI and the app ask for, checked before a
+//! `train` job is queued, so mistakes show at once rather than when the GPU lane gets to them.
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use timbre_nn::synthesizer::{SynthesizerConfig, check_generator_checkpoint};
+use timbre_nn::train::config::TrainingConfig;
+
+use super::job::{KIND, TrainParams};
+use super::pretrained::Pretrained;
+use crate::dataset::layout::Manifest;
+use crate::db::datasets::{self, Dataset};
+use crate::db::jobs::JobState;
+use crate::db::trainings::{self, Training};
+use crate::jobs::JobSystem;
+use crate::library::Library;
+
+/// Less audio than this is refused: RVC users find a minute the least that gives a voice.
+pub const MIN_SECONDS: f64 = 60.0;
+/// Less than this trains, with a warning: ten minutes or more give a good model.
+pub const ADVISED_SECONDS: f64 = 600.0;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TrainRequest {
+    pub dataset_id: i64,
+    /// The model's name; the dataset's by default.
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default = "default_epochs")]
+    pub epochs: i64,
+    /// A checkpoint every this many epochs (and at the end).
+    #[serde(default = "default_save_every")]
+    pub save_every: i64,
+    /// Checkpoint pairs kept.
+    #[serde(default = "default_keep")]
+    pub keep_checkpoints: i64,
+    /// None: from the GPU's free memory, 4 on the CPU.
+    #[serde(default)]
+    pub batch_size: Option<i64>,
+    #[serde(default)]
+    pub pretrained: Pretrained,
+    /// A preview every this many epochs (and at the end); `save_every` by default.
+    #[serde(default)]
+    pub preview_every: Option<i64>,
+    /// Another generator than RVC's (tests train tiny ones): its `sr` and `spec_channels` must
+    /// be the dataset's, its upsampling one hop per frame; the training slice is its
+    /// `segment_size` frames. Not offered in the app or the CLI.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_config: Option<SynthesizerConfig>,
+}
+
+fn default_epochs() -> i64 {
+    200
+}
+
+fn default_save_every() -> i64 {
+    10
+}
+
+fn default_keep() -> i64 {
+    3
+}
+
+impl TrainRequest {
+    /// A request for `dataset_id` with every default.
+    pub fn new(dataset_id: i64) -> Self {
+        serde_json::from_value(serde_json::json!({ "dataset_id": dataset_id }))
+            .expect("every other field has a default")
+    }
+
+    pub fn preview_every(&self) -> i64 {
+        self.preview_every.unwrap_or(self.save_every)
+    }
+}
+
+/// A training's `params`: the request and what the dataset fixed when it started.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TrainingPlan {
+    #[serde(flatten)]
+    pub request: TrainRequest,
+    pub version: String,
+    pub sample_rate: u32,
+    pub f0: bool,
+}
+
+impl TrainingPlan {
+    fn of(request: TrainRequest, manifest: &Manifest) -> Self {
+        Self {
+            request,
+            version: manifest.version.clone(),
+            sample_rate: manifest.sample_rate,
+            f0: manifest.f0_method.is_some(),
+        }
+    }
+
+    /// RVC's configuration for this model, with the request's generator when it has one.
+    pub fn config(&self) -> Result<TrainingConfig> {
+        let config = TrainingConfig::rvc(&self.version, self.sample_rate)?;
+        match &self.request.model_config {
+            Some(model) => config
+                .with_generator(model.clone())
+                .map_err(|e| crate::error::invalid_input(format!("model_config: {e:#}"))),
+            None => Ok(config),
+        }
+    }
+
+    /// The features a model of this version takes.
+    pub fn feature_dim(&self) -> i64 {
+        if self.version == "v1" { 256 } else { 768 }
+    }
+
+    /// The dataset still as it was when the training started (it may have been prepared
+    /// again since, at another rate or version).
+    pub fn check_dataset(&self, dataset: &Dataset, manifest: &Manifest) -> Result<()> {
+        let f0 = manifest.f0_method.is_some();
+        if (manifest.version.as_str(), manifest.sample_rate, f0)
+            != (self.version.as_str(), self.sample_rate, self.f0)
+        {
+            return Err(crate::error::invalid_input(format!(
+                "dataset {} \"{}\" was prepared again as a {} {} Hz dataset {} pitch; this \
+                 training is of a {} {} Hz model {} pitch: start a new training",
+                dataset.id,
+                dataset.name,
+                manifest.version,
+                manifest.sample_rate,
+                if f0 { "with" } else { "without" },
+                self.version,
+                self.sample_rate,
+                if self.f0 { "with" } else { "without" },
+            )));
+        }
+        if manifest.feature_dim != self.feature_dim() {
+            return Err(crate::error::invalid_input(format!(
+                "dataset {} \"{}\" holds {}-d features but a {} model takes {}-d ones: \
+                 prepare it again with RVC's HuBERT (hubert_base.pt)",
+                dataset.id,
+                dataset.name,
+                manifest.feature_dim,
+                self.version,
+                self.feature_dim()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The dataset, prepared, and its manifest; errors say what to do.
+pub fn ready_dataset(library: &Library, dataset_id: i64) -> Result<(Dataset, Manifest)> {
+    let dataset = datasets::require(&library.conn(), dataset_id)?;
+    if dataset.status != datasets::READY {
+        return Err(crate::error::invalid_input(format!(
+            "dataset {} \"{}\" is {}: prepare it first (timbre dataset prepare)",
+            dataset.id, dataset.name, dataset.status
+        )));
+    }
+    let manifest = crate::dataset::manifest(library.data_dir(), dataset.id).with_context(|| {
+        format!(
+            "dataset {} \"{}\": its folder has no readable manifest",
+            dataset.id, dataset.name
+        )
+    })?;
+    Ok((dataset, manifest))
+}
+
+/// Refuses less than a minute of audio; `Some(warning)` under ten minutes.
+pub fn check_amount(dataset: &Dataset, manifest: &Manifest) -> Result<Option<String>> {
+    let seconds: f64 = manifest.pieces.iter().map(|p| p.seconds).sum();
+    let minutes = |s: f64| format!("{}:{:02}", (s / 60.0).floor(), (s % 60.0).floor());
+    if seconds < MIN_SECONDS {
+        return Err(crate::error::invalid_input(format!(
+            "dataset {} \"{}\" holds {} of audio; training needs at least {} (ten minutes or \
+             more for a good model)",
+            dataset.id,
+            dataset.name,
+            minutes(seconds),
+            minutes(MIN_SECONDS)
+        )));
+    }
+    Ok((seconds < ADVISED_SECONDS).then(|| {
+        format!(
+            "only {} of audio: the model will be rough; ten minutes or more give a good one",
+            minutes(seconds)
+        )
+    }))
+}
+
+/// Creates a training and queues its job. The request is checked first (a pretrained
+/// generator of another kind is refused as the trainer would refuse it), then the amount of
+/// audio.
+pub fn start_training(system: &JobSystem, request: TrainRequest) -> Result<Training> {
+    let library = system.library();
+    check_numbers(&request)?;
+    let (dataset, manifest) = ready_dataset(library, request.dataset_id)?;
+    let name = request
+        .name
+        .as_deref()
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .unwrap_or(&dataset.name)
+        .to_string();
+    let plan = TrainingPlan::of(
+        TrainRequest {
+            name: Some(name.clone()),
+            ..request
+        },
+        &manifest,
+    );
+    plan.check_dataset(&dataset, &manifest)?;
+    plan.config()?;
+    let settings = library.settings()?;
+    let models_dir =
+        crate::convert::extractors::models_dir(&settings.models_dir, library.data_dir());
+    let pretrained =
+        plan.request
+            .pretrained
+            .resolve(&models_dir, &plan.version, plan.sample_rate, plan.f0)?;
+    if let Some(generator) = &pretrained.generator {
+        check_generator_checkpoint(generator, &plan.version, plan.sample_rate, plan.f0)
+            .map_err(|e| crate::error::invalid_input(format!("{e:#}")))?;
+    }
+    check_amount(&dataset, &manifest)?;
+    let training = library.edit(|conn| {
+        trainings::insert(
+            conn,
+            &name,
+            dataset.id,
+            &serde_json::to_value(&plan)?,
+            plan.request.epochs,
+            plan.request.batch_size,
+        )
+    })?;
+    queue(system, training.id)
+}
+
+fn check_numbers(request: &TrainRequest) -> Result<()> {
+    let at_least_one = [
+        ("epochs", Some(request.epochs)),
+        ("save_every", Some(request.save_every)),
+        ("keep_checkpoints", Some(request.keep_checkpoints)),
+        ("batch_size", request.batch_size),
+        ("preview_every", request.preview_every),
+    ];
+    for (name, value) in at_least_one {
+        if value.is_some_and(|v| v < 1) {
+            return Err(crate::error::invalid_input(format!(
+                "{name} must be at least 1, not {}",
+                value.unwrap_or_default()
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn queue(system: &JobSystem, training_id: i64) -> Result<Training> {
+    let job = system.submit(KIND, serde_json::to_value(TrainParams { training_id })?)?;
+    system
+        .library()
+        .edit(|conn| trainings::set_queued(conn, training_id, job.id))
+}
+
+/// Stops a queued or running training; a running one saves a checkpoint first, so `resume`
+/// continues from where it stopped.
+pub fn stop_training(system: &JobSystem, id: i64) -> Result<Training> {
+    let library = system.library();
+    let training = trainings::require(&library.conn(), id)?;
+    let job_id = match (training.status.as_str(), training.job_id) {
+        (trainings::QUEUED | trainings::RUNNING, Some(job_id)) => job_id,
+        (status, _) => {
+            return Err(crate::error::invalid_input(format!(
+                "training {id} is {status}: there is nothing to stop"
+            )));
+        }
+    };
+    if system.cancel(job_id)?.state == JobState::Cancelled {
+        library.edit(|conn| trainings::set_ended(conn, id, trainings::STOPPED, None))?;
+    }
+    trainings::require(&library.conn(), id)
+}
+
+/// Queues a stopped or failed training again; it continues from its last checkpoint.
+pub fn resume_training(system: &JobSystem, id: i64) -> Result<Training> {
+    let training = trainings::require(&system.library().conn(), id)?;
+    match training.status.as_str() {
+        trainings::STOPPED | trainings::FAILED => queue(system, id),
+        trainings::DONE => Err(crate::error::invalid_input(format!(
+            "training {id} is done and its model is in the library: start a new training to \
+             train another"
+        ))),
+        status => Err(crate::error::invalid_input(format!(
+            "training {id} is already {status}"
+        ))),
+    }
+}
+
+/// The plan a training row holds.
+pub fn plan_of(training: &Training) -> Result<TrainingPlan> {
+    serde_json::from_value(training.params.clone()).map_err(|e| {
+        crate::error::invalid_input(format!(
+            "training {} has invalid parameters: {e}",
+            training.id
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_has_rvcs_defaults_and_refuses_zeroes() {
+        let request = TrainRequest::new(3);
+        assert_eq!(
+            (request.epochs, request.save_every, request.keep_checkpoints),
+            (200, 10, 3)
+        );
+        assert_eq!((request.batch_size, request.preview_every()), (None, 10));
+        assert_eq!(request.pretrained, Pretrained::Auto);
+        assert!(check_numbers(&request).is_ok());
+        let zero = TrainRequest {
+            batch_size: Some(0),
+            ..request
+        };
+        let err = check_numbers(&zero).unwrap_err().to_string();
+        assert!(err.contains("batch_size must be at least 1"), "{err}");
+        let json = serde_json::to_value(TrainRequest::new(3)).unwrap();
+        assert!(json.get("model_config").is_none(), "{json}");
+    }
+
+    #[test]
+    fn the_amount_of_audio_is_refused_under_a_minute_and_warned_under_ten() {
+        let conn = crate::db::open_in_memory();
+        let dataset = datasets::ensure(&conn, "Alto", None).unwrap();
+        let manifest = |seconds: &[f64]| Manifest {
+            sample_rate: 40_000,
+            version: "v2".into(),
+            f0_method: Some("rmvpe".into()),
+            feature_dim: 768,
+            pieces: seconds
+                .iter()
+                .map(|&s| crate::dataset::layout::ManifestPiece {
+                    gt_wav: String::new(),
+                    wav_16k: String::new(),
+                    features: String::new(),
+                    source: String::new(),
+                    index: 0,
+                    seconds: s,
+                    feature_frames: 0,
+                    f0_frames: None,
+                })
+                .collect(),
+        };
+        let err = check_amount(&dataset, &manifest(&[20.0, 22.5])).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("holds 0:42 of audio; training needs at least 1:00"),
+            "{err}"
+        );
+        let warning = check_amount(&dataset, &manifest(&[300.0, 61.0])).unwrap();
+        assert!(warning.unwrap().contains("only 6:01 of audio"));
+        assert_eq!(check_amount(&dataset, &manifest(&[600.0])).unwrap(), None);
+
+        let plan = TrainingPlan::of(TrainRequest::new(dataset.id), &manifest(&[60.0]));
+        assert_eq!((plan.version.as_str(), plan.f0), ("v2", true));
+        let mut other = manifest(&[60.0]);
+        other.sample_rate = 32_000;
+        let err = plan
+            .check_dataset(&dataset, &other)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("prepared again as a v2 32000 Hz"), "{err}");
+        other = manifest(&[60.0]);
+        other.feature_dim = 64;
+        let err = plan
+            .check_dataset(&dataset, &other)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("64-d features"), "{err}");
+    }
+}

@@ -1,0 +1,347 @@
+//! One trainer at one batch size: built from the last checkpoint (or the pretrained bases), it
+//! runs the remaining epochs: batches from the producer threads, a step each, losses recorded
+//! every few steps, checkpoints and previews as asked, a profile per epoch. A stop saves the
+//! current state first; a step that runs out of memory ends the session so that the job can
+//! start another with a smaller batch from the last checkpoint.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow};
+use serde::Serialize;
+use serde_json::json;
+use tch::Device;
+use timbre_nn::device::Precision;
+use timbre_nn::train::config::TrainingConfig;
+use timbre_nn::train::trainer::{StepLosses, Trainer};
+
+use super::batch_size::is_out_of_memory;
+use super::data::TrainingData;
+use super::files::TrainingFiles;
+use super::pretrained::PretrainedFiles;
+use super::producer::{BatchProducer, ProducerOptions, Profile};
+use super::request::TrainingPlan;
+use crate::db::job_events::Level;
+use crate::db::training_metrics::{self, TrainingMetric};
+use crate::db::{training_previews, trainings};
+use crate::jobs::JobContext;
+
+/// A metrics row every this many steps, and at the end of each epoch.
+const METRICS_EVERY: i64 = 10;
+/// Waiting on data beyond this share of an epoch means the device starved.
+const STARVED_SHARE: f64 = 0.1;
+/// Training proper is this share of the job's progress; exporting and the index the rest.
+pub const TRAINING_SHARE: f64 = 0.95;
+
+/// What a session works with, settled before it starts.
+pub struct Setup<'a> {
+    pub ctx: &'a JobContext<'a>,
+    pub training_id: i64,
+    pub plan: &'a TrainingPlan,
+    pub config: &'a TrainingConfig,
+    pub data: &'a Arc<TrainingData>,
+    pub files: &'a TrainingFiles,
+    pub device: Device,
+    pub precision: Precision,
+    pub pretrained: &'a PretrainedFiles,
+}
+
+pub enum Ending {
+    Finished,
+    /// A step ran out of memory; nothing was saved after the last checkpoint.
+    OutOfMemory(anyhow::Error),
+}
+
+/// Where one epoch's time went.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub struct EpochProfile {
+    pub epoch: i64,
+    pub batch_size: i64,
+    pub batches: usize,
+    pub seconds: f64,
+    /// In the training steps (forward, backward, optimizers).
+    pub step_secs: f64,
+    /// Producer threads reading pieces and spectrograms, summed over threads.
+    pub load_secs: f64,
+    pub assemble_secs: f64,
+    /// The trainer waiting for a batch.
+    pub waited_secs: f64,
+    pub starved: bool,
+}
+
+pub struct Session<'a> {
+    setup: &'a Setup<'a>,
+    trainer: Trainer,
+    batch_size: i64,
+    /// The step of the newest checkpoint this session saved or resumed from.
+    saved_step: Option<i64>,
+    preview_piece: usize,
+    profiles: Vec<EpochProfile>,
+}
+
+impl<'a> Session<'a> {
+    /// A trainer at `batch_size`, continuing from the newest checkpoint pair, else starting
+    /// from the pretrained files.
+    pub fn start(
+        setup: &'a Setup<'a>,
+        batch_size: i64,
+        profiles: Vec<EpochProfile>,
+    ) -> Result<Self> {
+        let ctx = setup.ctx;
+        let mut trainer = Trainer::new(
+            setup.config.clone(),
+            setup.plan.f0,
+            setup.device,
+            setup.precision,
+        )?;
+        let steps_per_epoch = setup
+            .data
+            .epoch_batches(1, batch_size as usize, seed(setup))
+            .len();
+        let checkpoints = setup.files.checkpoints();
+        let resumed = trainer.resume(&checkpoints, steps_per_epoch as i64)?;
+        if resumed.is_none() {
+            trainer.load_pretrained(
+                setup.pretrained.generator.as_deref(),
+                setup.pretrained.discriminator.as_deref(),
+            )?;
+        }
+        let (epoch, step) = (trainer.epoch(), trainer.global_step());
+        // What a previous run recorded beyond this point is trained again.
+        let id = setup.training_id;
+        let removed = ctx.library().edit(|conn| {
+            training_metrics::delete_after(conn, id, step)?;
+            trainings::set_position(conn, id, epoch, step)?;
+            training_previews::delete_after(conn, id, epoch)
+        })?;
+        for preview in removed {
+            let _ = std::fs::remove_file(&preview.path);
+        }
+        if resumed.is_some() {
+            let data = json!({ "epoch": epoch, "step": step });
+            ctx.event(Level::Info, "resumed", &data)?;
+        }
+        Ok(Self {
+            saved_step: resumed.map(|_| step),
+            preview_piece: super::preview::fixed_piece(setup.data),
+            profiles: profiles.into_iter().filter(|p| p.epoch <= epoch).collect(),
+            setup,
+            trainer,
+            batch_size,
+        })
+    }
+
+    pub fn trainer(&self) -> &Trainer {
+        &self.trainer
+    }
+
+    pub fn profiles(&self) -> &[EpochProfile] {
+        &self.profiles
+    }
+
+    /// Runs the epochs left.
+    pub fn run(&mut self) -> Result<Ending> {
+        for epoch in self.trainer.epoch() + 1..=self.setup.plan.request.epochs {
+            if let Some(ending) = self.epoch(epoch)? {
+                return Ok(ending);
+            }
+        }
+        Ok(Ending::Finished)
+    }
+
+    fn epoch(&mut self, epoch: i64) -> Result<Option<Ending>> {
+        let setup = self.setup;
+        let plan = setup
+            .data
+            .epoch_batches(epoch as u64, self.batch_size as usize, seed(setup));
+        let batches = plan.len();
+        let profile = Profile::default();
+        let producer = BatchProducer::start(
+            Arc::clone(setup.data),
+            plan,
+            ProducerOptions {
+                threads: producer_threads(),
+                profile: profile.clone(),
+                ..ProducerOptions::default()
+            },
+        );
+        let started = Instant::now();
+        let mut stepping = Duration::ZERO;
+        for (number, batch) in producer.enumerate() {
+            let batch = batch?.to_device(setup.device);
+            let step_started = Instant::now();
+            let losses = match self.step(&batch) {
+                Ok(losses) => losses,
+                Err(error) if is_out_of_memory(&error) => {
+                    return Ok(Some(Ending::OutOfMemory(error)));
+                }
+                Err(error) => {
+                    let step = self.trainer.global_step() + 1;
+                    return Err(error.context(format!("epoch {epoch}, step {step}")));
+                }
+            };
+            stepping += step_started.elapsed();
+            let last = number + 1 == batches;
+            if self.trainer.global_step() % METRICS_EVERY == 0 || last {
+                self.record(epoch, &losses)?;
+            }
+            let fraction = (epoch - 1) as f64 + (number + 1) as f64 / batches as f64;
+            let message = format!(
+                "epoch {epoch}/{} · step {} · mel loss {:.2}",
+                setup.plan.request.epochs,
+                self.trainer.global_step(),
+                losses.mel
+            );
+            let asked = setup.ctx.check_cancelled().and_then(|()| {
+                let epochs = setup.plan.request.epochs as f64;
+                setup
+                    .ctx
+                    .progress(TRAINING_SHARE * fraction / epochs, message)
+            });
+            if let Err(stop) = asked {
+                return Err(self.stop(stop));
+            }
+        }
+        self.trainer.finish_epoch();
+        self.profile_epoch(epoch, batches, started.elapsed(), stepping, &profile)?;
+        let request = &setup.plan.request;
+        let last = epoch == request.epochs;
+        if epoch % request.save_every == 0 || last {
+            self.save()?;
+        }
+        if epoch % request.preview_every() == 0 || last {
+            self.preview(epoch)?;
+        }
+        Ok(None)
+    }
+
+    /// A training step; libtorch's failures (out of memory among them) come as panics from
+    /// tch's infallible calls and become errors here, without libtorch's stack trace.
+    fn step(&mut self, batch: &timbre_nn::train::batch::Batch) -> Result<StepLosses> {
+        catch_unwind(AssertUnwindSafe(|| self.trainer.step(batch))).unwrap_or_else(|panic| {
+            let text = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "a panic".into());
+            // tch's panics wrap libtorch's message as `…: Torch("<message>\n<stack>")`.
+            let message = text
+                .split_once("Torch(\"")
+                .map_or(text.as_str(), |(_, m)| m);
+            let first_line = message.lines().next().unwrap_or_default();
+            Err(anyhow!("the training step failed: {first_line}"))
+        })
+    }
+
+    fn record(&self, epoch: i64, losses: &StepLosses) -> Result<()> {
+        let metric = TrainingMetric {
+            epoch,
+            step: self.trainer.global_step(),
+            g_total: losses.g_total,
+            d_total: losses.d_total,
+            mel: losses.mel,
+            kl: losses.kl,
+            fm: losses.fm,
+            adversarial: losses.adversarial,
+            grad_norm_g: losses.grad_norm_g,
+            grad_norm_d: losses.grad_norm_d,
+            lr: self.trainer.learning_rate(),
+            at: crate::db::now(),
+        };
+        let conn = self.setup.ctx.library().conn();
+        training_metrics::insert(&conn, self.setup.training_id, &metric)?;
+        trainings::set_position(
+            &conn,
+            self.setup.training_id,
+            self.trainer.epoch(),
+            metric.step,
+        )
+    }
+
+    fn profile_epoch(
+        &mut self,
+        epoch: i64,
+        batches: usize,
+        elapsed: Duration,
+        stepping: Duration,
+        profile: &Profile,
+    ) -> Result<()> {
+        let stages = profile.stages();
+        let seconds = elapsed.as_secs_f64();
+        let waited_secs = stages.waited.as_secs_f64();
+        self.profiles.push(EpochProfile {
+            epoch,
+            batch_size: self.batch_size,
+            batches,
+            seconds,
+            step_secs: stepping.as_secs_f64(),
+            load_secs: stages.load.as_secs_f64(),
+            assemble_secs: stages.assemble.as_secs_f64(),
+            waited_secs,
+            starved: waited_secs > STARVED_SHARE * seconds,
+        });
+        let conn = self.setup.ctx.library().conn();
+        let id = self.setup.training_id;
+        trainings::set_profile(&conn, id, &serde_json::to_value(&self.profiles)?)?;
+        trainings::set_position(&conn, id, self.trainer.epoch(), self.trainer.global_step())
+    }
+
+    /// Saves a checkpoint pair unless the current step has one.
+    fn save(&mut self) -> Result<()> {
+        let step = self.trainer.global_step();
+        if self.saved_step == Some(step) {
+            return Ok(());
+        }
+        let keep = self.setup.plan.request.keep_checkpoints as usize;
+        let (generator, _) = self
+            .trainer
+            .save_checkpoint(&self.setup.files.checkpoints(), keep)
+            .with_context(|| format!("saving the checkpoint of step {step}"))?;
+        self.saved_step = Some(step);
+        let epoch = self.trainer.epoch();
+        self.setup
+            .ctx
+            .library()
+            .edit(|conn| trainings::set_position(conn, self.setup.training_id, epoch, step))?;
+        self.setup.ctx.event(
+            Level::Info,
+            "checkpoint",
+            &json!({ "epoch": epoch, "step": step, "generator": generator }),
+        )
+    }
+
+    fn preview(&self, epoch: i64) -> Result<()> {
+        let path = self.setup.files.preview(epoch);
+        super::preview::render(&self.trainer, self.setup.data, self.preview_piece, &path)?;
+        let step = self.trainer.global_step();
+        let path = path.display().to_string();
+        self.setup.ctx.library().edit(|conn| {
+            training_previews::insert(conn, self.setup.training_id, epoch, step, &path)
+        })?;
+        Ok(())
+    }
+
+    /// A stop (or a failure to ask whether to stop): the state so far is saved first.
+    fn stop(&mut self, reason: anyhow::Error) -> anyhow::Error {
+        match self.save() {
+            Ok(()) => reason,
+            Err(error) => error.context("stopping"),
+        }
+    }
+
+    pub fn into_trainer(self) -> Trainer {
+        self.trainer
+    }
+}
+
+/// Threads loading batches: half the cores, 2 to 8. At batch 256 on an H100 two threads kept
+/// the GPU waiting 15 % of an epoch.
+fn producer_threads() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| (n.get() / 2).clamp(2, 8))
+}
+
+/// The seed of the file list's shuffle (RVC's `filelist.py`), the configuration's.
+fn seed(setup: &Setup) -> u64 {
+    setup.config.train.seed as u64
+}

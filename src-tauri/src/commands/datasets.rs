@@ -1,0 +1,45 @@
+//! The Train page's datasets: the prepared ones, and preparing one (the `dataset` job).
+
+use crate::error::CommandResult;
+use crate::state::AppState;
+use serde::Serialize;
+use tauri::State;
+use timbre_core::dataset::PrepareParams;
+use timbre_core::db::datasets::{self, Dataset};
+use timbre_core::db::jobs::Job;
+
+/// A dataset with what its last preparation fixed lifted out of its parameters.
+#[derive(Serialize)]
+pub struct DatasetRow {
+    #[serde(flatten)]
+    dataset: Dataset,
+    sample_rate: Option<u64>,
+    version: Option<String>,
+    f0_method: Option<String>,
+}
+
+impl From<Dataset> for DatasetRow {
+    fn from(dataset: Dataset) -> Self {
+        let text = |key: &str| dataset.params[key].as_str().map(String::from);
+        DatasetRow {
+            sample_rate: dataset.params["sample_rate"].as_u64(),
+            version: text("version"),
+            f0_method: text("f0_method"),
+            dataset,
+        }
+    }
+}
+
+#[tauri::command]
+pub fn datasets_list(state: State<'_, AppState>) -> CommandResult<Vec<DatasetRow>> {
+    let rows = datasets::list(&state.library().conn())?;
+    Ok(rows.into_iter().map(DatasetRow::from).collect())
+}
+
+/// Queues a `dataset` job and returns it at once.
+#[tauri::command]
+pub fn dataset_prepare(state: State<'_, AppState>, params: PrepareParams) -> CommandResult<Job> {
+    Ok(state
+        .jobs
+        .submit("dataset", serde_json::to_value(params)?)?)
+}

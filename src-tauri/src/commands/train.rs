@@ -1,0 +1,92 @@
+//! The Train page: trainings (the `train` job) started, stopped and resumed, their losses and
+//! previews as they come, and a checkpoint exported into the library as a model.
+
+use crate::commands::library::wav_response;
+use crate::error::CommandResult;
+use crate::state::AppState;
+use std::path::Path;
+use std::sync::Arc;
+use tauri::State;
+use tauri::ipc::Response;
+use timbre_core::db::models::Model;
+use timbre_core::db::training_metrics::{self, TrainingMetric};
+use timbre_core::db::training_previews::{self, TrainingPreview};
+use timbre_core::db::trainings::{self, Training};
+use timbre_core::train::{self, TrainRequest};
+
+#[tauri::command]
+pub fn trainings_list(state: State<'_, AppState>) -> CommandResult<Vec<Training>> {
+    Ok(trainings::list(&state.library().conn())?)
+}
+
+/// Checks the request (reading a pretrained generator takes a moment, so not on the main
+/// thread), creates the training and queues its job.
+#[tauri::command]
+pub async fn training_start(
+    state: State<'_, AppState>,
+    request: TrainRequest,
+) -> CommandResult<Training> {
+    let jobs = Arc::clone(&state.jobs);
+    let training =
+        tauri::async_runtime::spawn_blocking(move || train::start_training(&jobs, request))
+            .await??;
+    Ok(training)
+}
+
+#[tauri::command]
+pub fn training_stop(state: State<'_, AppState>, training_id: i64) -> CommandResult<Training> {
+    Ok(train::stop_training(&state.jobs, training_id)?)
+}
+
+#[tauri::command]
+pub fn training_resume(state: State<'_, AppState>, training_id: i64) -> CommandResult<Training> {
+    Ok(train::resume_training(&state.jobs, training_id)?)
+}
+
+#[tauri::command]
+pub fn training_metrics(
+    state: State<'_, AppState>,
+    training_id: i64,
+) -> CommandResult<Vec<TrainingMetric>> {
+    Ok(training_metrics::list(
+        &state.library().conn(),
+        training_id,
+    )?)
+}
+
+#[tauri::command]
+pub fn training_previews(
+    state: State<'_, AppState>,
+    training_id: i64,
+) -> CommandResult<Vec<TrainingPreview>> {
+    Ok(training_previews::list(
+        &state.library().conn(),
+        training_id,
+    )?)
+}
+
+/// A preview's audio as float WAV bytes for Web Audio (WebKitGTK plays no file URLs).
+#[tauri::command]
+pub async fn training_preview_audio(
+    state: State<'_, AppState>,
+    preview_id: i64,
+) -> CommandResult<Response> {
+    let preview = training_previews::require(&state.library().conn(), preview_id)?;
+    Ok(wav_response(Path::new(&preview.path))?)
+}
+
+/// The checkpoint of `step` (the newest when null) as a model in the library, with the
+/// dataset's index.
+#[tauri::command]
+pub async fn training_export(
+    state: State<'_, AppState>,
+    training_id: i64,
+    step: Option<i64>,
+) -> CommandResult<Model> {
+    let jobs = Arc::clone(&state.jobs);
+    let model = tauri::async_runtime::spawn_blocking(move || {
+        train::export::export_to_library(jobs.library(), training_id, step)
+    })
+    .await??;
+    Ok(model)
+}

@@ -1,0 +1,408 @@
+//! `timbre train` through the real binary: a tiny generator (the hidden `--model-config`)
+//! trained on a dataset prepared from generated speech with the fixture HuBERT, on the CPU:
+//! checkpoints, losses, previews, the model and index in the library, conversion with it;
+//! a stop and a resume; the refusals (a pretrained file of another rate, too little audio).
+//! One test, since each step builds on the one before: the steps of the full-size
+//! discriminator, not the data, are what cost time, so batches are large and epochs few.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+use timbre_audio::SampleFormat;
+use timbre_integration_tests::Sandbox;
+
+fn fixtures() -> PathBuf {
+    std::env::var_os("RVC_PARITY_DIR").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/rvc-parity"),
+        PathBuf::from,
+    )
+}
+
+/// RVC's v1 generator at 40 kHz, shrunk to a few channels and a 3-frame slice.
+const TINY_40K: &str = r#"{"spec_channels": 1025, "segment_size": 3, "inter_channels": 8,
+    "hidden_channels": 8, "filter_channels": 16, "n_heads": 2, "n_layers": 1, "kernel_size": 3,
+    "p_dropout": 0, "resblock": "1", "resblock_kernel_sizes": [3],
+    "resblock_dilation_sizes": [[1, 3, 5]], "upsample_rates": [10, 10, 2, 2],
+    "upsample_initial_channel": 32, "upsample_kernel_sizes": [16, 16, 4, 4],
+    "spk_embed_dim": 1, "gin_channels": 8, "sr": 40000}"#;
+
+/// The same at 32 kHz.
+const TINY_32K: &str = r#"{"spec_channels": 513, "segment_size": 3, "inter_channels": 8,
+    "hidden_channels": 8, "filter_channels": 16, "n_heads": 2, "n_layers": 1, "kernel_size": 3,
+    "p_dropout": 0, "resblock": "1", "resblock_kernel_sizes": [3],
+    "resblock_dilation_sizes": [[1, 3, 5]], "upsample_rates": [10, 4, 2, 2, 2],
+    "upsample_initial_channel": 32, "upsample_kernel_sizes": [16, 16, 4, 4, 4],
+    "spk_embed_dim": 1, "gin_channels": 8, "sr": 32000}"#;
+
+/// A sandbox whose models folder holds the fixture HuBERT, and the tiny configurations.
+fn sandbox() -> Sandbox {
+    let sb = Sandbox::new();
+    let models = sb.path("models");
+    std::fs::create_dir_all(&models).unwrap();
+    std::fs::copy(
+        fixtures().join("hubert_tiny/hubert_fairseq.pt"),
+        models.join("hubert_base.pt"),
+    )
+    .unwrap();
+    std::fs::write(sb.path("tiny40k.json"), TINY_40K).unwrap();
+    std::fs::write(sb.path("tiny32k.json"), TINY_32K).unwrap();
+    sb
+}
+
+fn command(sb: &Sandbox, args: &[&str]) -> Command {
+    let mut cmd: Command = sb.command();
+    cmd.env("TIMBRE_MODELS_DIR", sb.path("models"))
+        .env("TIMBRE_DEVICE", "cpu")
+        .args(args);
+    cmd
+}
+
+fn timbre(sb: &Sandbox, args: &[&str]) -> Output {
+    command(sb, args).output().expect("running timbre")
+}
+
+/// Runs with `--json`: whether it succeeded, stdout as JSON, stderr as text.
+fn json(sb: &Sandbox, args: &[&str]) -> (bool, Value, String) {
+    let out = timbre(sb, &[&["--json"], args].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status.success(), value, stderr)
+}
+
+fn ok(sb: &Sandbox, args: &[&str]) -> Value {
+    let (ok, value, stderr) = json(sb, args);
+    assert!(ok, "timbre {args:?} failed: {value} {stderr}");
+    value
+}
+
+fn speech(sb: &Sandbox, name: &str, seconds: f64) -> String {
+    let path = sb.path(name);
+    let audio = timbre_audio::signal::speech_like(44_100, seconds, 3).audio;
+    timbre_audio::write_wav(&path, &audio, SampleFormat::Int16).unwrap();
+    path.display().to_string()
+}
+
+/// Prepares a v1 dataset with pm pitch; returns its id.
+fn dataset(sb: &Sandbox, name: &str, rate: &str, file: &str) -> i64 {
+    let prepared = ok(
+        sb,
+        &[
+            "dataset",
+            "prepare",
+            "--name",
+            name,
+            "--voice",
+            "Alto",
+            "--rate",
+            rate,
+            "--version",
+            "v1",
+            "--f0-method",
+            "pm",
+            file,
+        ],
+    );
+    prepared["result"]["dataset"]["id"].as_i64().unwrap()
+}
+
+fn training_row(sb: &Sandbox, id: i64) -> Value {
+    ok(sb, &["train", "show", &id.to_string()])
+}
+
+fn checkpoint_steps(folder: &Path) -> Vec<i64> {
+    let mut steps: Vec<i64> = std::fs::read_dir(folder.join("checkpoints"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            name.strip_prefix("G_")?.strip_suffix(".pth")?.parse().ok()
+        })
+        .collect();
+    steps.sort_unstable();
+    for step in &steps {
+        assert!(folder.join(format!("checkpoints/D_{step}.pth")).is_file());
+    }
+    steps
+}
+
+#[test]
+fn a_tiny_model_trains_stops_resumes_and_converts() {
+    let started = Instant::now();
+    let sb = sandbox();
+    let file = speech(&sb, "speech.wav", 64.0);
+    let dataset_id = dataset(&sb, "Alto set", "40k", &file);
+    eprintln!("dataset prepared in {:.1?}", started.elapsed());
+    let config = sb.path("tiny40k.json").display().to_string();
+
+    let trained = ok(
+        &sb,
+        &[
+            "train",
+            "start",
+            "--dataset",
+            "Alto set",
+            "--name",
+            "Alto tiny",
+            "--epochs",
+            "2",
+            "--save-every",
+            "2",
+            "--preview-every",
+            "1",
+            "--batch-size",
+            "16",
+            "--model-config",
+            &config,
+        ],
+    );
+    eprintln!("trained in {:.1?}", started.elapsed());
+    let training = &trained["training"];
+    let id = training["id"].as_i64().unwrap();
+    assert_eq!(training["status"], "done", "{trained}");
+    assert_eq!(training["dataset_id"].as_i64(), Some(dataset_id));
+    assert_eq!(
+        (training["epoch"].as_i64(), training["batch_size"].as_i64()),
+        (Some(2), Some(16))
+    );
+    assert_eq!(training["device"], "cpu");
+    let step = training["global_step"].as_i64().unwrap();
+    assert!(step >= 4, "{training}");
+    let profile = training["profile"].as_array().unwrap();
+    assert_eq!(profile.len(), 2);
+    assert!(
+        profile[0]["step_secs"].as_f64().unwrap() > 0.0,
+        "{profile:?}"
+    );
+
+    let shown = training_row(&sb, id);
+    let folder = PathBuf::from(shown["folder"].as_str().unwrap());
+    let steps = checkpoint_steps(&folder);
+    assert_eq!(steps, [step], "one checkpoint, at the end");
+    let metrics = shown["metrics"].as_array().unwrap();
+    assert!(metrics.len() >= 2, "{metrics:?}");
+    for m in metrics {
+        for key in ["g_total", "d_total", "mel", "kl", "fm", "adversarial", "lr"] {
+            assert!(m[key].as_f64().unwrap().is_finite(), "{m}");
+        }
+    }
+    let previews = shown["previews"].as_array().unwrap();
+    assert_eq!(previews.len(), 2);
+    let preview = timbre_audio::decode_file(
+        Path::new(previews[1]["path"].as_str().unwrap()),
+        &Default::default(),
+    )
+    .unwrap();
+    assert_eq!(preview.sample_rate, 40_000);
+    assert!(preview.duration_secs() > 0.5);
+    assert!(preview.channels[0].iter().all(|s| s.is_finite()));
+
+    // The model and its index are in the library, for the dataset's voice.
+    let model = &trained["job"]["result"]["model"];
+    let model_id = model["id"].as_i64().unwrap();
+    assert_eq!(training["model_id"].as_i64(), Some(model_id));
+    assert_eq!(model["name"], "Alto tiny");
+    assert!(model["index_sha256"].is_string(), "{model}");
+    assert!(model["voice_id"].is_i64(), "{model}");
+    let input = speech(&sb, "input.wav", 3.0);
+    let out_dir = sb.path("converted");
+    let converted = ok(
+        &sb,
+        &[
+            "convert",
+            "--model",
+            &model_id.to_string(),
+            "--f0-method",
+            "pm",
+            "--out",
+            &out_dir.display().to_string(),
+            &input,
+        ],
+    );
+    assert_eq!(converted[0]["ok"], true, "{converted}");
+
+    // A checkpoint exported to a file is a model that converts too.
+    let exported = sb.path("exported.pth");
+    ok(
+        &sb,
+        &[
+            "export",
+            "--training",
+            &id.to_string(),
+            "--step",
+            &step.to_string(),
+            "--out",
+            &exported.display().to_string(),
+        ],
+    );
+    let converted = ok(
+        &sb,
+        &[
+            "convert",
+            "--model",
+            &exported.display().to_string(),
+            "--f0-method",
+            "pm",
+            &input,
+        ],
+    );
+    assert_eq!(converted[0]["ok"], true, "{converted}");
+    eprintln!("converted in {:.1?}", started.elapsed());
+
+    stop_and_resume(&sb, &config);
+    eprintln!("resumed in {:.1?}", started.elapsed());
+
+    refusals(&sb, &folder.join(format!("checkpoints/G_{step}.pth")));
+    eprintln!("all done in {:.1?}", started.elapsed());
+}
+
+/// A 20-second dataset at 32 kHz: a pretrained generator of another rate is refused with the
+/// trainer's message, then the dataset for its size, saying how much audio it holds.
+fn refusals(sb: &Sandbox, generator_40k: &Path) {
+    let file = speech(sb, "short.wav", 20.0);
+    let id = dataset(sb, "Short", "32k", &file).to_string();
+    let discriminator = generator_40k.with_file_name(
+        generator_40k
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .replace("G_", "D_"),
+    );
+    let pretrained = format!("{},{}", generator_40k.display(), discriminator.display());
+    let config = sb.path("tiny32k.json").display().to_string();
+    let start = [
+        "train",
+        "start",
+        "--dataset",
+        &id,
+        "--model-config",
+        &config,
+    ];
+    let (ok_, _, stderr) = json(sb, &[&start[..], &["--pretrained", &pretrained]].concat());
+    assert!(!ok_);
+    assert!(
+        stderr.contains(&generator_40k.display().to_string())
+            && stderr.contains(
+                "this is a v1 40k generator with pitch; the model being trained is a v1 32k \
+                 generator with pitch"
+            ),
+        "{stderr}"
+    );
+    let (ok_, _, stderr) = json(sb, &start);
+    assert!(!ok_);
+    assert!(
+        stderr.contains("holds 0:") && stderr.contains("of audio; training needs at least 1:00"),
+        "{stderr}"
+    );
+    assert_eq!(
+        ok(sb, &["train", "list"]).as_array().unwrap().len(),
+        2,
+        "refused trainings are not created"
+    );
+}
+
+/// A second training stopped from another process mid-run saves a checkpoint of where it is,
+/// and resumes from that epoch and step.
+fn stop_and_resume(sb: &Sandbox, config: &str) {
+    let mut child = command(
+        sb,
+        &[
+            "train",
+            "start",
+            "--dataset",
+            "Alto set",
+            "--name",
+            "Stopped",
+            "--epochs",
+            "1",
+            "--save-every",
+            "100",
+            "--batch-size",
+            "16",
+            "--pretrained",
+            "none",
+            "--model-config",
+            config,
+        ],
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let id = 2;
+    let waited = Instant::now();
+    loop {
+        // The job's message says "epoch E/N · step S · …".
+        let step: i64 = sb
+            .db()
+            .and_then(|db| {
+                db.query_row(
+                    "SELECT j.message FROM trainings t JOIN jobs j ON j.id = t.job_id
+                     WHERE t.id = ?1",
+                    [id],
+                    |r| r.get::<_, String>(0),
+                )
+                .ok()
+            })
+            .and_then(|message| {
+                let (_, rest) = message.split_once("step ")?;
+                rest.split_whitespace().next()?.parse().ok()
+            })
+            .unwrap_or(0);
+        if step >= 1 {
+            break;
+        }
+        assert!(
+            waited.elapsed() < Duration::from_secs(120),
+            "the training never got going"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "it ended before the stop"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    ok(sb, &["train", "stop", &id.to_string()]);
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "a stopped training is not a success");
+
+    let stopped = training_row(sb, id);
+    let row = &stopped["training"];
+    assert_eq!(row["status"], "stopped", "{row}");
+    let (epoch, step) = (
+        row["epoch"].as_i64().unwrap(),
+        row["global_step"].as_i64().unwrap(),
+    );
+    assert!(step >= 1 && epoch == 0, "{row}");
+    let folder = PathBuf::from(stopped["folder"].as_str().unwrap());
+    assert_eq!(
+        checkpoint_steps(&folder),
+        [step],
+        "the stop saved one checkpoint"
+    );
+
+    let resumed = ok(sb, &["train", "resume", &id.to_string()]);
+    let row = &resumed["training"];
+    assert_eq!(
+        (row["status"].as_str(), row["epoch"].as_i64()),
+        (Some("done"), Some(1))
+    );
+    assert!(row["global_step"].as_i64().unwrap() > step);
+    let job = ok(sb, &["jobs", "show", &row["job_id"].to_string()]);
+    let events = job["events"].as_array().unwrap();
+    let resumed_at = events.iter().find(|e| e["kind"] == "resumed").unwrap();
+    assert_eq!(
+        (
+            resumed_at["data"]["epoch"].as_i64(),
+            resumed_at["data"]["step"].as_i64()
+        ),
+        (Some(epoch), Some(step))
+    );
+    let steps: Vec<i64> = training_row(sb, id)["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["step"].as_i64().unwrap())
+        .collect();
+    assert!(steps.windows(2).all(|w| w[0] < w[1]), "{steps:?}");
+}

@@ -1,0 +1,220 @@
+// The Train page's forms turned into what the backend takes, and what its runs report turned
+// into what the page shows.
+import { CANCELLABLE_STATES } from './api';
+import type {
+  DatasetInput,
+  DatasetReport,
+  EnhancePreset,
+  F0Method,
+  Job,
+  ModelVersion,
+  PrepareParams,
+  TrainingMetric,
+  TrainingProfile,
+  TrainingRequest,
+  TrainingRow,
+  TrainingSampleRate,
+} from './api';
+import { isolationMethod, type Isolation } from './clean';
+
+export const SAMPLE_RATES: readonly TrainingSampleRate[] = [32000, 40000, 48000];
+
+/** The "Prepare dataset" form. */
+export interface PrepareForm {
+  name: string;
+  voiceId: number | null;
+  inputs: DatasetInput[];
+  sampleRate: TrainingSampleRate;
+  version: ModelVersion;
+  pitch: F0Method | 'none';
+  isolation: Isolation;
+  enhance: EnhancePreset | 'none';
+}
+
+export function defaultPrepareForm(): PrepareForm {
+  return {
+    name: '',
+    voiceId: null,
+    inputs: [],
+    sampleRate: 40000,
+    version: 'v2',
+    pitch: 'rmvpe',
+    isolation: { kind: 'none' },
+    enhance: 'training',
+  };
+}
+
+/** Why the form cannot be submitted yet, or null. */
+export function prepareProblem(form: PrepareForm): string | null {
+  if (!form.name.trim()) return 'Name the dataset.';
+  if (form.inputs.length === 0) return 'Add at least one take or file.';
+  return null;
+}
+
+export function prepareParams(form: PrepareForm): PrepareParams {
+  return {
+    name: form.name.trim(),
+    voice_id: form.voiceId,
+    inputs: form.inputs.map((i) => ({ ...i })),
+    sample_rate: form.sampleRate,
+    version: form.version,
+    f0_method: form.pitch === 'none' ? null : form.pitch,
+    isolate: isolationMethod(form.isolation),
+    enhance: form.enhance === 'none' ? null : form.enhance,
+  };
+}
+
+/** The training settings form; number fields are null while empty. */
+export interface TrainingForm {
+  name: string;
+  epochs: number | null;
+  saveEvery: number | null;
+  keepCheckpoints: number | null;
+  /** null: the largest batch that fits the device. */
+  batchSize: number | null;
+  pretrained: 'auto' | 'none';
+  /** null: at every checkpoint. */
+  previewEvery: number | null;
+}
+
+export function defaultTrainingForm(name = ''): TrainingForm {
+  return { name, epochs: 200, saveEvery: 10, keepCheckpoints: 3, batchSize: null, pretrained: 'auto', previewEvery: null };
+}
+
+const wholeAtLeast = (n: number | null, min: number): n is number => n !== null && Number.isInteger(n) && n >= min;
+
+/** Why the settings cannot start a run yet, or null. */
+export function trainingProblem(form: TrainingForm): string | null {
+  if (!form.name.trim()) return 'Name the model.';
+  if (!wholeAtLeast(form.epochs, 1)) return 'Epochs must be a whole number of at least 1.';
+  if (!wholeAtLeast(form.saveEvery, 1)) return 'Save every must be a whole number of epochs, at least 1.';
+  if (!wholeAtLeast(form.keepCheckpoints, 1)) return 'Keep at least 1 checkpoint.';
+  if (form.batchSize !== null && !wholeAtLeast(form.batchSize, 1)) return 'Batch size must be empty (auto) or a whole number.';
+  if (form.previewEvery !== null && !wholeAtLeast(form.previewEvery, 1)) return 'Preview every must be empty or a whole number of epochs.';
+  return null;
+}
+
+/** The request for `form` on a dataset; call once `trainingProblem` is null. */
+export function trainingRequest(form: TrainingForm, datasetId: number): TrainingRequest {
+  const problem = trainingProblem(form);
+  if (problem) throw new Error(problem);
+  const saveEvery = form.saveEvery as number;
+  return {
+    dataset_id: datasetId,
+    name: form.name.trim(),
+    epochs: form.epochs as number,
+    save_every: saveEvery,
+    keep_checkpoints: form.keepCheckpoints as number,
+    batch_size: form.batchSize,
+    pretrained: form.pretrained,
+    preview_every: form.previewEvery ?? saveEvery,
+  };
+}
+
+/** A report's warnings, with whether each is serious enough to stop a person training. */
+export function reportWarnings(report: DatasetReport | null): { kind: string; message: string; severe: boolean }[] {
+  return (report?.warnings ?? []).map((w) => ({
+    ...w,
+    severe: w.kind === 'too_little_audio' || w.kind === 'silence_only',
+  }));
+}
+
+/** The newest queued or running `dataset` job preparing the dataset of this name. */
+export function preparingJob(jobs: Job[], datasetName: string): Job | undefined {
+  return jobs
+    .filter((j) => j.kind === 'dataset' && CANCELLABLE_STATES.includes(j.state))
+    .filter((j) => (j.params as Partial<PrepareParams> | null)?.name === datasetName)
+    .sort((a, b) => b.id - a.id)[0];
+}
+
+export const ACTIVE_RUN: readonly TrainingRow['status'][] = ['queued', 'running'];
+
+/** How far a run is through its epochs, 0..1. */
+export function runProgress(run: TrainingRow): number {
+  if (run.status === 'done') return 1;
+  return run.epochs > 0 ? Math.min(1, Math.max(0, run.epoch / run.epochs)) : 0;
+}
+
+/** The loss series the chart draws, in legend order. */
+export const LOSSES = [
+  { key: 'g_total', label: 'Generator', color: '#f2a33a' },
+  { key: 'd_total', label: 'Discriminator', color: '#6aa7ec' },
+  { key: 'mel', label: 'Mel', color: '#56c28a' },
+  { key: 'kl', label: 'KL', color: '#c78bea' },
+  { key: 'fm', label: 'Feature match', color: '#e8c547' },
+] as const;
+
+export type LossKey = (typeof LOSSES)[number]['key'];
+
+/** The (step, value) points of one loss, in step order. */
+export function lossPoints(metrics: TrainingMetric[], key: LossKey): { x: number; y: number }[] {
+  return metrics
+    .map((m) => ({ x: m.step, y: m[key] }))
+    .filter((p) => Number.isFinite(p.x) && Number.isFinite(p.y))
+    .sort((a, b) => a.x - b.x);
+}
+
+export interface ProfileSegment {
+  key: 'step' | 'waited' | 'load' | 'assemble';
+  label: string;
+  seconds: number;
+  /** Share of its bar, 0..1. */
+  share: number;
+}
+
+export interface ProfileBreakdown {
+  /** The trainer's time: stepping, or waiting for a batch. */
+  trainer: ProfileSegment[];
+  /** The data threads' time (summed over threads): loading, assembling. */
+  data: ProfileSegment[];
+  /** Share of the trainer's time spent waiting, 0..1. */
+  waitedShare: number;
+  /** Trainer milliseconds per batch (step + wait). */
+  msPerBatch: number | null;
+  starved: boolean;
+}
+
+function segments(parts: Omit<ProfileSegment, 'share'>[]): ProfileSegment[] {
+  const safe = parts.map((p) => ({ ...p, seconds: Number.isFinite(p.seconds) && p.seconds > 0 ? p.seconds : 0 }));
+  const total = safe.reduce((sum, p) => sum + p.seconds, 0);
+  return safe.map((p) => ({ ...p, share: total > 0 ? p.seconds / total : 0 }));
+}
+
+/**
+ * A run's profile as totals: the command's summary as it is, or the sums of the per-epoch
+ * list the trainer stores, starved when the latest epoch was (the first one also fills the
+ * spectrogram cache, so it often waits).
+ */
+export function runProfile(profile: TrainingRow['profile']): TrainingProfile | null {
+  if (!Array.isArray(profile)) return profile;
+  if (profile.length === 0) return null;
+  const sum = (key: 'load_secs' | 'assemble_secs' | 'waited_secs' | 'step_secs' | 'batches') =>
+    profile.reduce((total, epoch) => total + (Number.isFinite(epoch[key]) ? epoch[key] : 0), 0);
+  return {
+    load_s: sum('load_secs'),
+    assemble_s: sum('assemble_secs'),
+    waited_s: sum('waited_secs'),
+    step_s: sum('step_secs'),
+    batches: sum('batches'),
+    starved: profile[profile.length - 1].starved,
+  };
+}
+
+export function profileBreakdown(profile: TrainingProfile): ProfileBreakdown {
+  const trainer = segments([
+    { key: 'step', label: 'Training steps', seconds: profile.step_s },
+    { key: 'waited', label: 'Waiting for data', seconds: profile.waited_s },
+  ]);
+  const data = segments([
+    { key: 'load', label: 'Loading', seconds: profile.load_s },
+    { key: 'assemble', label: 'Assembling batches', seconds: profile.assemble_s },
+  ]);
+  const trainerSeconds = trainer[0].seconds + trainer[1].seconds;
+  return {
+    trainer,
+    data,
+    waitedShare: trainer[1].share,
+    msPerBatch: profile.batches > 0 && trainerSeconds > 0 ? (trainerSeconds / profile.batches) * 1000 : null,
+    starved: profile.starved,
+  };
+}

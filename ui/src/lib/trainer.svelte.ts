@@ -1,0 +1,260 @@
+// The Train page's state (Svelte 5 runes): datasets, the forms, the runs and the selected run's
+// losses and previews, kept here so they survive switching pages and so a drop on the page can
+// add inputs to the dataset form.
+import * as api from './api';
+import type {
+  DatasetInput,
+  DatasetRow,
+  SeparationModel,
+  TrainingMetric,
+  TrainingPreview,
+  TrainingRow,
+} from './api';
+import { app } from './stores.svelte';
+import { sameInput } from './studio.svelte';
+import { basename } from './format';
+import {
+  ACTIVE_RUN,
+  defaultPrepareForm,
+  defaultTrainingForm,
+  prepareParams,
+  trainingRequest,
+  type PrepareForm,
+  type TrainingForm,
+} from './train';
+
+/** Coalesces bursts of job progress into one refresh. */
+const REFRESH_DELAY_MS = 400;
+
+class TrainerState {
+  datasets = $state<DatasetRow[]>([]);
+  datasetsLoaded = $state(false);
+  /** Why the datasets could not be listed, until they are. */
+  datasetsError = $state<string | null>(null);
+  runs = $state<TrainingRow[]>([]);
+  isolationModels = $state<SeparationModel[]>([]);
+  prepare = $state<PrepareForm>(defaultPrepareForm());
+  settings = $state<TrainingForm>(defaultTrainingForm());
+  /** The dataset the settings train on. */
+  datasetId = $state<number | null>(null);
+  /** The run whose losses, previews and profile are shown. */
+  runId = $state<number | null>(null);
+  metrics = $state<TrainingMetric[]>([]);
+  previews = $state<TrainingPreview[]>([]);
+  /** Dataset jobs queued from this window, oldest first. */
+  datasetJobIds = $state<number[]>([]);
+  submitting = $state(false);
+
+  private refreshTimer: ReturnType<typeof setTimeout> | null = null;
+  /** Bumped when the selected run changes, so a late answer for the old one is dropped. */
+  private runSeq = 0;
+
+  get selectedDataset(): DatasetRow | null {
+    return this.datasets.find((d) => d.id === this.datasetId) ?? null;
+  }
+
+  get selectedRun(): TrainingRow | null {
+    return this.runs.find((r) => r.id === this.runId) ?? null;
+  }
+
+  /** Whether anything here is still changing: a run queued or running, a dataset preparing. */
+  get busy(): boolean {
+    return this.runs.some((r) => ACTIVE_RUN.includes(r.status)) || this.datasets.some((d) => d.status === 'preparing');
+  }
+
+  datasetName(id: number | null): string {
+    if (id === null) return 'deleted dataset';
+    return this.datasets.find((d) => d.id === id)?.name ?? `Dataset ${id}`;
+  }
+
+  inputLabel(input: DatasetInput): string {
+    if ('file' in input) return basename(input.file);
+    return app.takes.find((t) => t.id === input.take)?.name ?? `Take ${input.take}`;
+  }
+
+  addInputs(inputs: DatasetInput[]) {
+    for (const input of inputs) if (!this.prepare.inputs.some((i) => sameInput(i, input))) this.prepare.inputs.push(input);
+  }
+
+  removeInput(input: DatasetInput) {
+    this.prepare.inputs = this.prepare.inputs.filter((i) => !sameInput(i, input));
+  }
+
+  async load(): Promise<void> {
+    await Promise.all([this.refreshDatasets(), this.refreshRuns(), this.loadIsolationModels()]);
+  }
+
+  private async loadIsolationModels() {
+    try {
+      this.isolationModels = (await api.listIsolationModels()).models;
+      const chosen = this.prepare.isolation;
+      if (chosen.kind === 'model' && !this.isolationModels.some((m) => m.name === chosen.name)) {
+        this.prepare.isolation = { kind: 'none' };
+      }
+    } catch (err) {
+      app.reportError(err, 'Could not list the separation models');
+    }
+  }
+
+  async refreshDatasets(): Promise<void> {
+    try {
+      this.datasets = await api.listDatasets();
+      this.datasetsLoaded = true;
+      this.datasetsError = null;
+      if (this.datasetId === null || !this.selectedDataset) {
+        const ready = this.datasets.find((d) => d.status === 'ready');
+        if (ready) this.selectDataset(ready.id);
+      }
+    } catch (err) {
+      this.datasetsError = api.errorMessage(err);
+      app.reportError(err, 'Could not load the datasets');
+    }
+  }
+
+  async refreshRuns(): Promise<void> {
+    try {
+      this.runs = await api.listTrainings();
+      if (!this.selectedRun) this.showRun(this.runs[0]?.id ?? null);
+      await this.refreshSelectedRun();
+    } catch (err) {
+      app.reportError(err, 'Could not load the training runs');
+    }
+  }
+
+  /** The selected run's losses and previews. */
+  async refreshSelectedRun(): Promise<void> {
+    const id = this.runId;
+    const seq = this.runSeq;
+    if (id === null) return;
+    try {
+      const [metrics, previews] = await Promise.all([api.trainingMetrics(id), api.trainingPreviews(id)]);
+      if (seq !== this.runSeq) return;
+      this.metrics = metrics;
+      this.previews = previews;
+    } catch (err) {
+      app.reportError(err, 'Could not load the run\'s losses and previews');
+    }
+  }
+
+  /** Refreshes datasets and runs soon, once for a burst of calls (job progress). */
+  scheduleRefresh() {
+    if (this.refreshTimer) return;
+    this.refreshTimer = setTimeout(() => {
+      this.refreshTimer = null;
+      void this.refreshDatasets();
+      void this.refreshRuns();
+    }, REFRESH_DELAY_MS);
+  }
+
+  selectDataset(id: number) {
+    const previous = this.selectedDataset;
+    this.datasetId = id;
+    // The model's name follows the dataset's until a person types another.
+    const name = this.settings.name.trim();
+    if (!name || name === previous?.name) this.settings.name = this.selectedDataset?.name ?? '';
+  }
+
+  selectRun(id: number) {
+    if (id === this.runId) return;
+    this.showRun(id);
+    void this.refreshSelectedRun();
+  }
+
+  private showRun(id: number | null) {
+    this.runId = id;
+    this.runSeq++;
+    this.metrics = [];
+    this.previews = [];
+  }
+
+  /** Queues the `dataset` job; resolves to its id. */
+  async prepareDataset(): Promise<number | null> {
+    this.submitting = true;
+    try {
+      const job = await api.prepareDataset(prepareParams(this.prepare));
+      app.upsertJob(job);
+      app.watchJob(job.id);
+      this.datasetJobIds.push(job.id);
+      this.prepare.inputs = [];
+      this.scheduleRefresh();
+      return job.id;
+    } catch (err) {
+      app.reportError(err, 'Could not prepare the dataset');
+      return null;
+    } finally {
+      this.submitting = false;
+    }
+  }
+
+  /** Starts a run on the selected dataset and selects it. */
+  async start(): Promise<TrainingRow | null> {
+    const datasetId = this.datasetId;
+    if (datasetId === null) return null;
+    this.submitting = true;
+    try {
+      const run = await api.startTraining(trainingRequest(this.settings, datasetId));
+      this.upsertRun(run);
+      this.selectRun(run.id);
+      return run;
+    } catch (err) {
+      app.reportError(err, 'Could not start the training');
+      return null;
+    } finally {
+      this.submitting = false;
+    }
+  }
+
+  async stop(id: number): Promise<void> {
+    try {
+      this.upsertRun(await api.stopTraining(id));
+    } catch (err) {
+      app.reportError(err, 'Could not stop the training');
+    }
+  }
+
+  async resume(id: number): Promise<void> {
+    try {
+      this.upsertRun(await api.resumeTraining(id));
+    } catch (err) {
+      app.reportError(err, 'Could not resume the training');
+    }
+  }
+
+  /** Makes a model of the run's latest checkpoint now (a stopped run, or one still learning). */
+  async exportModel(id: number): Promise<void> {
+    try {
+      const model = await api.exportTraining(id, null);
+      app.notify(`Model "${model.name}" added to the Models page`, 'success', { label: 'Open', run: () => (app.page = 'models') });
+    } catch (err) {
+      app.reportError(err, 'Could not export the model');
+    }
+  }
+
+  private upsertRun(run: TrainingRow) {
+    const i = this.runs.findIndex((r) => r.id === run.id);
+    if (i >= 0) this.runs[i] = run;
+    else this.runs.unshift(run);
+  }
+
+  /** Back to a blank state (tests). */
+  reset() {
+    if (this.refreshTimer) clearTimeout(this.refreshTimer);
+    this.refreshTimer = null;
+    this.runSeq++;
+    this.datasets = [];
+    this.datasetsLoaded = false;
+    this.datasetsError = null;
+    this.runs = [];
+    this.isolationModels = [];
+    this.prepare = defaultPrepareForm();
+    this.settings = defaultTrainingForm();
+    this.datasetId = null;
+    this.runId = null;
+    this.metrics = [];
+    this.previews = [];
+    this.datasetJobIds = [];
+    this.submitting = false;
+  }
+}
+
+export const trainer = new TrainerState();

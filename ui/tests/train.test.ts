@@ -1,0 +1,325 @@
+import { describe, expect, it } from 'vitest';
+import { fireEvent, render, screen, waitFor, within } from '@testing-library/svelte';
+import Train from '../src/pages/Train.svelte';
+import DropOverlay from '../src/components/DropOverlay.svelte';
+import { app } from '../src/lib/stores.svelte';
+import { studio } from '../src/lib/studio.svelte';
+import { trainer } from '../src/lib/trainer.svelte';
+import {
+  defaultPrepareForm,
+  defaultTrainingForm,
+  lossPoints,
+  prepareParams,
+  prepareProblem,
+  preparingJob,
+  profileBreakdown,
+  runProfile,
+  reportWarnings,
+  runProgress,
+  trainingProblem,
+  trainingRequest,
+} from '../src/lib/train';
+import type { DatasetReport, DatasetRow, TrainingMetric, TrainingRow } from '../src/lib/api';
+import { installFakeAudio, makeJob, makeModel, makeTake, makeVoice, mockBackend } from './helpers';
+
+function makeDataset(over: Partial<DatasetRow> = {}): DatasetRow {
+  return {
+    id: 3,
+    name: 'Alto spoken',
+    voice_id: null,
+    status: 'ready',
+    sample_rate: 40000,
+    version: 'v2',
+    f0_method: 'rmvpe',
+    piece_count: 42,
+    total_secs: 150.5,
+    report: null,
+    created_at: '2026-11-20T10:00:00Z',
+    ...over,
+  };
+}
+
+function makeRun(over: Partial<TrainingRow> = {}): TrainingRow {
+  return {
+    id: 9,
+    name: 'Alto v1',
+    dataset_id: 3,
+    status: 'running',
+    epoch: 20,
+    epochs: 200,
+    global_step: 840,
+    batch_size: 8,
+    precision: 'fp16',
+    device: 'cuda:0 NVIDIA H100',
+    model_id: null,
+    job_id: 70,
+    error: null,
+    profile: null,
+    created_at: '2026-11-20T11:00:00Z',
+    updated_at: '2026-11-20T11:30:00Z',
+    ...over,
+  };
+}
+
+function metric(step: number, g: number): TrainingMetric {
+  return { epoch: 1, step, g_total: g, d_total: 3.5, mel: g / 2, kl: 1.5, fm: 6, adversarial: 2, grad_norm_g: 10, grad_norm_d: 5, lr: 1e-4, at: '' };
+}
+
+describe('form → request', () => {
+  it('maps the prepare form onto PrepareParams', () => {
+    const form = { ...defaultPrepareForm(), name: '  Alto  ', voiceId: 2, inputs: [{ take: 7 }, { file: '/a/b.wav' }] };
+    expect(prepareParams(form)).toEqual({
+      name: 'Alto',
+      voice_id: 2,
+      inputs: [{ take: 7 }, { file: '/a/b.wav' }],
+      sample_rate: 40000,
+      version: 'v2',
+      f0_method: 'rmvpe',
+      isolate: null,
+      enhance: 'training',
+    });
+    const other = prepareParams({ ...form, pitch: 'none', isolation: { kind: 'model', name: 'bs_roformer' }, enhance: 'none', sampleRate: 48000, version: 'v1' });
+    expect(other).toMatchObject({ f0_method: null, isolate: { model: 'bs_roformer' }, enhance: null, sample_rate: 48000, version: 'v1' });
+    expect(prepareParams({ ...form, isolation: { kind: 'rough' } }).isolate).toBe('rough');
+    expect(prepareProblem(defaultPrepareForm())).toMatch(/Name/);
+    expect(prepareProblem({ ...defaultPrepareForm(), name: 'x' })).toMatch(/take or file/);
+    expect(prepareProblem(form)).toBeNull();
+  });
+
+  it('maps the training settings onto the request: auto batch, preview every = save every', () => {
+    expect(trainingRequest(defaultTrainingForm(' Alto '), 3)).toEqual({
+      dataset_id: 3,
+      name: 'Alto',
+      epochs: 200,
+      save_every: 10,
+      keep_checkpoints: 3,
+      batch_size: null,
+      pretrained: 'auto',
+      preview_every: 10,
+    });
+    const custom = { ...defaultTrainingForm('A'), saveEvery: 5, batchSize: 12, previewEvery: 20, pretrained: 'none' as const };
+    expect(trainingRequest(custom, 1)).toMatchObject({ save_every: 5, batch_size: 12, preview_every: 20, pretrained: 'none' });
+  });
+
+  it('says what is wrong with the settings', () => {
+    const ok = defaultTrainingForm('A');
+    expect(trainingProblem(ok)).toBeNull();
+    expect(trainingProblem({ ...ok, name: ' ' })).toMatch(/Name/);
+    expect(trainingProblem({ ...ok, epochs: null })).toMatch(/Epochs/);
+    expect(trainingProblem({ ...ok, epochs: 2.5 })).toMatch(/Epochs/);
+    expect(trainingProblem({ ...ok, saveEvery: 0 })).toMatch(/Save every/);
+    expect(trainingProblem({ ...ok, keepCheckpoints: 0 })).toMatch(/checkpoint/);
+    expect(trainingProblem({ ...ok, batchSize: 0 })).toMatch(/Batch/);
+    expect(trainingProblem({ ...ok, previewEvery: -1 })).toMatch(/Preview/);
+    expect(() => trainingRequest({ ...ok, epochs: null }, 1)).toThrow(/Epochs/);
+  });
+});
+
+describe('run reports', () => {
+  it('splits the profile into the trainer and the data threads', () => {
+    const b = profileBreakdown({ load_s: 30, assemble_s: 10, waited_s: 25, step_s: 75, batches: 200, starved: true });
+    expect(b.trainer.map((s) => [s.key, s.share])).toEqual([['step', 0.75], ['waited', 0.25]]);
+    expect(b.data.map((s) => [s.key, s.share])).toEqual([['load', 0.75], ['assemble', 0.25]]);
+    expect(b.waitedShare).toBe(0.25);
+    expect(b.msPerBatch).toBe(500);
+    expect(b.starved).toBe(true);
+  });
+
+  it('sums the per-epoch profiles the trainer stores, starved as the latest epoch', () => {
+    const epoch = (n: number, starved: boolean) => ({
+      epoch: n, batch_size: 8, batches: 50, seconds: 40, step_secs: 30, load_secs: 12, assemble_secs: 2, waited_secs: 5, starved,
+    });
+    expect(runProfile([epoch(1, true), epoch(2, false)])).toEqual({
+      load_s: 24, assemble_s: 4, waited_s: 10, step_s: 60, batches: 100, starved: false,
+    });
+    const totals = { load_s: 1, assemble_s: 1, waited_s: 1, step_s: 1, batches: 1, starved: true };
+    expect(runProfile(totals)).toBe(totals);
+    expect(runProfile([])).toBeNull();
+    expect(runProfile(null)).toBeNull();
+  });
+
+  it('copes with a run that has not stepped yet', () => {
+    const b = profileBreakdown({ load_s: 0, assemble_s: 0, waited_s: 0, step_s: 0, batches: 0, starved: false });
+    expect(b.trainer.every((s) => s.share === 0)).toBe(true);
+    expect(b.msPerBatch).toBeNull();
+    expect(profileBreakdown({ load_s: NaN, assemble_s: 1, waited_s: -1, step_s: 2, batches: 1, starved: false }).data[1].share).toBe(1);
+  });
+
+  it('gives progress through the epochs, losses in step order and severe warnings', () => {
+    expect(runProgress(makeRun({ epoch: 50, epochs: 200 }))).toBe(0.25);
+    expect(runProgress(makeRun({ status: 'done', epoch: 199 }))).toBe(1);
+    expect(runProgress(makeRun({ epochs: 0 }))).toBe(0);
+    expect(lossPoints([metric(20, 30), metric(10, 40), { ...metric(30, 0), g_total: NaN }], 'g_total')).toEqual([
+      { x: 10, y: 40 },
+      { x: 20, y: 30 },
+    ]);
+    const report = { warnings: [{ kind: 'too_little_audio', message: 'Only 40 s' }, { kind: 'clipped', message: '2% clipped' }] };
+    expect(reportWarnings(report as any).map((w) => w.severe)).toEqual([true, false]);
+    expect(reportWarnings(null)).toEqual([]);
+  });
+
+  it('finds the job preparing a dataset by its name', () => {
+    const jobs = [
+      makeJob({ id: 1, kind: 'dataset', state: 'running', params: { name: 'Alto' } }),
+      makeJob({ id: 2, kind: 'dataset', state: 'queued', params: { name: 'Alto' } }),
+      makeJob({ id: 3, kind: 'dataset', state: 'succeeded', params: { name: 'Alto' } }),
+      makeJob({ id: 4, kind: 'convert', state: 'running', params: { name: 'Alto' } }),
+    ];
+    expect(preparingJob(jobs, 'Alto')?.id).toBe(2);
+    expect(preparingJob(jobs.slice(2), 'Alto')).toBeUndefined();
+    expect(preparingJob(jobs, 'Bass')).toBeUndefined();
+  });
+});
+
+function backend(extra: Record<string, (a: any) => unknown> = {}) {
+  app.takes = [makeTake({ id: 7, name: 'Verse', voice_id: 2 }), makeTake({ id: 8, name: 'Chorus', voice_id: 2 })];
+  app.voices = [makeVoice({ id: 2, name: 'Alto' })];
+  return mockBackend({
+    list_isolation_models: () => ({ dir: '/m', models: [{ name: 'bs_roformer', checkpoint: '', config: '' }] }),
+    datasets_list: () => [],
+    trainings_list: () => [],
+    training_metrics: () => [],
+    training_previews: () => [],
+    list_models: () => [],
+    ...extra,
+  });
+}
+
+describe('Train page', () => {
+  it('prepares a dataset from a voice\'s takes and a dropped file, and shows the job', async () => {
+    const be = backend({ dataset_prepare: () => makeJob({ id: 50, kind: 'dataset', state: 'queued' }) });
+    app.page = 'train';
+    render(Train);
+    await fireEvent.change(screen.getByTestId('dataset-voice'), { target: { value: '2' } });
+    expect(screen.getByTestId('dataset-name')).toHaveValue('Alto');
+    await fireEvent.click(screen.getByTestId('dataset-add-voice-takes'));
+    app.dragging = true;
+    render(DropOverlay);
+    expect(screen.getByTestId('drop-overlay')).toHaveTextContent('Drop audio files to add to the dataset');
+    await studio.routeDrop(['/audio/extra.flac']);
+    await waitFor(() => expect(screen.getAllByTestId('dataset-input')).toHaveLength(3));
+    await fireEvent.change(screen.getByTestId('dataset-isolation'), { target: { value: 'model:bs_roformer' } });
+    await fireEvent.change(screen.getByTestId('dataset-pitch'), { target: { value: 'pm' } });
+    await fireEvent.click(screen.getByTestId('dataset-submit'));
+    await waitFor(() => expect(be.argsOf('dataset_prepare')).toHaveLength(1));
+    expect(be.argsOf('dataset_prepare')[0]).toEqual({
+      params: {
+        name: 'Alto',
+        voice_id: 2,
+        inputs: [{ take: 7 }, { take: 8 }, { file: '/audio/extra.flac' }],
+        sample_rate: 40000,
+        version: 'v2',
+        f0_method: 'pm',
+        isolate: { model: 'bs_roformer' },
+        enhance: 'training',
+      },
+    });
+    expect(await screen.findByTestId('job-row')).toHaveAttribute('data-job-id', '50');
+    expect(trainer.prepare.inputs).toEqual([]);
+  });
+
+  it('lists datasets with their warnings and starts a run on the chosen ready one', async () => {
+    const report: DatasetReport = {
+      input_seconds: 50, kept_seconds: 40, pieces: 12, clipping_ratio: 0.02, silence_ratio: 0.1, snr_db: 12, pitch: null,
+      warnings: [{ kind: 'too_little_audio', message: 'Only 40 s of audio: aim for 10 minutes' }, { kind: 'noisy', message: 'Noisy: SNR 12 dB' }],
+    };
+    const started = makeRun({ id: 11, status: 'queued', epoch: 0, global_step: 0, name: 'Alto spoken' });
+    const be = backend({
+      datasets_list: () => [makeDataset({ id: 4, name: 'Preparing one', status: 'preparing' }), makeDataset({ report })],
+      training_start: () => started,
+    });
+    app.jobs = [makeJob({ id: 60, kind: 'dataset', state: 'running', progress: 0.42, message: 'features 5/12', params: { name: 'Preparing one' } })];
+    render(Train);
+    const rows = await screen.findAllByTestId('dataset-row');
+    expect(rows).toHaveLength(2);
+    const warnings = within(rows[1]).getAllByTestId('dataset-warning');
+    expect(warnings.map((w) => w.dataset.kind)).toEqual(['too_little_audio', 'noisy']);
+    expect(warnings[0]).toHaveClass('severe');
+    expect(within(rows[0]).getByRole('radio')).toBeDisabled();
+    expect(within(rows[0]).getByTestId('dataset-progress')).toHaveTextContent('42% features 5/12');
+    // The ready dataset is chosen, and the model is named after it.
+    await waitFor(() => expect(screen.getByTestId('training-dataset')).toHaveTextContent('Alto spoken'));
+    expect(screen.getByTestId('training-name')).toHaveValue('Alto spoken');
+    await fireEvent.input(screen.getByTestId('training-epochs'), { target: { value: '50' } });
+    await fireEvent.input(screen.getByTestId('training-batch'), { target: { value: '6' } });
+    await fireEvent.click(screen.getByTestId('training-start'));
+    await waitFor(() => expect(be.argsOf('training_start')).toHaveLength(1));
+    expect(be.argsOf('training_start')[0]).toEqual({
+      request: { dataset_id: 3, name: 'Alto spoken', epochs: 50, save_every: 10, keep_checkpoints: 3, batch_size: 6, pretrained: 'auto', preview_every: 10 },
+    });
+    const run = await screen.findByTestId('training-run');
+    expect(run).toHaveAttribute('data-status', 'queued');
+    expect(trainer.runId).toBe(11);
+  });
+
+  it('shows a run\'s progress, losses, profile and previews; stops it', async () => {
+    installFakeAudio();
+    const profile = { load_s: 30, assemble_s: 10, waited_s: 40, step_s: 60, batches: 100, starved: true };
+    const be = backend({
+      datasets_list: () => [makeDataset()],
+      trainings_list: () => [makeRun({ profile })],
+      training_metrics: () => [metric(10, 40), metric(20, 30)],
+      training_previews: () => [
+        { id: 2, epoch: 20, step: 840, path: '/p/20.wav', created_at: '' },
+        { id: 1, epoch: 10, step: 420, path: '/p/10.wav', created_at: '' },
+      ],
+      training_preview_audio: (a) => new Uint8Array([a.previewId * 10]),
+      training_stop: (a) => makeRun({ id: a.trainingId, status: 'stopped', profile }),
+    });
+    render(Train);
+    const run = await screen.findByTestId('training-run');
+    expect(within(run).getByTestId('training-run-epoch')).toHaveTextContent('epoch 20/200');
+    expect(run).toHaveTextContent('cuda:0 NVIDIA H100 · fp16');
+    expect(run).toHaveTextContent('batch 8');
+    const chart = await screen.findByTestId('loss-chart');
+    await waitFor(() => expect(chart.querySelectorAll('path')).toHaveLength(5));
+    expect(screen.getByTestId('training-starved')).toHaveTextContent('GPU starved');
+    const segments = screen.getAllByTestId('training-profile-segment');
+    expect(segments.map((s) => [s.dataset.key, s.dataset.share])).toEqual([
+      ['step', '0.6000'], ['waited', '0.4000'], ['load', '0.7500'], ['assemble', '0.2500'],
+    ]);
+    // Previews in epoch order; A/B defaults to the first and the latest epoch.
+    const previews = screen.getAllByTestId('training-preview');
+    expect(previews.map((p) => p.dataset.epoch)).toEqual(['10', '20']);
+    const ab = screen.getByTestId('training-preview-ab');
+    expect(within(ab).getAllByTestId('training-preview-ab-slot').map((s) => s.textContent)).toEqual(['Epoch 10', 'Epoch 20']);
+    await fireEvent.click(screen.getByTestId('training-preview-ab-play'));
+    await waitFor(() => expect(screen.getByTestId('training-preview-ab').dataset.state).toBe('playing'));
+    expect(be.argsOf('training_preview_audio').map((a) => a.previewId)).toEqual([1, 2]);
+    await fireEvent.click(within(run).getByTestId('training-run-stop'));
+    await waitFor(() => expect(screen.getByTestId('training-run')).toHaveAttribute('data-status', 'stopped'));
+    expect(be.argsOf('training_stop')).toEqual([{ trainingId: 9 }]);
+    expect(screen.getByTestId('training-run-resume')).toBeEnabled();
+  });
+
+  it('shows a failed run\'s error, and opens Convert with a finished run\'s model', async () => {
+    backend({
+      datasets_list: () => [makeDataset()],
+      trainings_list: () => [
+        makeRun({ id: 12, status: 'done', epoch: 200, model_id: 5 }),
+        makeRun({ id: 13, status: 'failed', error: 'CUDA out of memory', global_step: 0 }),
+      ],
+      list_models: () => [makeModel({ id: 5, name: 'Alto v1' })],
+    });
+    render(Train);
+    const runs = await screen.findAllByTestId('training-run');
+    expect(within(runs[1]).getByTestId('training-run-error')).toHaveTextContent('CUDA out of memory');
+    expect(within(runs[1]).queryByTestId('training-run-export')).toBeNull();
+    await waitFor(() => expect(within(runs[0]).getByTestId('training-run-model')).toHaveTextContent('Alto v1'));
+    await fireEvent.click(within(runs[0]).getByTestId('training-run-convert'));
+    await waitFor(() => expect(app.page).toBe('convert'));
+    expect(studio.modelIds).toEqual([5]);
+  });
+
+  it('refreshes the runs when their job reports progress', async () => {
+    let epoch = 20;
+    const be = backend({ trainings_list: () => [makeRun({ epoch })] });
+    render(Train);
+    await screen.findByTestId('training-run');
+    const before = be.argsOf('trainings_list').length;
+    epoch = 21;
+    app.upsertJob(makeJob({ id: 70, kind: 'train', state: 'running', progress: 0.105 }));
+    await waitFor(() => expect(screen.getByTestId('training-run-epoch')).toHaveTextContent('epoch 21/200'));
+    expect(be.argsOf('trainings_list').length).toBeGreaterThan(before);
+  });
+});
