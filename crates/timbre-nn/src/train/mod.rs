@@ -16,5 +16,3 @@ pub mod trainer;
 mod discriminator_tests;
 #[cfg(test)]
 mod parity_tests;
-#[cfg(test)]
-mod trainer_tests;

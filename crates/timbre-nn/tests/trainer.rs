@@ -1,17 +1,25 @@
 //! The whole training step on a tiny generator, on the CPU: the losses fall on a fixed batch,
 //! a saved run resumes to the same state and continues identically, old checkpoints are pruned,
-//! and the exported model converts.
+//! and the exported model converts. A test binary of its own, its tests one at a time: they
+//! draw from libtorch's global generator, which tests on other threads would also draw from.
 
 use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
 
 use tch::{Device, Kind, Tensor};
 
-use super::batch::Batch;
-use super::config::{TrainSection, TrainingConfig};
-use super::spectrogram::{SpectrogramConfig, Spectrograms};
-use super::trainer::{Trainer, export_checkpoint, generator_checkpoint};
-use crate::device::Precision;
-use crate::synthesizer::{Noise, Synthesizer, SynthesizerConfig};
+use timbre_nn::device::Precision;
+use timbre_nn::synthesizer::{Noise, Synthesizer, SynthesizerConfig};
+use timbre_nn::train::batch::Batch;
+use timbre_nn::train::config::{TrainSection, TrainingConfig};
+use timbre_nn::train::spectrogram::{SpectrogramConfig, Spectrograms};
+use timbre_nn::train::trainer::{Trainer, export_checkpoint, generator_checkpoint};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 const RATE: u32 = 16000;
 const HOP: i64 = 160;
@@ -98,6 +106,7 @@ fn trainer() -> Trainer {
 
 #[test]
 fn the_losses_fall_on_a_fixed_batch() {
+    let _serial = one_at_a_time();
     let mut trainer = trainer();
     let batch = fixed_batch(trainer.config());
     batch.check().unwrap();
@@ -120,7 +129,7 @@ fn the_losses_fall_on_a_fixed_batch() {
 }
 
 fn state_of(dir: &Path) -> Vec<(String, Tensor)> {
-    let generator = crate::train::checkpoint::read_training_checkpoint(
+    let generator = timbre_nn::train::checkpoint::read_training_checkpoint(
         &std::fs::read_dir(dir)
             .unwrap()
             .flatten()
@@ -142,6 +151,7 @@ fn state_of(dir: &Path) -> Vec<(String, Tensor)> {
 
 #[test]
 fn a_resumed_run_continues_exactly_where_it_was_saved() {
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let mut original = trainer();
     let batch = fixed_batch(original.config());
@@ -175,6 +185,7 @@ fn a_resumed_run_continues_exactly_where_it_was_saved() {
 
 #[test]
 fn only_the_newest_checkpoints_are_kept() {
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let mut trainer = trainer();
     let batch = fixed_batch(trainer.config());
@@ -199,6 +210,7 @@ fn only_the_newest_checkpoints_are_kept() {
 
 #[test]
 fn nothing_to_resume_and_a_checkpoint_of_another_model_are_told_apart() {
+    let _serial = one_at_a_time();
     let empty = tempfile::tempdir().unwrap();
     assert_eq!(trainer().resume(empty.path(), 5).unwrap(), None);
 
@@ -212,6 +224,7 @@ fn nothing_to_resume_and_a_checkpoint_of_another_model_are_told_apart() {
 
 #[test]
 fn the_exported_model_converts() {
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let mut trainer = trainer();
     let batch = fixed_batch(trainer.config());
@@ -236,6 +249,7 @@ fn the_exported_model_converts() {
 
 #[test]
 fn a_saved_generator_exports_as_the_trainer_does() {
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let mut trainer = trainer();
     let batch = fixed_batch(trainer.config());
@@ -273,6 +287,7 @@ fn a_saved_generator_exports_as_the_trainer_does() {
 
 #[test]
 fn precisions_the_device_cannot_train_in_are_refused() {
+    let _serial = one_at_a_time();
     for precision in [Precision::Float16, Precision::BFloat16] {
         let err = Trainer::new(tiny_config(), true, Device::Cpu, precision)
             .err()
