@@ -1,8 +1,7 @@
 // The Train page: its datasets block, the "Prepare dataset" form and the training settings with
 // their defaults; then a take prepared into a v1 dataset from the page (the tiny parity HuBERT's
 // v1 features have the real v1 width; 75 s, as training refuses less than a minute) and a
-// one-epoch run started on it, which appears in the runs list, and is stopped. Without the training commands in the app (`datasets_list` and the
-// rest, src-tauri/src/commands/train.rs) only the page itself is checked and the rest skipped.
+// one-epoch run started on it, which appears in the runs list, and is stopped.
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import {
@@ -22,24 +21,11 @@ const workDir = requireEnv('E2E_TMP');
 const screenshotDir = process.env.E2E_SCREENSHOT_DIR ?? workDir;
 const DATASET = 'e2e-dataset';
 
-/** Whether the app has a command: false when the IPC answers that it does not know it. */
-async function hasCommand(cmd) {
-  try {
-    await invoke(cmd);
-    return true;
-  } catch (err) {
-    if (/Command \S+ not found/.test(err.message)) return false;
-    throw err;
-  }
-}
-
 describe('train', () => {
   let takeId;
-  let trainingCommands;
 
   before(async () => {
     await waitForApp();
-    trainingCommands = await hasCommand('datasets_list');
     const source = writeSineWav(path.join(workDir, 'train-source.wav'), { seconds: 75, freq: 220, amplitude: 0.3 });
     const job = await waitForJob(await invoke('import_files', { paths: [source], voiceId: null }));
     assert.equal(job.state, 'succeeded', `the import failed: ${job.error}`);
@@ -50,7 +36,7 @@ describe('train', () => {
     await openPage('train', byTestId('train-datasets'));
     await $(byTestId('dataset-form')).waitForDisplayed({ timeout: 5000 });
     const empty = $(byTestId('datasets-empty'));
-    const expected = trainingCommands ? /No datasets yet/ : /Could not list the datasets: Command datasets_list not found/;
+    const expected = /No datasets yet/;
     await waitFor(async () => expected.test(await empty.getText()), {
       timeout: 10000,
       message: async () => `the datasets block says: ${await empty.getText()}`,
@@ -65,11 +51,10 @@ describe('train', () => {
     assert.equal(await $(byTestId('training-batch')).getValue(), '');
     assert.equal(await $(byTestId('training-start')).isEnabled(), false, 'Start is enabled without a dataset');
     assert.equal(await $(byTestId('dataset-submit')).isEnabled(), false, 'Prepare is enabled without inputs');
-    if (trainingCommands) assert.deepEqual(await visibleErrors(), []);
+    assert.deepEqual(await visibleErrors(), []);
   });
 
   it('prepares a dataset from a take and lists it', async function () {
-    if (!trainingCommands) this.skip();
     await $(byTestId('dataset-take-picker')).selectByAttribute('value', String(takeId));
     await $(`${byTestId('dataset-input')}[data-label="train-source"]`).waitForDisplayed({ timeout: 5000 });
     await $(byTestId('dataset-name')).setValue(DATASET);
@@ -101,7 +86,6 @@ describe('train', () => {
   });
 
   it('starts a one-epoch run that appears in the runs list, and stops it', async function () {
-    if (!trainingCommands) this.skip();
     const epochs = $(byTestId('training-epochs'));
     await epochs.click();
     await browser.keys(['Control', 'a']);
