@@ -96,13 +96,7 @@ fn train(ctx: &JobContext, id: i64) -> Result<Value> {
     let precision = Precision::default_for(device)?;
     library
         .edit(|conn| trainings::set_running(conn, id, &device_name(device), precision.name()))?;
-    let settings = library.settings()?;
-    let models_dir =
-        crate::convert::extractors::models_dir(&settings.models_dir, library.data_dir());
-    let pretrained =
-        plan.request
-            .pretrained
-            .resolve(&models_dir, &plan.version, plan.sample_rate, plan.f0)?;
+    let pretrained = plan.pretrained_files(library)?;
     if !pretrained.missing.is_empty() {
         let message = "no pretrained base model: training from scratch needs many more epochs \
                        (put RVC's pretrained files in the models folder)";

@@ -7,7 +7,7 @@ use timbre_nn::synthesizer::{SynthesizerConfig, check_generator_checkpoint};
 use timbre_nn::train::config::TrainingConfig;
 
 use super::job::{KIND, TrainParams};
-use super::pretrained::Pretrained;
+use super::pretrained::{Pretrained, PretrainedFiles};
 use crate::dataset::layout::Manifest;
 use crate::db::datasets::{self, Dataset};
 use crate::db::jobs::JobState;
@@ -84,6 +84,16 @@ pub struct TrainingPlan {
 }
 
 impl TrainingPlan {
+    /// The pretrained bases this plan loads, found in the library's models folder.
+    pub fn pretrained_files(&self, library: &Library) -> Result<PretrainedFiles> {
+        let settings = library.settings()?;
+        let models_dir =
+            crate::convert::extractors::models_dir(&settings.models_dir, library.data_dir());
+        self.request
+            .pretrained
+            .resolve(&models_dir, &self.version, self.sample_rate, self.f0)
+    }
+
     fn of(request: TrainRequest, manifest: &Manifest) -> Self {
         Self {
             request,
@@ -207,13 +217,7 @@ pub fn start_training(system: &JobSystem, request: TrainRequest) -> Result<Train
     );
     plan.check_dataset(&dataset, &manifest)?;
     plan.config()?;
-    let settings = library.settings()?;
-    let models_dir =
-        crate::convert::extractors::models_dir(&settings.models_dir, library.data_dir());
-    let pretrained =
-        plan.request
-            .pretrained
-            .resolve(&models_dir, &plan.version, plan.sample_rate, plan.f0)?;
+    let pretrained = plan.pretrained_files(library)?;
     if let Some(generator) = &pretrained.generator {
         check_generator_checkpoint(generator, &plan.version, plan.sample_rate, plan.f0)
             .map_err(|e| crate::error::invalid_input(format!("{e:#}")))?;
