@@ -1,7 +1,8 @@
 //! `timbre train` through the real binary: a tiny generator (the hidden `--model-config`)
 //! trained on a dataset prepared from generated speech with the fixture HuBERT, on the CPU:
 //! checkpoints, losses, previews, the model and index in the library, conversion with it;
-//! a stop and a resume; the refusals (a pretrained file of another rate, too little audio).
+//! a stop and a resume; the refusals (a pretrained file of another rate, too little audio); a
+//! `kill -9` after a checkpoint, recovered by the job system and resumed from it.
 //! One test, since each step builds on the one before: the steps of the full-size
 //! discriminator, not the data, are what cost time, so batches are large and epochs few.
 
@@ -253,6 +254,8 @@ fn a_tiny_model_trains_stops_resumes_and_converts() {
     eprintln!("resumed in {:.1?}", started.elapsed());
 
     refusals(&sb, &folder.join(format!("checkpoints/G_{step}.pth")));
+
+    killed_and_recovered(&sb, &config);
     eprintln!("all done in {:.1?}", started.elapsed());
 }
 
@@ -405,4 +408,99 @@ fn stop_and_resume(sb: &Sandbox, config: &str) {
         .map(|m| m["step"].as_i64().unwrap())
         .collect();
     assert!(steps.windows(2).all(|w| w[0] < w[1]), "{steps:?}");
+}
+
+/// `kill -9` of a training after its first epoch's checkpoint: the next start of the job system
+/// queues the job again (training is resumable), and running it resumes from that checkpoint,
+/// at its epoch and step, and finishes.
+fn killed_and_recovered(sb: &Sandbox, config: &str) {
+    let mut child = command(
+        sb,
+        &[
+            "train",
+            "start",
+            "--dataset",
+            "Alto set",
+            "--name",
+            "Killed",
+            "--epochs",
+            "2",
+            "--save-every",
+            "1",
+            "--batch-size",
+            "16",
+            "--pretrained",
+            "none",
+            "--model-config",
+            config,
+        ],
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let id = 3;
+    let folder = sb.data_dir().join(format!("trainings/{id}"));
+    let waited = Instant::now();
+    // A G and its D are each written whole (to a temporary name, then renamed); a pair is a
+    // checkpoint once both are there.
+    let pairs = |folder: &Path| -> Vec<i64> {
+        let mut steps: Vec<i64> = std::fs::read_dir(folder.join("checkpoints"))
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter_map(|e| {
+                        let name = e.file_name().into_string().ok()?;
+                        name.strip_prefix("G_")?.strip_suffix(".pth")?.parse().ok()
+                    })
+                    .filter(|step| folder.join(format!("checkpoints/D_{step}.pth")).is_file())
+                    .collect()
+            })
+            .unwrap_or_default();
+        steps.sort_unstable();
+        steps
+    };
+    while pairs(&folder).is_empty() {
+        assert!(
+            waited.elapsed() < Duration::from_secs(180),
+            "no checkpoint came"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "it ended before the kill"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let saved = *pairs(&folder).last().unwrap();
+
+    let jobs = ok(sb, &["jobs", "list"]);
+    let job = jobs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["kind"] == "train" && j["state"] == "queued")
+        .expect("the killed training's job is queued again");
+    let ran = ok(sb, &["jobs", "run"]);
+    assert_eq!(ran["ran"], 1, "{ran}");
+    let row = &training_row(sb, id)["training"];
+    assert_eq!(
+        (row["status"].as_str(), row["epoch"].as_i64()),
+        (Some("done"), Some(2)),
+        "{row}"
+    );
+    let shown = ok(sb, &["jobs", "show", &job["id"].to_string()]);
+    let events = shown["events"].as_array().unwrap();
+    let resumed_at = events.iter().find(|e| e["kind"] == "resumed").unwrap();
+    assert_eq!(
+        resumed_at["data"]["epoch"].as_i64(),
+        Some(1),
+        "{resumed_at}"
+    );
+    assert_eq!(
+        resumed_at["data"]["step"].as_i64(),
+        Some(saved),
+        "{resumed_at}"
+    );
 }
