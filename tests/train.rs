@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 use timbre_audio::SampleFormat;
 use timbre_integration_tests::Sandbox;
@@ -111,20 +111,60 @@ fn training_row(sb: &Sandbox, id: i64) -> Value {
     ok(sb, &["train", "show", &id.to_string()])
 }
 
-fn checkpoint_steps(folder: &Path) -> Vec<i64> {
+/// Steps of the `G_<step>.pth` files in the training's checkpoints folder (none before it
+/// exists), ascending.
+fn generator_steps(folder: &Path) -> Vec<i64> {
     let mut steps: Vec<i64> = std::fs::read_dir(folder.join("checkpoints"))
-        .unwrap()
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
-            name.strip_prefix("G_")?.strip_suffix(".pth")?.parse().ok()
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| {
+                    let name = e.file_name().into_string().ok()?;
+                    name.strip_prefix("G_")?.strip_suffix(".pth")?.parse().ok()
+                })
+                .collect()
         })
-        .collect();
+        .unwrap_or_default();
     steps.sort_unstable();
+    steps
+}
+
+/// The checkpoint steps, each a whole G and D pair.
+fn checkpoint_steps(folder: &Path) -> Vec<i64> {
+    let steps = generator_steps(folder);
     for step in &steps {
         assert!(folder.join(format!("checkpoints/D_{step}.pth")).is_file());
     }
     steps
+}
+
+/// `timbre train start` of the tiny generator on "Alto set" in the background, from scratch.
+fn spawn_training(sb: &Sandbox, name: &str, epochs: &str, save_every: &str, config: &str) -> Child {
+    command(
+        sb,
+        &[
+            "train",
+            "start",
+            "--dataset",
+            "Alto set",
+            "--name",
+            name,
+            "--epochs",
+            epochs,
+            "--save-every",
+            save_every,
+            "--batch-size",
+            "16",
+            "--pretrained",
+            "none",
+            "--model-config",
+            config,
+        ],
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap()
 }
 
 #[test]
@@ -307,31 +347,7 @@ fn refusals(sb: &Sandbox, generator_40k: &Path) {
 /// A second training stopped from another process mid-run saves a checkpoint of where it is,
 /// and resumes from that epoch and step.
 fn stop_and_resume(sb: &Sandbox, config: &str) {
-    let mut child = command(
-        sb,
-        &[
-            "train",
-            "start",
-            "--dataset",
-            "Alto set",
-            "--name",
-            "Stopped",
-            "--epochs",
-            "1",
-            "--save-every",
-            "100",
-            "--batch-size",
-            "16",
-            "--pretrained",
-            "none",
-            "--model-config",
-            config,
-        ],
-    )
-    .stdout(std::process::Stdio::null())
-    .stderr(std::process::Stdio::null())
-    .spawn()
-    .unwrap();
+    let mut child = spawn_training(sb, "Stopped", "1", "100", config);
     let id = 2;
     let waited = Instant::now();
     loop {
@@ -414,51 +430,17 @@ fn stop_and_resume(sb: &Sandbox, config: &str) {
 /// queues the job again (training is resumable), and running it resumes from that checkpoint,
 /// at its epoch and step, and finishes.
 fn killed_and_recovered(sb: &Sandbox, config: &str) {
-    let mut child = command(
-        sb,
-        &[
-            "train",
-            "start",
-            "--dataset",
-            "Alto set",
-            "--name",
-            "Killed",
-            "--epochs",
-            "2",
-            "--save-every",
-            "1",
-            "--batch-size",
-            "16",
-            "--pretrained",
-            "none",
-            "--model-config",
-            config,
-        ],
-    )
-    .stdout(std::process::Stdio::null())
-    .stderr(std::process::Stdio::null())
-    .spawn()
-    .unwrap();
+    let mut child = spawn_training(sb, "Killed", "2", "1", config);
     let id = 3;
     let folder = sb.data_dir().join(format!("trainings/{id}"));
     let waited = Instant::now();
     // A G and its D are each written whole (to a temporary name, then renamed); a pair is a
     // checkpoint once both are there.
     let pairs = |folder: &Path| -> Vec<i64> {
-        let mut steps: Vec<i64> = std::fs::read_dir(folder.join("checkpoints"))
-            .map(|entries| {
-                entries
-                    .flatten()
-                    .filter_map(|e| {
-                        let name = e.file_name().into_string().ok()?;
-                        name.strip_prefix("G_")?.strip_suffix(".pth")?.parse().ok()
-                    })
-                    .filter(|step| folder.join(format!("checkpoints/D_{step}.pth")).is_file())
-                    .collect()
-            })
-            .unwrap_or_default();
-        steps.sort_unstable();
-        steps
+        generator_steps(folder)
+            .into_iter()
+            .filter(|step| folder.join(format!("checkpoints/D_{step}.pth")).is_file())
+            .collect()
     };
     while pairs(&folder).is_empty() {
         assert!(
