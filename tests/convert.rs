@@ -1,40 +1,14 @@
 //! `timbre models` and `timbre convert` through the real binary, with the small random-weight
 //! models of the parity fixtures standing in for real ones (`RVC_PARITY_DIR`).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use timbre_integration_tests::{Sandbox, write_sine_wav};
-
-fn fixtures() -> PathBuf {
-    std::env::var_os("RVC_PARITY_DIR").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/rvc-parity"),
-        PathBuf::from,
-    )
-}
-
-/// A sandbox whose models folder holds the fixture HuBERT and RMVPE under their real names.
-fn sandbox_with_extractors() -> Sandbox {
-    let sb = Sandbox::new();
-    let models = sb.path("models");
-    std::fs::create_dir_all(&models).unwrap();
-    std::fs::copy(
-        fixtures().join("hubert_tiny/hubert_fairseq.pt"),
-        models.join("hubert_base.pt"),
-    )
-    .unwrap();
-    std::fs::copy(
-        fixtures().join("rmvpe_tiny/rmvpe.pt"),
-        models.join("rmvpe.pt"),
-    )
-    .unwrap();
-    sb
-}
+use std::path::Path;
+use timbre_integration_tests::{Sandbox, rvc_fixtures, write_sine_wav};
 
 fn timbre(sb: &Sandbox, args: &[&str]) -> std::process::Output {
-    let mut cmd: Command = sb.command();
-    cmd.env("TIMBRE_MODELS_DIR", sb.path("models"))
-        .env("TIMBRE_DEVICE", "cpu");
-    cmd.args(args).output().expect("running timbre")
+    sb.cpu_command()
+        .args(args)
+        .output()
+        .expect("running timbre")
 }
 
 fn json(sb: &Sandbox, args: &[&str]) -> serde_json::Value {
@@ -48,12 +22,12 @@ fn json(sb: &Sandbox, args: &[&str]) -> serde_json::Value {
 }
 
 fn fixture(path: &str) -> String {
-    fixtures().join(path).display().to_string()
+    rvc_fixtures().join(path).display().to_string()
 }
 
 #[test]
 fn models_convert_in_a_batch_and_a_second_model_reuses_the_analysis() {
-    let sb = sandbox_with_extractors();
+    let sb = Sandbox::with_extractors(true);
     let (a, b) = (sb.path("a.wav"), sb.path("b.wav"));
     write_sine_wav(&a, 1.5, 220.0);
     write_sine_wav(&b, 1.0, 330.0);
@@ -140,7 +114,7 @@ fn models_convert_in_a_batch_and_a_second_model_reuses_the_analysis() {
 
 #[test]
 fn bad_models_and_inputs_are_refused_with_the_file_named() {
-    let sb = sandbox_with_extractors();
+    let sb = Sandbox::with_extractors(true);
     let junk = sb.path("junk.pth");
     std::fs::write(&junk, b"definitely not a checkpoint").unwrap();
     let out = timbre(&sb, &["models", "import", junk.to_str().unwrap()]);
@@ -152,7 +126,7 @@ fn bad_models_and_inputs_are_refused_with_the_file_named() {
     );
 
     let truncated = sb.path("truncated.pth");
-    let bytes = std::fs::read(fixtures().join("synth_v2_f0_40k/model.pth")).unwrap();
+    let bytes = std::fs::read(rvc_fixtures().join("synth_v2_f0_40k/model.pth")).unwrap();
     std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
     let out = timbre(&sb, &["models", "import", truncated.to_str().unwrap()]);
     assert!(!out.status.success());
@@ -221,18 +195,16 @@ fn bad_models_and_inputs_are_refused_with_the_file_named() {
 /// runs: the high-water mark only grows, so the last reading is the peak.
 #[cfg(target_os = "linux")]
 fn convert_peak_rss_kb(sb: &Sandbox, model: &str, input: &Path) -> u64 {
-    let mut cmd: Command = sb.command();
-    cmd.env("TIMBRE_MODELS_DIR", sb.path("models"))
-        .env("TIMBRE_DEVICE", "cpu")
-        .args([
-            "--json",
-            "convert",
-            "--model",
-            model,
-            input.to_str().unwrap(),
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
+    let mut cmd = sb.cpu_command();
+    cmd.args([
+        "--json",
+        "convert",
+        "--model",
+        model,
+        input.to_str().unwrap(),
+    ])
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped());
     let mut child = cmd.spawn().expect("running timbre");
     let status = format!("/proc/{}/status", child.id());
     let mut peak = 0;
@@ -262,7 +234,7 @@ fn convert_peak_rss_kb(sb: &Sandbox, model: &str, input: &Path) -> u64 {
 #[test]
 #[ignore = "minutes of synthesis: run `cargo test --release -p timbre-integration-tests --test convert -- --ignored --nocapture`"]
 fn long_inputs_convert_in_memory_bounded_by_the_segment_not_the_duration() {
-    let sb = sandbox_with_extractors();
+    let sb = Sandbox::with_extractors(true);
     json(
         &sb,
         &[

@@ -2,36 +2,15 @@
 //! the fixture extractors of `RVC_PARITY_DIR`, the feature cache, the report's warnings.
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use timbre_audio::SampleFormat;
 use timbre_integration_tests::Sandbox;
 
-fn fixtures() -> PathBuf {
-    std::env::var_os("RVC_PARITY_DIR").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/rvc-parity"),
-        PathBuf::from,
-    )
-}
-
-/// A sandbox whose models folder holds the fixture HuBERT, and RMVPE when asked for.
-fn sandbox(rmvpe: bool) -> Sandbox {
-    let sb = Sandbox::new();
-    let models = sb.path("models");
-    std::fs::create_dir_all(&models).unwrap();
-    let copy = |from: &str, to: &str| std::fs::copy(fixtures().join(from), models.join(to));
-    copy("hubert_tiny/hubert_fairseq.pt", "hubert_base.pt").unwrap();
-    if rmvpe {
-        copy("rmvpe_tiny/rmvpe.pt", "rmvpe.pt").unwrap();
-    }
-    sb
-}
-
 fn timbre(sb: &Sandbox, args: &[&str]) -> std::process::Output {
-    let mut cmd: Command = sb.command();
-    cmd.env("TIMBRE_MODELS_DIR", sb.path("models"))
-        .env("TIMBRE_DEVICE", "cpu");
-    cmd.args(args).output().expect("running timbre")
+    sb.cpu_command()
+        .args(args)
+        .output()
+        .expect("running timbre")
 }
 
 fn json(sb: &Sandbox, args: &[&str]) -> (bool, Value) {
@@ -45,13 +24,6 @@ fn json(sb: &Sandbox, args: &[&str]) -> (bool, Value) {
     (out.status.success(), value)
 }
 
-fn speech(sb: &Sandbox, name: &str, seconds: f64) -> String {
-    let path = sb.path(name);
-    let audio = timbre_audio::signal::speech_like(44_100, seconds, 3).audio;
-    timbre_audio::write_wav(&path, &audio, SampleFormat::Int16).unwrap();
-    path.display().to_string()
-}
-
 fn warnings(result: &Value) -> Vec<String> {
     result["warnings"]
         .as_array()
@@ -63,8 +35,8 @@ fn warnings(result: &Value) -> Vec<String> {
 
 #[test]
 fn a_take_is_prepared_with_pm_and_prepared_again_from_the_cache() {
-    let sb = sandbox(false);
-    let file = speech(&sb, "speech.wav", 20.0);
+    let sb = Sandbox::with_extractors(false);
+    let file = sb.write_speech("speech.wav", 20.0);
     let (ok, imported) = json(&sb, &["import", &file]);
     assert!(ok, "{imported}");
     let take = imported["files"][0]["take_id"].as_i64().expect("a take id");
@@ -174,8 +146,8 @@ fn a_take_is_prepared_with_pm_and_prepared_again_from_the_cache() {
 
 #[test]
 fn ten_seconds_with_rmvpe_warns_of_too_little_audio() {
-    let sb = sandbox(true);
-    let file = speech(&sb, "short.wav", 10.0);
+    let sb = Sandbox::with_extractors(true);
+    let file = sb.write_speech("short.wav", 10.0);
     let (ok, out) = json(
         &sb,
         &[
@@ -212,7 +184,7 @@ fn ten_seconds_with_rmvpe_warns_of_too_little_audio() {
 
 #[test]
 fn silence_only_and_a_missing_rmvpe_are_refused_clearly() {
-    let sb = sandbox(false);
+    let sb = Sandbox::with_extractors(false);
     let silent = sb.path("silent.wav");
     let quiet = timbre_audio::AudioBuffer::new(16_000, vec![vec![0.0; 16_000 * 5]]);
     timbre_audio::write_wav(&silent, &quiet, SampleFormat::Int16).unwrap();
@@ -236,7 +208,7 @@ fn silence_only_and_a_missing_rmvpe_are_refused_clearly() {
         "{error}"
     );
 
-    let file = speech(&sb, "speech.wav", 2.0);
+    let file = sb.write_speech("speech.wav", 2.0);
     let (ok, out) = json(&sb, &["dataset", "prepare", "--name", "r", &file]);
     assert!(!ok);
     let error = out["error"].as_str().unwrap();

@@ -10,25 +10,9 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
-use timbre_audio::SampleFormat;
-use timbre_integration_tests::Sandbox;
+use timbre_integration_tests::{Sandbox, TINY_GENERATOR_40K};
 
-fn fixtures() -> PathBuf {
-    std::env::var_os("RVC_PARITY_DIR").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/rvc-parity"),
-        PathBuf::from,
-    )
-}
-
-/// RVC's v1 generator at 40 kHz, shrunk to a few channels and a 3-frame slice.
-const TINY_40K: &str = r#"{"spec_channels": 1025, "segment_size": 3, "inter_channels": 8,
-    "hidden_channels": 8, "filter_channels": 16, "n_heads": 2, "n_layers": 1, "kernel_size": 3,
-    "p_dropout": 0, "resblock": "1", "resblock_kernel_sizes": [3],
-    "resblock_dilation_sizes": [[1, 3, 5]], "upsample_rates": [10, 10, 2, 2],
-    "upsample_initial_channel": 32, "upsample_kernel_sizes": [16, 16, 4, 4],
-    "spk_embed_dim": 1, "gin_channels": 8, "sr": 40000}"#;
-
-/// The same at 32 kHz.
+/// `TINY_GENERATOR_40K` at 32 kHz.
 const TINY_32K: &str = r#"{"spec_channels": 513, "segment_size": 3, "inter_channels": 8,
     "hidden_channels": 8, "filter_channels": 16, "n_heads": 2, "n_layers": 1, "kernel_size": 3,
     "p_dropout": 0, "resblock": "1", "resblock_kernel_sizes": [3],
@@ -38,24 +22,15 @@ const TINY_32K: &str = r#"{"spec_channels": 513, "segment_size": 3, "inter_chann
 
 /// A sandbox whose models folder holds the fixture HuBERT, and the tiny configurations.
 fn sandbox() -> Sandbox {
-    let sb = Sandbox::new();
-    let models = sb.path("models");
-    std::fs::create_dir_all(&models).unwrap();
-    std::fs::copy(
-        fixtures().join("hubert_tiny/hubert_fairseq.pt"),
-        models.join("hubert_base.pt"),
-    )
-    .unwrap();
-    std::fs::write(sb.path("tiny40k.json"), TINY_40K).unwrap();
+    let sb = Sandbox::with_extractors(false);
+    std::fs::write(sb.path("tiny40k.json"), TINY_GENERATOR_40K).unwrap();
     std::fs::write(sb.path("tiny32k.json"), TINY_32K).unwrap();
     sb
 }
 
 fn command(sb: &Sandbox, args: &[&str]) -> Command {
-    let mut cmd: Command = sb.command();
-    cmd.env("TIMBRE_MODELS_DIR", sb.path("models"))
-        .env("TIMBRE_DEVICE", "cpu")
-        .args(args);
+    let mut cmd = sb.cpu_command();
+    cmd.args(args);
     cmd
 }
 
@@ -75,36 +50,6 @@ fn ok(sb: &Sandbox, args: &[&str]) -> Value {
     let (ok, value, stderr) = json(sb, args);
     assert!(ok, "timbre {args:?} failed: {value} {stderr}");
     value
-}
-
-fn speech(sb: &Sandbox, name: &str, seconds: f64) -> String {
-    let path = sb.path(name);
-    let audio = timbre_audio::signal::speech_like(44_100, seconds, 3).audio;
-    timbre_audio::write_wav(&path, &audio, SampleFormat::Int16).unwrap();
-    path.display().to_string()
-}
-
-/// Prepares a v1 dataset with pm pitch; returns its id.
-fn dataset(sb: &Sandbox, name: &str, rate: &str, file: &str) -> i64 {
-    let prepared = ok(
-        sb,
-        &[
-            "dataset",
-            "prepare",
-            "--name",
-            name,
-            "--voice",
-            "Alto",
-            "--rate",
-            rate,
-            "--version",
-            "v1",
-            "--f0-method",
-            "pm",
-            file,
-        ],
-    );
-    prepared["result"]["dataset"]["id"].as_i64().unwrap()
 }
 
 fn training_row(sb: &Sandbox, id: i64) -> Value {
@@ -171,8 +116,8 @@ fn spawn_training(sb: &Sandbox, name: &str, epochs: &str, save_every: &str, conf
 fn a_tiny_model_trains_stops_resumes_and_converts() {
     let started = Instant::now();
     let sb = sandbox();
-    let file = speech(&sb, "speech.wav", 64.0);
-    let dataset_id = dataset(&sb, "Alto set", "40k", &file);
+    let file = sb.write_speech("speech.wav", 64.0);
+    let dataset_id = sb.prepare_dataset("Alto set", "40k", &file);
     eprintln!("dataset prepared in {:.1?}", started.elapsed());
     let config = sb.path("tiny40k.json").display().to_string();
 
@@ -245,7 +190,7 @@ fn a_tiny_model_trains_stops_resumes_and_converts() {
     assert_eq!(model["name"], "Alto tiny");
     assert!(model["index_sha256"].is_string(), "{model}");
     assert!(model["voice_id"].is_i64(), "{model}");
-    let input = speech(&sb, "input.wav", 3.0);
+    let input = sb.write_speech("input.wav", 3.0);
     let out_dir = sb.path("converted");
     let converted = ok(
         &sb,
@@ -302,8 +247,8 @@ fn a_tiny_model_trains_stops_resumes_and_converts() {
 /// A 20-second dataset at 32 kHz: a pretrained generator of another rate is refused with the
 /// trainer's message, then the dataset for its size, saying how much audio it holds.
 fn refusals(sb: &Sandbox, generator_40k: &Path) {
-    let file = speech(sb, "short.wav", 20.0);
-    let id = dataset(sb, "Short", "32k", &file).to_string();
+    let file = sb.write_speech("short.wav", 20.0);
+    let id = sb.prepare_dataset("Short", "32k", &file).to_string();
     let discriminator = generator_40k.with_file_name(
         generator_40k
             .file_name()

@@ -30,6 +30,8 @@ pub fn run() {
             commands::jobs::job_report,
             commands::jobs::subscribe,
             commands::jobs::resource_snapshot,
+            commands::devices::devices_report,
+            commands::devices::devices_set,
             commands::record::list_input_devices,
             commands::record::start_recording,
             commands::record::stop_recording,

@@ -1,5 +1,5 @@
 //! Helpers for the integration tests: a sandboxed library driven through the real `timbre`
-//! binary, and generated audio.
+//! binary, the parity fixtures' extractors standing in for real ones, and generated audio.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -22,6 +22,24 @@ pub fn timbre_bin() -> PathBuf {
     bin
 }
 
+/// The RVC parity fixtures: `RVC_PARITY_DIR`, else the shared checkout's.
+pub fn rvc_fixtures() -> PathBuf {
+    std::env::var_os("RVC_PARITY_DIR").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/rvc-parity"),
+        PathBuf::from,
+    )
+}
+
+/// RVC's v1 generator at 40 kHz shrunk to a few channels and a 3-frame slice, for
+/// `--model-config`: it trains in seconds on the CPU (the discriminator stays full-size).
+pub const TINY_GENERATOR_40K: &str = r#"{"spec_channels": 1025, "segment_size": 3,
+    "inter_channels": 8, "hidden_channels": 8, "filter_channels": 16, "n_heads": 2,
+    "n_layers": 1, "kernel_size": 3, "p_dropout": 0, "resblock": "1",
+    "resblock_kernel_sizes": [3], "resblock_dilation_sizes": [[1, 3, 5]],
+    "upsample_rates": [10, 10, 2, 2], "upsample_initial_channel": 32,
+    "upsample_kernel_sizes": [16, 16, 4, 4], "spk_embed_dim": 1, "gin_channels": 8,
+    "sr": 40000}"#;
+
 pub struct Sandbox {
     pub dir: tempfile::TempDir,
 }
@@ -37,6 +55,78 @@ impl Sandbox {
         Sandbox {
             dir: tempfile::tempdir().expect("temp dir"),
         }
+    }
+
+    /// A sandbox whose models folder holds the fixture HuBERT as `hubert_base.pt`, and the
+    /// fixture RMVPE as `rmvpe.pt` when asked for.
+    pub fn with_extractors(rmvpe: bool) -> Self {
+        let sb = Sandbox::new();
+        let models = sb.models_dir();
+        std::fs::create_dir_all(&models).expect("creating the models folder");
+        let copy = |from: &str, to: &str| {
+            std::fs::copy(rvc_fixtures().join(from), models.join(to))
+                .unwrap_or_else(|e| panic!("copying the fixture {from}: {e}"));
+        };
+        copy("hubert_tiny/hubert_fairseq.pt", "hubert_base.pt");
+        if rmvpe {
+            copy("rmvpe_tiny/rmvpe.pt", "rmvpe.pt");
+        }
+        sb
+    }
+
+    pub fn models_dir(&self) -> PathBuf {
+        self.path("models")
+    }
+
+    /// `timbre` on the CPU with the sandbox's models folder.
+    pub fn cpu_command(&self) -> Command {
+        let mut cmd = self.command();
+        cmd.env("TIMBRE_MODELS_DIR", self.models_dir())
+            .env("TIMBRE_DEVICE", "cpu");
+        cmd
+    }
+
+    /// Speech-like audio (44.1 kHz, 16-bit) written into the sandbox; its path.
+    pub fn write_speech(&self, name: &str, seconds: f64) -> String {
+        let path = self.path(name);
+        let audio = timbre_audio::signal::speech_like(44_100, seconds, 3).audio;
+        timbre_audio::write_wav(&path, &audio, SampleFormat::Int16).expect("writing speech");
+        path.display().to_string()
+    }
+
+    /// Prepares a v1 dataset of the voice "Alto" with pm pitch from `file` on the CPU; its id.
+    pub fn prepare_dataset(&self, name: &str, rate: &str, file: &str) -> i64 {
+        let args = [
+            "--json",
+            "dataset",
+            "prepare",
+            "--name",
+            name,
+            "--voice",
+            "Alto",
+            "--rate",
+            rate,
+            "--version",
+            "v1",
+            "--f0-method",
+            "pm",
+            file,
+        ];
+        let out = self
+            .cpu_command()
+            .args(args)
+            .output()
+            .expect("running timbre");
+        assert!(
+            out.status.success(),
+            "timbre {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let prepared: serde_json::Value =
+            serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+        prepared["result"]["dataset"]["id"]
+            .as_i64()
+            .expect("a dataset id")
     }
 
     pub fn data_dir(&self) -> PathBuf {

@@ -12,7 +12,7 @@ import {
   ticks,
   xDomain,
   yDomain,
-} from '../src/lib/lossChart';
+} from '../src/lib/lineChart';
 
 const pts = (...ys: number[]) => ys.map((y, i) => ({ x: i * 10, y }));
 

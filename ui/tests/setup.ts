@@ -7,6 +7,7 @@ import { recorder } from '../src/lib/recorder.svelte';
 import { studio } from '../src/lib/studio.svelte';
 import { cleaner } from '../src/lib/cleaner.svelte';
 import { trainer } from '../src/lib/trainer.svelte';
+import { resources } from '../src/lib/resources.svelte';
 
 // jsdom has no Web Audio; tests that need it install a fake (see helpers.ts).
 afterEach(() => {
@@ -16,6 +17,7 @@ afterEach(() => {
   studio.reset();
   cleaner.reset();
   trainer.reset();
+  resources.reset();
   clearMocks();
   vi.useRealTimers();
   delete (globalThis as any).AudioContext;

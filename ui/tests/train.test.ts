@@ -19,7 +19,7 @@ import {
   trainingProblem,
   trainingRequest,
 } from '../src/lib/train';
-import type { DatasetReport, DatasetRow, TrainingMetric, TrainingRow } from '../src/lib/api';
+import type { DatasetReport, DatasetRow, DeviceReport, TrainingMetric, TrainingRow } from '../src/lib/api';
 import { installFakeAudio, makeJob, makeModel, makeTake, makeVoice, mockBackend } from './helpers';
 
 function makeDataset(over: Partial<DatasetRow> = {}): DatasetRow {
@@ -117,21 +117,26 @@ describe('form → request', () => {
 
 describe('run reports', () => {
   it('splits the profile into the trainer and the data threads', () => {
-    const b = profileBreakdown({ load_s: 30, assemble_s: 10, waited_s: 25, step_s: 75, batches: 200, starved: true });
-    expect(b.trainer.map((s) => [s.key, s.share])).toEqual([['step', 0.75], ['waited', 0.25]]);
+    const b = profileBreakdown({
+      load_s: 30, assemble_s: 10, waited_s: 25, step_s: 65, to_device_s: 10, batches: 200, starved: true, gpu_percent: 41.5,
+    });
+    expect(b.trainer.map((s) => [s.key, s.share])).toEqual([['step', 0.65], ['to_device', 0.1], ['waited', 0.25]]);
     expect(b.data.map((s) => [s.key, s.share])).toEqual([['load', 0.75], ['assemble', 0.25]]);
     expect(b.waitedShare).toBe(0.25);
     expect(b.msPerBatch).toBe(500);
     expect(b.starved).toBe(true);
+    expect(b.gpuPercent).toBe(41.5);
   });
 
   it('sums the per-epoch profiles the trainer stores, starved as the latest epoch', () => {
-    const epoch = (n: number, starved: boolean) => ({
-      epoch: n, batch_size: 8, batches: 50, seconds: 40, step_secs: 30, load_secs: 12, assemble_secs: 2, waited_secs: 5, starved,
+    const epoch = (n: number, starved: boolean, gpu_percent: number | null, seconds = 40) => ({
+      epoch: n, batch_size: 8, batches: 50, seconds, step_secs: 30, to_device_secs: 1, load_secs: 12, assemble_secs: 2,
+      waited_secs: 5, starved, gpu_percent,
     });
-    expect(runProfile([epoch(1, true), epoch(2, false)])).toEqual({
-      load_s: 24, assemble_s: 4, waited_s: 10, step_s: 60, batches: 100, starved: false,
+    expect(runProfile([epoch(1, true, 20, 10), epoch(2, false, 70, 30)])).toEqual({
+      load_s: 24, assemble_s: 4, waited_s: 10, step_s: 60, to_device_s: 2, batches: 100, starved: false, gpu_percent: 57.5,
     });
+    expect(runProfile([epoch(1, false, null)])?.gpu_percent).toBeNull();
     const totals = { load_s: 1, assemble_s: 1, waited_s: 1, step_s: 1, batches: 1, starved: true };
     expect(runProfile(totals)).toBe(totals);
     expect(runProfile([])).toBeNull();
@@ -181,6 +186,12 @@ function backend(extra: Record<string, (a: any) => unknown> = {}) {
     training_metrics: () => [],
     training_previews: () => [],
     list_models: () => [],
+    resource_snapshot: () => ({
+      cpu_percent: 35,
+      ram_used_bytes: 6 * 1024 ** 3,
+      ram_total_bytes: 16 * 1024 ** 3,
+      gpus: [{ name: 'NVIDIA H100', memory_used_bytes: 70 * 1024 ** 3, memory_total_bytes: 80 * 1024 ** 3, utilization_percent: 97, temperature_c: 61 }],
+    }),
     ...extra,
   });
 }
@@ -254,7 +265,7 @@ describe('Train page', () => {
 
   it('shows a run\'s progress, losses, profile and previews; stops it', async () => {
     installFakeAudio();
-    const profile = { load_s: 30, assemble_s: 10, waited_s: 40, step_s: 60, batches: 100, starved: true };
+    const profile = { load_s: 30, assemble_s: 10, waited_s: 40, step_s: 60, batches: 100, starved: true, gpu_percent: 33 };
     const be = backend({
       datasets_list: () => [makeDataset()],
       trainings_list: () => [makeRun({ profile })],
@@ -278,6 +289,10 @@ describe('Train page', () => {
     expect(segments.map((s) => [s.dataset.key, s.dataset.share])).toEqual([
       ['step', '0.6000'], ['waited', '0.4000'], ['load', '0.7500'], ['assemble', '0.2500'],
     ]);
+    expect(screen.getByTestId('training-profile-gpu')).toHaveTextContent('GPU busy 33%');
+    const gpuUtil = await within(screen.getByTestId('train-resources')).findByTestId('resource-chart-gpu-0-util');
+    expect(gpuUtil).toHaveTextContent('97%');
+    expect(screen.getByTestId('resource-chart-gpu-0-mem')).toHaveTextContent('70.0 GiB / 80.0 GiB');
     // Previews in epoch order; A/B defaults to the first and the latest epoch.
     const previews = screen.getAllByTestId('training-preview');
     expect(previews.map((p) => p.dataset.epoch)).toEqual(['10', '20']);
@@ -321,5 +336,49 @@ describe('Train page', () => {
     app.upsertJob(makeJob({ id: 70, kind: 'train', state: 'running', progress: 0.105 }));
     await waitFor(() => expect(screen.getByTestId('training-run-epoch')).toHaveTextContent('epoch 21/200'));
     expect(be.argsOf('trainings_list').length).toBeGreaterThan(before);
+  });
+});
+
+describe('Device settings', () => {
+  const report = (over: Partial<DeviceReport> = {}): DeviceReport => ({
+    available: ['cpu', 'cuda:0', 'cuda:1'],
+    device: '',
+    extraction_device: '',
+    main: 'cuda:0',
+    extraction: 'cuda:0',
+    problem: null,
+    ...over,
+  });
+
+  it('puts dataset preparation on the second GPU', async () => {
+    const be = backend({
+      datasets_list: () => [makeDataset()],
+      devices_report: () => report(),
+      devices_set: (args) => {
+        const { device, extractionDevice } = args as { device: string; extractionDevice: string };
+        return report({ device, extraction_device: extractionDevice, extraction: extractionDevice || 'cuda:0' });
+      },
+    });
+    render(Train);
+    const extraction = await screen.findByTestId('device-extraction');
+    expect(screen.getByTestId('device-main')).toHaveTextContent('Auto (cuda:0)');
+    expect(screen.getByTestId('device-settings')).toHaveTextContent('dataset prepares while a model trains');
+    await fireEvent.change(extraction, { target: { value: 'cuda:1' } });
+    await waitFor(() => expect(be.argsOf('devices_set')).toEqual([{ device: '', extractionDevice: 'cuda:1' }]));
+    await waitFor(() => expect(screen.getByTestId('device-extraction')).toHaveValue('cuda:1'));
+  });
+
+  it('says the CPU does the work when there is no GPU, and shows a missing device', async () => {
+    backend({ devices_report: () => report({ available: ['cpu'], main: 'cpu', extraction: 'cpu' }) });
+    const first = render(Train);
+    expect(await screen.findByTestId('devices-cpu-only')).toHaveTextContent('No GPU seen');
+    first.unmount();
+    backend({
+      devices_report: () =>
+        report({ extraction_device: 'cuda:1', available: ['cpu', 'cuda:0'], main: null, extraction: null,
+          problem: 'setting extraction_device: device `cuda:1` asked for, but libtorch sees 1 CUDA device(s)' }),
+    });
+    render(Train);
+    expect(await screen.findByTestId('devices-problem')).toHaveTextContent('setting extraction_device');
   });
 });

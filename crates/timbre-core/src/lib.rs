@@ -5,6 +5,7 @@ pub mod clean;
 pub mod convert;
 pub mod dataset;
 pub mod db;
+pub mod devices;
 pub mod error;
 pub mod import;
 pub mod jobs;

@@ -5,6 +5,10 @@ use crate::settings::Settings;
 use nvml_wrapper::Nvml;
 use nvml_wrapper::enum_wrappers::device::TemperatureSensor;
 use serde::Serialize;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
 use sysinfo::{Pid, ProcessesToUpdate, System};
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -93,6 +97,62 @@ impl ResourceMonitor {
                 .collect();
         }
         snap
+    }
+}
+
+/// Samples one GPU's utilisation in a thread, for its mean over spans of time (a training
+/// epoch). NVML numbers GPUs in PCI order and CUDA fastest first, which agree on machines
+/// with GPUs of one kind.
+pub struct UtilizationSampler {
+    totals: Arc<Mutex<(f64, u32)>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl UtilizationSampler {
+    /// None without an NVIDIA driver or without that GPU.
+    pub fn start(index: u32, every: Duration) -> Option<Self> {
+        let nvml = Nvml::init().ok()?;
+        nvml.device_by_index(index).ok()?;
+        let totals = Arc::new(Mutex::new((0.0, 0)));
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (totals, stop) = (Arc::clone(&totals), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let rate = nvml
+                        .device_by_index(index)
+                        .and_then(|d| d.utilization_rates());
+                    if let Ok(rate) = rate {
+                        let mut totals = totals.lock().unwrap_or_else(|p| p.into_inner());
+                        totals.0 += f64::from(rate.gpu);
+                        totals.1 += 1;
+                    }
+                    std::thread::sleep(every);
+                }
+            })
+        };
+        Some(Self {
+            totals,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// The mean utilisation (percent) since the last call; None without a sample.
+    pub fn take_mean(&self) -> Option<f64> {
+        let mut totals = self.totals.lock().unwrap_or_else(|p| p.into_inner());
+        let (sum, count) = std::mem::replace(&mut *totals, (0.0, 0));
+        (count > 0).then(|| sum / f64::from(count))
+    }
+}
+
+impl Drop for UtilizationSampler {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }
 

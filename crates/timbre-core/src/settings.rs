@@ -22,6 +22,12 @@ pub struct Settings {
     pub models_dir: String,
     /// Memory for voice models and indexes kept loaded between conversions.
     pub model_cache_mb: u64,
+    /// Where training, conversion and isolation run: `cpu`, `cuda:N`, or empty for the first
+    /// GPU (see `devices`).
+    pub device: String,
+    /// Where dataset preparation and a training's data work run; empty: on `device`. Naming
+    /// a second GPU lets a dataset be prepared while a model trains.
+    pub extraction_device: String,
 }
 
 impl Default for Settings {
@@ -38,6 +44,8 @@ impl Default for Settings {
             alert_gpu_temperature_c: 85.0,
             models_dir: String::new(),
             model_cache_mb: 4096,
+            device: String::new(),
+            extraction_device: String::new(),
         }
     }
 }
@@ -55,19 +63,32 @@ impl Settings {
         serde_json::from_value(merged).context("reading settings")
     }
 
-    /// Stores one setting after checking that the key exists and the value has its type.
+    /// Stores one setting after checking that the key exists and the value has its type. The
+    /// value is JSON (`5`, `2.5`, `true`, `"cuda:1"`); text settings also take bare text.
     pub fn set(conn: &Connection, key: &str, value: &str) -> Result<Settings> {
         let mut merged = serde_json::to_value(Settings::load(conn)?)?;
         let slot = merged.get_mut(key).ok_or_else(|| {
             crate::error::invalid_input(format!("there is no setting named {key:?}"))
         })?;
-        *slot = serde_json::from_str(value).map_err(|_| {
-            crate::error::invalid_input(format!("{value:?} is not a valid value for {key}"))
-        })?;
+        let parsed = match serde_json::from_str::<serde_json::Value>(value) {
+            Ok(parsed) if parsed.is_string() || !slot.is_string() => parsed,
+            _ if slot.is_string() => serde_json::Value::String(value.trim().to_string()),
+            _ => {
+                return Err(crate::error::invalid_input(format!(
+                    "{value:?} is not a valid value for {key}"
+                )));
+            }
+        };
+        *slot = parsed.clone();
         let settings: Settings = serde_json::from_value(merged).map_err(|e| {
             crate::error::invalid_input(format!("{value:?} is not a valid value for {key}: {e}"))
         })?;
-        crate::db::settings::put(conn, key, value.trim())?;
+        match key {
+            "device" => crate::devices::check_setting(key, &settings.device)?,
+            "extraction_device" => crate::devices::check_setting(key, &settings.extraction_device)?,
+            _ => {}
+        }
+        crate::db::settings::put(conn, key, &parsed.to_string())?;
         Ok(settings)
     }
 
@@ -93,6 +114,12 @@ mod tests {
         assert_eq!(Settings::load(&conn).unwrap().max_retries, 5);
         assert!(Settings::set(&conn, "max_retries", "\"many\"").is_err());
         assert!(Settings::set(&conn, "nope", "1").is_err());
+        let absent = format!("\"cuda:{}\"", tch::Cuda::device_count());
+        assert!(Settings::set(&conn, "extraction_device", &absent).is_err());
+        let set = Settings::set(&conn, "extraction_device", "\"cpu\"").unwrap();
+        assert_eq!(set.extraction_device, "cpu");
+        Settings::set(&conn, "device", " cpu ").unwrap();
+        assert_eq!(Settings::load(&conn).unwrap().device, "cpu");
     }
 
     #[test]

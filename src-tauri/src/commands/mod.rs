@@ -2,6 +2,7 @@ pub mod clean;
 pub mod compare;
 pub mod convert;
 pub mod datasets;
+pub mod devices;
 pub mod jobs;
 pub mod library;
 pub mod models;

@@ -1,7 +1,8 @@
-// The Train page: its datasets block, the "Prepare dataset" form and the training settings with
-// their defaults; then a take prepared into a v1 dataset from the page (the tiny parity HuBERT's
-// v1 features have the real v1 width; 75 s, as training refuses less than a minute) and a
-// one-epoch run started on it, which appears in the runs list, and is stopped.
+// The Train page: its datasets block, the "Prepare dataset" form, the training settings with
+// their defaults and the resource charts; then a take prepared into a v1 dataset from the page
+// (the tiny parity HuBERT's v1 features have the real v1 width; 75 s, as training refuses less
+// than a minute) and a one-epoch run started on it, which appears in the runs list, and is
+// stopped.
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import {
@@ -51,6 +52,9 @@ describe('train', () => {
     assert.equal(await $(byTestId('training-batch')).getValue(), '');
     assert.equal(await $(byTestId('training-start')).isEnabled(), false, 'Start is enabled without a dataset');
     assert.equal(await $(byTestId('dataset-submit')).isEnabled(), false, 'Prepare is enabled without inputs');
+    const cpu = $(`${byTestId('resource-charts')} ${byTestId('resource-chart-cpu')}`);
+    await cpu.waitForDisplayed({ timeout: 10000 });
+    assert.match(await cpu.$(byTestId('resource-chart-reading')).getText(), /^\d+%$/);
     assert.deepEqual(await visibleErrors(), []);
   });
 

@@ -100,6 +100,19 @@ export interface ResourceSnapshot {
   gpus: GpuSnapshot[];
 }
 
+/** The devices to choose from and what the `device` / `extraction_device` settings give. */
+export interface DeviceReport {
+  /** `cpu`, then `cuda:0`, `cuda:1`… */
+  available: string[];
+  /** As stored; empty means automatic. */
+  device: string;
+  extraction_device: string;
+  /** What they resolve to; null when a set device is missing (`problem` says which). */
+  main: string | null;
+  extraction: string | null;
+  problem: string | null;
+}
+
 /** A voice model in the library (an RVC `.pth`, with its `.index` when attached). */
 export interface VoiceModel {
   id: number;
@@ -359,9 +372,13 @@ export interface TrainingProfile {
   waited_s: number;
   /** The trainer's steps (forward, backward, optimiser). */
   step_s: number;
+  /** The trainer copying batches to the device. */
+  to_device_s?: number;
   batches: number;
   /** Whether the device waited on data long enough to matter. */
   starved: boolean;
+  /** The training GPU's mean utilisation, percent; null on the CPU. */
+  gpu_percent?: number | null;
 }
 
 /** One epoch's profile, as the trainer stores it (`trainings.profile` holds one per epoch). */
@@ -375,6 +392,9 @@ export interface EpochProfile {
   assemble_secs: number;
   waited_secs: number;
   starved: boolean;
+  /** Absent in profiles written before they were measured. */
+  to_device_secs?: number;
+  gpu_percent?: number | null;
 }
 
 export interface TrainingRow {
@@ -625,3 +645,6 @@ export const listListeningTests = () => call<ListeningTest[]>('list_listening_te
 
 // ---- system ----
 export const resourceSnapshot = () => call<ResourceSnapshot>('resource_snapshot');
+export const devicesReport = () => call<DeviceReport>('devices_report');
+export const setDevices = (device: string, extractionDevice: string) =>
+  call<DeviceReport>('devices_set', { device, extractionDevice });

@@ -155,7 +155,7 @@ export function lossPoints(metrics: TrainingMetric[], key: LossKey): { x: number
 }
 
 export interface ProfileSegment {
-  key: 'step' | 'waited' | 'load' | 'assemble';
+  key: 'step' | 'to_device' | 'waited' | 'load' | 'assemble';
   label: string;
   seconds: number;
   /** Share of its bar, 0..1. */
@@ -163,15 +163,17 @@ export interface ProfileSegment {
 }
 
 export interface ProfileBreakdown {
-  /** The trainer's time: stepping, or waiting for a batch. */
+  /** The trainer's time: stepping, copying a batch to the device, or waiting for one. */
   trainer: ProfileSegment[];
   /** The data threads' time (summed over threads): loading, assembling. */
   data: ProfileSegment[];
   /** Share of the trainer's time spent waiting, 0..1. */
   waitedShare: number;
-  /** Trainer milliseconds per batch (step + wait). */
+  /** Trainer milliseconds per batch (step + copy + wait). */
   msPerBatch: number | null;
   starved: boolean;
+  /** The training GPU's mean utilisation, percent; null on the CPU. */
+  gpuPercent: number | null;
 }
 
 function segments(parts: Omit<ProfileSegment, 'share'>[]): ProfileSegment[] {
@@ -188,33 +190,42 @@ function segments(parts: Omit<ProfileSegment, 'share'>[]): ProfileSegment[] {
 export function runProfile(profile: TrainingRow['profile']): TrainingProfile | null {
   if (!Array.isArray(profile)) return profile;
   if (profile.length === 0) return null;
-  const sum = (key: 'load_secs' | 'assemble_secs' | 'waited_secs' | 'step_secs' | 'batches') =>
-    profile.reduce((total, epoch) => total + (Number.isFinite(epoch[key]) ? epoch[key] : 0), 0);
+  const finite = (value: number | null | undefined): value is number => Number.isFinite(value);
+  const sum = (key: 'load_secs' | 'assemble_secs' | 'waited_secs' | 'step_secs' | 'to_device_secs' | 'batches') =>
+    profile.reduce((total, epoch) => total + (finite(epoch[key]) ? epoch[key] : 0), 0);
+  // The epochs' utilisations weighted by their lengths.
+  const measured = profile.filter((e) => finite(e.gpu_percent) && finite(e.seconds) && e.seconds > 0);
+  const measuredSecs = measured.reduce((total, e) => total + e.seconds, 0);
   return {
     load_s: sum('load_secs'),
     assemble_s: sum('assemble_secs'),
     waited_s: sum('waited_secs'),
     step_s: sum('step_secs'),
+    to_device_s: sum('to_device_secs'),
     batches: sum('batches'),
     starved: profile[profile.length - 1].starved,
+    gpu_percent:
+      measuredSecs > 0 ? measured.reduce((total, e) => total + (e.gpu_percent ?? 0) * e.seconds, 0) / measuredSecs : null,
   };
 }
 
 export function profileBreakdown(profile: TrainingProfile): ProfileBreakdown {
   const trainer = segments([
     { key: 'step', label: 'Training steps', seconds: profile.step_s },
+    { key: 'to_device', label: 'Copying to the device', seconds: profile.to_device_s ?? 0 },
     { key: 'waited', label: 'Waiting for data', seconds: profile.waited_s },
   ]);
   const data = segments([
     { key: 'load', label: 'Loading', seconds: profile.load_s },
     { key: 'assemble', label: 'Assembling batches', seconds: profile.assemble_s },
   ]);
-  const trainerSeconds = trainer[0].seconds + trainer[1].seconds;
+  const trainerSeconds = trainer.reduce((total, s) => total + s.seconds, 0);
   return {
     trainer,
     data,
-    waitedShare: trainer[1].share,
+    waitedShare: trainer[2].share,
     msPerBatch: profile.batches > 0 && trainerSeconds > 0 ? (trainerSeconds / profile.batches) * 1000 : null,
     starved: profile.starved,
+    gpuPercent: Number.isFinite(profile.gpu_percent) ? (profile.gpu_percent as number) : null,
   };
 }

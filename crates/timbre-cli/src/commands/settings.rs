@@ -9,7 +9,7 @@ use timbre_core::settings::Settings;
 pub enum Command {
     /// Show every setting.
     List,
-    /// Change a setting (the value is JSON: 5, 2.5, true).
+    /// Change a setting (the value is JSON: 5, 2.5, true; text settings also take bare text).
     Set { key: String, value: String },
 }
 

@@ -101,10 +101,11 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
             out.print(&value, || {
                 let mut lines = vec![line(&training), format!("folder: {}", folder.display())];
                 if let Some(m) = metrics.last() {
+                    let l = &m.losses;
                     lines.push(format!(
                         "step {}: generator {:.3} (mel {:.3}, kl {:.3}, fm {:.3}, adversarial \
                          {:.3}), discriminator {:.3}, lr {:.3e}",
-                        m.step, m.g_total, m.mel, m.kl, m.fm, m.adversarial, m.d_total, m.lr
+                        m.step, l.g_total, l.mel, l.kl, l.fm, l.adversarial, l.d_total, m.lr
                     ));
                 }
                 lines.extend(

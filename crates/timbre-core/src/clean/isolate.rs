@@ -11,7 +11,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tch::Tensor;
+use tch::{Device, Tensor};
 use timbre_audio::enhance::{EnhanceOptions, EnhanceReport, enhance};
 use timbre_audio::{AudioBuffer, analysis};
 use timbre_nn::device::Precision;
@@ -90,11 +90,29 @@ pub fn separation_models(models_dir: &Path) -> Vec<SeparationModel> {
 #[derive(Default)]
 pub struct SeparatorCache {
     loaded: Mutex<Option<(PathBuf, Separator)>>,
+    /// Where models load; until set, `timbre_nn::device::default_device`.
+    device: Mutex<Option<Device>>,
 }
 
 impl SeparatorCache {
     pub fn clear(&self) {
         *self.loaded.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// Loads models on `device` from now on, dropping one loaded elsewhere.
+    pub fn use_device(&self, device: Device) {
+        let mut current = self.device.lock().unwrap_or_else(|p| p.into_inner());
+        if *current != Some(device) {
+            self.clear();
+            *current = Some(device);
+        }
+    }
+
+    fn device(&self) -> Result<Device> {
+        match *self.device.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(device) => Ok(device),
+            None => timbre_nn::device::default_device(),
+        }
     }
 }
 
@@ -130,6 +148,8 @@ impl JobHandler for IsolateHandler {
         let library = ctx.library();
         let started = Instant::now();
         let settings = library.settings()?;
+        self.separators
+            .use_device(crate::devices::Devices::of(&settings)?.main);
         let model = choose_model(
             &params.method,
             &models_dir(&settings.models_dir, library.data_dir()),
@@ -380,7 +400,7 @@ impl SeparatorCache {
         {
             *loaded = None;
             bridge.report(0.0, format!("{label}: loading {}", model.name));
-            let device = timbre_nn::device::default_device()?;
+            let device = self.device()?;
             let weight_kind = Precision::default_for(device)?.weight_kind();
             let separator =
                 Separator::load_on(&model.checkpoint, &model.config, None, device, weight_kind)

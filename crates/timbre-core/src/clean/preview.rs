@@ -128,6 +128,7 @@ pub fn preview(
         )));
     }
     let settings = library.settings()?;
+    separators.use_device(crate::devices::Devices::of(&settings)?.main);
     let model = match &request.isolation {
         Some(method) => choose_model(
             method,

@@ -109,8 +109,9 @@ impl JobHandler for ConvertHandler {
         let library = ctx.library();
         let settings = library.settings()?;
         let mut engine = self.engine.lock().unwrap_or_else(|p| p.into_inner());
-        if engine.is_none() {
-            let device = timbre_nn::device::default_device()?;
+        let device = crate::devices::Devices::of(&settings)?.main;
+        if engine.as_ref().is_none_or(|e| e.device() != device) {
+            *engine = None;
             let precision = Precision::default_for(device)?;
             let budget = settings.model_cache_mb * 1024 * 1024;
             *engine = Some(Engine::new(

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
-use tch::{Kind, Tensor};
+use tch::{Device, Kind, Tensor};
 use timbre_nn::hubert::{FeatureVersion, Hubert};
 use timbre_nn::pipeline::pitch::coarse;
 use timbre_nn::pipeline::{F0Method, PitchTracker};
@@ -40,6 +40,8 @@ pub struct Extractors {
     hubert: Option<(String, Hubert)>,
     rmvpe: Option<(String, Rmvpe)>,
     hashes: HashMap<String, String>,
+    /// Where models load; until set, `timbre_nn::device::default_device`.
+    device: Option<Device>,
 }
 
 impl Extractors {
@@ -63,9 +65,22 @@ impl Extractors {
         })
     }
 
+    /// Loads models on `device` from now on, the separators' too, dropping those loaded
+    /// elsewhere.
+    pub fn use_device(&mut self, device: Device) {
+        if self.device != Some(device) {
+            self.free();
+            self.device = Some(device);
+        }
+        self.separators.use_device(device);
+    }
+
     /// Loads what `files` names (a no-op when already loaded).
     pub fn load(&mut self, files: &ExtractorFiles) -> Result<()> {
-        let device = timbre_nn::device::default_device()?;
+        let device = match self.device {
+            Some(device) => device,
+            None => timbre_nn::device::default_device()?,
+        };
         if self
             .hubert
             .as_ref()

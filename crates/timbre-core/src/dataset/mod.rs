@@ -112,6 +112,10 @@ impl JobHandler for DatasetHandler {
         Lane::Gpu
     }
 
+    fn runs_on_extraction_device(&self) -> bool {
+        true
+    }
+
     /// A cut-off preparation runs again and finds the pieces it finished in the cache.
     fn resumable(&self) -> bool {
         true
@@ -156,6 +160,7 @@ pub fn prepare(
     let started = Instant::now();
     check(params)?;
     let settings = library.settings()?;
+    extractors.use_device(crate::devices::Devices::of(&settings)?.extraction);
     let models_dir =
         crate::convert::extractors::models_dir(&settings.models_dir, library.data_dir());
     let files = extractors.files(&models_dir, params.f0_method)?;

@@ -180,18 +180,30 @@ pub fn list(conn: &Connection, limit: u32) -> Result<Vec<Job>> {
 
 /// Which queued job a worker takes.
 #[derive(Debug, Clone, Copy)]
-pub enum Claim {
+pub enum Claim<'a> {
     /// The oldest due job of a lane, or of any lane.
     Next(Option<Lane>),
+    /// The oldest due job of a lane among `kinds` (`only`), or among every other kind.
+    Kinds {
+        lane: Lane,
+        kinds: &'a [&'a str],
+        only: bool,
+    },
     /// That job, if it is queued and due.
     Id(i64),
 }
 
 /// Atomically moves one due queued job to running for this worker.
 pub fn claim(conn: &Connection, which: Claim, worker: &str) -> Result<Option<Job>> {
-    let (lane, id) = match which {
-        Claim::Next(lane) => (lane.map(Lane::as_str), None),
-        Claim::Id(id) => (None, Some(id)),
+    let (lane, id, kinds, only) = match which {
+        Claim::Next(lane) => (lane.map(Lane::as_str), None, None, false),
+        Claim::Kinds { lane, kinds, only } => (
+            Some(lane.as_str()),
+            None,
+            Some(serde_json::to_string(kinds)?),
+            only,
+        ),
+        Claim::Id(id) => (None, Some(id), None, false),
     };
     let now = super::now();
     let id: Option<i64> = conn
@@ -200,9 +212,10 @@ pub fn claim(conn: &Connection, which: Claim, worker: &str) -> Result<Option<Job
                  progress = 0, message = '', error = NULL
              WHERE id = (SELECT id FROM jobs WHERE state = 'queued'
                          AND (?1 IS NULL OR lane = ?1) AND (?2 IS NULL OR id = ?2)
+                         AND (?5 IS NULL OR (kind IN (SELECT value FROM json_each(?5))) = ?6)
                          AND (not_before IS NULL OR not_before <= ?4) ORDER BY id LIMIT 1)
              RETURNING id",
-            params![lane, id, worker, now],
+            params![lane, id, worker, now, kinds, only],
             |r| r.get(0),
         )
         .optional()?;
@@ -373,6 +386,24 @@ mod tests {
         );
         let gpu = claim(&conn, Claim::Next(None), "w3").unwrap().unwrap();
         assert_eq!(gpu.lane, Lane::Gpu);
+    }
+
+    #[test]
+    fn claim_by_kinds_takes_the_listed_kinds_or_every_other() {
+        let conn = crate::db::open_in_memory();
+        let train = insert(&conn, "train", Lane::Gpu, &json!({}), 3).unwrap();
+        let dataset = insert(&conn, "dataset", Lane::Gpu, &json!({}), 3).unwrap();
+        insert(&conn, "import", Lane::Light, &json!({}), 3).unwrap();
+        let kinds = &["dataset"][..];
+        let only = |only| Claim::Kinds {
+            lane: Lane::Gpu,
+            kinds,
+            only,
+        };
+        assert_eq!(claim(&conn, only(true), "x").unwrap().unwrap().id, dataset);
+        assert!(claim(&conn, only(true), "x").unwrap().is_none());
+        assert_eq!(claim(&conn, only(false), "m").unwrap().unwrap().id, train);
+        assert!(claim(&conn, only(false), "m").unwrap().is_none());
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use anyhow::Result;
 use rusqlite::{Connection, params};
 use serde::Serialize;
+use timbre_nn::train::trainer::StepLosses;
 
 pub(super) const CREATE: &str = "
 CREATE TABLE training_metrics (
@@ -28,14 +29,8 @@ pub struct TrainingMetric {
     /// The epoch the step belongs to (1 for the first).
     pub epoch: i64,
     pub step: i64,
-    pub g_total: f64,
-    pub d_total: f64,
-    pub mel: f64,
-    pub kl: f64,
-    pub fm: f64,
-    pub adversarial: f64,
-    pub grad_norm_g: f64,
-    pub grad_norm_d: f64,
+    #[serde(flatten)]
+    pub losses: StepLosses,
     pub lr: f64,
     pub at: String,
 }
@@ -51,14 +46,14 @@ pub fn insert(conn: &Connection, training_id: i64, m: &TrainingMetric) -> Result
         training_id,
         m.epoch,
         m.step,
-        m.g_total,
-        m.d_total,
-        m.mel,
-        m.kl,
-        m.fm,
-        m.adversarial,
-        m.grad_norm_g,
-        m.grad_norm_d,
+        m.losses.g_total,
+        m.losses.d_total,
+        m.losses.mel,
+        m.losses.kl,
+        m.losses.fm,
+        m.losses.adversarial,
+        m.losses.grad_norm_g,
+        m.losses.grad_norm_d,
         m.lr,
         m.at
     ])?;
@@ -74,14 +69,16 @@ pub fn list(conn: &Connection, training_id: i64) -> Result<Vec<TrainingMetric>> 
         Ok(TrainingMetric {
             epoch: r.get(0)?,
             step: r.get(1)?,
-            g_total: r.get(2)?,
-            d_total: r.get(3)?,
-            mel: r.get(4)?,
-            kl: r.get(5)?,
-            fm: r.get(6)?,
-            adversarial: r.get(7)?,
-            grad_norm_g: r.get(8)?,
-            grad_norm_d: r.get(9)?,
+            losses: StepLosses {
+                g_total: r.get(2)?,
+                d_total: r.get(3)?,
+                mel: r.get(4)?,
+                kl: r.get(5)?,
+                fm: r.get(6)?,
+                adversarial: r.get(7)?,
+                grad_norm_g: r.get(8)?,
+                grad_norm_d: r.get(9)?,
+            },
             lr: r.get(10)?,
             at: r.get(11)?,
         })
@@ -106,14 +103,16 @@ mod tests {
         TrainingMetric {
             epoch,
             step,
-            g_total: 1.0,
-            d_total: 2.0,
-            mel,
-            kl: 0.5,
-            fm: 0.25,
-            adversarial: 3.0,
-            grad_norm_g: 10.0,
-            grad_norm_d: 20.0,
+            losses: StepLosses {
+                g_total: 1.0,
+                d_total: 2.0,
+                mel,
+                kl: 0.5,
+                fm: 0.25,
+                adversarial: 3.0,
+                grad_norm_g: 10.0,
+                grad_norm_d: 20.0,
+            },
             lr: 1e-4,
             at: crate::db::now(),
         }
@@ -139,7 +138,7 @@ mod tests {
         let steps: Vec<(i64, f64)> = list(&conn, training.id)
             .unwrap()
             .iter()
-            .map(|m| (m.step, m.mel))
+            .map(|m| (m.step, m.losses.mel))
             .collect();
         assert_eq!(steps, [(10, 40.0), (20, 35.0), (30, 40.0)]);
         delete_after(&conn, training.id, 20).unwrap();

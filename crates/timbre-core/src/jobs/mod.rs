@@ -25,6 +25,16 @@ use std::time::{Duration, Instant};
 #[error("cancelled")]
 pub struct Cancelled;
 
+/// The jobs a background worker takes.
+#[derive(Clone, Copy)]
+enum Worker {
+    /// The GPU lane's jobs; not the extraction jobs while they have a worker of their own.
+    Gpu,
+    /// The extraction jobs, while their device is apart.
+    Extraction,
+    Light,
+}
+
 pub trait JobHandler: Send + Sync {
     fn kind(&self) -> &'static str;
     fn lane(&self) -> Lane {
@@ -32,6 +42,11 @@ pub trait JobHandler: Send + Sync {
     }
     /// Whether a run that was cut off can simply run again and pick up where it stopped.
     fn resumable(&self) -> bool {
+        false
+    }
+    /// Whether it runs on the extraction device (see `devices`): with a device of its own,
+    /// such jobs have a GPU-lane worker of their own too.
+    fn runs_on_extraction_device(&self) -> bool {
         false
     }
     fn run(&self, ctx: &JobContext) -> Result<Value>;
@@ -119,6 +134,10 @@ pub struct JobSystem {
     handlers: HashMap<&'static str, Arc<dyn JobHandler>>,
     wake: (Mutex<()>, Condvar),
     shutting_down: AtomicBool,
+    /// Whether extraction jobs have their own GPU-lane worker (their device is another GPU).
+    extraction_apart: AtomicBool,
+    /// The kinds that run on the extraction device.
+    extraction_kinds: Vec<&'static str>,
     workers: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -128,11 +147,19 @@ impl JobSystem {
         library: Arc<Library>,
         handlers: Vec<Arc<dyn JobHandler>>,
     ) -> Result<Arc<JobSystem>> {
+        let mut extraction_kinds: Vec<&'static str> = handlers
+            .iter()
+            .filter(|h| h.runs_on_extraction_device())
+            .map(|h| h.kind())
+            .collect();
+        extraction_kinds.sort_unstable();
         let system = JobSystem {
             library,
             handlers: handlers.into_iter().map(|h| (h.kind(), h)).collect(),
             wake: (Mutex::new(()), Condvar::new()),
             shutting_down: AtomicBool::new(false),
+            extraction_apart: AtomicBool::new(false),
+            extraction_kinds,
             workers: Mutex::new(Vec::new()),
         };
         system.recover().context("recovering interrupted jobs")?;
@@ -199,22 +226,55 @@ impl JobSystem {
         Ok(job)
     }
 
-    /// Background workers: one for the GPU lane, `light_workers` for the light lane.
+    /// Background workers: two for the GPU lane (the extraction jobs get the second when their
+    /// device is another GPU; otherwise it idles), `light_workers` for the light lane.
     pub fn start_workers(self: &Arc<Self>) -> Result<()> {
+        self.devices_changed()?;
         let light = self.library.settings()?.light_workers.max(1);
-        let lanes = std::iter::once(Lane::Gpu).chain(std::iter::repeat_n(Lane::Light, light));
-        let mut workers = self.workers.lock().unwrap_or_else(|p| p.into_inner());
-        for lane in lanes {
+        let workers = [Worker::Gpu, Worker::Extraction]
+            .into_iter()
+            .chain(std::iter::repeat_n(Worker::Light, light));
+        let mut handles = self.workers.lock().unwrap_or_else(|p| p.into_inner());
+        for worker in workers {
             let system = Arc::clone(self);
-            workers.push(std::thread::spawn(move || system.work_lane(lane)));
+            handles.push(std::thread::spawn(move || system.work(worker)));
         }
         Ok(())
     }
 
-    fn work_lane(&self, lane: Lane) {
+    /// Reads the device settings again: jobs claimed from now on follow them. (A change made
+    /// by another process is seen at the next start.)
+    pub fn devices_changed(&self) -> Result<()> {
+        let settings = self.library.settings()?;
+        // A device that is not there fails the jobs that use it, naming the setting.
+        let apart = crate::devices::Devices::of(&settings).is_ok_and(|d| d.split());
+        self.set_extraction_apart(apart);
+        Ok(())
+    }
+
+    fn set_extraction_apart(&self, apart: bool) {
+        if self.extraction_apart.swap(apart, Ordering::SeqCst) != apart {
+            self.wake.1.notify_all();
+        }
+    }
+
+    fn work(&self, worker: Worker) {
         while !self.shutting_down.load(Ordering::SeqCst) {
-            match self.claim(Claim::Next(Some(lane))) {
-                Ok(Some(job)) => self.execute(job),
+            let apart = self.extraction_apart.load(Ordering::SeqCst);
+            let kinds = |only| Claim::Kinds {
+                lane: Lane::Gpu,
+                kinds: &self.extraction_kinds,
+                only,
+            };
+            let claim = match worker {
+                Worker::Light => Some(Claim::Next(Some(Lane::Light))),
+                Worker::Gpu if apart => Some(kinds(false)),
+                Worker::Gpu => Some(Claim::Next(Some(Lane::Gpu))),
+                Worker::Extraction if apart => Some(kinds(true)),
+                Worker::Extraction => None,
+            };
+            match claim.map(|claim| self.claim(claim)) {
+                Some(Ok(Some(job))) => self.execute(job),
                 // Other processes may queue jobs too, so idle workers also poll.
                 _ => {
                     let guard = self.wake.0.lock().unwrap_or_else(|p| p.into_inner());

@@ -4,6 +4,8 @@ use std::sync::atomic::AtomicU32;
 
 struct Scripted {
     kind: &'static str,
+    lane: Lane,
+    extraction: bool,
     calls: AtomicU32,
     scales: Mutex<Vec<f64>>,
     freed: AtomicU32,
@@ -13,6 +15,12 @@ struct Scripted {
 impl JobHandler for Scripted {
     fn kind(&self) -> &'static str {
         self.kind
+    }
+    fn lane(&self) -> Lane {
+        self.lane
+    }
+    fn runs_on_extraction_device(&self) -> bool {
+        self.extraction
     }
     fn run(&self, ctx: &JobContext) -> Result<Value> {
         self.scales.lock().unwrap().push(ctx.batch_scale());
@@ -25,8 +33,19 @@ impl JobHandler for Scripted {
 }
 
 fn scripted(kind: &'static str, script: fn(&JobContext, u32) -> Result<Value>) -> Arc<Scripted> {
+    scripted_on(kind, Lane::Light, false, script)
+}
+
+fn scripted_on(
+    kind: &'static str,
+    lane: Lane,
+    extraction: bool,
+    script: fn(&JobContext, u32) -> Result<Value>,
+) -> Arc<Scripted> {
     Arc::new(Scripted {
         kind,
+        lane,
+        extraction,
         calls: AtomicU32::new(0),
         scales: Mutex::new(vec![]),
         freed: AtomicU32::new(0),
@@ -35,11 +54,77 @@ fn scripted(kind: &'static str, script: fn(&JobContext, u32) -> Result<Value>) -
 }
 
 fn system_with(handler: Arc<Scripted>) -> (tempfile::TempDir, Arc<JobSystem>) {
+    system_of(vec![handler])
+}
+
+fn system_of(handlers: Vec<Arc<Scripted>>) -> (tempfile::TempDir, Arc<JobSystem>) {
     let dir = tempfile::tempdir().unwrap();
     let library = Arc::new(Library::open(dir.path()).unwrap());
     Settings::set(&library.conn(), "retry_base_secs", "0.01").unwrap();
     Settings::set(&library.conn(), "monitor_interval_ms", "50").unwrap();
-    (dir, JobSystem::new(library, vec![handler]).unwrap())
+    let handlers = handlers
+        .into_iter()
+        .map(|h| h as Arc<dyn JobHandler>)
+        .collect();
+    (dir, JobSystem::new(library, handlers).unwrap())
+}
+
+fn state_of(system: &JobSystem, id: i64) -> JobState {
+    job_rows::require(&system.library().conn(), id)
+        .unwrap()
+        .state
+}
+
+fn wait_for(system: &JobSystem, id: i64, state: JobState) {
+    let started = Instant::now();
+    while state_of(system, id) != state {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "job {id} never {state:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A GPU-lane training that runs until cancelled, and a preparation.
+fn training_and_preparation() -> (tempfile::TempDir, Arc<JobSystem>) {
+    let training = scripted_on("train", Lane::Gpu, false, |ctx, _| {
+        loop {
+            ctx.check_cancelled()?;
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    });
+    let preparation = scripted_on("dataset", Lane::Gpu, true, |_, _| Ok(json!("prepared")));
+    system_of(vec![training, preparation])
+}
+
+#[test]
+fn with_an_extraction_device_a_preparation_runs_beside_a_training() {
+    let (_dir, system) = training_and_preparation();
+    system.start_workers().unwrap();
+    system.set_extraction_apart(true);
+    let training = system.submit("train", json!({})).unwrap();
+    wait_for(&system, training.id, JobState::Running);
+    let preparation = system.submit("dataset", json!({})).unwrap();
+    wait_for(&system, preparation.id, JobState::Succeeded);
+    assert_eq!(state_of(&system, training.id), JobState::Running);
+    system.cancel(training.id).unwrap();
+    wait_for(&system, training.id, JobState::Cancelled);
+    system.shutdown();
+}
+
+#[test]
+fn on_one_device_a_preparation_waits_for_the_training() {
+    let (_dir, system) = training_and_preparation();
+    system.start_workers().unwrap();
+    let training = system.submit("train", json!({})).unwrap();
+    wait_for(&system, training.id, JobState::Running);
+    let preparation = system.submit("dataset", json!({})).unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(state_of(&system, preparation.id), JobState::Queued);
+    system.cancel(training.id).unwrap();
+    wait_for(&system, preparation.id, JobState::Succeeded);
+    system.shutdown();
 }
 
 #[test]

@@ -42,6 +42,8 @@ pub struct TrainingData {
     /// Per piece, the sampler's estimate of its length.
     lengths: Vec<u64>,
     specs_computed: AtomicUsize,
+    /// Where spectrograms not yet cached are computed (the extraction device).
+    spectrogram_device: Device,
 }
 
 impl TrainingData {
@@ -122,6 +124,7 @@ impl TrainingData {
             file_list,
             lengths,
             specs_computed: AtomicUsize::new(0),
+            spectrogram_device: Device::Cpu,
         };
         data.remove_stale_specs();
         Ok(data)
@@ -167,11 +170,17 @@ impl TrainingData {
             .collect()
     }
 
+    /// Computes the spectrograms not yet cached on `device` (the CPU by default).
+    pub fn compute_spectrograms_on(mut self, device: Device) -> Self {
+        self.spectrogram_device = device;
+        self
+    }
+
     /// A loader for one thread (spectrogram tensors cannot be shared between threads).
     pub fn loader(&self) -> ItemLoader<'_> {
         ItemLoader {
             data: self,
-            spectrograms: Spectrograms::new(self.spectrogram, Device::Cpu),
+            spectrograms: Spectrograms::new(self.spectrogram, self.spectrogram_device),
         }
     }
 
@@ -282,7 +291,12 @@ impl ItemLoader<'_> {
         if let Some(spec) = cached {
             return Ok(spec);
         }
-        let spec = self.spectrograms.linear(wave).squeeze_dim(0).contiguous();
+        let spec = self
+            .spectrograms
+            .linear(&wave.to_device(self.data.spectrogram_device))
+            .squeeze_dim(0)
+            .to_device(Device::Cpu)
+            .contiguous();
         let cannot_write = || format!("{}: cannot write", path.display());
         let dir = path.parent().context("a spectrogram has no folder")?;
         std::fs::create_dir_all(dir).with_context(cannot_write)?;

@@ -14,7 +14,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tch::Device;
-use timbre_nn::device::{Precision, default_device};
+use timbre_nn::device::Precision;
 use timbre_nn::train::trainer::Trainer;
 
 use super::batch_size;
@@ -26,6 +26,7 @@ use super::session::{Ending, EpochProfile, Session, Setup, TRAINING_SHARE};
 use crate::db::job_events::Level;
 use crate::db::jobs::Lane;
 use crate::db::trainings::{self, Training};
+use crate::devices::{self, Devices};
 use crate::error::ErrorReport;
 use crate::jobs::{Failure, JobContext, JobHandler, classify};
 
@@ -87,15 +88,20 @@ fn train(ctx: &JobContext, id: i64) -> Result<Value> {
     }
     let config = plan.config()?;
     let dataset_dir = crate::dataset::folder(library, dataset.id);
-    let data = Arc::new(TrainingData::open_with(
-        &dataset_dir,
-        SPEAKER_ID,
-        config.data,
-    )?);
-    let device = default_device()?;
+    let devices = Devices::of(&library.settings()?)?;
+    let device = devices.main;
+    let data = Arc::new(
+        TrainingData::open_with(&dataset_dir, SPEAKER_ID, config.data)?
+            .compute_spectrograms_on(devices.extraction),
+    );
+    if devices.split() {
+        let data =
+            json!({ "training": devices::name(device), "data": devices::name(devices.extraction) });
+        ctx.event(Level::Info, "devices", &data)?;
+    }
     let precision = Precision::default_for(device)?;
     library
-        .edit(|conn| trainings::set_running(conn, id, &device_name(device), precision.name()))?;
+        .edit(|conn| trainings::set_running(conn, id, &devices::name(device), precision.name()))?;
     let pretrained = plan.pretrained_files(library)?;
     if !pretrained.missing.is_empty() {
         let message = "no pretrained base model: training from scratch needs many more epochs \
@@ -206,11 +212,4 @@ fn finish(ctx: &JobContext, end: &End, trainer: &Trainer, started: Instant) -> R
         "index_vectors": vectors,
         "seconds": started.elapsed().as_secs_f64(),
     }))
-}
-
-fn device_name(device: Device) -> String {
-    match device {
-        Device::Cuda(index) => format!("cuda:{index}"),
-        _ => "cpu".into(),
-    }
 }

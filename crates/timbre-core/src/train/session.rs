@@ -26,9 +26,12 @@ use crate::db::job_events::Level;
 use crate::db::training_metrics::{self, TrainingMetric};
 use crate::db::{training_previews, trainings};
 use crate::jobs::JobContext;
+use crate::monitor::UtilizationSampler;
 
 /// A metrics row every this many steps, and at the end of each epoch.
 const METRICS_EVERY: i64 = 10;
+/// How often the training GPU's utilisation is read.
+const GPU_SAMPLE_EVERY: Duration = Duration::from_millis(200);
 /// Waiting on data beyond this share of an epoch means the device starved.
 const STARVED_SHARE: f64 = 0.1;
 /// Training proper is this share of the job's progress; exporting and the index the rest.
@@ -62,12 +65,26 @@ pub struct EpochProfile {
     pub seconds: f64,
     /// In the training steps (forward, backward, optimizers).
     pub step_secs: f64,
+    /// Copying batches to the device.
+    #[serde(default)]
+    pub to_device_secs: f64,
     /// Producer threads reading pieces and spectrograms, summed over threads.
     pub load_secs: f64,
     pub assemble_secs: f64,
     /// The trainer waiting for a batch.
     pub waited_secs: f64,
     pub starved: bool,
+    /// The training GPU's mean utilisation over the epoch (NVML); None on the CPU.
+    #[serde(default)]
+    pub gpu_percent: Option<f64>,
+}
+
+/// The trainer's side of an epoch's time.
+#[derive(Default)]
+struct EpochTiming {
+    elapsed: Duration,
+    stepping: Duration,
+    to_device: Duration,
 }
 
 pub struct Session<'a> {
@@ -78,6 +95,7 @@ pub struct Session<'a> {
     saved_step: Option<i64>,
     preview_piece: usize,
     profiles: Vec<EpochProfile>,
+    gpu_sampler: Option<UtilizationSampler>,
 }
 
 impl<'a> Session<'a> {
@@ -126,6 +144,10 @@ impl<'a> Session<'a> {
             saved_step: resumed.map(|_| step),
             preview_piece: super::preview::fixed_piece(setup.data),
             profiles: profiles.into_iter().filter(|p| p.epoch <= epoch).collect(),
+            gpu_sampler: match setup.device {
+                Device::Cuda(index) => UtilizationSampler::start(index as u32, GPU_SAMPLE_EVERY),
+                _ => None,
+            },
             setup,
             trainer,
             batch_size,
@@ -167,9 +189,14 @@ impl<'a> Session<'a> {
             },
         );
         let started = Instant::now();
-        let mut stepping = Duration::ZERO;
+        if let Some(sampler) = &self.gpu_sampler {
+            sampler.take_mean();
+        }
+        let mut timing = EpochTiming::default();
         for (number, batch) in producer.enumerate() {
+            let copy_started = Instant::now();
             let batch = batch?.to_device(setup.device);
+            timing.to_device += copy_started.elapsed();
             let step_started = Instant::now();
             let losses = match self.step(&batch) {
                 Ok(losses) => losses,
@@ -181,7 +208,7 @@ impl<'a> Session<'a> {
                     return Err(error.context(format!("epoch {epoch}, step {step}")));
                 }
             };
-            stepping += step_started.elapsed();
+            timing.stepping += step_started.elapsed();
             let last = number + 1 == batches;
             if self.trainer.global_step() % METRICS_EVERY == 0 || last {
                 self.record(epoch, &losses)?;
@@ -204,7 +231,8 @@ impl<'a> Session<'a> {
             }
         }
         self.trainer.finish_epoch();
-        self.profile_epoch(epoch, batches, started.elapsed(), stepping, &profile)?;
+        timing.elapsed = started.elapsed();
+        self.profile_epoch(epoch, batches, &timing, &profile)?;
         let request = &setup.plan.request;
         let last = epoch == request.epochs;
         if epoch % request.save_every == 0 || last {
@@ -238,14 +266,7 @@ impl<'a> Session<'a> {
         let metric = TrainingMetric {
             epoch,
             step: self.trainer.global_step(),
-            g_total: losses.g_total,
-            d_total: losses.d_total,
-            mel: losses.mel,
-            kl: losses.kl,
-            fm: losses.fm,
-            adversarial: losses.adversarial,
-            grad_norm_g: losses.grad_norm_g,
-            grad_norm_d: losses.grad_norm_d,
+            losses: *losses,
             lr: self.trainer.learning_rate(),
             at: crate::db::now(),
         };
@@ -263,23 +284,24 @@ impl<'a> Session<'a> {
         &mut self,
         epoch: i64,
         batches: usize,
-        elapsed: Duration,
-        stepping: Duration,
+        timing: &EpochTiming,
         profile: &Profile,
     ) -> Result<()> {
         let stages = profile.stages();
-        let seconds = elapsed.as_secs_f64();
+        let seconds = timing.elapsed.as_secs_f64();
         let waited_secs = stages.waited.as_secs_f64();
         self.profiles.push(EpochProfile {
             epoch,
             batch_size: self.batch_size,
             batches,
             seconds,
-            step_secs: stepping.as_secs_f64(),
+            step_secs: timing.stepping.as_secs_f64(),
+            to_device_secs: timing.to_device.as_secs_f64(),
             load_secs: stages.load.as_secs_f64(),
             assemble_secs: stages.assemble.as_secs_f64(),
             waited_secs,
             starved: waited_secs > STARVED_SHARE * seconds,
+            gpu_percent: self.gpu_sampler.as_ref().and_then(|s| s.take_mean()),
         });
         let conn = self.setup.ctx.library().conn();
         let id = self.setup.training_id;

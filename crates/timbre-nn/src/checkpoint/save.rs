@@ -33,9 +33,29 @@ impl Value {
 /// Writes `value` as `torch.save` (torch 2.x zip format, pickle protocol 2) would, replacing
 /// `path` atomically. Dicts, `Value::ordered_dict`s, lists, tuples, strings, bytes, numbers,
 /// bools, None and tensors of the usual dtypes are written; tensors each get a storage of their
-/// own, contiguous, located on the CPU. Errors name the file.
+/// own, contiguous, located on the CPU. Errors name the file, and say so when the disk is full.
 pub fn write_torch_file(path: &Path, value: &Value) -> Result<()> {
-    write_atomically(path, value).map_err(|e| anyhow!("{}: {e:#}", path.display()))
+    write_atomically(path, value).map_err(|e| match disk_full(&e) {
+        // An OS error still, so that the app reports it as one (and never retries it).
+        Some(full) => anyhow::Error::new(io::Error::new(
+            full.kind(),
+            format!("{}: cannot write: the disk is full: {full}", path.display()),
+        )),
+        None => anyhow!("{}: {e:#}", path.display()),
+    })
+}
+
+/// The OS error in `error`'s chain that says the disk (or the user's quota of it) is full.
+fn disk_full(error: &anyhow::Error) -> Option<&io::Error> {
+    error
+        .chain()
+        .filter_map(|cause| cause.downcast_ref::<io::Error>())
+        .find(|e| {
+            matches!(
+                e.kind(),
+                io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded
+            )
+        })
 }
 
 fn write_atomically(path: &Path, value: &Value) -> Result<()> {

@@ -286,6 +286,7 @@ impl Trainer {
 
     /// Writes `G_<step>.pth` and `D_<step>.pth` into `dir` (each atomically, so a full disk
     /// or a kill leaves the previous pair valid), then removes all but the newest `keep` pairs.
+    /// A `G_<step>` whose `D_<step>` cannot be written is removed again.
     pub fn save_checkpoint(&self, dir: &Path, keep: usize) -> Result<(PathBuf, PathBuf)> {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("{}: cannot create", dir.display()))?;
@@ -304,14 +305,22 @@ impl Trainer {
             self.epoch,
             extra,
         )?;
-        write_training_checkpoint(
+        let discriminator_written = write_training_checkpoint(
             &discriminator_path,
             &self.discriminator.state_dict(),
             self.optimizer_d.state_dict(),
             rate,
             self.epoch,
             Vec::new(),
-        )?;
+        );
+        if let Err(error) = discriminator_written {
+            // Half a pair is no checkpoint, only space taken, unless a `D_<step>` saved earlier
+            // at this step (which the failed write left whole) completes it.
+            if !discriminator_path.exists() {
+                let _ = std::fs::remove_file(&generator_path);
+            }
+            return Err(error);
+        }
         for step in checkpoint_steps(dir)?.into_iter().rev().skip(keep.max(1)) {
             for prefix in ["G", "D"] {
                 let _ = std::fs::remove_file(dir.join(format!("{prefix}_{step}.pth")));

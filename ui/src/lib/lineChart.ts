@@ -1,5 +1,6 @@
-// The maths of the line chart (LossChart.svelte): domains, linear and log scales, ticks, SVG
-// paths, thinning long series and finding the point under the pointer. No dependencies.
+// The maths of the line charts (LossChart.svelte, the resource charts): domains, linear and log
+// scales, ticks, SVG paths, thinning long series and finding the point under the pointer. No
+// dependencies.
 
 export interface Point {
   x: number;

@@ -1,0 +1,135 @@
+//! Which device each kind of work runs on. The main device trains, converts and isolates; the
+//! extraction device runs dataset preparation (HuBERT, RMVPE, the isolation of pieces) and a
+//! training's data work (its spectrograms). On one GPU, or none, both are the same device: the
+//! `device` setting, else `TIMBRE_DEVICE`, else the first CUDA device or the CPU. On a machine
+//! with two GPUs the `extraction_device` setting names the other one, and the job system then
+//! runs preparations beside a training instead of after it.
+
+use anyhow::Result;
+use serde::Serialize;
+use tch::Device;
+use timbre_nn::device::{default_device, parse_device};
+
+use crate::settings::Settings;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Devices {
+    pub main: Device,
+    pub extraction: Device,
+}
+
+impl Devices {
+    /// The devices the settings name; an unknown or absent device is refused with the setting's
+    /// name, so that a job says what to change.
+    pub fn of(settings: &Settings) -> Result<Devices> {
+        let main = match settings.device.trim() {
+            "" => default_device()?,
+            name => parse_setting("device", name)?,
+        };
+        let extraction = match settings.extraction_device.trim() {
+            "" => main,
+            name => parse_setting("extraction_device", name)?,
+        };
+        Ok(Devices { main, extraction })
+    }
+
+    /// Whether extraction has a device of its own.
+    pub fn split(&self) -> bool {
+        self.main != self.extraction
+    }
+}
+
+/// The devices to choose from and what the settings resolve to, for the app's settings.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct DeviceReport {
+    /// `cpu`, then `cuda:0`, `cuda:1`… as libtorch sees them.
+    pub available: Vec<String>,
+    /// The settings as stored (empty: automatic).
+    pub device: String,
+    pub extraction_device: String,
+    /// What they resolve to, unless a set device is missing (then `problem` says so).
+    pub main: Option<String>,
+    pub extraction: Option<String>,
+    pub problem: Option<String>,
+}
+
+pub fn report(settings: &Settings) -> DeviceReport {
+    let cuda = (0..tch::Cuda::device_count()).map(|i| name(Device::Cuda(i as usize)));
+    let resolved = Devices::of(settings);
+    DeviceReport {
+        available: std::iter::once("cpu".to_string()).chain(cuda).collect(),
+        device: settings.device.clone(),
+        extraction_device: settings.extraction_device.clone(),
+        main: resolved.as_ref().ok().map(|d| name(d.main)),
+        extraction: resolved.as_ref().ok().map(|d| name(d.extraction)),
+        problem: resolved.err().map(|e| format!("{e:#}")),
+    }
+}
+
+/// A device setting's value, checked (empty means automatic).
+pub fn check_setting(key: &str, value: &str) -> Result<()> {
+    match value.trim() {
+        "" => Ok(()),
+        name => parse_setting(key, name).map(|_| ()),
+    }
+}
+
+fn parse_setting(key: &str, name: &str) -> Result<Device> {
+    parse_device(name).map_err(|e| crate::error::invalid_input(format!("setting {key}: {e:#}")))
+}
+
+/// How the library and the CLI write a device: `cpu` or `cuda:N`.
+pub fn name(device: Device) -> String {
+    match device {
+        Device::Cuda(index) => format!("cuda:{index}"),
+        _ => "cpu".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(device: &str, extraction: &str) -> Settings {
+        Settings {
+            device: device.into(),
+            extraction_device: extraction.into(),
+            ..Settings::default()
+        }
+    }
+
+    #[test]
+    fn extraction_follows_the_main_device_unless_set() {
+        let devices = Devices::of(&settings("cpu", "")).unwrap();
+        assert_eq!(devices.main, Device::Cpu);
+        assert_eq!(devices.extraction, Device::Cpu);
+        assert!(!devices.split());
+        assert!(!Devices::of(&settings("cpu", " CPU ")).unwrap().split());
+        assert_eq!(name(devices.main), "cpu");
+        let report = report(&settings("cpu", ""));
+        assert_eq!(report.available[0], "cpu");
+        assert_eq!(report.available.len() as i64, 1 + tch::Cuda::device_count());
+        assert_eq!(
+            (report.main.as_deref(), report.extraction.as_deref()),
+            (Some("cpu"), Some("cpu"))
+        );
+        assert_eq!(report.problem, None);
+        assert_eq!(name(Device::Cuda(1)), "cuda:1");
+    }
+
+    #[test]
+    fn a_device_libtorch_does_not_see_is_refused_naming_the_setting() {
+        let count = tch::Cuda::device_count();
+        let absent = format!("cuda:{count}");
+        let error = Devices::of(&settings("cpu", &absent)).unwrap_err();
+        let message = format!("{error:#}");
+        assert!(message.contains("setting extraction_device"), "{message}");
+        assert!(message.contains(&absent), "{message}");
+        assert!(check_setting("device", "tpu").is_err());
+        assert!(check_setting("device", " ").is_ok());
+        assert_eq!(
+            crate::error::kind_of(&error),
+            crate::error::ErrorKind::InvalidInput
+        );
+    }
+}
