@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { fireEvent, render, screen, waitFor } from '@testing-library/svelte';
 import Clean from '../src/pages/Clean.svelte';
+import CleanAb from '../src/components/CleanAb.svelte';
 import { app } from '../src/lib/stores.svelte';
 import { cleaner } from '../src/lib/cleaner.svelte';
 import { studio } from '../src/lib/studio.svelte';
@@ -122,6 +123,23 @@ describe('Clean page', () => {
     expect(ab.dataset.active).toBe('original');
     expect(ab.dataset.starts).toBe(starts);
     expect(FakeAudioContext.last?.sources).toHaveLength(2);
+  });
+
+  it('lets one A/B player sound at a time: starting another pauses it', async () => {
+    installFakeAudio();
+    const sources = (tag: string) => [
+      { key: 'original', label: 'Original', load: async () => new Uint8Array([1]).buffer },
+      { key: tag, label: tag, load: async () => new Uint8Array([2]).buffer },
+    ];
+    render(CleanAb, { sources: sources('first'), testid: 'first-ab' });
+    render(CleanAb, { sources: sources('second'), testid: 'second-ab' });
+    const [first, second] = [screen.getByTestId('first-ab'), screen.getByTestId('second-ab')];
+    await fireEvent.click(screen.getByTestId('first-ab-play'));
+    await waitFor(() => expect(first.dataset.state).toBe('playing'));
+    await fireEvent.click(screen.getByTestId('second-ab-play'));
+    await waitFor(() => expect(second.dataset.state).toBe('playing'));
+    expect(first.dataset.state).toBe('paused');
+    expect(Number(first.dataset.position)).toBeGreaterThanOrEqual(0);
   });
 
   it('lists the results under their source, and audio dropped on the page becomes inputs', async () => {
