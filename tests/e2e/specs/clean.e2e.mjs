@@ -18,7 +18,6 @@ import {
 } from './helpers.mjs';
 
 const workDir = requireEnv('E2E_TMP');
-const screenshotDir = process.env.E2E_SCREENSHOT_DIR ?? workDir;
 
 /** An A/B player's state as its data attributes show it, read in one round trip. */
 function abState(testid) {
@@ -65,7 +64,7 @@ describe('clean', () => {
     assert.deepEqual(derived.map((d) => d.take.id), [resultId]);
     assert.equal(derived[0].take.name, 'clean-source (enhanced)');
     assert.equal(derived[0].link.params.options.loudness_lufs, -23);
-    await screenshot(path.join(screenshotDir, 'e2e-clean.png'));
+    await screenshot('e2e-clean.png');
   });
 
   it('switches A/B between original and cleaned at the same position', async () => {

@@ -19,7 +19,6 @@ import {
 
 const parity = requireEnv('E2E_PARITY_DIR');
 const workDir = requireEnv('E2E_TMP');
-const screenshotDir = process.env.E2E_SCREENSHOT_DIR ?? workDir;
 const fixture = (p) => path.join(parity, p);
 
 /** The A/B player's state as its data attributes show it, read in one round trip. */
@@ -64,7 +63,7 @@ describe('convert and compare', () => {
     for (const name of ['hubert_base.pt', 'rmvpe.pt']) {
       assert.equal(await $(`${byTestId('model-file')}[data-name="${name}"]`).getAttribute('data-present'), 'true', `${name} is not found`);
     }
-    await screenshot(path.join(screenshotDir, 'e2e-models.png'));
+    await screenshot('e2e-models.png');
 
     const source = writeSineWav(path.join(workDir, 'convert-source.wav'), { seconds: 3, freq: 220, amplitude: 0.4 });
     const job = await waitForJob(await invoke('import_files', { paths: [source], voiceId: null }));
@@ -102,7 +101,7 @@ describe('convert and compare', () => {
       assert.equal(await row.getAttribute('data-state'), 'succeeded', await row.getText());
     }
     conversionIds = await rows().map(async (r) => Number(await r.getAttribute('data-conversion-id')));
-    await screenshot(path.join(screenshotDir, 'e2e-convert.png'));
+    await screenshot('e2e-convert.png');
     const listed = await invoke('list_conversions', { inputSha256: null });
     for (const id of conversionIds) assert.ok(listed.some((c) => c.id === id), `conversion ${id} is not in the library`);
   });
@@ -162,6 +161,6 @@ describe('convert and compare', () => {
     assert.ok(vote.conversion_ids.includes(vote.hidden_conversion_id));
     assert.equal(vote.correct, correct);
     assert.equal(vote.correct, vote.hidden_conversion_id === vote.chosen_conversion_id);
-    await screenshot(path.join(screenshotDir, 'e2e-compare.png'));
+    await screenshot('e2e-compare.png');
   });
 });

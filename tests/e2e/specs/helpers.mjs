@@ -161,11 +161,15 @@ export async function inspectTakeAudio(id) {
 }
 
 /**
- * browser.saveScreenshot, made reliable: WebKitWebDriver waits for the next presentation
+ * browser.saveScreenshot into `name` in the screenshot folder (E2E_SCREENSHOT_DIR, else the
+ * run's temporary folder), made reliable: WebKitWebDriver waits for the next presentation
  * update, and an idle page under Xvfb may not paint for a minute. A short, invisible
  * repaint loop gives it one.
  */
-export async function screenshot(file) {
+export async function screenshot(name) {
+  const dir = process.env.E2E_SCREENSHOT_DIR ?? requireEnv('E2E_TMP');
+  fs.mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, name);
   await browser.execute(() => {
     const dot = document.createElement('div');
     dot.setAttribute('aria-hidden', 'true');

@@ -21,7 +21,6 @@ import {
 const audioPath = requireEnv('E2E_AUDIO'); // 2.000 s, 440 Hz, 16-bit WAV made by run.sh
 const workDir = requireEnv('E2E_TMP');
 const dataDir = requireEnv('E2E_DATA_DIR'); // the app's TIMBRE_DATA_DIR
-const screenshotDir = process.env.E2E_SCREENSHOT_DIR ?? workDir;
 const rowSelector = (name) => `${byTestId('take-row')}[data-take-name="${name}"]`;
 
 describe('import', () => {
@@ -59,8 +58,7 @@ describe('import', () => {
     assert.equal(stored.length, 1, `the library dir holds ${JSON.stringify(stored)} for the take`);
     assert.ok(fs.readFileSync(path.join(dataDir, String(stored[0]))).equals(source), 'the stored copy differs from the source');
 
-    fs.mkdirSync(screenshotDir, { recursive: true });
-    await screenshot(path.join(screenshotDir, 'e2e-library.png'));
+    await screenshot('e2e-library.png');
   });
 
   it('serves the take as WAV bytes that Web Audio decodes to the imported signal', async () => {

@@ -19,7 +19,6 @@ import {
 } from './helpers.mjs';
 
 const workDir = requireEnv('E2E_TMP');
-const screenshotDir = process.env.E2E_SCREENSHOT_DIR ?? workDir;
 const DATASET = 'e2e-dataset';
 
 describe('train', () => {
@@ -114,7 +113,7 @@ describe('train', () => {
     assert.equal(row.name, DATASET);
     assert.match(await run.$(byTestId('training-run-epoch')).getText(), /epoch \d+\/1/);
     await $(byTestId('train-losses')).waitForDisplayed({ timeout: 5000 });
-    await screenshot(path.join(screenshotDir, 'e2e-train.png'));
+    await screenshot('e2e-train.png');
 
     if (['queued', 'running'].includes(await run.getAttribute('data-status'))) {
       await run.$(byTestId('training-run-stop')).click();
