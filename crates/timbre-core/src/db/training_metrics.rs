@@ -121,16 +121,7 @@ mod tests {
     #[test]
     fn steps_are_listed_in_order_replaced_when_redone_and_forgotten_after_a_resume() {
         let conn = crate::db::open_in_memory();
-        let dataset = crate::db::datasets::ensure(&conn, "Set", None).unwrap();
-        let training = crate::db::trainings::insert(
-            &conn,
-            "Alto",
-            dataset.id,
-            &serde_json::json!({}),
-            2,
-            None,
-        )
-        .unwrap();
+        let training = crate::db::trainings::sample(&conn);
         for (epoch, step) in [(1, 20), (1, 10), (2, 30)] {
             insert(&conn, training.id, &metric(epoch, step, 40.0)).unwrap();
         }

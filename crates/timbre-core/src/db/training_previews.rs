@@ -94,16 +94,7 @@ mod tests {
     #[test]
     fn one_preview_per_epoch_and_the_later_ones_go_on_resume() {
         let conn = crate::db::open_in_memory();
-        let dataset = crate::db::datasets::ensure(&conn, "Set", None).unwrap();
-        let training = crate::db::trainings::insert(
-            &conn,
-            "Alto",
-            dataset.id,
-            &serde_json::json!({}),
-            9,
-            None,
-        )
-        .unwrap();
+        let training = crate::db::trainings::sample(&conn);
         let id = training.id;
         insert(&conn, id, 2, 20, "/p/epoch_2.wav").unwrap();
         insert(&conn, id, 4, 40, "/p/epoch_4.wav").unwrap();

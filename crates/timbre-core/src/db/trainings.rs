@@ -205,21 +205,24 @@ pub fn set_profile(conn: &Connection, id: i64, profile: &Value) -> Result<()> {
     Ok(())
 }
 
+/// A queued three-epoch training "Alto" of a dataset "Set", for tests of its tables.
+#[cfg(test)]
+pub(crate) fn sample(conn: &Connection) -> Training {
+    let dataset = crate::db::datasets::ensure(conn, "Set", None).unwrap();
+    let params = serde_json::json!({"epochs": 3});
+    insert(conn, "Alto", dataset.id, &params, 3, None).unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::db::jobs::{self, Claim, JobState, Lane};
     use serde_json::json;
 
-    fn training(conn: &Connection) -> Training {
-        let dataset = crate::db::datasets::ensure(conn, "Set", None).unwrap();
-        insert(conn, "Alto", dataset.id, &json!({"epochs": 3}), 3, None).unwrap()
-    }
-
     #[test]
     fn a_training_moves_through_its_states() {
         let conn = crate::db::open_in_memory();
-        let t = training(&conn);
+        let t = sample(&conn);
         assert_eq!(
             (t.status.as_str(), t.epoch, t.batch_size),
             (QUEUED, 0, None)
@@ -250,7 +253,7 @@ mod tests {
     #[test]
     fn the_status_follows_the_job_while_it_is_queued_or_running() {
         let conn = crate::db::open_in_memory();
-        let t = training(&conn);
+        let t = sample(&conn);
         let job = jobs::insert(&conn, "train", Lane::Gpu, &json!({}), 3).unwrap();
         set_queued(&conn, t.id, job).unwrap();
         jobs::claim(&conn, Claim::Id(job), "w").unwrap();
@@ -272,7 +275,7 @@ mod tests {
     #[test]
     fn deleting_the_dataset_keeps_the_training() {
         let conn = crate::db::open_in_memory();
-        let t = training(&conn);
+        let t = sample(&conn);
         crate::db::datasets::delete(&conn, t.dataset_id.unwrap()).unwrap();
         assert_eq!(require(&conn, t.id).unwrap().dataset_id, None);
     }
