@@ -12,6 +12,7 @@ pub fn run() {
         std::process::exit(1);
     });
     tauri::Builder::default()
+        .plugin(tauri_plugin_dialog::init())
         .manage(state::AppState::new(Arc::clone(&jobs)))
         .invoke_handler(tauri::generate_handler![
             commands::library::list_voices,

@@ -103,7 +103,7 @@ describe('Library page', () => {
     mockBackend({ list_voices: () => [], list_takes: () => [] });
     render(Library);
     const empty = await screen.findByTestId('library-empty');
-    expect(empty).toHaveTextContent(/drop audio files anywhere/i);
+    expect(empty).toHaveTextContent(/import audio files, or drop them anywhere/i);
     expect(empty).toHaveTextContent(/record/i);
   });
 });

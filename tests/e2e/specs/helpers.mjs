@@ -1,5 +1,6 @@
 // Shared helpers for the e2e specs (not a spec itself: the glob only takes *.e2e.mjs).
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -195,4 +196,22 @@ export async function visibleErrors() {
 /** The texts of the (non-error) toasts currently shown. */
 export async function toasts() {
   return browser.execute(() => [...document.querySelectorAll('[data-testid="toast"]')].map((e) => e.textContent.trim()));
+}
+
+/**
+ * Picks `file` in the native GTK file dialog titled `title`, as a user's keyboard would: WebDriver
+ * cannot reach a native dialog, so xdotool waits for it to show, focuses it, opens its location bar
+ * (Ctrl+L), types the path and presses Return.
+ */
+export function answerFileDialog(title, file) {
+  const xdotool = (...args) => execFileSync('xdotool', args, { encoding: 'utf8', timeout: 20000 }).trim();
+  const dialog = xdotool('search', '--sync', '--onlyvisible', '--name', `^${title}$`).split('\n')[0];
+  xdotool('windowfocus', '--sync', dialog);
+  // Keys sent before GTK has set the dialog up are lost.
+  xdotool('sleep', '0.5');
+  xdotool('key', '--clearmodifiers', 'ctrl+l');
+  xdotool('sleep', '0.3');
+  xdotool('type', '--delay', '15', file);
+  xdotool('sleep', '0.3');
+  xdotool('key', 'Return');
 }

@@ -1,10 +1,12 @@
-// Importing files the way a drop does (the `import_files` command the drop handler calls),
-// seeing the take in the Library, playing it, and a corrupt file failing visibly.
+// Importing files the way a drop does (the `import_files` command the drop handler calls) and
+// through the native file dialog, seeing the take in the Library, playing it, and a corrupt file
+// failing visibly.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
+  answerFileDialog,
   byTestId,
   invoke,
   inspectTakeAudio,
@@ -16,6 +18,7 @@ import {
   waitFor,
   waitForApp,
   waitForJob,
+  writeSineWav,
 } from './helpers.mjs';
 
 const audioPath = requireEnv('E2E_AUDIO'); // 2.000 s, 440 Hz, 16-bit WAV made by run.sh
@@ -59,6 +62,19 @@ describe('import', () => {
     assert.ok(fs.readFileSync(path.join(dataDir, String(stored[0]))).equals(source), 'the stored copy differs from the source');
 
     await screenshot('e2e-library.png');
+  });
+
+  it('imports a file picked in the native dialog of "Import files…"', async () => {
+    const picked = path.join(workDir, 'picked in the dialog.wav');
+    writeSineWav(picked, { seconds: 1.5, freq: 330 });
+    await $(byTestId('library-import-files')).click();
+    answerFileDialog('Add audio files', picked);
+    const row = await $(rowSelector(stem(picked)));
+    await waitFor(() => row.isDisplayed(), {
+      timeout: 30000,
+      message: async () => `no take row named "${stem(picked)}"; errors: ${JSON.stringify(await visibleErrors())}`,
+    });
+    assert.equal(await row.$(byTestId('take-duration')).getText(), '0:01.5');
   });
 
   it('serves the take as WAV bytes that Web Audio decodes to the imported signal', async () => {
