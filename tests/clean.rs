@@ -3,11 +3,11 @@
 //! models folder is used when present (the tiny random-weight RoFormer of the parity fixtures
 //! stands in for a real one), and bad inputs get clear answers.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 use timbre_audio::signal::{backing_track, speech_like, white_noise};
 use timbre_audio::{AudioBuffer, SampleFormat};
-use timbre_integration_tests::Sandbox;
+use timbre_integration_tests::{Sandbox, separation_fixtures};
 
 const RATE: u32 = 16000;
 
@@ -142,13 +142,6 @@ fn enhanced_and_isolated_results_are_linked_to_their_source() {
             (instrumental, mix_take, "isolate_instrumental".to_string()),
         ]
     );
-}
-
-fn separation_fixtures() -> PathBuf {
-    std::env::var_os("SEPARATION_PARITY_DIR").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/separation"),
-        PathBuf::from,
-    )
 }
 
 /// An 8 kHz mono file through a stereo 44.1 kHz model: resampled, channels duplicated, and the

@@ -2,7 +2,7 @@
 //! models of the parity fixtures standing in for real ones (`RVC_PARITY_DIR`).
 
 use std::path::Path;
-use timbre_integration_tests::{Sandbox, rvc_fixtures, write_sine_wav};
+use timbre_integration_tests::{Sandbox, rvc_parity_fixtures, write_sine_wav};
 
 fn timbre(sb: &Sandbox, args: &[&str]) -> std::process::Output {
     sb.cpu_command()
@@ -22,7 +22,7 @@ fn json(sb: &Sandbox, args: &[&str]) -> serde_json::Value {
 }
 
 fn fixture(path: &str) -> String {
-    rvc_fixtures().join(path).display().to_string()
+    rvc_parity_fixtures().join(path).display().to_string()
 }
 
 #[test]
@@ -126,7 +126,7 @@ fn bad_models_and_inputs_are_refused_with_the_file_named() {
     );
 
     let truncated = sb.path("truncated.pth");
-    let bytes = std::fs::read(rvc_fixtures().join("synth_v2_f0_40k/model.pth")).unwrap();
+    let bytes = std::fs::read(rvc_parity_fixtures().join("synth_v2_f0_40k/model.pth")).unwrap();
     std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
     let out = timbre(&sb, &["models", "import", truncated.to_str().unwrap()]);
     assert!(!out.status.success());

@@ -5,11 +5,11 @@
 //! instrumental: well over 200 MB); streamed, the peaks differ by the allocator's noise, measured
 //! at up to 40 MB.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use timbre_audio::{AudioBuffer, SampleFormat, WavStreamWriter};
-use timbre_integration_tests::Sandbox;
+use timbre_integration_tests::{Sandbox, separation_fixtures};
 
 const RATE: u32 = 44_100;
 
@@ -26,13 +26,6 @@ fn write_mix(path: &Path, blocks: usize) {
         writer.write(&audio).unwrap();
     }
     writer.finish().unwrap();
-}
-
-fn separation_fixtures() -> PathBuf {
-    std::env::var_os("SEPARATION_PARITY_DIR").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/separation"),
-        PathBuf::from,
-    )
 }
 
 fn vm_hwm_kb(pid: u32) -> Option<u64> {

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use timbre_audio::SampleFormat;
 use timbre_audio::signal::sine;
+pub use timbre_audio::test_support::{rvc_parity_fixtures, separation_fixtures};
 
 /// The `timbre` binary of this build (`cargo build -p timbre-cli` puts it beside the tests).
 pub fn timbre_bin() -> PathBuf {
@@ -23,13 +24,6 @@ pub fn timbre_bin() -> PathBuf {
 }
 
 /// The RVC parity fixtures: `RVC_PARITY_DIR`, else the shared checkout's.
-pub fn rvc_fixtures() -> PathBuf {
-    std::env::var_os("RVC_PARITY_DIR").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/rvc-parity"),
-        PathBuf::from,
-    )
-}
-
 /// RVC's v1 generator at 40 kHz shrunk to a few channels and a 3-frame slice, for
 /// `--model-config`: it trains in seconds on the CPU (the discriminator stays full-size).
 pub const TINY_GENERATOR_40K: &str = r#"{"spec_channels": 1025, "segment_size": 3,
@@ -64,7 +58,7 @@ impl Sandbox {
         let models = sb.models_dir();
         std::fs::create_dir_all(&models).expect("creating the models folder");
         let copy = |from: &str, to: &str| {
-            std::fs::copy(rvc_fixtures().join(from), models.join(to))
+            std::fs::copy(rvc_parity_fixtures().join(from), models.join(to))
                 .unwrap_or_else(|e| panic!("copying the fixture {from}: {e}"));
         };
         copy("hubert_tiny/hubert_fairseq.pt", "hubert_base.pt");

@@ -2,10 +2,11 @@
 //! the reference (`reference_preprocess.py`, beside this file) on generated audio.
 
 use std::f64::consts::{PI, TAU};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use super::*;
+use crate::test_support::reference_python;
 
 const SCRIPT: &str = include_str!("reference_preprocess.py");
 
@@ -119,11 +120,6 @@ fn inputs() -> Vec<(&'static str, u32, Vec<f32>)> {
     ]
 }
 
-fn python() -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
-    path.exists().then_some(path)
-}
-
 fn read_f32(path: &Path) -> Vec<f32> {
     let bytes = std::fs::read(path).unwrap();
     bytes
@@ -152,10 +148,7 @@ fn snr_db(ours: &[f32], reference: &[f32]) -> f64 {
 
 #[test]
 fn preprocessing_matches_the_reference() {
-    let Some(python) = python() else {
-        eprintln!("skipped: no .venv/bin/python to run the reference preprocessing");
-        return;
-    };
+    let python = reference_python();
     let dir = tempfile::tempdir().unwrap();
     let inputs = inputs();
     let spec: Vec<_> = inputs

@@ -3,18 +3,11 @@ use std::path::{Path, PathBuf};
 
 use super::*;
 use crate::settings::Settings;
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/rvc-parity")
-}
+use timbre_audio::test_support::rvc_parity_fixtures;
 
 /// A library whose models folder holds the fixture HuBERT, and `seconds` of speech-like audio.
-fn setup(seconds: f64) -> Option<(tempfile::TempDir, Library, PathBuf)> {
-    let hubert = fixtures().join("hubert_tiny/hubert_fairseq.pt");
-    if !hubert.is_file() {
-        eprintln!("skipping: no fixture HuBERT at {}", hubert.display());
-        return None;
-    }
+fn setup(seconds: f64) -> (tempfile::TempDir, Library, PathBuf) {
+    let hubert = rvc_parity_fixtures().join("hubert_tiny/hubert_fairseq.pt");
     let dir = tempfile::tempdir().unwrap();
     let models = dir.path().join("models");
     std::fs::create_dir_all(&models).unwrap();
@@ -25,7 +18,7 @@ fn setup(seconds: f64) -> Option<(tempfile::TempDir, Library, PathBuf)> {
     let audio = dir.path().join("speech.wav");
     let speech = timbre_audio::signal::speech_like(40_000, seconds, 7);
     timbre_audio::write_wav(&audio, &speech.audio, timbre_audio::SampleFormat::Float32).unwrap();
-    Some((dir, library, audio))
+    (dir, library, audio)
 }
 
 fn params(audio: &Path, version: ModelVersion) -> PrepareParams {
@@ -100,9 +93,7 @@ fn cache_keys_change_with_content_weights_and_parameters() {
 
 #[test]
 fn invalid_parameters_and_missing_rmvpe_are_refused_before_any_work() {
-    let Some((_dir, library, audio)) = setup(1.0) else {
-        return;
-    };
+    let (_dir, library, audio) = setup(1.0);
     let mut extractors = Extractors::default();
     let mut bad_rate = params(&audio, ModelVersion::V2);
     bad_rate.sample_rate = 44_100;
@@ -120,9 +111,7 @@ fn invalid_parameters_and_missing_rmvpe_are_refused_before_any_work() {
 
 #[test]
 fn a_cut_off_preparation_keeps_the_previous_dataset_and_resumes_where_it_stopped() {
-    let Some((_dir, library, audio)) = setup(12.0) else {
-        return;
-    };
+    let (_dir, library, audio) = setup(12.0);
     let mut extractors = Extractors::default();
     let first = prepare(
         &library,
@@ -183,9 +172,7 @@ fn a_cut_off_preparation_keeps_the_previous_dataset_and_resumes_where_it_stopped
 
 #[test]
 fn isolation_runs_before_slicing_and_a_missing_model_is_refused_first() {
-    let Some((_dir, library, audio)) = setup(6.0) else {
-        return;
-    };
+    let (_dir, library, audio) = setup(6.0);
     let mut extractors = Extractors::default();
     let mut missing = params(&audio, ModelVersion::V2);
     missing.isolate = Some(IsolationMethod::Model("kim".into()));

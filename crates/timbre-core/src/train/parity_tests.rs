@@ -1,10 +1,11 @@
 //! Parity with rvc_next 0.2.16's loader, collate and bucket sampler, run by `.venv/bin/python`
 //! (`reference_data.py`, beside this file) on the same dataset rewritten in its layout.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use tch::Tensor;
+use timbre_audio::test_support::reference_python;
 
 use super::data::{TrainingData, collate};
 use super::tests::{PIECES, many_pieces, write_dataset};
@@ -14,11 +15,6 @@ const SEED: u64 = 1234;
 const EPOCHS: u64 = 3;
 const BATCH_SIZE: usize = 3;
 const SPEAKER: i64 = 5;
-
-fn python() -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
-    path.exists().then_some(path)
-}
 
 /// What the reference script gives.
 struct Reference {
@@ -74,10 +70,7 @@ fn compare(what: &str, ours: &Tensor, theirs: &Tensor) {
 }
 
 fn check_against_the_reference(with_pitch: bool) {
-    let Some(python) = python() else {
-        eprintln!("skipped: no .venv/bin/python to run rvc_next's data loader");
-        return;
-    };
+    let python = reference_python();
     let dir = tempfile::tempdir().unwrap();
     let pieces: Vec<_> = PIECES.into_iter().chain(many_pieces()).collect();
     let root = write_dataset(&dir.path().join("ours"), &pieces, with_pitch);

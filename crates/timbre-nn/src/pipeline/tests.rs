@@ -1,8 +1,6 @@
 //! The streamed pipeline against the whole-array one it replaced, with the small random-weight
 //! models of the parity fixtures (`RVC_PARITY_DIR`, else `../shared/fixtures/rvc-parity`).
 
-use std::path::PathBuf;
-
 use tch::Device;
 
 use super::render::synthesize_segment;
@@ -10,14 +8,7 @@ use super::*;
 use crate::hubert::{FeatureVersion, Hubert};
 use crate::index::IvfFlatIndex;
 use crate::synthesizer::Synthesizer;
-
-fn fixtures() -> Option<PathBuf> {
-    let dir = std::env::var_os("RVC_PARITY_DIR").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/rvc-parity"),
-        PathBuf::from,
-    );
-    dir.join("hubert_tiny").exists().then_some(dir)
-}
+use timbre_audio::test_support::rvc_parity_fixtures;
 
 /// Nine seconds of a gliding tone with pauses, at 16 kHz.
 fn input() -> Vec<f32> {
@@ -74,10 +65,7 @@ fn whole_array_render(
 
 #[test]
 fn a_multi_segment_render_streams_exactly_what_the_whole_array_pipeline_gave() {
-    let Some(dir) = fixtures() else {
-        eprintln!("skipped: no rvc-parity fixtures");
-        return;
-    };
+    let dir = rvc_parity_fixtures();
     let hubert = Hubert::load(&dir.join("hubert_tiny/hubert_fairseq.pt"), Device::Cpu).unwrap();
     let model = Synthesizer::load(&dir.join("synth_v1_f0_40k/model.pth"), Device::Cpu).unwrap();
     let index =

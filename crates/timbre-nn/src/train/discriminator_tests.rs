@@ -6,12 +6,13 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use tch::{Device, Kind, Tensor, nn};
+use timbre_audio::test_support::reference_python;
 
 use super::checkpoint::{read_training_checkpoint, write_training_checkpoint};
 use super::discriminator::{DiscriminatorOutput, DiscriminatorVersion, MultiPeriodDiscriminator};
 use super::losses::{discriminator_loss, feature_loss, generator_loss};
 use super::optimizer::{AdamW, AdamWConfig, ExponentialLr};
-use super::parity_tests::{Worst, python, reference};
+use super::parity_tests::{Worst, reference};
 use crate::checkpoint::load_state_dict;
 use crate::weights::Weights;
 
@@ -56,10 +57,7 @@ fn compare_outputs(
 
 #[test]
 fn discriminators_match_the_reference() {
-    let Some(python) = python() else {
-        eprintln!("skipped: no .venv/bin/python to run the reference discriminator");
-        return;
-    };
+    let python = reference_python();
     let dir = tempfile::tempdir().unwrap();
     reference(&python, "discriminator", dir.path());
     let expected = load_state_dict(&dir.path().join("discriminator.pt")).unwrap();

@@ -2,10 +2,11 @@
 //! file): the losses, and AdamW with its schedule step by step and across saved states in both
 //! directions; the helpers `discriminator_tests` shares.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use tch::{Kind, Tensor};
+use timbre_audio::test_support::reference_python;
 
 use super::losses::{discriminator_loss, feature_loss, generator_loss, kl_loss};
 use super::optimizer::{AdamW, AdamWConfig, ExponentialLr};
@@ -13,11 +14,6 @@ use crate::checkpoint::{Value, load_state_dict, read_torch_file, write_torch_fil
 use crate::weights::Weights;
 
 const SCRIPT: &str = include_str!("reference_train.py");
-
-pub(super) fn python() -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
-    path.exists().then_some(path)
-}
 
 /// Runs a task of the reference script in `dir`; its stdout, parsed when it prints JSON.
 pub(super) fn reference(python: &Path, task: &str, dir: &Path) -> serde_json::Value {
@@ -88,10 +84,7 @@ impl Worst {
 
 #[test]
 fn losses_match_the_reference() {
-    let Some(python) = python() else {
-        eprintln!("skipped: no .venv/bin/python to run the reference losses");
-        return;
-    };
+    let python = reference_python();
     let dir = tempfile::tempdir().unwrap();
     reference(&python, "losses", dir.path());
     let expected = load_state_dict(&dir.path().join("losses.pt")).unwrap();
@@ -190,10 +183,7 @@ fn adam_config() -> AdamWConfig {
 
 #[test]
 fn adamw_matches_torch_and_resumes_both_ways() {
-    let Some(python) = python() else {
-        eprintln!("skipped: no .venv/bin/python to run torch's AdamW");
-        return;
-    };
+    let python = reference_python();
     let dir = tempfile::tempdir().unwrap();
     reference(&python, "adamw", dir.path());
     let expected = load_state_dict(&dir.path().join("adamw.pt")).unwrap();

@@ -105,7 +105,8 @@ impl Spectrograms {
 mod tests {
     use super::*;
     use crate::checkpoint::load_state_dict;
-    use crate::train::parity_tests::{python, reference};
+    use crate::train::parity_tests::reference;
+    use timbre_audio::test_support::reference_python;
 
     fn config_40k() -> SpectrogramConfig {
         SpectrogramConfig {
@@ -131,10 +132,7 @@ mod tests {
     /// 40k config and for a 32k-like one whose fmax is set.
     #[test]
     fn spectrograms_match_the_reference() {
-        let Some(python) = python() else {
-            eprintln!("skipped: no .venv/bin/python to run the reference spectrograms");
-            return;
-        };
+        let python = reference_python();
         let dir = tempfile::tempdir().unwrap();
         reference(&python, "spectrograms", dir.path());
         let expected = load_state_dict(&dir.path().join("spectrograms.pt")).unwrap();

@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::Value as Json;
 use tch::{Kind, Tensor};
+use timbre_audio::test_support::{rvc_parity_fixtures, separation_fixtures};
 use timbre_nn::checkpoint::{Value, load_state_dict, read_torch_file};
 use timbre_nn::weights::Weights;
 
 /// A fixture set's manifest and the folder its paths are relative to.
-fn manifest(variable: &str, default: &str) -> Result<(PathBuf, Json)> {
-    let root = std::env::var_os(variable).map_or_else(|| PathBuf::from(default), PathBuf::from);
+fn manifest(root: PathBuf) -> Result<(PathBuf, Json)> {
     let path = root.join("manifest.json");
     let text = fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     Ok((root, serde_json::from_str(&text)?))
@@ -163,13 +163,10 @@ fn check_hubert(root: &Path, case: &Json) -> Result<()> {
 
 #[test]
 fn every_fixture_checkpoint_reads() {
-    let sets = [
-        ("RVC_PARITY_DIR", "/work/shared/fixtures/rvc-parity"),
-        ("SEPARATION_PARITY_DIR", "/work/shared/fixtures/separation"),
-    ];
+    let sets = [rvc_parity_fixtures(), separation_fixtures()];
     let mut failures = Vec::new();
-    for (variable, default) in sets {
-        let (root, manifest) = manifest(variable, default).unwrap();
+    for set in sets {
+        let (root, manifest) = manifest(set).unwrap();
         for case in manifest["cases"].as_array().expect("cases") {
             let name = case["name"].as_str().unwrap_or("?");
             let checked = match case["kind"].as_str() {

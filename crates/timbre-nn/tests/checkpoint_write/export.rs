@@ -11,14 +11,9 @@ use timbre_nn::checkpoint::{Value, read_torch_file, write_torch_file};
 use timbre_nn::export::{RvcModelMeta, export_rvc_model};
 use timbre_nn::synthesizer::{Noise, Synthesizer, SynthesizerConfig, read_model_info};
 
-use crate::{assert_same, tensor_bytes, text};
+use timbre_audio::test_support::rvc_parity_fixtures;
 
-fn fixture_dir() -> PathBuf {
-    match std::env::var_os("RVC_PARITY_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/rvc-parity"),
-    }
-}
+use crate::{assert_same, tensor_bytes, text};
 
 struct Fixture {
     root: Value,
@@ -58,7 +53,7 @@ impl Fixture {
 }
 
 fn synthesizer_fixtures() -> Vec<Fixture> {
-    let dir = fixture_dir();
+    let dir = rvc_parity_fixtures();
     let manifest: Json =
         serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
     let cases = manifest["cases"].as_array().unwrap();

@@ -3,10 +3,10 @@
 //! checked against the real ones by `TORCH_SERIALIZATION_DEBUG`); saving what it loaded gives
 //! the same records at the same offsets, and what it saved reads back to our value.
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value as Json;
+use timbre_audio::test_support::reference_python;
 use timbre_nn::checkpoint::{Value, read_torch_file, write_torch_file};
 
 use crate::{assert_same, sample, text};
@@ -44,17 +44,9 @@ print(json.dumps({
 }))
 "#;
 
-pub fn venv_python() -> Option<PathBuf> {
-    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
-    python.exists().then_some(python)
-}
-
 #[test]
 fn torch_loads_our_files_and_writes_the_same() {
-    let Some(python) = venv_python() else {
-        println!("skipped: no .venv/bin/python beside the workspace, so no torch to check with");
-        return;
-    };
+    let python = reference_python();
     let dir = tempfile::tempdir().unwrap();
     let (ours, theirs) = (dir.path().join("ours"), dir.path().join("theirs"));
     std::fs::create_dir_all(&ours).unwrap();

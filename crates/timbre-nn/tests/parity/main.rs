@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value as Json;
+use timbre_audio::test_support::{rvc_parity_fixtures, separation_fixtures};
 use timbre_nn::device::Precision;
 
 /// One manifest case with its fixture folder, so checkers can resolve the files it names.
@@ -122,15 +123,6 @@ pub fn precision() -> Precision {
 /// A checker runs one case and returns what it measured, or fails with why.
 type Checker = fn(&Case, &Json) -> Result<String>;
 
-fn fixture_dir(variable: &str, default: &str) -> PathBuf {
-    match std::env::var_os(variable) {
-        Some(dir) => PathBuf::from(dir),
-        None => Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../..")
-            .join(default),
-    }
-}
-
 /// `autocast`: run the checkers in the precision's autocast (the conversion models); the
 /// separators instead load their weights in the precision's dtype.
 fn run_manifest(dir: &Path, checker_for: fn(&str) -> Option<Checker>, autocast: bool) {
@@ -182,11 +174,7 @@ fn rvc_checker(kind: &str) -> Option<Checker> {
 #[test]
 fn rvc_parity() {
     tch::set_num_threads(std::thread::available_parallelism().map_or(1, |n| n.get() as i32));
-    run_manifest(
-        &fixture_dir("RVC_PARITY_DIR", "shared/fixtures/rvc-parity"),
-        rvc_checker,
-        true,
-    );
+    run_manifest(&rvc_parity_fixtures(), rvc_checker, true);
 }
 
 fn separation_checker(kind: &str) -> Option<Checker> {
@@ -199,11 +187,7 @@ fn separation_checker(kind: &str) -> Option<Checker> {
 #[test]
 fn separation_parity() {
     tch::set_num_threads(std::thread::available_parallelism().map_or(1, |n| n.get() as i32));
-    run_manifest(
-        &fixture_dir("SEPARATION_PARITY_DIR", "shared/fixtures/separation"),
-        separation_checker,
-        false,
-    );
+    run_manifest(&separation_fixtures(), separation_checker, false);
 }
 
 /// Keeps the result type of checkers in one place.
