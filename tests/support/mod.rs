@@ -23,7 +23,6 @@ pub fn timbre_bin() -> PathBuf {
     bin
 }
 
-/// The RVC parity fixtures: `RVC_PARITY_DIR`, else the shared checkout's.
 /// RVC's v1 generator at 40 kHz shrunk to a few channels and a 3-frame slice, for
 /// `--model-config`: it trains in seconds on the CPU (the discriminator stays full-size).
 pub const TINY_GENERATOR_40K: &str = r#"{"spec_channels": 1025, "segment_size": 3,

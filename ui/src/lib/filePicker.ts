@@ -2,7 +2,7 @@
 // picks goes where a drop of the same files would.
 import { open, type DialogFilter } from '@tauri-apps/plugin-dialog';
 
-export type PickKind = 'audio' | 'models' | 'model' | 'index' | 'folder';
+export type PickKind = 'audio' | 'model' | 'index' | 'folder';
 
 const AUDIO: DialogFilter = { name: 'Audio', extensions: ['wav', 'flac', 'mp3', 'ogg', 'm4a'] };
 const MODEL: DialogFilter = { name: 'RVC model', extensions: ['pth'] };
@@ -16,14 +16,8 @@ interface PickSpec {
   filters: DialogFilter[];
 }
 
-export const PICKS: Record<PickKind, PickSpec> = {
+const PICKS: Record<PickKind, PickSpec> = {
   audio: { title: 'Add audio files', multiple: true, directory: false, filters: [AUDIO, ANY] },
-  models: {
-    title: 'Import voice models (.pth, with their .index)',
-    multiple: true,
-    directory: false,
-    filters: [{ name: 'RVC model and index', extensions: ['pth', 'index'] }, ANY],
-  },
   model: { title: 'Choose a voice model', multiple: false, directory: false, filters: [MODEL, ANY] },
   index: { title: 'Choose a feature index', multiple: false, directory: false, filters: [INDEX, ANY] },
   folder: { title: 'Choose a folder', multiple: false, directory: true, filters: [] },
