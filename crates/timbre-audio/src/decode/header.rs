@@ -62,6 +62,8 @@ struct WaveFormat {
     sample_rate: u32,
     block_align: u16,
     bits_per_sample: u16,
+    /// WAVE_FORMAT_EXTENSIBLE's speaker mask.
+    channel_mask: Option<u32>,
 }
 
 /// When `source` is a RIFF/WAVE file, checks its `fmt ` chunk; leaves other files to symphonia.
@@ -102,7 +104,26 @@ fn check_wave_format(format: &WaveFormat, path: Option<&Path>) -> Result<(), Aud
             ),
         ));
     }
+    if let Some(mask) = format.channel_mask
+        && !mask_fits(mask, format.channels)
+    {
+        return Err(bad_header(
+            path,
+            format!(
+                "its speaker mask 0x{mask:08X} does not fit its {} channels",
+                format.channels
+            ),
+        ));
+    }
     Ok(())
+}
+
+/// Whether symphonia can fill in the speakers a mask lacks for `channels`: it sets the bits
+/// above the mask's highest one, in an i32 shift that overflows (a panic) when 31 or more are
+/// missing or the mask's top bit is already set.
+fn mask_fits(mask: u32, channels: u16) -> bool {
+    let missing = u32::from(channels).saturating_sub(mask.count_ones());
+    missing == 0 || (missing <= 30 && mask & 0x8000_0000 == 0)
 }
 
 /// The `fmt ` chunk of a RIFF/WAVE stream; None when the stream is not one or has no such chunk
@@ -122,12 +143,27 @@ fn read_wave_format<R: Read + Seek>(source: &mut R) -> std::io::Result<Option<Wa
                 let mut fmt = [0u8; 16];
                 source.read_exact(&mut fmt)?;
                 let u16_at = |i: usize| u16::from_le_bytes([fmt[i], fmt[i + 1]]);
+                let tag = u16_at(0);
+                // cbSize and the valid bits, then the mask.
+                let channel_mask = if tag == TAG_EXTENSIBLE && size >= 24 {
+                    let mut extension = [0u8; 8];
+                    source.read_exact(&mut extension)?;
+                    Some(u32::from_le_bytes([
+                        extension[4],
+                        extension[5],
+                        extension[6],
+                        extension[7],
+                    ]))
+                } else {
+                    None
+                };
                 return Ok(Some(WaveFormat {
-                    tag: u16_at(0),
+                    tag,
                     channels: u16_at(2),
                     sample_rate: u32::from_le_bytes([fmt[4], fmt[5], fmt[6], fmt[7]]),
                     block_align: u16_at(12),
                     bits_per_sample: u16_at(14),
+                    channel_mask,
                 }));
             }
             b"data" => return Ok(None),
@@ -185,7 +221,8 @@ mod tests {
                 channels: 2,
                 sample_rate: 44_100,
                 block_align: 4,
-                bits_per_sample: 16
+                bits_per_sample: 16,
+                channel_mask: None,
             })
         );
         assert!(check_wave_header(&mut cursor, None).is_ok());
@@ -220,6 +257,30 @@ mod tests {
             let message = err.to_string();
             assert!(message.starts_with("take.wav: "), "{message}");
             assert!(message.contains(words), "{message} should say {words}");
+        }
+    }
+
+    #[test]
+    fn an_extensible_mask_that_cannot_hold_the_channels_is_refused() {
+        let extensible = |channels: u16, mask: u32| {
+            let mut body = fmt(TAG_EXTENSIBLE, channels, 48_000, channels * 2, 16);
+            body.extend_from_slice(&22u16.to_le_bytes());
+            body.extend_from_slice(&16u16.to_le_bytes());
+            body.extend_from_slice(&mask.to_le_bytes());
+            body.extend_from_slice(&[0; 16]);
+            wave(&[(b"fmt ", body), (b"data", vec![0; 4])])
+        };
+        for (channels, mask) in [(2, 0x3), (6, 0x3F), (8, 0), (30, 0), (2, 0xFFFF_FFFF)] {
+            let bytes = extensible(channels, mask);
+            assert!(
+                check_wave_header(&mut Cursor::new(bytes), None).is_ok(),
+                "{channels} {mask:x}"
+            );
+        }
+        for (channels, mask) in [(32, 0), (40, 0x3), (3, 0x8000_0001)] {
+            let err =
+                check_wave_header(&mut Cursor::new(extensible(channels, mask)), None).unwrap_err();
+            assert!(err.detail.contains("speaker mask"), "{err}");
         }
     }
 

@@ -122,7 +122,7 @@ fn decode_in_time(bytes: Vec<u8>, hint: &'static str) -> Result<(), String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 10_000, ..ProptestConfig::default() })]
 
     #[test]
     fn damaged_wav_and_flac_never_panic_or_hang(
