@@ -18,6 +18,8 @@ mod header;
 mod lossy_tests;
 mod mp4;
 #[cfg(test)]
+mod refusal_tests;
+#[cfg(test)]
 mod robustness_tests;
 mod samples;
 mod source;
