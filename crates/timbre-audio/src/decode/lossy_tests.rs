@@ -100,3 +100,68 @@ fn blocks_see_the_same_trimmed_audio() {
         assert_eq!(joined, whole.channels, "{name}");
     }
 }
+
+/// An MP4 box of `kind` around `body`.
+fn mp4_box(kind: &[u8; 4], body: &[u8]) -> Vec<u8> {
+    let mut out = ((body.len() + 8) as u32).to_be_bytes().to_vec();
+    out.extend_from_slice(kind);
+    out.extend_from_slice(body);
+    out
+}
+
+#[test]
+fn an_itunsmpb_tag_trims_as_the_edit_list_does() {
+    let original = std::fs::read(testdata().join("aac_mono44.m4a")).unwrap();
+    // The fixture ends with its `moov`; its edit list is hidden (renamed `free`) and an iTunes
+    // tag saying the same (1,024 frames of priming, 44,100 of audio) appended to it.
+    let moov = original
+        .windows(4)
+        .rposition(|w| w == b"moov")
+        .expect("a moov box")
+        - 4;
+    assert_eq!(
+        u32::from_be_bytes(original[moov..moov + 4].try_into().unwrap()) as usize,
+        original.len() - moov,
+        "moov is the last box"
+    );
+    let mut bytes = original.clone();
+    let edts = moov + bytes[moov..].windows(4).position(|w| w == b"edts").unwrap();
+    bytes[edts..edts + 4].copy_from_slice(b"free");
+    let full = |text: &str| [&[0u8; 4][..], text.as_bytes()].concat();
+    let value = " 00000000 00000400 000003BC 000000000000AC44 00000000";
+    let tag = mp4_box(
+        b"----",
+        &[
+            mp4_box(b"mean", &full("com.apple.iTunes")),
+            mp4_box(b"name", &full("iTunSMPB")),
+            mp4_box(
+                b"data",
+                &[&[0, 0, 0, 1, 0, 0, 0, 0][..], value.as_bytes()].concat(),
+            ),
+        ]
+        .concat(),
+    );
+    let udta = mp4_box(
+        b"udta",
+        &mp4_box(b"meta", &[&[0u8; 4][..], &mp4_box(b"ilst", &tag)].concat()),
+    );
+    bytes.extend_from_slice(&udta);
+    let moov_size = (bytes.len() - moov) as u32;
+    bytes[moov..moov + 4].copy_from_slice(&moov_size.to_be_bytes());
+
+    let opts = DecodeOptions::default();
+    let expected = super::decode_bytes(original, Some("m4a"), &opts).unwrap();
+    let tagged = super::decode_bytes(bytes.clone(), Some("m4a"), &opts).unwrap();
+    assert_eq!(tagged.frames(), 44_100);
+    assert_eq!(tagged, expected);
+
+    let untagged_len = bytes.len() - udta.len();
+    let mut plain = bytes[..untagged_len].to_vec();
+    plain[moov..moov + 4].copy_from_slice(&((untagged_len - moov) as u32).to_be_bytes());
+    let untrimmed = super::decode_bytes(plain, Some("m4a"), &opts).unwrap();
+    assert_eq!(
+        untrimmed.frames(),
+        46_080,
+        "no edit list, no tag: every decoded frame"
+    );
+}

@@ -141,7 +141,7 @@ fn open(
     path: Option<&Path>,
 ) -> Result<Opened, AudioError> {
     header::check_wave_header(&mut source, path)?;
-    let edit_list = mp4::read_edit_list(&mut source);
+    let gapless = mp4::read_gapless(&mut source);
     let mut hint = Hint::new();
     if let Some(ext) = extension_hint {
         hint.with_extension(ext);
@@ -186,9 +186,14 @@ fn open(
         sample_rate,
         path,
     )?;
-    let trim = edit_list.map_or(Trim::default(), |edits| {
-        trim_of(&edits, sample_rate, track.num_frames)
-    });
+    let trim = match gapless {
+        Some(mp4::Gapless::EditList(edits)) => trim_of(&edits, sample_rate, track.num_frames),
+        Some(mp4::Gapless::ITunSmpb { priming, frames }) => Trim {
+            skip: priming,
+            keep: Some(frames),
+        },
+        None => Trim::default(),
+    };
     let frames = track.num_frames.map(|all| {
         trim.keep
             .unwrap_or(u64::MAX)

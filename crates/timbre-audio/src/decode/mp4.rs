@@ -1,6 +1,8 @@
-//! The edit list of an MP4/M4A audio track, which symphonia 0.6 reads but does not apply: AAC
-//! encoders put 1,024 or 2,112 frames of priming before the audio and pad the last packet, and
-//! the track's single edit says where the audio starts (media time) and how long it is.
+//! What an MP4/M4A file says about its encoder's priming and padding, which symphonia 0.6 does
+//! not apply: AAC encoders put 1,024 or 2,112 frames of priming before the audio and pad the
+//! last packet. The audio track's single edit says where the audio starts (media time) and how
+//! long it is; files from iTunes-era encoders say it instead in an `iTunSMPB` tag (priming,
+//! padding and length in hexadecimal), which ffmpeg reads too.
 
 use std::io::{Read, Seek, SeekFrom};
 
@@ -15,14 +17,28 @@ pub(super) struct EditList {
     pub movie_timescale: u32,
 }
 
-/// Container boxes descended into on the way to `elst`, `mdhd` and `hdlr`.
-const CONTAINERS: [&[u8; 4]; 4] = [b"moov", b"trak", b"edts", b"mdia"];
+/// What the file marks, by the edit list when it has one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Gapless {
+    EditList(EditList),
+    /// Frames of priming, and of audio after them.
+    ITunSmpb {
+        priming: u64,
+        frames: u64,
+    },
+}
+
+/// Container boxes descended into on the way to `elst`, `mdhd`, `hdlr` and the `iTunSMPB` tag.
+const CONTAINERS: [&[u8; 4]; 7] = [
+    b"moov", b"trak", b"edts", b"mdia", b"udta", b"ilst", b"----",
+];
 /// Boxes visited in all, so a damaged file of tiny boxes cannot keep us reading.
 const MAX_BOXES: usize = 4096;
 
 /// The edit list of `source`'s first audio track when `source` is an MP4 file whose track has one
-/// edit to apply (one non-empty edit at normal rate), else None. Rewinds `source`.
-pub(super) fn read_edit_list<R: Read + Seek>(source: &mut R) -> Option<EditList> {
+/// edit to apply (one non-empty edit at normal rate), else its `iTunSMPB` tag, else None.
+/// Rewinds `source`.
+pub(super) fn read_gapless<R: Read + Seek>(source: &mut R) -> Option<Gapless> {
     let mut head = [0u8; 8];
     let is_mp4 = source.read_exact(&mut head).is_ok() && &head[4..8] == b"ftyp";
     let found = if is_mp4 {
@@ -43,6 +59,10 @@ struct Walk {
     movie_timescale: Option<u32>,
     /// The first audio track's edit and media timescale, once a `trak` is known to be audio.
     audio_track: Option<(Option<Edit>, u32)>,
+    /// The `iTunSMPB` tag's priming and length.
+    itunsmpb: Option<(u64, u64)>,
+    /// Whether the last `name` box read names the `iTunSMPB` tag.
+    named_itunsmpb: bool,
     /// What the `trak` being read holds so far.
     edit: Option<Edit>,
     media_timescale: Option<u32>,
@@ -56,20 +76,25 @@ struct Edit {
 }
 
 impl Walk {
-    fn result(&self) -> Option<EditList> {
-        let (edit, media_timescale) = self.audio_track?;
-        let edit = edit?;
-        Some(EditList {
-            media_time: edit.media_time,
-            media_timescale,
-            duration: edit.duration,
-            movie_timescale: self.movie_timescale?,
+    fn result(&self) -> Option<Gapless> {
+        let edit_list = self.audio_track.and_then(|(edit, media_timescale)| {
+            let edit = edit?;
+            Some(EditList {
+                media_time: edit.media_time,
+                media_timescale,
+                duration: edit.duration,
+                movie_timescale: self.movie_timescale?,
+            })
+        });
+        edit_list.map(Gapless::EditList).or_else(|| {
+            let (priming, frames) = self.itunsmpb?;
+            Some(Gapless::ITunSmpb { priming, frames })
         })
     }
 
     fn boxes<R: Read + Seek>(&mut self, r: &mut R, start: u64, end: u64) -> std::io::Result<()> {
         let mut pos = start;
-        while pos + 8 <= end && self.audio_track.is_none() {
+        while pos + 8 <= end {
             self.visited += 1;
             if self.visited > MAX_BOXES {
                 return Ok(());
@@ -92,12 +117,29 @@ impl Walk {
                     (self.edit, self.media_timescale, self.is_audio) = (None, None, false);
                     self.boxes(r, body, pos + size)?;
                     if self.is_audio
+                        && self.audio_track.is_none()
                         && let Some(timescale) = self.media_timescale
                     {
                         self.audio_track = Some((self.edit, timescale));
                     }
                 }
                 kind if CONTAINERS.contains(&kind) => self.boxes(r, body, pos + size)?,
+                // A full box in MP4 files (version and flags first), a plain one in QuickTime.
+                b"meta" => {
+                    let version_or_size = read_u32(r)?;
+                    let children = if version_or_size == 0 { body + 4 } else { body };
+                    self.boxes(r, children, pos + size)?;
+                }
+                // Inside a `----` tag: version and flags, then the text.
+                b"name" => {
+                    let text = read_text(r, size - header, 4)?;
+                    self.named_itunsmpb = text == "iTunSMPB";
+                }
+                // Type and locale, then the value.
+                b"data" if self.named_itunsmpb => {
+                    self.itunsmpb = parse_itunsmpb(&read_text(r, size - header, 8)?);
+                    self.named_itunsmpb = false;
+                }
                 b"mvhd" => self.movie_timescale = Some(read_timescale(r)?),
                 b"mdhd" => self.media_timescale = Some(read_timescale(r)?),
                 // Version/flags, pre_defined, then the handler type.
@@ -105,7 +147,8 @@ impl Walk {
                     r.seek(SeekFrom::Current(8))?;
                     let mut handler = [0u8; 4];
                     r.read_exact(&mut handler)?;
-                    self.is_audio = &handler == b"soun";
+                    // `meta` boxes have handlers too ("mdir"): only a sound one counts.
+                    self.is_audio |= &handler == b"soun";
                 }
                 b"elst" => self.edit = read_single_edit(r)?,
                 _ => {}
@@ -153,6 +196,30 @@ fn read_single_edit<R: Read>(r: &mut R) -> std::io::Result<Option<Edit>> {
     Ok(found)
 }
 
+/// The text of a small tag box after `skip` bytes of its body; empty when it is not small.
+fn read_text<R: Read>(r: &mut R, body: u64, skip: u64) -> std::io::Result<String> {
+    const MAX_TAG: u64 = 1024;
+    if body < skip || body > MAX_TAG {
+        return Ok(String::new());
+    }
+    let mut bytes = vec![0u8; body as usize];
+    r.read_exact(&mut bytes)?;
+    Ok(String::from_utf8_lossy(&bytes[skip as usize..]).into_owned())
+}
+
+/// `" 00000000 00000840 000001CA 00000000000A2BF6 …"`: reserved, priming, padding, length.
+fn parse_itunsmpb(text: &str) -> Option<(u64, u64)> {
+    let fields: Vec<u64> = text
+        .split_whitespace()
+        .take(4)
+        .map(|f| u64::from_str_radix(f, 16).ok())
+        .collect::<Option<_>>()?;
+    match fields[..] {
+        [_, priming, _, frames] if frames > 0 => Some((priming, frames)),
+        _ => None,
+    }
+}
+
 fn read_u32<R: Read>(r: &mut R) -> std::io::Result<u32> {
     let mut b = [0u8; 4];
     r.read_exact(&mut b)?;
@@ -163,4 +230,18 @@ fn read_u64<R: Read>(r: &mut R) -> std::io::Result<u64> {
     let mut b = [0u8; 8];
     r.read_exact(&mut b)?;
     Ok(u64::from_be_bytes(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn itunsmpb_gives_priming_and_length() {
+        let tag = " 00000000 00000840 000001CA 00000000000A2BF6 00000000 00000000";
+        assert_eq!(parse_itunsmpb(tag), Some((0x840, 0xA2BF6)));
+        assert_eq!(parse_itunsmpb(" 00000000 00000840"), None);
+        assert_eq!(parse_itunsmpb(" 0 840 1CA 0"), None, "no length");
+        assert_eq!(parse_itunsmpb("not a tag at all"), None);
+    }
 }
