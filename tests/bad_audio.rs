@@ -135,7 +135,7 @@ fn absurd_wav_headers_fail_import_naming_the_value() {
 
 #[cfg(unix)]
 #[test]
-fn a_fifo_is_refused_by_import_and_convert_without_blocking() {
+fn a_fifo_is_refused_by_every_command_without_blocking() {
     let sb = Sandbox::with_extractors(false);
     let fifo = sb.path("live.wav");
     let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
@@ -143,9 +143,15 @@ fn a_fifo_is_refused_by_import_and_convert_without_blocking() {
     let file = fifo.to_str().unwrap();
     let words = "is not a regular file (a FIFO)";
 
-    let mut cmd = sb.command();
-    cmd.args(["import", file]);
-    assert_refused(&run_within(cmd, Duration::from_secs(60)), &fifo, words);
+    for args in [
+        &["import", file][..],
+        &["enhance", file],
+        &["isolate", "--rough", file],
+    ] {
+        let mut cmd = sb.command();
+        cmd.args(args);
+        assert_refused(&run_within(cmd, Duration::from_secs(60)), &fifo, words);
+    }
 
     let model = rvc_parity_fixtures().join("synth_v1_nono_32k/model.pth");
     sb.json(&[
