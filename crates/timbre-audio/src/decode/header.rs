@@ -22,12 +22,21 @@ pub(super) fn check_format(
     sample_rate: u32,
     path: Option<&Path>,
 ) -> Result<(), AudioError> {
+    check_channels(channels, path)?;
+    check_sample_rate(sample_rate, path)
+}
+
+pub(super) fn check_channels(channels: u32, path: Option<&Path>) -> Result<(), AudioError> {
     if channels == 0 || channels > u32::from(MAX_CHANNELS) {
         return Err(bad_header(
             path,
             format!("its header declares {channels} channels (1 to {MAX_CHANNELS} are supported)"),
         ));
     }
+    Ok(())
+}
+
+pub(super) fn check_sample_rate(sample_rate: u32, path: Option<&Path>) -> Result<(), AudioError> {
     if !(MIN_SAMPLE_RATE..=MAX_SAMPLE_RATE).contains(&sample_rate) {
         return Err(bad_header(
             path,

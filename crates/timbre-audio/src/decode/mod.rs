@@ -179,13 +179,16 @@ fn open(
         .codec
         .info
         .short_name;
+    // What the header states; the first decoded packet is checked again (blocks.rs), which
+    // covers formats whose header leaves either out.
+    if let Some(rate) = params.sample_rate {
+        header::check_sample_rate(rate, path)?;
+    }
+    let channels = params.channels.as_ref().map(|c| c.count());
+    if let Some(count) = channels {
+        header::check_channels(u32::try_from(count).unwrap_or(u32::MAX), path)?;
+    }
     let sample_rate = params.sample_rate.unwrap_or(0);
-    let channels = params.channels.as_ref().map_or(0, |c| c.count());
-    header::check_format(
-        u32::try_from(channels).unwrap_or(u32::MAX),
-        sample_rate,
-        path,
-    )?;
     let trim = match gapless {
         Some(mp4::Gapless::EditList(edits)) => trim_of(&edits, sample_rate, track.num_frames),
         Some(mp4::Gapless::ITunSmpb { priming, frames }) => Trim {
@@ -200,13 +203,13 @@ fn open(
             .min(all.saturating_sub(trim.skip))
     });
     let duration_secs = match (frames, track.time_base, track.duration) {
-        (Some(frames), _, _) => Some(frames as f64 / f64::from(sample_rate)),
+        (Some(frames), _, _) if sample_rate > 0 => Some(frames as f64 / f64::from(sample_rate)),
         (_, Some(tb), Some(dur)) => tb.calc_duration(dur).map(|t| t.as_secs_f64()),
         _ => None,
     };
     let info = AudioInfo {
         sample_rate,
-        channels: u16::try_from(channels).unwrap_or(u16::MAX),
+        channels: channels.map_or(0, |c| u16::try_from(c).unwrap_or(u16::MAX)),
         frames,
         duration_secs,
         codec: codec.to_string(),
