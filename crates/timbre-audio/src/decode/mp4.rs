@@ -34,6 +34,8 @@ const CONTAINERS: [&[u8; 4]; 7] = [
 ];
 /// Boxes visited in all, so a damaged file of tiny boxes cannot keep us reading.
 const MAX_BOXES: usize = 4096;
+/// Nesting followed: the deepest box read (`moov/udta/meta/ilst/----/data`) is at level 6.
+const MAX_DEPTH: usize = 8;
 
 /// The edit list of `source`'s first audio track when `source` is an MP4 file whose track has one
 /// edit to apply (one non-empty edit at normal rate), else its `iTunSMPB` tag, else None.
@@ -44,7 +46,7 @@ pub(super) fn read_gapless<R: Read + Seek>(source: &mut R) -> Option<Gapless> {
     let found = if is_mp4 {
         let end = source.seek(SeekFrom::End(0)).ok()?;
         let mut walk = Walk::default();
-        walk.boxes(source, 0, end).ok();
+        walk.boxes(source, 0, end, 0).ok();
         walk.result()
     } else {
         None
@@ -92,7 +94,16 @@ impl Walk {
         })
     }
 
-    fn boxes<R: Read + Seek>(&mut self, r: &mut R, start: u64, end: u64) -> std::io::Result<()> {
+    fn boxes<R: Read + Seek>(
+        &mut self,
+        r: &mut R,
+        start: u64,
+        end: u64,
+        depth: usize,
+    ) -> std::io::Result<()> {
+        if depth > MAX_DEPTH {
+            return Ok(());
+        }
         let mut pos = start;
         while pos + 8 <= end {
             self.visited += 1;
@@ -115,7 +126,7 @@ impl Walk {
             match &kind {
                 b"trak" => {
                     (self.edit, self.media_timescale, self.is_audio) = (None, None, false);
-                    self.boxes(r, body, pos + size)?;
+                    self.boxes(r, body, pos + size, depth + 1)?;
                     if self.is_audio
                         && self.audio_track.is_none()
                         && let Some(timescale) = self.media_timescale
@@ -123,12 +134,12 @@ impl Walk {
                         self.audio_track = Some((self.edit, timescale));
                     }
                 }
-                kind if CONTAINERS.contains(&kind) => self.boxes(r, body, pos + size)?,
+                kind if CONTAINERS.contains(&kind) => self.boxes(r, body, pos + size, depth + 1)?,
                 // A full box in MP4 files (version and flags first), a plain one in QuickTime.
                 b"meta" => {
                     let version_or_size = read_u32(r)?;
                     let children = if version_or_size == 0 { body + 4 } else { body };
-                    self.boxes(r, children, pos + size)?;
+                    self.boxes(r, children, pos + size, depth + 1)?;
                 }
                 // Inside a `----` tag: version and flags, then the text.
                 b"name" => {
