@@ -79,6 +79,8 @@ pub struct WavStreamWriter {
     wav: hound::WavWriter<BufWriter<File>>,
     fmt: SampleFormat,
     path: std::path::PathBuf,
+    channels: u16,
+    frames: u64,
 }
 
 impl WavStreamWriter {
@@ -97,11 +99,16 @@ impl WavStreamWriter {
             wav,
             fmt,
             path: path.to_path_buf(),
+            channels,
+            frames: 0,
         })
     }
 
     /// Appends `buf`, which has the writer's channels.
     pub fn write(&mut self, buf: &AudioBuffer) -> Result<(), AudioError> {
+        let frames = self.frames + buf.frames() as u64;
+        check_wav_size(frames, self.channels, self.fmt, Some(&self.path))?;
+        self.frames = frames;
         write_frames(&mut self.wav, buf, self.fmt).map_err(|e| hound_error(&self.path, e))
     }
 
@@ -123,16 +130,56 @@ fn hound_error(path: &Path, err: hound::Error) -> AudioError {
 }
 
 pub fn write_wav(path: &Path, buf: &AudioBuffer, fmt: SampleFormat) -> Result<(), AudioError> {
+    check_wav_size(buf.frames() as u64, buf.channel_count(), fmt, Some(path))?;
     let file = File::create(path)
         .map_err(|e| AudioError::io(Some(path), "could not create the file", &e))?;
     write_wav_to(BufWriter::new(file), buf, fmt).map_err(|e| hound_error(path, e))
 }
 
 /// A complete WAV file in memory, e.g. to hand audio to the web UI.
-pub fn encode_wav(buf: &AudioBuffer, fmt: SampleFormat) -> Vec<u8> {
+pub fn encode_wav(buf: &AudioBuffer, fmt: SampleFormat) -> Result<Vec<u8>, AudioError> {
+    check_wav_size(buf.frames() as u64, buf.channel_count(), fmt, None)?;
     let mut bytes = Cursor::new(Vec::new());
-    write_wav_to(&mut bytes, buf, fmt).expect("writing a WAV to memory only fails past 4 GiB");
-    bytes.into_inner()
+    write_wav_to(&mut bytes, buf, fmt).map_err(|e| match e {
+        hound::Error::IoError(e) => AudioError::io(None, "could not encode WAV", &e),
+        other => AudioError::new(
+            AudioErrorKind::Unsupported,
+            None,
+            format!("cannot be written as WAV: {other}"),
+        ),
+    })?;
+    Ok(bytes.into_inner())
+}
+
+/// Room left in WAV's 32-bit sizes for the header chunks hound writes before the data.
+const WAV_HEADER_ROOM: u64 = 1024;
+
+/// Refuses audio whose samples would not fit WAV's 32-bit chunk sizes (4 GiB), which hound
+/// would overflow (a panic, or a corrupt header in a release build).
+fn check_wav_size(
+    frames: u64,
+    channels: u16,
+    fmt: SampleFormat,
+    path: Option<&Path>,
+) -> Result<(), AudioError> {
+    let bytes_per_sample = match fmt {
+        SampleFormat::Int16 => 2,
+        SampleFormat::Int24 | SampleFormat::Float32 => 4,
+    };
+    let limit = u64::from(u32::MAX) - WAV_HEADER_ROOM;
+    let bytes = u128::from(frames) * u128::from(channels) * bytes_per_sample;
+    if bytes <= u128::from(limit) {
+        return Ok(());
+    }
+    Err(AudioError::new(
+        AudioErrorKind::TooLong,
+        path,
+        format!(
+            "the audio is too long for a WAV file: {:.2} GiB of samples, and WAV holds at most \
+             4 GiB (choose FLAC, or a shorter excerpt)",
+            bytes as f64 / f64::from(1u32 << 30)
+        ),
+    ))
 }
 
 /// Writes a FLAC file with `bits` (16 or 24) bits per sample.
@@ -247,7 +294,8 @@ mod tests {
             write_wav(&path, &src, fmt).unwrap();
             let back = decode_file(&path, &DecodeOptions::default()).unwrap();
             assert_close(&src, &back, tol);
-            let mem = decode_bytes(encode_wav(&src, fmt), Some("wav"), &Default::default());
+            let bytes = encode_wav(&src, fmt).unwrap();
+            let mem = decode_bytes(bytes, Some("wav"), &Default::default());
             assert_close(&src, &mem.unwrap(), tol);
         }
     }
@@ -299,6 +347,40 @@ mod tests {
                 assert_close(&src, &back, tol);
             }
         }
+    }
+
+    #[test]
+    fn wav_past_4_gib_is_an_error_naming_the_limit() {
+        let limit = u64::from(u32::MAX) - WAV_HEADER_ROOM;
+        // 2 bytes a sample: the largest stereo 16-bit length that fits, and one frame more.
+        let fits = limit / 4;
+        assert!(check_wav_size(fits, 2, SampleFormat::Int16, None).is_ok());
+        let err = check_wav_size(fits + 1, 2, SampleFormat::Int16, None).unwrap_err();
+        assert_eq!(err.kind, AudioErrorKind::TooLong);
+        assert!(err.to_string().contains("WAV holds at most 4 GiB"), "{err}");
+        // An hour and a half of 8-channel float at 96 kHz, and a length no u64 product holds.
+        let path = Path::new("long.wav");
+        let frames = 96_000 * 5_400;
+        let err = check_wav_size(frames, 8, SampleFormat::Float32, Some(path)).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("long.wav: the audio is too long for a WAV file: 15.45 GiB"),
+            "{err}"
+        );
+        assert!(check_wav_size(u64::MAX, u16::MAX, SampleFormat::Float32, None).is_err());
+    }
+
+    #[test]
+    fn the_stream_writer_stops_before_the_4_gib_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("stream.wav");
+        let mut writer = WavStreamWriter::create(&path, 8000, 1, SampleFormat::Float32).unwrap();
+        writer.write(&sine(8000, 1, 0.1)).unwrap();
+        // As if the file already held all but one frame of the limit.
+        writer.frames = (u64::from(u32::MAX) - WAV_HEADER_ROOM) / 4 - 1;
+        let err = writer.write(&sine(8000, 1, 0.1)).unwrap_err();
+        assert_eq!(err.kind, AudioErrorKind::TooLong);
+        assert!(err.to_string().contains("WAV holds at most 4 GiB"), "{err}");
     }
 
     #[test]

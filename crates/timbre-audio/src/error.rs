@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 pub enum AudioErrorKind {
     NotFound,
     IsDirectory,
+    /// A FIFO, socket or device: refused before opening it (a FIFO would block).
+    NotRegularFile,
     Empty,
     Unsupported,
     Corrupt,

@@ -25,7 +25,8 @@ mod test_util;
 
 pub use buffer::AudioBuffer;
 pub use decode::{
-    AudioInfo, BlockReader, DecodeOptions, decode_bytes, decode_file, open_blocks, probe_file,
+    AudioInfo, BlockReader, DecodeOptions, decode_bytes, decode_file, open_audio_file, open_blocks,
+    probe_file,
 };
 pub use encode::{SampleFormat, WavStreamWriter, encode_wav, write_flac, write_wav};
 pub use error::{AudioError, AudioErrorKind};

@@ -203,7 +203,7 @@ pub fn save_recording(
             "the recording is empty: no audio was captured",
         ));
     }
-    let bytes = timbre_audio::encode_wav(audio, SampleFormat::Float32);
+    let bytes = timbre_audio::encode_wav(audio, SampleFormat::Float32)?;
     let stored = library.store().ingest_bytes(&bytes, "wav")?;
     let name = name.map(str::trim).filter(|n| !n.is_empty()).map_or_else(
         || {

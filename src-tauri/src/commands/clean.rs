@@ -212,5 +212,5 @@ pub async fn preview_audio(
     Ok(audio_response(match part {
         PreviewPart::Original => &preview.original,
         PreviewPart::Cleaned => &preview.cleaned,
-    }))
+    })?)
 }

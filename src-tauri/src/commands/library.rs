@@ -76,12 +76,15 @@ pub async fn take_audio(state: State<'_, AppState>, id: i64) -> CommandResult<Re
 /// (WebKitGTK cannot play from a file URL).
 pub(crate) fn wav_response(path: &Path) -> anyhow::Result<Response> {
     let audio = timbre_audio::decode_file(path, &DecodeOptions::default())?;
-    Ok(audio_response(&audio))
+    audio_response(&audio)
 }
 
 /// Audio in memory (a preview) as float WAV bytes, like `wav_response`.
-pub(crate) fn audio_response(audio: &AudioBuffer) -> Response {
-    Response::new(timbre_audio::encode_wav(audio, SampleFormat::Float32))
+pub(crate) fn audio_response(audio: &AudioBuffer) -> anyhow::Result<Response> {
+    Ok(Response::new(timbre_audio::encode_wav(
+        audio,
+        SampleFormat::Float32,
+    )?))
 }
 
 /// Queues an import job for dropped files and returns its id at once.

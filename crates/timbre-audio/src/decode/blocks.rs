@@ -7,7 +7,11 @@ use std::path::{Path, PathBuf};
 use symphonia::core::codecs::audio::{AudioDecoder, AudioDecoderOptions};
 use symphonia::core::errors::Error as SymError;
 
-use super::{AudioInfo, DecodeOptions, Opened, TRUNCATION_TOLERANCE, container_error, too_long};
+use super::samples::check_samples;
+use super::{
+    AudioInfo, DecodeOptions, Opened, TRUNCATION_TOLERANCE, container_error, guard, header,
+    too_long,
+};
 use crate::buffer::AudioBuffer;
 use crate::error::{AudioError, AudioErrorKind};
 
@@ -24,6 +28,9 @@ pub struct BlockReader {
     planes: Vec<Vec<f32>>,
     scratch: Vec<Vec<f32>>,
     frames: usize,
+    /// Priming frames still to drop, and how many more frames the container marks as audio.
+    skip: u64,
+    keep: Option<u64>,
     decoded_packets: usize,
     failed_packets: usize,
     last_failure: String,
@@ -47,6 +54,8 @@ impl BlockReader {
             .map_err(|e| container_error(e, path))?;
         Ok(Self {
             rate: opened.info.sample_rate,
+            skip: opened.trim.skip,
+            keep: opened.trim.keep,
             opened,
             decoder,
             path: path.map(Path::to_path_buf),
@@ -108,7 +117,11 @@ impl BlockReader {
 
     /// Decodes one packet into `planes`, or marks the end.
     fn decode_packet(&mut self) -> Result<(), AudioError> {
-        let packet = match self.opened.reader.next_packet() {
+        if self.keep == Some(0) {
+            self.ended = true;
+            return Ok(());
+        }
+        let packet = match guard(self.path.as_deref(), || self.opened.reader.next_packet())? {
             Ok(Some(packet)) => packet,
             Ok(None) | Err(SymError::ResetRequired) => {
                 self.ended = true;
@@ -132,7 +145,8 @@ impl BlockReader {
         if packet.track_id != self.opened.track_id {
             return Ok(());
         }
-        let buf = match self.decoder.decode(&packet) {
+        let decoder = &mut self.decoder;
+        let buf = match guard(self.path.as_deref(), || decoder.decode(&packet))? {
             Ok(buf) => buf,
             // Players skip a damaged packet and carry on; so do we, unless all of them fail.
             Err(SymError::DecodeError(what)) => {
@@ -157,6 +171,8 @@ impl BlockReader {
         }
         if self.frames == 0 && self.planes.is_empty() {
             self.rate = buf.spec().rate();
+            let channels = u32::try_from(buf.num_planes()).unwrap_or(u32::MAX);
+            header::check_format(channels, self.rate, self.path.as_deref())?;
             self.planes = vec![Vec::new(); buf.num_planes()];
         } else if self.planes.len() != buf.num_planes() {
             return Err(AudioError::new(
@@ -165,11 +181,18 @@ impl BlockReader {
                 "the number of channels changes in the middle of the file",
             ));
         }
+        let frames = buf.frames();
         buf.copy_to_vecs_planar::<f32>(&mut self.scratch);
-        for (plane, new) in self.planes.iter_mut().zip(&self.scratch) {
+        let (start, end) = self.kept_range(frames);
+        if start == end {
+            return Ok(());
+        }
+        let kept: Vec<&[f32]> = self.scratch.iter().map(|s| &s[start..end]).collect();
+        check_samples(&kept, self.frames, self.rate, self.path.as_deref())?;
+        for (plane, new) in self.planes.iter_mut().zip(kept) {
             plane.extend_from_slice(new);
         }
-        self.frames += buf.frames();
+        self.frames += end - start;
         let secs = self.seconds(self.frames);
         if let Some(max) = self.max_secs
             && secs > max
@@ -177,6 +200,22 @@ impl BlockReader {
             return Err(too_long(self.path(), secs, max));
         }
         Ok(())
+    }
+
+    /// The part of a packet's `frames` that is audio once the container's priming and padding
+    /// are dropped; counts them off.
+    fn kept_range(&mut self, frames: usize) -> (usize, usize) {
+        let start = usize::try_from(self.skip).unwrap_or(usize::MAX).min(frames);
+        self.skip -= start as u64;
+        let mut end = frames;
+        if let Some(keep) = &mut self.keep {
+            end = start
+                + usize::try_from(*keep)
+                    .unwrap_or(usize::MAX)
+                    .min(frames - start);
+            *keep -= (end - start) as u64;
+        }
+        (start, end)
     }
 
     /// The checks once every packet has been read.

@@ -1,4 +1,3 @@
-use std::fs::File;
 use std::io::{Cursor, ErrorKind};
 use std::path::Path;
 
@@ -14,10 +13,23 @@ use crate::buffer::AudioBuffer;
 use crate::error::{AudioError, AudioErrorKind};
 
 mod blocks;
+mod header;
+#[cfg(test)]
+mod lossy_tests;
+mod mp4;
+#[cfg(test)]
+mod refusal_tests;
+#[cfg(test)]
+mod robustness_tests;
+mod samples;
+mod source;
 #[cfg(test)]
 mod tests;
 
 pub use blocks::BlockReader;
+pub use header::{MAX_CHANNELS, MAX_SAMPLE_RATE, MIN_SAMPLE_RATE};
+pub use samples::MAX_SAMPLE_MAGNITUDE;
+pub use source::open_audio_file;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct DecodeOptions {
@@ -45,26 +57,35 @@ struct Opened {
     info: AudioInfo,
     /// Whether the container states the frame count exactly, so a shortfall means truncation.
     exact_frames: bool,
+    /// Encoder priming and padding that the container marks but symphonia leaves in.
+    trim: Trim,
+}
+
+/// Frames to drop from the decoded audio: `skip` at the start, and all after `keep` more.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Trim {
+    skip: u64,
+    keep: Option<u64>,
 }
 
 /// Allowed shortfall against the header's frame count before a file counts as truncated.
 const TRUNCATION_TOLERANCE: f64 = 0.01;
 
 pub fn probe_file(path: &Path) -> Result<AudioInfo, AudioError> {
-    let file = open_file(path)?;
+    let file = open_audio_file(path)?;
     Ok(open(Box::new(file), extension(path), Some(path))?.info)
 }
 
 /// Opens `path` to be decoded block by block (`BlockReader::next_block`), with the checks of
 /// `decode_file`.
 pub fn open_blocks(path: &Path, opts: &DecodeOptions) -> Result<BlockReader, AudioError> {
-    let file = open_file(path)?;
+    let file = open_audio_file(path)?;
     let opened = open(Box::new(file), extension(path), Some(path))?;
     BlockReader::new(opened, opts, Some(path))
 }
 
 pub fn decode_file(path: &Path, opts: &DecodeOptions) -> Result<AudioBuffer, AudioError> {
-    let file = open_file(path)?;
+    let file = open_audio_file(path)?;
     let opened = open(Box::new(file), extension(path), Some(path))?;
     decode_opened(opened, opts, Some(path))
 }
@@ -88,26 +109,6 @@ fn extension(path: &Path) -> Option<&str> {
 
 fn empty_error(path: Option<&Path>) -> AudioError {
     AudioError::new(AudioErrorKind::Empty, path, "the file is empty (0 bytes)")
-}
-
-fn open_file(path: &Path) -> Result<File, AudioError> {
-    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
-        ErrorKind::NotFound => {
-            AudioError::new(AudioErrorKind::NotFound, Some(path), "no such file")
-        }
-        _ => AudioError::io(Some(path), "could not read the file", &e),
-    })?;
-    if meta.is_dir() {
-        return Err(AudioError::new(
-            AudioErrorKind::IsDirectory,
-            Some(path),
-            "this is a folder, not an audio file",
-        ));
-    }
-    if meta.len() == 0 {
-        return Err(empty_error(Some(path)));
-    }
-    File::open(path).map_err(|e| AudioError::io(Some(path), "could not open the file", &e))
 }
 
 /// Maps a symphonia error met while reading the container.
@@ -135,30 +136,33 @@ fn container_error(err: SymError, path: Option<&Path>) -> AudioError {
 }
 
 fn open(
-    source: Box<dyn MediaSource>,
+    mut source: Box<dyn MediaSource>,
     extension_hint: Option<&str>,
     path: Option<&Path>,
 ) -> Result<Opened, AudioError> {
+    header::check_wave_header(&mut source, path)?;
+    let gapless = mp4::read_gapless(&mut source);
     let mut hint = Hint::new();
     if let Some(ext) = extension_hint {
         hint.with_extension(ext);
     }
     let mss = MediaSourceStream::new(source, Default::default());
-    let reader = symphonia::default::get_probe()
-        .probe(
+    let reader = guard(path, || {
+        symphonia::default::get_probe().probe(
             &hint,
             mss,
             FormatOptions::default(),
             MetadataOptions::default(),
         )
-        .map_err(|e| match e {
-            SymError::Unsupported(_) => AudioError::new(
-                AudioErrorKind::Unsupported,
-                path,
-                "not an audio file, or an audio format that is not supported",
-            ),
-            other => container_error(other, path),
-        })?;
+    })?
+    .map_err(|e| match e {
+        SymError::Unsupported(_) => AudioError::new(
+            AudioErrorKind::Unsupported,
+            path,
+            "not an audio file, or an audio format that is not supported",
+        ),
+        other => container_error(other, path),
+    })?;
     let unsupported = |detail: &str| AudioError::new(AudioErrorKind::Unsupported, path, detail);
     let track = reader
         .default_track(TrackType::Audio)
@@ -175,19 +179,38 @@ fn open(
         .codec
         .info
         .short_name;
+    // What the header states; the first decoded packet is checked again (blocks.rs), which
+    // covers formats whose header leaves either out.
+    if let Some(rate) = params.sample_rate {
+        header::check_sample_rate(rate, path)?;
+    }
+    let channels = params.channels.as_ref().map(|c| c.count());
+    if let Some(count) = channels {
+        header::check_channels(u32::try_from(count).unwrap_or(u32::MAX), path)?;
+    }
     let sample_rate = params.sample_rate.unwrap_or(0);
-    let duration_secs = match (track.num_frames, track.time_base, track.duration) {
+    let trim = match gapless {
+        Some(mp4::Gapless::EditList(edits)) => trim_of(&edits, sample_rate, track.num_frames),
+        Some(mp4::Gapless::ITunSmpb { priming, frames }) => Trim {
+            skip: priming,
+            keep: Some(frames),
+        },
+        None => Trim::default(),
+    };
+    let frames = track.num_frames.map(|all| {
+        trim.keep
+            .unwrap_or(u64::MAX)
+            .min(all.saturating_sub(trim.skip))
+    });
+    let duration_secs = match (frames, track.time_base, track.duration) {
         (Some(frames), _, _) if sample_rate > 0 => Some(frames as f64 / f64::from(sample_rate)),
         (_, Some(tb), Some(dur)) => tb.calc_duration(dur).map(|t| t.as_secs_f64()),
         _ => None,
     };
     let info = AudioInfo {
         sample_rate,
-        channels: params
-            .channels
-            .as_ref()
-            .map_or(0, |c| u16::try_from(c.count()).unwrap_or(u16::MAX)),
-        frames: track.num_frames,
+        channels: channels.map_or(0, |c| u16::try_from(c).unwrap_or(u16::MAX)),
+        frames,
         duration_secs,
         codec: codec.to_string(),
         container: reader.format_info().short_name.to_string(),
@@ -196,9 +219,51 @@ fn open(
     Ok(Opened {
         track_id: track.id,
         exact_frames: [FORMAT_ID_WAVE, FORMAT_ID_FLAC, FORMAT_ID_AIFF].contains(&format),
+        trim,
         params,
         info,
         reader,
+    })
+}
+
+/// The frames an MP4 edit list keeps, at the track's sample rate. The end is the sooner of the
+/// edit's duration (in the movie's coarse timescale, so rounded up) and the last sample's end
+/// (`total`, which muxers that shorten the last packet's duration make exact).
+fn trim_of(edits: &mp4::EditList, rate: u32, total: Option<u64>) -> Trim {
+    let rescale = |value: u64, from: u32, round_up: bool| -> Option<u64> {
+        let scaled = u128::from(value) * u128::from(rate);
+        let from = u128::from(from);
+        let frames = if round_up {
+            scaled.checked_add(from - 1)? / from
+        } else {
+            (scaled + from / 2) / from
+        };
+        u64::try_from(frames).ok()
+    };
+    if edits.media_timescale == 0 || edits.movie_timescale == 0 {
+        return Trim::default();
+    }
+    let skip = rescale(edits.media_time, edits.media_timescale, false).unwrap_or(0);
+    let by_edit = (edits.duration > 0)
+        .then(|| rescale(edits.duration, edits.movie_timescale, true))
+        .flatten();
+    let by_samples = total.map(|total| total.saturating_sub(skip));
+    let keep = match (by_edit, by_samples) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    Trim { skip, keep }
+}
+
+/// Runs a call into symphonia, turning a panic (an unchecked overflow on a damaged file) into
+/// an error naming the file.
+fn guard<T>(path: Option<&Path>, call: impl FnOnce() -> T) -> Result<T, AudioError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)).map_err(|_| {
+        AudioError::new(
+            AudioErrorKind::Corrupt,
+            path,
+            "the file is damaged (its decoder failed on it)",
+        )
     })
 }
 

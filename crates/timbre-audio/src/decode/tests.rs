@@ -1,12 +1,11 @@
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use super::*;
 use crate::encode::{SampleFormat, write_wav};
-use crate::test_util::{crossing_freq, sine};
+use crate::test_util::sine;
 
-const PCM: u16 = 1;
+pub(super) const PCM: u16 = 1;
 const FLOAT: u16 = 3;
 
 /// A canonical 44-byte-header WAV whose data chunk declares `declared_len` bytes, whatever
@@ -37,14 +36,14 @@ fn wav_bytes(
     out
 }
 
-fn pcm16(samples: &[f32]) -> Vec<u8> {
+pub(super) fn pcm16(samples: &[f32]) -> Vec<u8> {
     samples
         .iter()
         .flat_map(|x| ((x * 32767.0) as i16).to_le_bytes())
         .collect()
 }
 
-fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+pub(super) fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, bytes).unwrap();
     path
@@ -332,93 +331,4 @@ fn flac_cut_short_is_truncated() {
         kind_of(decode_bytes(cut, Some("flac"), &Default::default())),
         AudioErrorKind::Truncated
     );
-}
-
-/// Encodes a sine with the first external tool that works; `None` when none is installed.
-fn encode_with_tools(wav: &Path, out: &Path, tools: &[Vec<&str>]) -> Option<String> {
-    tools.iter().find_map(|argv| {
-        let args: Vec<String> = argv
-            .iter()
-            .map(|a| {
-                a.replace("IN", wav.to_str().unwrap())
-                    .replace("OUT", out.to_str().unwrap())
-            })
-            .collect();
-        let ok = Command::new(&args[0])
-            .args(&args[1..])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        ok.then(|| argv[0].to_string())
-    })
-}
-
-#[test]
-fn lossy_formats_from_external_encoders() {
-    let dir = tempfile::tempdir().unwrap();
-    let wav = dir.path().join("sine.wav");
-    let src = AudioBuffer::new(44100, vec![sine(44100, 440.0, 1.0, 0.5)]);
-    write_wav(&wav, &src, SampleFormat::Int16).unwrap();
-    let ffmpeg = |codec| {
-        vec![
-            "ffmpeg",
-            "-loglevel",
-            "error",
-            "-i",
-            "IN",
-            "-c:a",
-            codec,
-            "OUT",
-        ]
-    };
-    let sox = vec!["sox", "IN", "OUT"];
-    let cases = [
-        (
-            "ogg",
-            vec![
-                sox.clone(),
-                vec!["oggenc", "-Q", "-o", "OUT", "IN"],
-                ffmpeg("libvorbis"),
-            ],
-        ),
-        (
-            "mp3",
-            vec![
-                vec!["lame", "--quiet", "IN", "OUT"],
-                ffmpeg("libmp3lame"),
-                sox.clone(),
-            ],
-        ),
-        ("m4a", vec![ffmpeg("aac")]),
-        ("aiff", vec![sox, ffmpeg("pcm_s16be")]),
-    ];
-    for (ext, tools) in cases {
-        let out = dir.path().join(format!("sine.{ext}"));
-        let Some(tool) = encode_with_tools(&wav, &out, &tools) else {
-            println!(
-                "note: skipping .{ext} decode test, no encoder (ffmpeg/sox/lame/oggenc) found"
-            );
-            continue;
-        };
-        let info = probe_file(&out).unwrap();
-        let buf = decode_file(&out, &DecodeOptions::default()).unwrap();
-        assert_eq!(
-            (buf.sample_rate, buf.channel_count()),
-            (44100, 1),
-            "{ext} via {tool}"
-        );
-        assert_eq!(info.sample_rate, 44100);
-        assert!(
-            (buf.duration_secs() - 1.0).abs() < 0.06,
-            "{ext}: {} s",
-            buf.duration_secs()
-        );
-        let freq = crossing_freq(&buf.channels[0], buf.sample_rate);
-        assert!(
-            (freq - 440.0).abs() < 440.0 * 0.02,
-            "{ext} via {tool}: {freq} Hz"
-        );
-        println!("decoded .{ext} made by {tool}: {info:?}");
-    }
 }

@@ -247,7 +247,7 @@ fn a_cancelled_or_failed_streamed_isolation_leaves_nothing() {
 
     // The header promises 2 s; the data stops after one.
     let cut = dir.path().join("cut.wav");
-    let bytes = timbre_audio::encode_wav(&backing_track(44100, 2.0), SampleFormat::Int16);
+    let bytes = timbre_audio::encode_wav(&backing_track(44100, 2.0), SampleFormat::Int16).unwrap();
     std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
     let params = json!({ "input": { "file": cut }, "method": { "model": "tiny" } });
     let job = system.submit("isolate", params).unwrap();

@@ -222,8 +222,8 @@ fn decode_16k_mono(path: &Path, max_duration_secs: f64) -> Result<Vec<f32>> {
 }
 
 fn file_sha256(path: &Path) -> Result<String> {
-    let mut file =
-        std::fs::File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+    // Through timbre_audio's check, so a FIFO is refused instead of blocking the job.
+    let mut file = timbre_audio::open_audio_file(path)?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {

@@ -96,7 +96,7 @@ impl Layout {
         let bytes = timbre_audio::encode_wav(
             &AudioBuffer::new(rate, vec![samples.to_vec()]),
             SampleFormat::Float32,
-        );
+        )?;
         write_atomically(&path, |temp| {
             std::fs::write(temp, &bytes).map_err(Into::into)
         })

@@ -62,7 +62,7 @@ impl TrainingFiles {
         let bytes = timbre_audio::encode_wav(
             &AudioBuffer::new(rate, vec![samples]),
             SampleFormat::Float32,
-        );
+        )?;
         let mut temp = tempfile::Builder::new()
             .prefix(".preview")
             .tempfile_in(dir)

@@ -1,0 +1,167 @@
+//! Files that decode to something that is not audio (NaN, infinite or absurd samples), WAV
+//! headers with absurd fields, and paths that are not regular files (a FIFO): every command
+//! that reads them fails promptly, naming the file and the problem, without a panic or abort.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use timbre_integration_tests::{Sandbox, rvc_parity_fixtures, write_sine_wav};
+
+/// Runs `cmd`, failing the test if it takes longer than `limit` (a FIFO used to block forever).
+fn run_within(mut cmd: Command, limit: Duration) -> Output {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running timbre");
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > limit {
+            child.kill().ok();
+            panic!("{cmd:?} still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// What a failed command said: stdout and stderr together.
+fn said(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Fails unless the command failed cleanly: non-zero exit (not a signal), no panic, and its
+/// output names `file` and says `words`.
+fn assert_refused(out: &Output, file: &Path, words: &str) {
+    let text = said(out);
+    assert!(out.status.code().is_some_and(|c| c != 0), "{text}");
+    assert!(!text.contains("panicked"), "{text}");
+    assert!(text.contains(&file.display().to_string()), "{text}");
+    assert!(text.contains(words), "{text} should say {words:?}");
+}
+
+/// A float stereo WAV of one second at 48 kHz with `bad` at frame 12,345 of its second channel.
+fn float_wav_with(path: &Path, bad: f32) {
+    let spec = hound::WavSpec {
+        channels: 2,
+        sample_rate: 48_000,
+        bits_per_sample: 32,
+        sample_format: hound::SampleFormat::Float,
+    };
+    let mut writer = hound::WavWriter::create(path, spec).unwrap();
+    for i in 0..48_000 {
+        let x = (i as f32 * 0.05).sin() * 0.3;
+        writer.write_sample(x).unwrap();
+        writer
+            .write_sample(if i == 12_345 { bad } else { x })
+            .unwrap();
+    }
+    writer.finalize().unwrap();
+}
+
+#[test]
+fn samples_that_are_not_audio_fail_import_enhance_and_isolate() {
+    let sb = Sandbox::new();
+    let cases = [
+        (
+            "nan.wav",
+            f32::NAN,
+            "sample 12,345 (0.257 s, channel 2) is NaN",
+        ),
+        (
+            "inf.wav",
+            f32::INFINITY,
+            "sample 12,345 (0.257 s, channel 2) is infinite",
+        ),
+        ("huge.wav", 3e29, "589.5 dB above full scale"),
+    ];
+    for (name, bad, words) in cases {
+        let path = sb.path(name);
+        float_wav_with(&path, bad);
+        let file = path.to_str().unwrap();
+        for args in [
+            &["import", file][..],
+            &["enhance", file],
+            &["isolate", "--rough", file],
+        ] {
+            let mut cmd = sb.command();
+            cmd.args(args);
+            assert_refused(&run_within(cmd, Duration::from_secs(60)), &path, words);
+        }
+    }
+    let takes = sb.json(&["library", "list"]);
+    assert_eq!(takes.as_array().unwrap().len(), 0, "nothing imported");
+}
+
+#[test]
+fn absurd_wav_headers_fail_import_naming_the_value() {
+    let sb = Sandbox::new();
+    let good = sb.path("good.wav");
+    write_sine_wav(&good, 0.2, 440.0);
+    let bytes = std::fs::read(&good).unwrap();
+    let with_field = |name: &str, at: usize, value: &[u8]| -> PathBuf {
+        let mut bytes = bytes.clone();
+        bytes[at..at + value.len()].copy_from_slice(value);
+        let path = sb.path(name);
+        std::fs::write(&path, bytes).unwrap();
+        path
+    };
+    // Offsets in the canonical 44-byte header hound writes: channels 22, rate 24.
+    let cases = [
+        (
+            with_field("channels.wav", 22, &65_535u16.to_le_bytes()),
+            "65535 channels",
+        ),
+        (
+            with_field("rate0.wav", 24, &0u32.to_le_bytes()),
+            "sample rate of 0 Hz",
+        ),
+        (
+            with_field("ratemax.wav", 24, &u32::MAX.to_le_bytes()),
+            "sample rate of 4294967295 Hz",
+        ),
+    ];
+    for (path, words) in cases {
+        let mut cmd = sb.command();
+        cmd.args(["import", path.to_str().unwrap()]);
+        assert_refused(&run_within(cmd, Duration::from_secs(60)), &path, words);
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_is_refused_by_every_command_without_blocking() {
+    let sb = Sandbox::with_extractors(false);
+    let fifo = sb.path("live.wav");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let file = fifo.to_str().unwrap();
+    let words = "is not a regular file (a FIFO)";
+
+    for args in [
+        &["import", file][..],
+        &["enhance", file],
+        &["isolate", "--rough", file],
+    ] {
+        let mut cmd = sb.command();
+        cmd.args(args);
+        assert_refused(&run_within(cmd, Duration::from_secs(60)), &fifo, words);
+    }
+
+    let model = rvc_parity_fixtures().join("synth_v1_nono_32k/model.pth");
+    sb.json(&[
+        "models",
+        "import",
+        model.to_str().unwrap(),
+        "--name",
+        "plain",
+    ]);
+    let mut cmd = sb.cpu_command();
+    cmd.args(["convert", "--model", "plain", file]);
+    assert_refused(&run_within(cmd, Duration::from_secs(120)), &fifo, words);
+}
