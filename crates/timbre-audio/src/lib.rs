@@ -16,10 +16,6 @@ pub mod quality;
 pub mod record;
 pub mod resample;
 pub mod signal;
-// Always built (two small functions) so that the other crates' tests need no feature, which
-// would build this crate and its dependents a second time.
-#[doc(hidden)]
-pub mod test_support;
 #[cfg(test)]
 mod test_util;
 

@@ -66,14 +66,6 @@ pub fn report(settings: &Settings) -> DeviceReport {
     }
 }
 
-/// A device setting's value, checked (empty means automatic).
-pub fn check_setting(key: &str, value: &str) -> Result<()> {
-    match value.trim() {
-        "" => Ok(()),
-        name => parse_setting(key, name).map(|_| ()),
-    }
-}
-
 fn parse_setting(key: &str, name: &str) -> Result<Device> {
     parse_device(name).map_err(|e| crate::error::invalid_input(format!("setting {key}: {e:#}")))
 }
@@ -125,8 +117,8 @@ mod tests {
         let message = format!("{error:#}");
         assert!(message.contains("setting extraction_device"), "{message}");
         assert!(message.contains(&absent), "{message}");
-        assert!(check_setting("device", "tpu").is_err());
-        assert!(check_setting("device", " ").is_ok());
+        assert!(Devices::of(&settings("tpu", "")).is_err());
+        assert!(Devices::of(&settings(" ", "")).is_ok());
         assert_eq!(
             crate::error::kind_of(&error),
             crate::error::ErrorKind::InvalidInput

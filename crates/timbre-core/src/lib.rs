@@ -1,19 +1,15 @@
-//! Timbre Studio's core: the library (SQLite + content store), the job system, the resource
-//! monitor and settings. No Tauri here: `src-tauri` and `timbre-cli` are thin adapters over it.
+//! Timbre Studio's core: the job kinds (import, convert, clean, dataset, train) and the devices
+//! they run on, over the library of `timbre-library`, whose modules it re-exports. No Tauri
+//! here: `src-tauri` and `timbre-cli` are thin adapters over it.
 
 pub mod clean;
 pub mod convert;
 pub mod dataset;
-pub mod db;
 pub mod devices;
-pub mod error;
 pub mod import;
-pub mod jobs;
-pub mod library;
-pub mod monitor;
-pub mod settings;
-pub mod store;
 pub mod train;
+
+pub use timbre_library::{db, error, jobs, library, monitor, settings, store};
 
 use std::sync::Arc;
 

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 use super::*;
-use crate::test_support::reference_python;
+use timbre_test_support::reference_python;
 
 const SCRIPT: &str = include_str!("reference_preprocess.py");
 

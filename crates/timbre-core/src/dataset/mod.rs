@@ -30,6 +30,7 @@ use crate::db::jobs::Lane;
 use crate::db::takes;
 use crate::jobs::{JobContext, JobHandler};
 use crate::library::Library;
+use crate::settings::Settings;
 use features::{ExtractorFiles, Extractors, FeatureCache};
 use layout::{Layout, Manifest, ManifestPiece};
 
@@ -114,6 +115,11 @@ impl JobHandler for DatasetHandler {
 
     fn runs_on_extraction_device(&self) -> bool {
         true
+    }
+
+    /// A device that is not there is not apart: the jobs that use it fail, naming the setting.
+    fn extraction_device_apart(&self, settings: &Settings) -> bool {
+        crate::devices::Devices::of(settings).is_ok_and(|devices| devices.split())
     }
 
     /// A cut-off preparation runs again and finds the pieces it finished in the cache.

@@ -3,7 +3,7 @@ use std::path::{Path, PathBuf};
 
 use super::*;
 use crate::settings::Settings;
-use timbre_audio::test_support::rvc_parity_fixtures;
+use timbre_test_support::rvc_parity_fixtures;
 
 /// A library whose models folder holds the fixture HuBERT, and `seconds` of speech-like audio.
 fn setup(seconds: f64) -> (tempfile::TempDir, Library, PathBuf) {

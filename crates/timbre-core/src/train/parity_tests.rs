@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Command;
 
 use tch::Tensor;
-use timbre_audio::test_support::reference_python;
+use timbre_test_support::reference_python;
 
 use super::data::{TrainingData, collate};
 use super::tests::{PIECES, many_pieces, write_dataset};

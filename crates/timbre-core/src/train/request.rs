@@ -332,7 +332,8 @@ mod tests {
 
     #[test]
     fn the_amount_of_audio_is_refused_under_a_minute_and_warned_under_ten() {
-        let conn = crate::db::open_in_memory();
+        let dir = tempfile::tempdir().unwrap();
+        let conn = crate::db::open(&dir.path().join("library.sqlite3")).unwrap();
         let dataset = datasets::ensure(&conn, "Alto", None).unwrap();
         let manifest = |seconds: &[f64]| Manifest {
             sample_rate: 40_000,

@@ -266,7 +266,16 @@ impl<'a> Session<'a> {
         let metric = TrainingMetric {
             epoch,
             step: self.trainer.global_step(),
-            losses: *losses,
+            losses: training_metrics::StepLosses {
+                g_total: losses.g_total,
+                d_total: losses.d_total,
+                mel: losses.mel,
+                kl: losses.kl,
+                fm: losses.fm,
+                adversarial: losses.adversarial,
+                grad_norm_g: losses.grad_norm_g,
+                grad_norm_d: losses.grad_norm_d,
+            },
             lr: self.trainer.learning_rate(),
             at: crate::db::now(),
         };

@@ -8,7 +8,7 @@ use super::*;
 use crate::hubert::{FeatureVersion, Hubert};
 use crate::index::IvfFlatIndex;
 use crate::synthesizer::Synthesizer;
-use timbre_audio::test_support::rvc_parity_fixtures;
+use timbre_test_support::rvc_parity_fixtures;
 
 /// Nine seconds of a gliding tone with pauses, at 16 kHz.
 fn input() -> Vec<f32> {

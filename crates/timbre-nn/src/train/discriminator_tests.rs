@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use tch::{Device, Kind, Tensor, nn};
-use timbre_audio::test_support::reference_python;
+use timbre_test_support::reference_python;
 
 use super::checkpoint::{read_training_checkpoint, write_training_checkpoint};
 use super::discriminator::{DiscriminatorOutput, DiscriminatorVersion, MultiPeriodDiscriminator};

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 use tch::{Kind, Tensor};
-use timbre_audio::test_support::reference_python;
+use timbre_test_support::reference_python;
 
 use super::losses::{discriminator_loss, feature_loss, generator_loss, kl_loss};
 use super::optimizer::{AdamW, AdamWConfig, ExponentialLr};

@@ -106,7 +106,7 @@ mod tests {
     use super::*;
     use crate::checkpoint::load_state_dict;
     use crate::train::parity_tests::reference;
-    use timbre_audio::test_support::reference_python;
+    use timbre_test_support::reference_python;
 
     fn config_40k() -> SpectrogramConfig {
         SpectrogramConfig {

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::Value as Json;
 use tch::{Kind, Tensor};
-use timbre_audio::test_support::{rvc_parity_fixtures, separation_fixtures};
 use timbre_nn::checkpoint::{Value, load_state_dict, read_torch_file};
 use timbre_nn::weights::Weights;
+use timbre_test_support::{rvc_parity_fixtures, separation_fixtures};
 
 /// A fixture set's manifest and the folder its paths are relative to.
 fn manifest(root: PathBuf) -> Result<(PathBuf, Json)> {

@@ -11,7 +11,7 @@ use timbre_nn::checkpoint::{Value, read_torch_file, write_torch_file};
 use timbre_nn::export::{RvcModelMeta, export_rvc_model};
 use timbre_nn::synthesizer::{Noise, Synthesizer, SynthesizerConfig, read_model_info};
 
-use timbre_audio::test_support::rvc_parity_fixtures;
+use timbre_test_support::rvc_parity_fixtures;
 
 use crate::{assert_same, tensor_bytes, text};
 

@@ -245,9 +245,9 @@ fn unwritable_values_are_refused_naming_the_file() {
 
 fn assert_failed_write_keeps(path: &Path, folder_shown: &Path) {
     let message = format!("{:#}", write_torch_file(path, &sample()).unwrap_err());
+    let cannot_create = format!("cannot create a file in {}", folder_shown.display());
     assert!(
-        message.contains(&path.display().to_string())
-            && message.contains(&folder_shown.display().to_string()),
+        message.contains(&path.display().to_string()) && message.contains(&cannot_create),
         "{message}"
     );
 }
@@ -270,21 +270,9 @@ fn a_failed_write_leaves_the_previous_file_intact() {
     write_torch_file(&path, &previous).unwrap();
     let before = fs::read(&path).unwrap();
 
-    let mut permissions = fs::metadata(&folder).unwrap().permissions();
-    permissions.set_readonly(true);
-    fs::set_permissions(&folder, permissions.clone()).unwrap();
-    // Root ignores folder permissions; the read-only case then cannot be staged.
-    let probe = folder.join("probe");
-    let writable = fs::write(&probe, b"").is_ok();
-    if !writable {
-        assert_failed_write_keeps(&path, &folder);
-    } else {
-        let _ = fs::remove_file(&probe);
-        println!("skipped the read-only folder case: this user may write into read-only folders");
-    }
-    #[allow(clippy::permissions_set_readonly_false)]
-    permissions.set_readonly(false);
-    fs::set_permissions(&folder, permissions).unwrap();
+    // Nothing can be created under a regular file, not even by root (which CI runs as, and
+    // which ignores a read-only folder).
+    assert_failed_write_keeps(&path.join("model.pth"), &path);
 
     // A value refused while pickling leaves the file as it was too.
     let failing = Value::Dict(vec![(text("q"), Value::Global("os.system".into()))]);

@@ -6,8 +6,8 @@
 use std::process::Command;
 
 use serde_json::Value as Json;
-use timbre_audio::test_support::reference_python;
 use timbre_nn::checkpoint::{Value, read_torch_file, write_torch_file};
+use timbre_test_support::reference_python;
 
 use crate::{assert_same, sample, text};
 

@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value as Json;
-use timbre_audio::test_support::{rvc_parity_fixtures, separation_fixtures};
 use timbre_nn::device::Precision;
+use timbre_test_support::{rvc_parity_fixtures, separation_fixtures};
 
 /// One manifest case with its fixture folder, so checkers can resolve the files it names.
 pub struct Case<'a> {

@@ -14,6 +14,7 @@ use timbre_nn::checkpoint::{Value, read_torch_file};
 use timbre_nn::synthesizer::{
     SynthesizerConfig, TrainableSynthesizer, TrainingBatch, TrainingNoise,
 };
+use timbre_test_support::reference_python;
 
 const SCRIPT: &str = include_str!("synthesizer_training.py");
 /// Largest difference over the reference's largest magnitude, per tensor.
@@ -166,11 +167,7 @@ fn check_case(case: &Json, dir: &Path) -> String {
 
 #[test]
 fn synthesizer_training_forward_and_gradients_match_the_reference() {
-    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
-    if !python.exists() {
-        println!("skipped: no .venv/bin/python to run the reference");
-        return;
-    }
+    let python = reference_python();
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("synthesizer_training.py");
     std::fs::write(&script, SCRIPT).unwrap();

@@ -1,5 +1,4 @@
 use super::*;
-use crate::settings::Settings;
 use std::sync::atomic::AtomicU32;
 
 struct Scripted {
@@ -21,6 +20,9 @@ impl JobHandler for Scripted {
     }
     fn runs_on_extraction_device(&self) -> bool {
         self.extraction
+    }
+    fn extraction_device_apart(&self, settings: &Settings) -> bool {
+        !settings.extraction_device.is_empty()
     }
     fn run(&self, ctx: &JobContext) -> Result<Value> {
         self.scales.lock().unwrap().push(ctx.batch_scale());
@@ -101,8 +103,8 @@ fn training_and_preparation() -> (tempfile::TempDir, Arc<JobSystem>) {
 #[test]
 fn with_an_extraction_device_a_preparation_runs_beside_a_training() {
     let (_dir, system) = training_and_preparation();
+    Settings::set(&system.library().conn(), "extraction_device", "cuda:1").unwrap();
     system.start_workers().unwrap();
-    system.set_extraction_apart(true);
     let training = system.submit("train", json!({})).unwrap();
     wait_for(&system, training.id, JobState::Running);
     let preparation = system.submit("dataset", json!({})).unwrap();

@@ -4,7 +4,6 @@
 use anyhow::Result;
 use rusqlite::{Connection, params};
 use serde::Serialize;
-use timbre_nn::train::trainer::StepLosses;
 
 pub(super) const CREATE: &str = "
 CREATE TABLE training_metrics (
@@ -23,6 +22,20 @@ CREATE TABLE training_metrics (
     at TEXT NOT NULL,
     PRIMARY KEY (training_id, step)
 );";
+
+/// The losses of one recorded step and the gradients' norms (what `timbre_nn`'s trainer
+/// reports; `timbre_core::train` converts, so that the library needs no libtorch).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct StepLosses {
+    pub g_total: f64,
+    pub d_total: f64,
+    pub mel: f64,
+    pub kl: f64,
+    pub fm: f64,
+    pub adversarial: f64,
+    pub grad_norm_g: f64,
+    pub grad_norm_d: f64,
+}
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct TrainingMetric {

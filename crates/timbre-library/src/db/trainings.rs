@@ -1,5 +1,5 @@
 //! Trainings: one RVC model trained on a prepared dataset by the `train` job
-//! (`crate::train::job`), its files under `<data dir>/trainings/<id>/`. The row holds the
+//! (`timbre_core::train::job`), its files under `<data dir>/trainings/<id>/`. The row holds the
 //! request, where the run is (epoch, step, batch size, device) and, when done, the model it
 //! put into the library.
 

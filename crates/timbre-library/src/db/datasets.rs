@@ -1,5 +1,5 @@
 //! Training datasets: a named set of takes (and files) for one voice, prepared by the `dataset`
-//! job (`crate::dataset`) into `<data dir>/datasets/<id>/`. The row holds the preparation's
+//! job (`timbre_core::dataset`) into `<data dir>/datasets/<id>/`. The row holds the preparation's
 //! parameters, its state and its report; `dataset_takes` links the takes it used.
 
 use anyhow::{Context, Result};

@@ -84,8 +84,8 @@ impl Settings {
             crate::error::invalid_input(format!("{value:?} is not a valid value for {key}: {e}"))
         })?;
         match key {
-            "device" => crate::devices::check_setting(key, &settings.device)?,
-            "extraction_device" => crate::devices::check_setting(key, &settings.extraction_device)?,
+            "device" => check_device_name(key, &settings.device)?,
+            "extraction_device" => check_device_name(key, &settings.extraction_device)?,
             _ => {}
         }
         crate::db::settings::put(conn, key, &parsed.to_string())?;
@@ -94,6 +94,24 @@ impl Settings {
 
     pub fn retry_delay_secs(&self, attempt: u32) -> f64 {
         (self.retry_base_secs * 2f64.powi(attempt as i32)).min(self.retry_max_secs)
+    }
+}
+
+/// A device setting's value: empty (automatic), `cpu`, `cuda`, `gpu` or `cuda:N`. Whether
+/// libtorch sees that device is known only above the library (`timbre_core::devices`), where a
+/// job that uses a device that is not there fails naming the setting.
+fn check_device_name(key: &str, value: &str) -> Result<()> {
+    let name = value.trim().to_ascii_lowercase();
+    let known = matches!(name.as_str(), "" | "cpu" | "cuda" | "gpu")
+        || name
+            .strip_prefix("cuda:")
+            .is_some_and(|index| index.parse::<usize>().is_ok());
+    if known {
+        Ok(())
+    } else {
+        Err(crate::error::invalid_input(format!(
+            "setting {key}: unknown device `{name}`: use cpu, cuda or cuda:N"
+        )))
     }
 }
 
@@ -114,8 +132,12 @@ mod tests {
         assert_eq!(Settings::load(&conn).unwrap().max_retries, 5);
         assert!(Settings::set(&conn, "max_retries", "\"many\"").is_err());
         assert!(Settings::set(&conn, "nope", "1").is_err());
-        let absent = format!("\"cuda:{}\"", tch::Cuda::device_count());
-        assert!(Settings::set(&conn, "extraction_device", &absent).is_err());
+        let unknown = Settings::set(&conn, "extraction_device", "tpu").unwrap_err();
+        assert!(
+            format!("{unknown:#}").contains("setting extraction_device: unknown device `tpu`"),
+            "{unknown:#}"
+        );
+        Settings::set(&conn, "extraction_device", "cuda:1").unwrap();
         let set = Settings::set(&conn, "extraction_device", "\"cpu\"").unwrap();
         assert_eq!(set.extraction_device, "cpu");
         Settings::set(&conn, "device", " cpu ").unwrap();

@@ -12,6 +12,7 @@ use crate::db::jobs::{self as job_rows, Claim, Job, JobState, Lane};
 use crate::db::{self, job_events};
 use crate::error::ErrorReport;
 use crate::library::{Library, Notification};
+use crate::settings::Settings;
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -44,9 +45,14 @@ pub trait JobHandler: Send + Sync {
     fn resumable(&self) -> bool {
         false
     }
-    /// Whether it runs on the extraction device (see `devices`): with a device of its own,
-    /// such jobs have a GPU-lane worker of their own too.
+    /// Whether it runs on the extraction device (see `timbre_core::devices`): with a device of
+    /// its own, such jobs have a GPU-lane worker of their own too.
     fn runs_on_extraction_device(&self) -> bool {
+        false
+    }
+    /// For a kind that runs on the extraction device: whether these settings make that device
+    /// another GPU than the main one. The kind answers, as devices are libtorch's to know.
+    fn extraction_device_apart(&self, _settings: &Settings) -> bool {
         false
     }
     fn run(&self, ctx: &JobContext) -> Result<Value>;
@@ -246,8 +252,10 @@ impl JobSystem {
     /// by another process is seen at the next start.)
     pub fn devices_changed(&self) -> Result<()> {
         let settings = self.library.settings()?;
-        // A device that is not there fails the jobs that use it, naming the setting.
-        let apart = crate::devices::Devices::of(&settings).is_ok_and(|d| d.split());
+        let apart = self
+            .handlers
+            .values()
+            .any(|h| h.runs_on_extraction_device() && h.extraction_device_apart(&settings));
         self.set_extraction_apart(apart);
         Ok(())
     }
