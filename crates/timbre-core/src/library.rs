@@ -19,6 +19,8 @@ pub enum Notification {
     LibraryChanged,
 }
 
+pub const DATABASE: &str = "library.sqlite3";
+
 pub struct Library {
     data_dir: PathBuf,
     conn: Mutex<Connection>,
@@ -42,7 +44,14 @@ pub fn resolve_data_dir(explicit: Option<&Path>) -> Result<PathBuf> {
 }
 
 impl Library {
+    /// Opens (creating) the library in `data_dir`. Opening an up-to-date library writes nothing
+    /// to the database, and the store's cleanup only frees space, so a full disk can still be
+    /// browsed and cleared.
     pub fn open(data_dir: &Path) -> Result<Library> {
+        Library::open_inner(data_dir).map_err(|err| crate::error::explain_disk_full(err, data_dir))
+    }
+
+    fn open_inner(data_dir: &Path) -> Result<Library> {
         let run_dir = data_dir.join("run");
         fs::create_dir_all(&run_dir).with_context(|| format!("creating {}", run_dir.display()))?;
         // Held while this process registers itself, so two starting processes never judge
@@ -54,7 +63,7 @@ impl Library {
         let process_id = uuid::Uuid::new_v4().to_string();
         let process_lock = File::create(run_dir.join(format!("{process_id}.lock")))?;
         process_lock.lock()?;
-        let conn = db::open(&data_dir.join("library.sqlite3"))?;
+        let conn = db::open(&data_dir.join(DATABASE))?;
         let library = Library {
             data_dir: data_dir.to_path_buf(),
             conn: Mutex::new(conn),
@@ -68,6 +77,35 @@ impl Library {
         }
         drop(startup);
         Ok(library)
+    }
+
+    /// Puts a backup (a name in `backups/` or a path) in place of the library database, once no
+    /// other process has the library open; the replaced file is kept aside, renamed. Returns
+    /// where it went.
+    pub fn restore_backup(data_dir: &Path, backup: &str) -> Result<Option<PathBuf>> {
+        let database = data_dir.join(DATABASE);
+        let backup = db::backups::find(&database, backup)?;
+        let run_dir = data_dir.join("run");
+        fs::create_dir_all(&run_dir).with_context(|| format!("creating {}", run_dir.display()))?;
+        let startup = File::create(run_dir.join("startup.lock"))?;
+        startup
+            .lock()
+            .context("waiting for another Timbre process to start")?;
+        for entry in fs::read_dir(&run_dir)? {
+            let path = entry?.path();
+            if path.file_stem().is_some_and(|s| s == "startup")
+                || path.extension().is_none_or(|e| e != "lock")
+            {
+                continue;
+            }
+            if File::open(&path).is_ok_and(|f| f.try_lock().is_err()) {
+                return Err(crate::error::busy(format!(
+                    "another Timbre process has the library in {} open: close it, then restore",
+                    data_dir.display()
+                )));
+            }
+        }
+        db::backups::restore(&database, &backup)
     }
 
     pub fn data_dir(&self) -> &Path {
@@ -148,6 +186,11 @@ impl Library {
     }
 
     fn collect_garbage(&self) -> Result<()> {
+        if self.replaced_database_kept()? {
+            // Its takes' audio is kept until the user removes it: it may be all that is left.
+            self.store.clean_tmp().context("cleaning the content store")?;
+            return Ok(());
+        }
         let keep: HashSet<(String, String)> = {
             let conn = self.conn();
             let mut keep: HashSet<_> = takes::all_hashes(&conn)?.into_iter().collect();
@@ -159,6 +202,17 @@ impl Library {
             .collect_garbage(&keep)
             .context("cleaning the content store")?;
         Ok(())
+    }
+
+    /// Whether a database replaced by a restore is still kept aside.
+    fn replaced_database_kept(&self) -> Result<bool> {
+        let aside = format!("{DATABASE}.damaged-");
+        for entry in fs::read_dir(&self.data_dir)? {
+            if entry?.file_name().to_string_lossy().starts_with(&aside) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     pub fn take_path(&self, take: &takes::Take) -> PathBuf {

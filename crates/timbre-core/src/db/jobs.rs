@@ -26,6 +26,15 @@ CREATE TABLE jobs (
 );
 CREATE INDEX jobs_state ON jobs(state, lane);";
 
+/// `crashes`: how many processes died while running the job. `recovered`: put back in the
+/// queue after such a death and waiting for the user to resume or drop it.
+pub(super) const ADD_CRASH_RECOVERY: &str = "
+ALTER TABLE jobs ADD COLUMN crashes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN recovered INTEGER NOT NULL DEFAULT 0;";
+
+/// A job that was running in this many processes that died is not run again.
+pub const MAX_CRASHES: u32 = 3;
+
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum JobState {
@@ -98,13 +107,17 @@ pub struct Job {
     pub error: Option<String>,
     pub worker: Option<String>,
     pub cancel_requested: bool,
+    pub crashes: u32,
+    /// Re-queued after the process running it died; workers leave it until it is resumed.
+    pub recovered: bool,
     pub created_at: String,
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
 }
 
 const SELECT: &str = "SELECT id, kind, lane, state, params, result, progress, message, attempts,
-    max_retries, batch_scale, error, worker, cancel_requested, created_at, started_at, finished_at
+    max_retries, batch_scale, error, worker, cancel_requested, created_at, started_at, finished_at,
+    crashes, recovered
     FROM jobs";
 
 fn row(r: &rusqlite::Row) -> rusqlite::Result<Job> {
@@ -136,6 +149,8 @@ fn row(r: &rusqlite::Row) -> rusqlite::Result<Job> {
         created_at: r.get(14)?,
         started_at: r.get(15)?,
         finished_at: r.get(16)?,
+        crashes: r.get(17)?,
+        recovered: r.get(18)?,
     })
 }
 
@@ -181,8 +196,10 @@ pub fn list(conn: &Connection, limit: u32) -> Result<Vec<Job>> {
 /// Which queued job a worker takes.
 #[derive(Debug, Clone, Copy)]
 pub enum Claim<'a> {
-    /// The oldest due job of a lane, or of any lane.
+    /// The oldest due job of a lane, or of any lane; not the recovered ones.
     Next(Option<Lane>),
+    /// The oldest due job, recovered ones included: the user asked to run the queue.
+    Any,
     /// The oldest due job of a lane among `kinds` (`only`), or among every other kind.
     Kinds {
         lane: Lane,
@@ -195,8 +212,10 @@ pub enum Claim<'a> {
 
 /// Atomically moves one due queued job to running for this worker.
 pub fn claim(conn: &Connection, which: Claim, worker: &str) -> Result<Option<Job>> {
+    let with_recovered = matches!(which, Claim::Any | Claim::Id(_));
     let (lane, id, kinds, only) = match which {
         Claim::Next(lane) => (lane.map(Lane::as_str), None, None, false),
+        Claim::Any => (None, None, None, false),
         Claim::Kinds { lane, kinds, only } => (
             Some(lane.as_str()),
             None,
@@ -209,13 +228,14 @@ pub fn claim(conn: &Connection, which: Claim, worker: &str) -> Result<Option<Job
     let id: Option<i64> = conn
         .query_row(
             "UPDATE jobs SET state = 'running', worker = ?3, started_at = ?4,
-                 progress = 0, message = '', error = NULL
+                 progress = 0, message = '', error = NULL, recovered = 0
              WHERE id = (SELECT id FROM jobs WHERE state = 'queued'
                          AND (?1 IS NULL OR lane = ?1) AND (?2 IS NULL OR id = ?2)
                          AND (?5 IS NULL OR (kind IN (SELECT value FROM json_each(?5))) = ?6)
+                         AND (?7 OR NOT recovered)
                          AND (not_before IS NULL OR not_before <= ?4) ORDER BY id LIMIT 1)
              RETURNING id",
-            params![lane, id, worker, now, kinds, only],
+            params![lane, id, worker, now, kinds, only, with_recovered],
             |r| r.get(0),
         )
         .optional()?;
@@ -334,34 +354,105 @@ pub fn running_workers(conn: &Connection) -> Result<Vec<String>> {
         .collect::<rusqlite::Result<_>>()?)
 }
 
-/// Jobs a dead worker left running: resumable kinds go back to the queue, others end interrupted.
+/// What became of a job a dead worker left running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recovered {
+    /// Back in the queue, waiting for the user to resume or drop it.
+    Waiting,
+    /// Not resumable: it ended interrupted.
+    Interrupted,
+    /// It was running in [`MAX_CRASHES`] processes that died: it failed.
+    Crashed,
+}
+
+/// Jobs a dead worker left running: each counts one more crash; resumable kinds go back to the
+/// queue (flagged recovered), others end interrupted, and one that crashed [`MAX_CRASHES`]
+/// processes fails.
 pub fn recover_from_dead_worker(
     conn: &Connection,
     worker: &str,
     resumable: &dyn Fn(&str) -> bool,
-) -> Result<Vec<(i64, JobState)>> {
+) -> Result<Vec<(i64, Recovered)>> {
     let mut stmt =
-        conn.prepare("SELECT id, kind FROM jobs WHERE state = 'running' AND worker = ?1")?;
-    let orphans: Vec<(i64, String)> = stmt
-        .query_map([worker], |r| Ok((r.get(0)?, r.get(1)?)))?
+        conn.prepare("SELECT id, kind, crashes FROM jobs WHERE state = 'running' AND worker = ?1")?;
+    let orphans: Vec<(i64, String, u32)> = stmt
+        .query_map([worker], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
         .collect::<rusqlite::Result<_>>()?;
     let mut recovered = Vec::new();
-    for (id, kind) in orphans {
-        let state = if resumable(&kind) {
-            JobState::Queued
+    for (id, kind, crashes) in orphans {
+        let crashes = crashes + 1;
+        let (outcome, state, error) = if crashes >= MAX_CRASHES {
+            let error = format!("crashed the app {crashes} times: not run again");
+            (Recovered::Crashed, JobState::Failed, Some(error))
+        } else if resumable(&kind) {
+            (Recovered::Waiting, JobState::Queued, None)
         } else {
-            JobState::Interrupted
+            let error = "the app stopped while this job ran".to_string();
+            (Recovered::Interrupted, JobState::Interrupted, Some(error))
         };
         conn.execute(
-            "UPDATE jobs SET state = ?2, worker = NULL, cancel_requested = 0,
-                 finished_at = CASE WHEN ?2 = 'queued' THEN NULL ELSE ?3 END,
-                 error = CASE WHEN ?2 = 'queued' THEN NULL ELSE 'the app stopped while this job ran' END
+            "UPDATE jobs SET state = ?2, worker = NULL, cancel_requested = 0, crashes = ?3,
+                 recovered = (?2 = 'queued'), error = ?4,
+                 finished_at = CASE WHEN ?2 = 'queued' THEN NULL ELSE ?5 END
              WHERE id = ?1",
-            params![id, state.as_str(), super::now()],
+            params![id, state.as_str(), crashes, error, super::now()],
         )?;
-        recovered.push((id, state));
+        recovered.push((id, outcome));
     }
     Ok(recovered)
+}
+
+/// Jobs re-queued after a crash that wait for the user: oldest first.
+pub fn waiting_after_crash(conn: &Connection) -> Result<Vec<Job>> {
+    let mut stmt = conn.prepare(&format!(
+        "{SELECT} WHERE state = 'queued' AND recovered ORDER BY id"
+    ))?;
+    Ok(stmt.query_map([], row)?.collect::<rusqlite::Result<_>>()?)
+}
+
+/// The jobs left running by a process that is no longer alive, as judged by `is_dead`.
+pub fn running_under_dead_workers(
+    conn: &Connection,
+    is_dead: &dyn Fn(&str) -> bool,
+) -> Result<Vec<Job>> {
+    let mut stmt = conn.prepare(&format!(
+        "{SELECT} WHERE state = 'running' AND worker IS NOT NULL ORDER BY id"
+    ))?;
+    let running: Vec<Job> = stmt.query_map([], row)?.collect::<rusqlite::Result<_>>()?;
+    Ok(running
+        .into_iter()
+        .filter(|j| j.worker.as_deref().is_some_and(is_dead))
+        .collect())
+}
+
+fn require_waiting(conn: &Connection, id: i64, verb: &str) -> Result<Job> {
+    let job = require(conn, id)?;
+    if job.state != JobState::Queued || !job.recovered {
+        return Err(crate::error::invalid_input(format!(
+            "job {id} is {} and not waiting after an interruption: there is nothing to {verb}",
+            job.state.as_str()
+        )));
+    }
+    Ok(job)
+}
+
+/// Lets workers take a job that waits after a crash again.
+pub fn resume(conn: &Connection, id: i64) -> Result<Job> {
+    require_waiting(conn, id, "resume")?;
+    conn.execute("UPDATE jobs SET recovered = 0 WHERE id = ?1", [id])?;
+    require(conn, id)
+}
+
+/// Gives up a job that waits after a crash: it ends cancelled.
+pub fn drop_waiting(conn: &Connection, id: i64) -> Result<Job> {
+    require_waiting(conn, id, "drop")?;
+    conn.execute(
+        "UPDATE jobs SET state = 'cancelled', recovered = 0, finished_at = ?2,
+             error = 'dropped after the app stopped while it ran'
+         WHERE id = ?1",
+        params![id, super::now()],
+    )?;
+    require(conn, id)
 }
 
 #[cfg(test)]
@@ -462,7 +553,69 @@ mod tests {
         claim(&conn, Claim::Next(Some(Lane::Light)), "dead").unwrap();
         claim(&conn, Claim::Next(Some(Lane::Light)), "dead").unwrap();
         assert_eq!(running_workers(&conn).unwrap(), vec!["dead"]);
+        let dead = running_under_dead_workers(&conn, &|w| w == "dead").unwrap();
+        assert_eq!(dead.len(), 2);
         let got = recover_from_dead_worker(&conn, "dead", &|k| k == "import").unwrap();
-        assert_eq!(got, vec![(a, JobState::Queued), (b, JobState::Interrupted)]);
+        assert_eq!(
+            got,
+            vec![(a, Recovered::Waiting), (b, Recovered::Interrupted)]
+        );
+        let waiting = waiting_after_crash(&conn).unwrap();
+        assert_eq!(waiting.iter().map(|j| j.id).collect::<Vec<_>>(), vec![a]);
+        assert_eq!(waiting[0].crashes, 1);
+    }
+
+    #[test]
+    fn a_waiting_job_is_left_to_workers_until_resumed_or_taken_on_request() {
+        let conn = crate::db::open_in_memory();
+        let a = insert(&conn, "import", Lane::Light, &json!({}), 3).unwrap();
+        claim(&conn, Claim::Next(None), "dead").unwrap();
+        recover_from_dead_worker(&conn, "dead", &|_| true).unwrap();
+        assert!(claim(&conn, Claim::Next(None), "w").unwrap().is_none());
+        assert!(drop_waiting(&conn, 999).is_err());
+        let resumed = resume(&conn, a).unwrap();
+        assert!(!resumed.recovered);
+        assert!(resume(&conn, a).is_err(), "already resumed");
+        assert_eq!(claim(&conn, Claim::Next(None), "w").unwrap().unwrap().id, a);
+        recover_from_dead_worker(&conn, "w", &|_| true).unwrap();
+        assert_eq!(claim(&conn, Claim::Any, "w2").unwrap().unwrap().id, a);
+        assert!(!require(&conn, a).unwrap().recovered);
+    }
+
+    #[test]
+    fn a_dropped_job_ends_cancelled() {
+        let conn = crate::db::open_in_memory();
+        let a = insert(&conn, "import", Lane::Light, &json!({}), 3).unwrap();
+        claim(&conn, Claim::Next(None), "dead").unwrap();
+        recover_from_dead_worker(&conn, "dead", &|_| true).unwrap();
+        let dropped = drop_waiting(&conn, a).unwrap();
+        assert_eq!(
+            (dropped.state, dropped.recovered),
+            (JobState::Cancelled, false)
+        );
+        assert!(waiting_after_crash(&conn).unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_third_crash_fails_the_job() {
+        let conn = crate::db::open_in_memory();
+        let a = insert(&conn, "import", Lane::Light, &json!({}), 3).unwrap();
+        for crash in 1..=MAX_CRASHES {
+            claim(&conn, Claim::Any, "dead").unwrap().unwrap();
+            let got = recover_from_dead_worker(&conn, "dead", &|_| true).unwrap();
+            let expected = if crash < MAX_CRASHES {
+                Recovered::Waiting
+            } else {
+                Recovered::Crashed
+            };
+            assert_eq!(got, vec![(a, expected)]);
+        }
+        let job = require(&conn, a).unwrap();
+        assert_eq!((job.state, job.crashes), (JobState::Failed, 3));
+        assert_eq!(
+            job.error.as_deref(),
+            Some("crashed the app 3 times: not run again")
+        );
+        assert!(claim(&conn, Claim::Any, "w").unwrap().is_none());
     }
 }
