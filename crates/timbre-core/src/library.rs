@@ -21,6 +21,10 @@ pub enum Notification {
 
 pub const DATABASE: &str = "library.sqlite3";
 
+/// Room held on the library's disk (a file of zeros in `run/`) and given up when the disk is
+/// full, so that a job can still record its failure and takes can still be deleted.
+const RESERVE_BYTES: usize = 1 << 20;
+
 pub struct Library {
     data_dir: PathBuf,
     conn: Mutex<Connection>,
@@ -75,6 +79,7 @@ impl Library {
         if library.remove_dead_process_locks()? {
             library.collect_garbage()?;
         }
+        library.keep_reserve();
         drop(startup);
         Ok(library)
     }
@@ -106,6 +111,38 @@ impl Library {
             }
         }
         db::backups::restore(&database, &backup)
+    }
+
+    fn reserve_path(&self) -> PathBuf {
+        self.data_dir.join("run").join("reserve")
+    }
+
+    /// Sets the reserve aside again when it was given up and there is room for it.
+    fn keep_reserve(&self) {
+        let path = self.reserve_path();
+        if path.exists() {
+            return;
+        }
+        let partial = path.with_extension("part");
+        let written = fs::write(&partial, vec![0u8; RESERVE_BYTES])
+            .and_then(|()| fs::rename(&partial, &path));
+        if written.is_err() {
+            let _ = fs::remove_file(&partial);
+        }
+    }
+
+    /// Runs a database write; when the disk is full, gives up the reserve and tries once more.
+    pub fn write<T>(&self, f: impl Fn(&Connection) -> Result<T>) -> Result<T> {
+        let first = f(&self.conn());
+        match first {
+            Err(err)
+                if crate::error::is_disk_full(&err)
+                    && fs::remove_file(self.reserve_path()).is_ok() =>
+            {
+                f(&self.conn())
+            }
+            other => other,
+        }
     }
 
     pub fn data_dir(&self) -> &Path {
@@ -188,7 +225,9 @@ impl Library {
     fn collect_garbage(&self) -> Result<()> {
         if self.replaced_database_kept()? {
             // Its takes' audio is kept until the user removes it: it may be all that is left.
-            self.store.clean_tmp().context("cleaning the content store")?;
+            self.store
+                .clean_tmp()
+                .context("cleaning the content store")?;
             return Ok(());
         }
         let keep: HashSet<(String, String)> = {
@@ -220,7 +259,7 @@ impl Library {
     }
 
     pub fn delete_take(&self, id: i64) -> Result<takes::Take> {
-        let take = takes::delete(&self.conn(), id)?;
+        let take = self.write(|conn| takes::delete(conn, id))?;
         self.store.remove(&take.sha256, &take.format)?;
         self.notify(Notification::LibraryChanged);
         Ok(take)
@@ -228,7 +267,7 @@ impl Library {
 
     /// Deletes a voice model and its stored weights and index.
     pub fn delete_model(&self, id: i64) -> Result<models::Model> {
-        let model = models::delete(&self.conn(), id)?;
+        let model = self.write(|conn| models::delete(conn, id))?;
         self.store
             .remove(&model.weights_sha256, models::WEIGHTS_EXT)?;
         if let Some(index) = &model.index_sha256 {
@@ -245,13 +284,12 @@ impl Library {
 
     /// Deletes a conversion, and its audio unless another conversion has the same output.
     pub fn delete_conversion(&self, id: i64) -> Result<conversions::Conversion> {
-        let (conversion, still_used) = {
-            let conn = self.conn();
-            let conversion = conversions::delete(&conn, id)?;
-            let still_used = conversions::all_hashes(&conn)?
+        let (conversion, still_used) = self.write(|conn| {
+            let conversion = conversions::delete(conn, id)?;
+            let still_used = conversions::all_hashes(conn)?
                 .contains(&(conversion.sha256.clone(), conversion.format.clone()));
-            (conversion, still_used)
-        };
+            Ok((conversion, still_used))
+        })?;
         if !still_used {
             self.store.remove(&conversion.sha256, &conversion.format)?;
         }
@@ -301,6 +339,35 @@ mod tests {
         drop(first);
         drop(Library::open(dir.path()).unwrap());
         assert!(!orphan.path.exists());
+    }
+
+    #[test]
+    fn a_reserve_is_kept_and_given_up_for_a_write_on_a_full_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let library = Library::open(dir.path()).unwrap();
+        let reserve = library.reserve_path();
+        assert_eq!(fs::metadata(&reserve).unwrap().len(), RESERVE_BYTES as u64);
+        let full = || {
+            let code = rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL);
+            anyhow::Error::new(rusqlite::Error::SqliteFailure(code, None))
+        };
+        let tries = std::sync::atomic::AtomicU32::new(0);
+        let written =
+            library.write(
+                |_| match tries.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+                    0 => Err(full()),
+                    _ => Ok(7),
+                },
+            );
+        assert_eq!(written.unwrap(), 7);
+        assert!(!reserve.exists());
+        assert!(
+            library.write(|_| Err::<(), _>(full())).is_err(),
+            "given up once"
+        );
+        drop(library);
+        drop(Library::open(dir.path()).unwrap());
+        assert!(reserve.exists(), "set aside again");
     }
 
     #[test]

@@ -405,7 +405,11 @@ impl JobSystem {
         };
         let data_dir = self.library.data_dir();
         let outcome = outcome.map_err(|err| crate::error::explain_disk_full(err, data_dir));
-        self.record_outcome(&job, outcome).map_err(|err| {
+        let settings = self.library.settings().unwrap_or_default();
+        let recorded = self
+            .library
+            .write(|conn| self.record_outcome(conn, &settings, &job, &outcome));
+        recorded.map_err(|err| {
             crate::error::explain_disk_full(err, data_dir)
                 .context(format!("could not record the end of job {id}"))
         })?;
@@ -416,12 +420,16 @@ impl JobSystem {
         Ok(())
     }
 
-    fn record_outcome(&self, job: &Job, outcome: Result<Value>) -> Result<()> {
-        let settings = self.library.settings().unwrap_or_default();
-        let conn = self.library.conn();
+    fn record_outcome(
+        &self,
+        conn: &rusqlite::Connection,
+        settings: &crate::settings::Settings,
+        job: &Job,
+        outcome: &Result<Value>,
+    ) -> Result<()> {
         let err = match outcome {
             Ok(result) => {
-                return job_rows::finish(&conn, job.id, JobState::Succeeded, Some(&result), None);
+                return job_rows::finish(conn, job.id, JobState::Succeeded, Some(result), None);
             }
             Err(err) => err,
         };
