@@ -87,10 +87,10 @@ pub fn make(conn: &Connection, database: &Path, reason: Option<&str>) -> Result<
     for old in list(database)?.into_iter().skip(KEEP) {
         fs::remove_file(&old.path).with_context(|| format!("removing {}", old.path.display()))?;
     }
-    Ok(list(database)?
+    list(database)?
         .into_iter()
         .find(|b| b.name == name)
-        .context("the new backup vanished")?)
+        .context("the new backup vanished")
 }
 
 fn copy(conn: &Connection, to: &Path) -> Result<()> {

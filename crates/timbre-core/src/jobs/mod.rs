@@ -433,10 +433,10 @@ impl JobSystem {
             }
             Err(err) => err,
         };
-        let failure = classify(&err);
-        let message = ErrorReport::from_anyhow(&err).message;
+        let failure = classify(err);
+        let message = ErrorReport::from_anyhow(err).message;
         if failure == Failure::Cancelled {
-            return job_rows::finish(&conn, job.id, JobState::Cancelled, None, None);
+            return job_rows::finish(conn, job.id, JobState::Cancelled, None, None);
         }
         let retryable = matches!(failure, Failure::Transient | Failure::OutOfMemory);
         if retryable && job.attempts < job.max_retries {
@@ -452,17 +452,17 @@ impl JobSystem {
             let due =
                 db::timestamp(time::OffsetDateTime::now_utc() + Duration::from_secs_f64(delay));
             let data = json!({ "attempt": job.attempts + 1, "delay_secs": delay, "error": message, "batch_scale": batch_scale });
-            job_events::insert(&conn, job.id, Level::Warn, "retry", &data)?;
-            return job_rows::requeue_after_failure(&conn, job.id, &message, &due, batch_scale);
+            job_events::insert(conn, job.id, Level::Warn, "retry", &data)?;
+            return job_rows::requeue_after_failure(conn, job.id, &message, &due, batch_scale);
         }
         job_events::insert(
-            &conn,
+            conn,
             job.id,
             Level::Error,
             "failed",
             &json!({ "error": message }),
         )?;
-        job_rows::finish(&conn, job.id, JobState::Failed, None, Some(&message))
+        job_rows::finish(conn, job.id, JobState::Failed, None, Some(&message))
     }
 }
 
