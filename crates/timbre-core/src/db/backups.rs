@@ -21,7 +21,7 @@ pub struct BackupFile {
     pub name: String,
     pub path: PathBuf,
     pub bytes: u64,
-    /// UTC, RFC 3339, as in the name.
+    /// UTC, as in the name: RFC 3339 with dashes for colons.
     pub made_at: String,
 }
 
