@@ -1,6 +1,6 @@
 //! Several processes writing one library at once, as the app and a CLI do: three imports of
-//! distinct files and a conversion, started together. No write may be lost to the contention:
-//! every process succeeds and every file becomes a take.
+//! distinct files and a conversion, started together. No write may be lost to the contention,
+//! nor fail and be retried: every process succeeds and every file becomes a take.
 
 use std::process::{Command, Stdio};
 use timbre_integration_tests::{Sandbox, rvc_parity_fixtures, write_sine_wav};
@@ -87,10 +87,18 @@ fn concurrent_imports_and_a_conversion_lose_nothing() {
         assert!(names.contains(path), "{path} is not in the library");
     }
     assert_eq!(names.len(), IMPORTS * FILES_PER_IMPORT);
-    let conversions: i64 = sb
-        .db()
+    let db = sb.db().unwrap();
+    let count = |sql: &str| -> i64 { db.query_row(sql, [], |r| r.get(0)).unwrap() };
+    assert_eq!(count("SELECT COUNT(*) FROM conversions"), 1);
+    let retries: Vec<String> = db
+        .prepare("SELECT data FROM job_events WHERE kind = 'retry'")
         .unwrap()
-        .query_row("SELECT COUNT(*) FROM conversions", [], |r| r.get(0))
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(conversions, 1);
+    assert!(
+        retries.is_empty(),
+        "writers waited for each other in vain: {retries:?}"
+    );
 }
