@@ -41,6 +41,21 @@ describe('Jobs page', () => {
     expect(within(rows[2]).queryByTestId('job-cancel')).toBeNull();
   });
 
+  it('tells of jobs waiting after a crash and resumes them through resume_job', async () => {
+    const waiting = makeJob({ id: 4, state: 'queued', recovered: true, crashes: 1 });
+    const be = mockBackend({
+      list_jobs: () => [...jobs, waiting],
+      resource_snapshot: () => snapshot,
+      resume_job: (a) => ({ ...waiting, id: a.id, recovered: false }),
+    });
+    render(Jobs);
+    const banner = await screen.findByTestId('jobs-waiting');
+    expect(banner).toHaveTextContent('1 job was interrupted');
+    expect(banner).toHaveTextContent('#4');
+    await fireEvent.click(within(banner).getByTestId('jobs-resume'));
+    await waitFor(() => expect(be.argsOf('resume_job')).toEqual([{ id: 4 }]));
+  });
+
   it('retries a failed job through retry_job', async () => {
     // The live stream runs ahead of the reply: the job is already running again when the
     // (older) "queued" reply arrives, which must not win.

@@ -59,6 +59,7 @@ fn main() -> ExitCode {
     timbre_nn::device::limit_kernel_cache();
     let cli = Cli::parse();
     let out = output::Output { json: cli.json };
+    let data_dir = cli.data_dir.clone();
     let result = match cli.command {
         Command::Import(args) => commands::import::run(cli.data_dir.as_deref(), &out, args),
         Command::Record(args) => commands::record::run(cli.data_dir.as_deref(), &out, args),
@@ -77,6 +78,10 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(err) => {
+            let err = match timbre_core::library::resolve_data_dir(data_dir.as_deref()) {
+                Ok(dir) => timbre_core::error::explain_disk_full(err, &dir),
+                Err(_) => err,
+            };
             out.error(&err);
             ExitCode::FAILURE
         }

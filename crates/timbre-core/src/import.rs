@@ -4,7 +4,7 @@
 
 use crate::db::job_events::{self, Level};
 use crate::db::takes::{self, NewTake, Origin, Take};
-use crate::error::{ErrorKind, ErrorReport};
+use crate::error::{ErrorKind, ErrorReport, kind_of};
 use crate::jobs::{JobContext, JobHandler};
 use crate::library::{Library, Notification};
 use crate::store::StoredObject;
@@ -70,7 +70,7 @@ impl JobHandler for ImportHandler {
                 |n| n.to_string_lossy().into_owned(),
             );
             ctx.progress(i as f64 / total as f64, format!("{}/{total} {name}", i + 1))?;
-            let outcome = import_file(
+            let outcome = match import_file(
                 library,
                 path,
                 params.voice_id,
@@ -84,18 +84,25 @@ impl JobHandler for ImportHandler {
                         &serde_json::to_value(outcome)?,
                     )
                 },
-            )
-            .unwrap_or_else(|err| {
-                let report = ErrorReport::from_anyhow(&err);
-                FileOutcome {
-                    path: path.clone(),
-                    ok: false,
-                    take_id: None,
-                    duplicate: false,
-                    error: Some(report.message),
-                    error_kind: Some(report.kind),
+            ) {
+                Ok(outcome) => outcome,
+                // A locked database or a full disk is the library's trouble, not the file's:
+                // the attempt ends, and a retry resumes after the files already imported.
+                Err(err) if matches!(kind_of(&err), ErrorKind::Busy | ErrorKind::DiskFull) => {
+                    return Err(err);
                 }
-            });
+                Err(err) => {
+                    let report = ErrorReport::from_anyhow(&err);
+                    FileOutcome {
+                        path: path.clone(),
+                        ok: false,
+                        take_id: None,
+                        duplicate: false,
+                        error: Some(report.message),
+                        error_kind: Some(report.kind),
+                    }
+                }
+            };
             if !outcome.ok {
                 ctx.event(Level::Error, "file", &serde_json::to_value(&outcome)?)?;
             }
@@ -176,7 +183,8 @@ pub fn import_file(
     let (take, duplicate) = commit_take(library, &stored, &new, |conn, take, duplicate| {
         let outcome = success(path, take, duplicate);
         report(conn, &outcome)
-    })?;
+    })
+    .with_context(|| format!("{}: cannot save the take", path.display()))?;
     Ok(success(path, &take, duplicate))
 }
 

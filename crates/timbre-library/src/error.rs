@@ -2,6 +2,7 @@
 //! turn an error into `{kind, message}` with [`ErrorReport::from_anyhow`].
 
 use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
 use timbre_audio::AudioErrorKind;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -11,6 +12,10 @@ pub enum ErrorKind {
     InvalidInput,
     Audio,
     Busy,
+    /// The disk holding the library (or an output) has no room left.
+    DiskFull,
+    /// The library database is damaged or not a database: restore a backup.
+    Damaged,
     Io,
     Cancelled,
     Internal,
@@ -48,6 +53,56 @@ pub fn busy(message: impl Into<String>) -> anyhow::Error {
     .into()
 }
 
+/// The context that says which disk is full, added once by [`explain_disk_full`].
+#[derive(Debug)]
+struct DiskFullAt(PathBuf);
+
+impl std::fmt::Display for DiskFullAt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the disk holding {} is full", self.0.display())
+    }
+}
+
+/// SQLite's extended code for a shared-memory file it could not grow: what opening a WAL
+/// library on a disk with no room left gives.
+const SQLITE_IOERR_SHMSIZE: i32 = 4874;
+
+/// Whether this cause says the disk is full: SQLite's SQLITE_FULL or a failure to grow its
+/// shared-memory file, ENOSPC or a quota, however the I/O error is wrapped.
+fn is_disk_full_cause(cause: &(dyn std::error::Error + 'static)) -> bool {
+    if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+        return matches!(
+            io.kind(),
+            std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+        );
+    }
+    if let Some(rusqlite::Error::SqliteFailure(e, _)) = cause.downcast_ref::<rusqlite::Error>() {
+        return e.code == rusqlite::ErrorCode::DiskFull || e.extended_code == SQLITE_IOERR_SHMSIZE;
+    }
+    false
+}
+
+pub fn is_disk_full(err: &anyhow::Error) -> bool {
+    err.chain().any(is_disk_full_cause)
+}
+
+/// When `err` says the disk is full, says first which: "the disk holding DIR is full: …".
+pub fn explain_disk_full(err: anyhow::Error, dir: &Path) -> anyhow::Error {
+    if is_disk_full(&err) && err.downcast_ref::<DiskFullAt>().is_none() {
+        err.context(DiskFullAt(dir.to_path_buf()))
+    } else {
+        err
+    }
+}
+
+pub fn damaged(message: impl Into<String>) -> anyhow::Error {
+    KindedError {
+        kind: ErrorKind::Damaged,
+        message: message.into(),
+    }
+    .into()
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct ErrorReport {
     pub kind: ErrorKind,
@@ -66,6 +121,9 @@ impl ErrorReport {
 /// The first cause in the chain that tells what kind of failure this is.
 pub fn kind_of(err: &anyhow::Error) -> ErrorKind {
     for cause in err.chain() {
+        if is_disk_full_cause(cause) {
+            return ErrorKind::DiskFull;
+        }
         if let Some(k) = cause.downcast_ref::<KindedError>() {
             return k.kind;
         }
@@ -121,5 +179,32 @@ mod tests {
         assert_eq!(kind_of(&err), ErrorKind::Io);
         let json = serde_json::to_value(ErrorReport::from_anyhow(&err)).unwrap();
         assert_eq!(json["kind"], "io");
+    }
+
+    #[test]
+    fn a_full_disk_is_recognised_and_named_once() {
+        let sqlite_full = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+            Some("database or disk is full".into()),
+        );
+        let shm = rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(4874), None);
+        let enospc = std::io::Error::from_raw_os_error(28);
+        for err in [
+            anyhow::Error::new(sqlite_full).context("migrating /lib/library.sqlite3"),
+            anyhow::Error::new(shm),
+            anyhow::Error::new(enospc).context("x.wav: cannot copy into the library"),
+        ] {
+            assert_eq!(kind_of(&err), ErrorKind::DiskFull, "{err:#}");
+            let explained = explain_disk_full(err, Path::new("/lib"));
+            let explained = explain_disk_full(explained, Path::new("/lib"));
+            let message = ErrorReport::from_anyhow(&explained).message;
+            assert!(
+                message.starts_with("the disk holding /lib is full: "),
+                "{message}"
+            );
+            assert_eq!(message.matches("the disk holding").count(), 1, "{message}");
+        }
+        let other = explain_disk_full(not_found("take 7"), Path::new("/lib"));
+        assert_eq!(format!("{other:#}"), "take 7");
     }
 }

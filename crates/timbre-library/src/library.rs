@@ -19,6 +19,12 @@ pub enum Notification {
     LibraryChanged,
 }
 
+pub const DATABASE: &str = "library.sqlite3";
+
+/// Room held on the library's disk (a file of zeros in `run/`) and given up when the disk is
+/// full, so that a job can still record its failure and takes can still be deleted.
+const RESERVE_BYTES: usize = 1 << 20;
+
 pub struct Library {
     data_dir: PathBuf,
     conn: Mutex<Connection>,
@@ -42,7 +48,14 @@ pub fn resolve_data_dir(explicit: Option<&Path>) -> Result<PathBuf> {
 }
 
 impl Library {
+    /// Opens (creating) the library in `data_dir`. Opening an up-to-date library writes nothing
+    /// to the database, and the store's cleanup only frees space, so a full disk can still be
+    /// browsed and cleared.
     pub fn open(data_dir: &Path) -> Result<Library> {
+        Library::open_inner(data_dir).map_err(|err| crate::error::explain_disk_full(err, data_dir))
+    }
+
+    fn open_inner(data_dir: &Path) -> Result<Library> {
         let run_dir = data_dir.join("run");
         fs::create_dir_all(&run_dir).with_context(|| format!("creating {}", run_dir.display()))?;
         // Held while this process registers itself, so two starting processes never judge
@@ -54,7 +67,7 @@ impl Library {
         let process_id = uuid::Uuid::new_v4().to_string();
         let process_lock = File::create(run_dir.join(format!("{process_id}.lock")))?;
         process_lock.lock()?;
-        let conn = db::open(&data_dir.join("library.sqlite3"))?;
+        let conn = db::open(&data_dir.join(DATABASE))?;
         let library = Library {
             data_dir: data_dir.to_path_buf(),
             conn: Mutex::new(conn),
@@ -66,8 +79,70 @@ impl Library {
         if library.remove_dead_process_locks()? {
             library.collect_garbage()?;
         }
+        library.keep_reserve();
         drop(startup);
         Ok(library)
+    }
+
+    /// Puts a backup (a name in `backups/` or a path) in place of the library database, once no
+    /// other process has the library open; the replaced file is kept aside, renamed. Returns
+    /// where it went.
+    pub fn restore_backup(data_dir: &Path, backup: &str) -> Result<Option<PathBuf>> {
+        let database = data_dir.join(DATABASE);
+        let backup = db::backups::find(&database, backup)?;
+        let run_dir = data_dir.join("run");
+        fs::create_dir_all(&run_dir).with_context(|| format!("creating {}", run_dir.display()))?;
+        let startup = File::create(run_dir.join("startup.lock"))?;
+        startup
+            .lock()
+            .context("waiting for another Timbre process to start")?;
+        for entry in fs::read_dir(&run_dir)? {
+            let path = entry?.path();
+            if path.file_stem().is_some_and(|s| s == "startup")
+                || path.extension().is_none_or(|e| e != "lock")
+            {
+                continue;
+            }
+            if File::open(&path).is_ok_and(|f| f.try_lock().is_err()) {
+                return Err(crate::error::busy(format!(
+                    "another Timbre process has the library in {} open: close it, then restore",
+                    data_dir.display()
+                )));
+            }
+        }
+        db::backups::restore(&database, &backup)
+    }
+
+    fn reserve_path(&self) -> PathBuf {
+        self.data_dir.join("run").join("reserve")
+    }
+
+    /// Sets the reserve aside again when it was given up and there is room for it.
+    fn keep_reserve(&self) {
+        let path = self.reserve_path();
+        if path.exists() {
+            return;
+        }
+        let partial = path.with_extension("part");
+        let written = fs::write(&partial, vec![0u8; RESERVE_BYTES])
+            .and_then(|()| fs::rename(&partial, &path));
+        if written.is_err() {
+            let _ = fs::remove_file(&partial);
+        }
+    }
+
+    /// Runs a database write; when the disk is full, gives up the reserve and tries once more.
+    pub fn write<T>(&self, f: impl Fn(&Connection) -> Result<T>) -> Result<T> {
+        let first = f(&self.conn());
+        match first {
+            Err(err)
+                if crate::error::is_disk_full(&err)
+                    && fs::remove_file(self.reserve_path()).is_ok() =>
+            {
+                f(&self.conn())
+            }
+            other => other,
+        }
     }
 
     pub fn data_dir(&self) -> &Path {
@@ -148,6 +223,13 @@ impl Library {
     }
 
     fn collect_garbage(&self) -> Result<()> {
+        if self.replaced_database_kept()? {
+            // Its takes' audio is kept until the user removes it: it may be all that is left.
+            self.store
+                .clean_tmp()
+                .context("cleaning the content store")?;
+            return Ok(());
+        }
         let keep: HashSet<(String, String)> = {
             let conn = self.conn();
             let mut keep: HashSet<_> = takes::all_hashes(&conn)?.into_iter().collect();
@@ -161,12 +243,23 @@ impl Library {
         Ok(())
     }
 
+    /// Whether a database replaced by a restore is still kept aside.
+    fn replaced_database_kept(&self) -> Result<bool> {
+        let aside = format!("{DATABASE}.damaged-");
+        for entry in fs::read_dir(&self.data_dir)? {
+            if entry?.file_name().to_string_lossy().starts_with(&aside) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     pub fn take_path(&self, take: &takes::Take) -> PathBuf {
         self.store.object_path(&take.sha256, &take.format)
     }
 
     pub fn delete_take(&self, id: i64) -> Result<takes::Take> {
-        let take = takes::delete(&self.conn(), id)?;
+        let take = self.write(|conn| takes::delete(conn, id))?;
         self.store.remove(&take.sha256, &take.format)?;
         self.notify(Notification::LibraryChanged);
         Ok(take)
@@ -174,7 +267,7 @@ impl Library {
 
     /// Deletes a voice model and its stored weights and index.
     pub fn delete_model(&self, id: i64) -> Result<models::Model> {
-        let model = models::delete(&self.conn(), id)?;
+        let model = self.write(|conn| models::delete(conn, id))?;
         self.store
             .remove(&model.weights_sha256, models::WEIGHTS_EXT)?;
         if let Some(index) = &model.index_sha256 {
@@ -191,13 +284,12 @@ impl Library {
 
     /// Deletes a conversion, and its audio unless another conversion has the same output.
     pub fn delete_conversion(&self, id: i64) -> Result<conversions::Conversion> {
-        let (conversion, still_used) = {
-            let conn = self.conn();
-            let conversion = conversions::delete(&conn, id)?;
-            let still_used = conversions::all_hashes(&conn)?
+        let (conversion, still_used) = self.write(|conn| {
+            let conversion = conversions::delete(conn, id)?;
+            let still_used = conversions::all_hashes(conn)?
                 .contains(&(conversion.sha256.clone(), conversion.format.clone()));
-            (conversion, still_used)
-        };
+            Ok((conversion, still_used))
+        })?;
         if !still_used {
             self.store.remove(&conversion.sha256, &conversion.format)?;
         }
@@ -247,6 +339,35 @@ mod tests {
         drop(first);
         drop(Library::open(dir.path()).unwrap());
         assert!(!orphan.path.exists());
+    }
+
+    #[test]
+    fn a_reserve_is_kept_and_given_up_for_a_write_on_a_full_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let library = Library::open(dir.path()).unwrap();
+        let reserve = library.reserve_path();
+        assert_eq!(fs::metadata(&reserve).unwrap().len(), RESERVE_BYTES as u64);
+        let full = || {
+            let code = rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL);
+            anyhow::Error::new(rusqlite::Error::SqliteFailure(code, None))
+        };
+        let tries = std::sync::atomic::AtomicU32::new(0);
+        let written =
+            library.write(
+                |_| match tries.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+                    0 => Err(full()),
+                    _ => Ok(7),
+                },
+            );
+        assert_eq!(written.unwrap(), 7);
+        assert!(!reserve.exists());
+        assert!(
+            library.write(|_| Err::<(), _>(full())).is_err(),
+            "given up once"
+        );
+        drop(library);
+        drop(Library::open(dir.path()).unwrap());
+        assert!(reserve.exists(), "set aside again");
     }
 
     #[test]

@@ -35,6 +35,12 @@ impl ContentStore {
         Ok(ContentStore { root })
     }
 
+    /// Where every temporary file of the library's work goes: emptied at a start when no other
+    /// process is alive.
+    pub fn tmp_dir(&self) -> PathBuf {
+        self.root.join("tmp")
+    }
+
     pub fn object_path(&self, sha256: &str, ext: &str) -> PathBuf {
         self.root
             .join("objects")
@@ -55,8 +61,7 @@ impl ContentStore {
 
     fn ingest(&self, mut reader: impl Read, ext: &str) -> Result<StoredObject> {
         let tmp_path = self
-            .root
-            .join("tmp")
+            .tmp_dir()
             .join(format!("{}.part", uuid::Uuid::new_v4()));
         let result = (|| {
             let mut tmp = File::create(&tmp_path)?;
@@ -101,14 +106,25 @@ impl ContentStore {
         }
     }
 
+    /// Removes the temporary files (partial writes, outputs of killed jobs); how many.
+    /// Only safe while no other process is working.
+    pub fn clean_tmp(&self) -> Result<usize> {
+        let mut removed = 0;
+        for entry in fs::read_dir(self.tmp_dir())? {
+            let path = entry?.path();
+            fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+            removed += 1;
+        }
+        Ok(removed)
+    }
+
     /// Removes partial writes and every object not named in `keep` (sha256, ext).
     /// Only safe while no other process is importing.
     pub fn collect_garbage(&self, keep: &HashSet<(String, String)>) -> Result<GarbageReport> {
-        let mut report = GarbageReport::default();
-        for entry in fs::read_dir(self.root.join("tmp"))? {
-            fs::remove_file(entry?.path())?;
-            report.partial_files += 1;
-        }
+        let mut report = GarbageReport {
+            partial_files: self.clean_tmp()?,
+            ..GarbageReport::default()
+        };
         for shard in fs::read_dir(self.root.join("objects"))? {
             for entry in fs::read_dir(shard?.path())? {
                 let path = entry?.path();

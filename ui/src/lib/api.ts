@@ -49,6 +49,10 @@ export interface Job {
   created_at: string;
   started_at: string | null;
   finished_at: string | null;
+  /** Processes that died while running it. */
+  crashes?: number;
+  /** Put back in the queue after the app stopped while it ran: waits for resume or drop. */
+  recovered?: boolean;
 }
 
 export type EventLevel = 'info' | 'warn' | 'error';
@@ -546,6 +550,8 @@ export const listJobs = () => call<Job[]>('list_jobs');
 export const jobEvents = (id: number) => call<JobEvent[]>('job_events', { id });
 export const cancelJob = (id: number) => call<Job>('cancel_job', { id });
 export const retryJob = (id: number) => call<Job>('retry_job', { id });
+export const resumeJob = (id: number) => call<Job>('resume_job', { id });
+export const dropJob = (id: number) => call<Job>('drop_job', { id });
 export const jobReport = (id: number) => call<unknown>('job_report', { id });
 
 /** Subscribe to live app events; keep the returned channel referenced. */

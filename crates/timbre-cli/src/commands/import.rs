@@ -54,6 +54,13 @@ pub fn run(data_dir: Option<&Path>, out: &Output, args: Args) -> Result<ExitCode
             .collect::<Vec<_>>()
             .join("\n")
     });
+    if let Some(error) = done
+        .error
+        .as_deref()
+        .filter(|_| done.state != JobState::Succeeded)
+    {
+        out.note(&format!("timbre: job {}: {error}", done.id));
+    }
     let all_ok = done.state == JobState::Succeeded && files.iter().all(|f| f.ok);
     Ok(if all_ok {
         ExitCode::SUCCESS

@@ -18,6 +18,10 @@ pub enum Command {
     Cancel { id: i64 },
     /// Queue a failed, cancelled or interrupted job again.
     Retry { id: i64 },
+    /// Run, in this process, a job that waits after the app stopped while it ran.
+    Resume { id: i64 },
+    /// Give up a job that waits after the app stopped while it ran.
+    Drop { id: i64 },
     /// Run every queued job (re-queued ones included) in this process until none is left.
     Run,
     /// Write a job's full report (events, metric peaks/averages, samples) as JSON.
@@ -60,6 +64,20 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
             let job = system.retry(id)?;
             out.print(&job, || job_line(&job));
         }
+        Command::Resume { id } => {
+            system.resume(id)?;
+            super::show_progress(&system, vec![id], out);
+            let job = system.run_job(id)?;
+            out.note("");
+            out.print(&job, || job_line(&job));
+            if job.state != job_rows::JobState::Succeeded {
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+        Command::Drop { id } => {
+            let job = system.drop_job(id)?;
+            out.print(&job, || job_line(&job));
+        }
         Command::Run => {
             let ran = system.run_queue()?;
             out.print(&serde_json::json!({ "ran": ran }), || {
@@ -85,8 +103,13 @@ fn job_line(j: &job_rows::Job) -> String {
         .as_deref()
         .map(|e| format!("  error: {e}"))
         .unwrap_or_default();
+    let waiting = if j.recovered {
+        "  [interrupted: resume or drop]"
+    } else {
+        ""
+    };
     format!(
-        "{:>5}  {:<8} {:<11} {:>5.1}%  {}{error}",
+        "{:>5}  {:<8} {:<11} {:>5.1}%  {}{error}{waiting}",
         j.id,
         j.kind,
         j.state.as_str(),

@@ -3,7 +3,8 @@ use crate::output::Output;
 use anyhow::Result;
 use std::path::Path;
 use std::process::ExitCode;
-use timbre_core::db::{datasets, takes, voices};
+use timbre_core::Library;
+use timbre_core::db::{backups, datasets, takes, voices};
 
 #[derive(clap::Subcommand)]
 pub enum Command {
@@ -24,11 +25,42 @@ pub enum Command {
     Voices,
     /// List datasets.
     Datasets,
+    /// List the backups of the library database (newest first).
+    Backups,
+    /// Put a backup (a name from `library backups`, or a path) in place of the library
+    /// database; the replaced file is kept aside, renamed.
+    Restore { backup: String },
 }
 
 pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCode> {
+    // Backups are listed and restored without opening the library, which may be damaged.
+    let dir = timbre_core::library::resolve_data_dir(data_dir)?;
+    match cmd {
+        Command::Backups => {
+            let backups = backups::list(&dir.join(timbre_core::library::DATABASE))?;
+            out.print(&backups, || {
+                backups
+                    .iter()
+                    .map(|b| format!("{}  {:>10} bytes  {}", b.name, b.bytes, b.made_at))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            });
+            return Ok(ExitCode::SUCCESS);
+        }
+        Command::Restore { backup } => {
+            let kept = Library::restore_backup(&dir, &backup)?;
+            let result = serde_json::json!({ "restored": backup, "kept_aside": kept });
+            out.print(&result, || match &kept {
+                Some(kept) => format!("restored {backup}; the replaced file is {}", kept.display()),
+                None => format!("restored {backup}"),
+            });
+            return Ok(ExitCode::SUCCESS);
+        }
+        _ => {}
+    }
     let library = open_library(data_dir)?;
     match cmd {
+        Command::Backups | Command::Restore { .. } => unreachable!("handled above"),
         Command::List { voice } => {
             let voice_id = match voice {
                 Some(name) => Some(

@@ -16,12 +16,32 @@ use timbre_core::Library;
 use timbre_core::jobs::JobSystem;
 
 pub fn open_library(data_dir: Option<&Path>) -> Result<Arc<Library>> {
-    let dir = timbre_core::library::resolve_data_dir(data_dir)?;
-    Ok(Arc::new(Library::open(&dir)?))
+    Ok(Arc::clone(open_jobs(data_dir)?.library()))
 }
 
+/// Opens the library and its job system, which recovers the jobs of processes that died, and
+/// says on stderr when jobs wait after such a death.
 pub fn open_jobs(data_dir: Option<&Path>) -> Result<Arc<JobSystem>> {
-    JobSystem::new(open_library(data_dir)?, timbre_core::job_handlers())
+    let dir = timbre_core::library::resolve_data_dir(data_dir)?;
+    let library = Arc::new(Library::open(&dir)?);
+    let system = JobSystem::new(library, timbre_core::job_handlers())?;
+    let waiting = system.waiting_after_crash()?;
+    if !waiting.is_empty() {
+        eprintln!("timbre: {}", waiting_notice(&waiting));
+    }
+    Ok(system)
+}
+
+fn waiting_notice(waiting: &[timbre_core::db::jobs::Job]) -> String {
+    let ids: Vec<String> = waiting.iter().map(|j| j.id.to_string()).collect();
+    let (count, are) = match waiting.len() {
+        1 => ("1 job was".to_string(), "is"),
+        n => (format!("{n} jobs were"), "are"),
+    };
+    format!(
+        "{count} interrupted and {are} waiting (job {}): `timbre jobs resume ID` or `timbre jobs drop ID`",
+        ids.join(", ")
+    )
 }
 
 pub fn duration(secs: f64) -> String {

@@ -282,7 +282,7 @@ pub fn convert(
         models_dir,
     };
     let label = format!("{} with {}", input.name, model.name);
-    let mut output = output::OutputFile::new(params.format)?;
+    let mut output = output::OutputFile::new(params.format, &library.store().tmp_dir())?;
     let outcome = engine.convert(&request, &mut output, &mut |f| {
         progress(0.02 + 0.93 * f, label.clone())
     })?;

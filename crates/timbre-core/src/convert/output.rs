@@ -3,6 +3,7 @@
 //! the whole signal).
 
 use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
 use tempfile::NamedTempFile;
 use timbre_audio::{AudioBuffer, SampleFormat, WavStreamWriter};
 use timbre_nn::pipeline::OutputSink;
@@ -11,6 +12,7 @@ use super::OutputFormat;
 
 pub(super) struct OutputFile {
     format: OutputFormat,
+    tmp_dir: PathBuf,
     file: NamedTempFile,
     wav: Option<(WavStreamWriter, u32)>,
     /// FLAC: the samples, encoded at the end.
@@ -18,13 +20,16 @@ pub(super) struct OutputFile {
 }
 
 impl OutputFile {
-    pub fn new(format: OutputFormat) -> Result<OutputFile> {
+    /// A file in `tmp_dir`, the library's own temporary folder: one a killed process leaves
+    /// behind is removed at the next start, not left in the system's.
+    pub fn new(format: OutputFormat, tmp_dir: &Path) -> Result<OutputFile> {
         let file = tempfile::Builder::new()
             .suffix(&format!(".{}", format.extension()))
-            .tempfile()
-            .context("creating the output file")?;
+            .tempfile_in(tmp_dir)
+            .with_context(|| format!("creating the output file in {}", tmp_dir.display()))?;
         Ok(OutputFile {
             format,
+            tmp_dir: tmp_dir.to_path_buf(),
             file,
             wav: None,
             flac: None,
@@ -44,6 +49,10 @@ impl OutputFile {
 }
 
 impl OutputSink for OutputFile {
+    fn scratch_dir(&self) -> Option<&Path> {
+        Some(&self.tmp_dir)
+    }
+
     fn begin(&mut self, sample_rate: u32) -> Result<()> {
         let fmt = match self.format {
             OutputFormat::Wav16 => SampleFormat::Int16,

@@ -26,6 +26,19 @@ CREATE TABLE jobs (
 );
 CREATE INDEX jobs_state ON jobs(state, lane);";
 
+/// `crashes`: how many processes died while running the job. `recovered`: put back in the
+/// queue after such a death and waiting for the user to resume or drop it.
+pub(super) const ADD_CRASH_RECOVERY: &str = "
+ALTER TABLE jobs ADD COLUMN crashes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN recovered INTEGER NOT NULL DEFAULT 0;";
+
+mod recovery;
+
+pub use recovery::{
+    MAX_CRASHES, Recovered, drop_waiting, recover_from_dead_worker, resume,
+    running_under_dead_workers, waiting_after_crash,
+};
+
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum JobState {
@@ -98,13 +111,17 @@ pub struct Job {
     pub error: Option<String>,
     pub worker: Option<String>,
     pub cancel_requested: bool,
+    pub crashes: u32,
+    /// Re-queued after the process running it died; workers leave it until it is resumed.
+    pub recovered: bool,
     pub created_at: String,
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
 }
 
 const SELECT: &str = "SELECT id, kind, lane, state, params, result, progress, message, attempts,
-    max_retries, batch_scale, error, worker, cancel_requested, created_at, started_at, finished_at
+    max_retries, batch_scale, error, worker, cancel_requested, created_at, started_at, finished_at,
+    crashes, recovered
     FROM jobs";
 
 fn row(r: &rusqlite::Row) -> rusqlite::Result<Job> {
@@ -136,6 +153,8 @@ fn row(r: &rusqlite::Row) -> rusqlite::Result<Job> {
         created_at: r.get(14)?,
         started_at: r.get(15)?,
         finished_at: r.get(16)?,
+        crashes: r.get(17)?,
+        recovered: r.get(18)?,
     })
 }
 
@@ -181,8 +200,10 @@ pub fn list(conn: &Connection, limit: u32) -> Result<Vec<Job>> {
 /// Which queued job a worker takes.
 #[derive(Debug, Clone, Copy)]
 pub enum Claim<'a> {
-    /// The oldest due job of a lane, or of any lane.
+    /// The oldest due job of a lane, or of any lane; not the recovered ones.
     Next(Option<Lane>),
+    /// The oldest due job, recovered ones included: the user asked to run the queue.
+    Any,
     /// The oldest due job of a lane among `kinds` (`only`), or among every other kind.
     Kinds {
         lane: Lane,
@@ -195,8 +216,10 @@ pub enum Claim<'a> {
 
 /// Atomically moves one due queued job to running for this worker.
 pub fn claim(conn: &Connection, which: Claim, worker: &str) -> Result<Option<Job>> {
+    let with_recovered = matches!(which, Claim::Any | Claim::Id(_));
     let (lane, id, kinds, only) = match which {
         Claim::Next(lane) => (lane.map(Lane::as_str), None, None, false),
+        Claim::Any => (None, None, None, false),
         Claim::Kinds { lane, kinds, only } => (
             Some(lane.as_str()),
             None,
@@ -209,13 +232,14 @@ pub fn claim(conn: &Connection, which: Claim, worker: &str) -> Result<Option<Job
     let id: Option<i64> = conn
         .query_row(
             "UPDATE jobs SET state = 'running', worker = ?3, started_at = ?4,
-                 progress = 0, message = '', error = NULL
+                 progress = 0, message = '', error = NULL, recovered = 0
              WHERE id = (SELECT id FROM jobs WHERE state = 'queued'
                          AND (?1 IS NULL OR lane = ?1) AND (?2 IS NULL OR id = ?2)
                          AND (?5 IS NULL OR (kind IN (SELECT value FROM json_each(?5))) = ?6)
+                         AND (?7 OR NOT recovered)
                          AND (not_before IS NULL OR not_before <= ?4) ORDER BY id LIMIT 1)
              RETURNING id",
-            params![lane, id, worker, now, kinds, only],
+            params![lane, id, worker, now, kinds, only, with_recovered],
             |r| r.get(0),
         )
         .optional()?;
@@ -334,36 +358,6 @@ pub fn running_workers(conn: &Connection) -> Result<Vec<String>> {
         .collect::<rusqlite::Result<_>>()?)
 }
 
-/// Jobs a dead worker left running: resumable kinds go back to the queue, others end interrupted.
-pub fn recover_from_dead_worker(
-    conn: &Connection,
-    worker: &str,
-    resumable: &dyn Fn(&str) -> bool,
-) -> Result<Vec<(i64, JobState)>> {
-    let mut stmt =
-        conn.prepare("SELECT id, kind FROM jobs WHERE state = 'running' AND worker = ?1")?;
-    let orphans: Vec<(i64, String)> = stmt
-        .query_map([worker], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<rusqlite::Result<_>>()?;
-    let mut recovered = Vec::new();
-    for (id, kind) in orphans {
-        let state = if resumable(&kind) {
-            JobState::Queued
-        } else {
-            JobState::Interrupted
-        };
-        conn.execute(
-            "UPDATE jobs SET state = ?2, worker = NULL, cancel_requested = 0,
-                 finished_at = CASE WHEN ?2 = 'queued' THEN NULL ELSE ?3 END,
-                 error = CASE WHEN ?2 = 'queued' THEN NULL ELSE 'the app stopped while this job ran' END
-             WHERE id = ?1",
-            params![id, state.as_str(), super::now()],
-        )?;
-        recovered.push((id, state));
-    }
-    Ok(recovered)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -452,17 +446,5 @@ mod tests {
         );
         let job = require(&conn, id).unwrap();
         assert_eq!((job.attempts, job.batch_scale), (1, 0.5));
-    }
-
-    #[test]
-    fn recovery_requeues_resumable_kinds_and_interrupts_others() {
-        let conn = crate::db::open_in_memory();
-        let a = insert(&conn, "import", Lane::Light, &json!({}), 3).unwrap();
-        let b = insert(&conn, "record", Lane::Light, &json!({}), 3).unwrap();
-        claim(&conn, Claim::Next(Some(Lane::Light)), "dead").unwrap();
-        claim(&conn, Claim::Next(Some(Lane::Light)), "dead").unwrap();
-        assert_eq!(running_workers(&conn).unwrap(), vec!["dead"]);
-        let got = recover_from_dead_worker(&conn, "dead", &|k| k == "import").unwrap();
-        assert_eq!(got, vec![(a, JobState::Queued), (b, JobState::Interrupted)]);
     }
 }

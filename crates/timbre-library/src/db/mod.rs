@@ -2,9 +2,11 @@
 //! Migrations run in the order of [`MIGRATIONS`]; `PRAGMA user_version` records how many ran,
 //! so a new migration is appended, never edited.
 
+pub mod backups;
 pub mod conversions;
 pub mod datasets;
 pub mod derived_takes;
+pub mod integrity;
 pub mod job_events;
 pub mod jobs;
 pub mod listening_tests;
@@ -19,9 +21,13 @@ pub mod trainings;
 pub mod voices;
 
 use anyhow::{Context, Result};
-use rusqlite::Connection;
+use rusqlite::{Connection, TransactionBehavior};
 use std::path::Path;
 use std::time::Duration;
+
+/// How long a write waits for another process's write to end. Writes are short (a row or a
+/// few), so this is only ever reached by a stuck process, never by a busy one.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 
 const MIGRATIONS: &[&str] = &[
     voices::CREATE,
@@ -40,27 +46,77 @@ const MIGRATIONS: &[&str] = &[
     trainings::CREATE,
     training_metrics::CREATE,
     training_previews::CREATE,
+    jobs::ADD_CRASH_RECOVERY,
 ];
 
+/// Opens the library database: refused when damaged, migrated (after a backup) when older
+/// than this build, backed up once a day.
 pub fn open(path: &Path) -> Result<Connection> {
-    let mut conn = Connection::open(path)
-        .with_context(|| format!("opening the library database {}", path.display()))?;
-    conn.busy_timeout(Duration::from_secs(10))?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
+    integrity::check_header(path)?;
+    let mut conn = match connect(path, false) {
+        // No room for SQLite's shared-memory file: its index lives in this process's memory
+        // instead, which keeps the library to this process until it ends, so that a full
+        // library can still be browsed and cleared.
+        Err(err) if crate::error::is_disk_full(&err) => connect(path, true)?,
+        conn => conn?,
+    };
+    // Every transaction takes the write lock when it begins, waiting for it within the busy
+    // timeout: a deferred one that reads first cannot wait once another process has written
+    // meanwhile (SQLITE_BUSY_SNAPSHOT), and its write is lost.
+    conn.set_transaction_behavior(TransactionBehavior::Immediate);
+    // Setting the journal mode writes the file: only done once, so a full disk can still be read.
+    let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+    }
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "foreign_keys", true)?;
-    migrate(&mut conn).with_context(|| format!("migrating {}", path.display()))?;
+    if needs_migration(&conn)? {
+        if schema_version(&conn)? > 0 {
+            let reason = format!("before-schema-{}", MIGRATIONS.len());
+            backups::make(&conn, path, Some(&reason))?;
+        }
+        migrate(&mut conn).with_context(|| format!("migrating {}", path.display()))?;
+    }
+    // A missed daily backup must not keep the library from opening (on a full disk, say).
+    if let Err(err) = backups::make_daily(&conn, path) {
+        let dir = path.parent().unwrap_or(path);
+        eprintln!("timbre: {:#}", crate::error::explain_disk_full(err, dir));
+    }
     Ok(conn)
 }
 
-fn migrate(conn: &mut Connection) -> Result<()> {
-    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    let done = tx.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))? as usize;
+/// A checked connection; `exclusive`: one that needs no shared-memory file.
+fn connect(path: &Path, exclusive: bool) -> Result<Connection> {
+    let conn = Connection::open(path)
+        .with_context(|| format!("opening the library database {}", path.display()))?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    if exclusive {
+        conn.pragma_update(None, "locking_mode", "EXCLUSIVE")?;
+    }
+    integrity::check(&conn, path)?;
+    Ok(conn)
+}
+
+fn schema_version(conn: &Connection) -> Result<usize> {
+    let done = conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))? as usize;
     anyhow::ensure!(
         done <= MIGRATIONS.len(),
         "the library was written by a newer Timbre Studio (schema {done}, this build knows {})",
         MIGRATIONS.len()
     );
+    Ok(done)
+}
+
+/// Read without a write lock, so opening an up-to-date library never writes.
+pub fn needs_migration(conn: &Connection) -> Result<bool> {
+    Ok(schema_version(conn)? < MIGRATIONS.len())
+}
+
+fn migrate(conn: &mut Connection) -> Result<()> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    // Read again under the lock: another process may have migrated meanwhile.
+    let done = schema_version(&tx)?;
     for sql in &MIGRATIONS[done..] {
         tx.execute_batch(sql)?;
     }

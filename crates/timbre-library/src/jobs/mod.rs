@@ -1,6 +1,8 @@
 //! The persistent job system. Jobs live in SQLite; workers claim them atomically, so the app and
 //! the CLI can share one library. A job left running by a dead process is re-queued (resumable
-//! kinds) or marked interrupted when the next job system starts.
+//! kinds, flagged `recovered`: workers leave it until the user resumes or drops it) or marked
+//! interrupted when the next job system starts; one that was running in
+//! [`job_rows::MAX_CRASHES`] dead processes fails.
 
 mod failure;
 mod sampler;
@@ -8,12 +10,12 @@ mod sampler;
 pub use failure::{Failure, classify};
 
 use crate::db::job_events::Level;
-use crate::db::jobs::{self as job_rows, Claim, Job, JobState, Lane};
+use crate::db::jobs::{self as job_rows, Claim, Job, JobState, Lane, Recovered};
 use crate::db::{self, job_events};
 use crate::error::ErrorReport;
 use crate::library::{Library, Notification};
 use crate::settings::Settings;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
@@ -168,7 +170,14 @@ impl JobSystem {
             extraction_kinds,
             workers: Mutex::new(Vec::new()),
         };
-        system.recover().context("recovering interrupted jobs")?;
+        if let Err(err) = system.recover() {
+            let err = crate::error::explain_disk_full(err, system.library.data_dir());
+            // A full disk must not lock the user out: the jobs are recovered at a later start.
+            if !crate::error::is_disk_full(&err) {
+                return Err(err.context("recovering interrupted jobs"));
+            }
+            eprintln!("timbre: could not recover interrupted jobs: {err:#}");
+        }
         Ok(Arc::new(system))
     }
 
@@ -183,10 +192,15 @@ impl JobSystem {
                 continue;
             }
             let resumable = |kind: &str| self.handlers.get(kind).is_some_and(|h| h.resumable());
-            for (id, state) in job_rows::recover_from_dead_worker(&conn, &worker, &resumable)? {
-                let data = json!({ "requeued": state == JobState::Queued });
-                job_events::insert(&conn, id, Level::Warn, "interrupted", &data)?;
+            let tx = conn.unchecked_transaction()?;
+            for (id, outcome) in job_rows::recover_from_dead_worker(&tx, &worker, &resumable)? {
+                let data = json!({
+                    "requeued": outcome == Recovered::Waiting,
+                    "crashed_too_often": outcome == Recovered::Crashed,
+                });
+                job_events::insert(&tx, id, Level::Warn, "interrupted", &data)?;
             }
+            tx.commit()?;
             let _ = std::fs::remove_file(
                 self.library
                     .data_dir()
@@ -229,6 +243,30 @@ impl JobSystem {
             job: Box::new(job.clone()),
         });
         self.wake.1.notify_all();
+        Ok(job)
+    }
+
+    /// Jobs re-queued after a crash that wait for [`JobSystem::resume`] or [`JobSystem::drop_job`].
+    pub fn waiting_after_crash(&self) -> Result<Vec<Job>> {
+        job_rows::waiting_after_crash(&self.library.conn())
+    }
+
+    /// Lets the workers take a job that waits after a crash.
+    pub fn resume(&self, id: i64) -> Result<Job> {
+        let job = job_rows::resume(&self.library.conn(), id)?;
+        self.library.notify(Notification::Job {
+            job: Box::new(job.clone()),
+        });
+        self.wake.1.notify_all();
+        Ok(job)
+    }
+
+    /// Gives up a job that waits after a crash.
+    pub fn drop_job(&self, id: i64) -> Result<Job> {
+        let job = job_rows::drop_waiting(&self.library.conn(), id)?;
+        self.library.notify(Notification::Job {
+            job: Box::new(job.clone()),
+        });
         Ok(job)
     }
 
@@ -282,7 +320,11 @@ impl JobSystem {
                 Worker::Extraction => None,
             };
             match claim.map(|claim| self.claim(claim)) {
-                Some(Ok(Some(job))) => self.execute(job),
+                Some(Ok(Some(job))) => {
+                    if let Err(err) = self.execute(job) {
+                        eprintln!("timbre: {err:#}");
+                    }
+                }
                 // Other processes may queue jobs too, so idle workers also poll.
                 _ => {
                     let guard = self.wake.0.lock().unwrap_or_else(|p| p.into_inner());
@@ -301,15 +343,24 @@ impl JobSystem {
         }
     }
 
-    /// Runs one job in this thread, through its retries, and returns it finished.
+    /// Runs one job in this thread, through its retries, and returns it finished. Fails when the
+    /// job's end cannot be recorded.
     pub fn run_job(&self, id: i64) -> Result<Job> {
         loop {
             let job = job_rows::require(&self.library.conn(), id)?;
             match job.state {
                 JobState::Queued => match self.claim(Claim::Id(id))? {
-                    Some(job) => self.execute(job),
+                    Some(job) => self.execute(job)?,
                     None => std::thread::sleep(Duration::from_millis(100)),
                 },
+                JobState::Running
+                    if job
+                        .worker
+                        .as_deref()
+                        .is_some_and(|w| self.library.is_process_dead(w)) =>
+                {
+                    self.recover()?;
+                }
                 // Another process is running it: wait for that to end.
                 JobState::Running => std::thread::sleep(Duration::from_millis(200)),
                 _ => return Ok(job),
@@ -321,8 +372,8 @@ impl JobSystem {
     pub fn run_queue(&self) -> Result<usize> {
         let mut ran = 0;
         loop {
-            if let Some(job) = self.claim(Claim::Next(None))? {
-                self.execute(job);
+            if let Some(job) = self.claim(Claim::Any)? {
+                self.execute(job)?;
                 ran += 1;
             } else if job_rows::next_due(&self.library.conn())?.is_some() {
                 std::thread::sleep(Duration::from_millis(100));
@@ -336,7 +387,9 @@ impl JobSystem {
         job_rows::claim(&self.library.conn(), which, self.library.process_id())
     }
 
-    fn execute(&self, job: Job) {
+    /// Runs a claimed job and records its end; an error says the end could not be recorded
+    /// (the job stays running until a later process finds this one dead).
+    fn execute(&self, job: Job) -> Result<()> {
         self.library.notify(Notification::Job {
             job: Box::new(job.clone()),
         });
@@ -358,28 +411,40 @@ impl JobSystem {
                 outcome
             }
         };
-        if let Err(err) = self.record_outcome(&job, outcome) {
-            eprintln!("timbre: could not record the end of job {id}: {err:#}");
-        }
+        let data_dir = self.library.data_dir();
+        let outcome = outcome.map_err(|err| crate::error::explain_disk_full(err, data_dir));
+        let settings = self.library.settings().unwrap_or_default();
+        let recorded = self
+            .library
+            .write(|conn| self.record_outcome(conn, &settings, &job, &outcome));
+        recorded.map_err(|err| {
+            crate::error::explain_disk_full(err, data_dir)
+                .context(format!("could not record the end of job {id}"))
+        })?;
         if let Ok(job) = job_rows::require(&self.library.conn(), id) {
             self.library
                 .notify(Notification::Job { job: Box::new(job) });
         }
+        Ok(())
     }
 
-    fn record_outcome(&self, job: &Job, outcome: Result<Value>) -> Result<()> {
-        let settings = self.library.settings().unwrap_or_default();
-        let conn = self.library.conn();
+    fn record_outcome(
+        &self,
+        conn: &rusqlite::Connection,
+        settings: &crate::settings::Settings,
+        job: &Job,
+        outcome: &Result<Value>,
+    ) -> Result<()> {
         let err = match outcome {
             Ok(result) => {
-                return job_rows::finish(&conn, job.id, JobState::Succeeded, Some(&result), None);
+                return job_rows::finish(conn, job.id, JobState::Succeeded, Some(result), None);
             }
             Err(err) => err,
         };
-        let failure = classify(&err);
-        let message = ErrorReport::from_anyhow(&err).message;
+        let failure = classify(err);
+        let message = ErrorReport::from_anyhow(err).message;
         if failure == Failure::Cancelled {
-            return job_rows::finish(&conn, job.id, JobState::Cancelled, None, None);
+            return job_rows::finish(conn, job.id, JobState::Cancelled, None, None);
         }
         let retryable = matches!(failure, Failure::Transient | Failure::OutOfMemory);
         if retryable && job.attempts < job.max_retries {
@@ -395,17 +460,17 @@ impl JobSystem {
             let due =
                 db::timestamp(time::OffsetDateTime::now_utc() + Duration::from_secs_f64(delay));
             let data = json!({ "attempt": job.attempts + 1, "delay_secs": delay, "error": message, "batch_scale": batch_scale });
-            job_events::insert(&conn, job.id, Level::Warn, "retry", &data)?;
-            return job_rows::requeue_after_failure(&conn, job.id, &message, &due, batch_scale);
+            job_events::insert(conn, job.id, Level::Warn, "retry", &data)?;
+            return job_rows::requeue_after_failure(conn, job.id, &message, &due, batch_scale);
         }
         job_events::insert(
-            &conn,
+            conn,
             job.id,
             Level::Error,
             "failed",
             &json!({ "error": message }),
         )?;
-        job_rows::finish(&conn, job.id, JobState::Failed, None, Some(&message))
+        job_rows::finish(conn, job.id, JobState::Failed, None, Some(&message))
     }
 }
 

@@ -274,3 +274,23 @@ fn unknown_kinds_are_refused() {
         crate::error::ErrorKind::InvalidInput
     );
 }
+
+#[test]
+fn a_job_whose_end_cannot_be_recorded_fails_its_waiter_instead_of_hanging() {
+    // The library turns read-only while the job runs: its end cannot be written.
+    let handler = scripted("import", |ctx, _| {
+        ctx.library()
+            .conn()
+            .pragma_update(None, "query_only", true)?;
+        Ok(json!("done"))
+    });
+    let (_dir, system) = system_with(handler);
+    let job = system.submit("import", json!({})).unwrap();
+    let started = Instant::now();
+    let err = format!("{:#}", system.run_job(job.id).unwrap_err());
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(
+        err.starts_with(&format!("could not record the end of job {}", job.id)),
+        "{err}"
+    );
+}

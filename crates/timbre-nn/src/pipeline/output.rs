@@ -23,8 +23,12 @@ pub(super) struct Scratch {
 }
 
 impl Scratch {
-    pub fn new() -> Result<Scratch> {
-        let file = tempfile::tempfile().context("creating a scratch file for the output")?;
+    pub fn new(dir: Option<&std::path::Path>) -> Result<Scratch> {
+        let file = match dir {
+            Some(dir) => tempfile::tempfile_in(dir)
+                .with_context(|| format!("creating a scratch file in {}", dir.display())),
+            None => tempfile::tempfile().context("creating a scratch file for the output"),
+        }?;
         Ok(Scratch {
             file: BufWriter::new(file),
             len: 0,
@@ -109,7 +113,7 @@ pub(super) fn finish(
     // The mix and the resample run once, into a second scratch file, while the peak is found;
     // the scaling pass then only reads it back.
     let mut peak = 0f32;
-    let mut processed = Scratch::new()?;
+    let mut processed = Scratch::new(sink.scratch_dir())?;
     pass.run(&mut |piece| {
         peak = piece.iter().fold(peak, |m, s| m.max(s.abs()));
         processed.append(piece)
@@ -228,7 +232,7 @@ mod tests {
     use super::*;
 
     fn scratch_of(samples: &[f32]) -> (File, usize) {
-        let mut scratch = Scratch::new().unwrap();
+        let mut scratch = Scratch::new(None).unwrap();
         scratch.append(samples).unwrap();
         (scratch.file.into_inner().unwrap(), samples.len())
     }
@@ -276,7 +280,7 @@ mod tests {
             if peak > 1.0 {
                 whole.iter_mut().for_each(|s| *s /= peak);
             }
-            let mut scratch = Scratch::new().unwrap();
+            let mut scratch = Scratch::new(None).unwrap();
             for piece in output.chunks(7_777) {
                 scratch.append(piece).unwrap();
             }

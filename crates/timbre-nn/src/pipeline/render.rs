@@ -26,6 +26,10 @@ pub trait OutputSink {
     fn begin(&mut self, sample_rate: u32) -> Result<()>;
     /// The next samples, mono, in [-1, 1).
     fn write(&mut self, samples: &[f32]) -> Result<()>;
+    /// Where the render keeps its scratch files: the system's temporary folder when `None`.
+    fn scratch_dir(&self) -> Option<&std::path::Path> {
+        None
+    }
 }
 
 impl OutputSink for Converted {
@@ -95,7 +99,7 @@ pub fn render_to(
     };
     let rate = info.sample_rate;
     let pad_tgt = options.chunking.pad_samples_at(rate);
-    let mut scratch = Scratch::new()?;
+    let mut scratch = Scratch::new(sink.scratch_dir())?;
     let total = analysis.segments.len();
     for (i, segment) in analysis.segments.iter().enumerate() {
         let frame_start = segment.start / segments::WINDOW;
