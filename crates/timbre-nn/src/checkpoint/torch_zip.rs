@@ -193,11 +193,11 @@ mod tests {
 
     use super::super::read_torch_file;
 
-    /// A zip archive at `dir/voice.pth` whose entries are `(name, bytes)`, deflated.
-    fn deflated_archive(
-        dir: &std::path::Path,
-        entries: &[(&str, &dyn Fn(&mut dyn Write))],
-    ) -> std::path::PathBuf {
+    /// An entry's name and what writes its bytes.
+    type Entry<'a> = (&'a str, &'a dyn Fn(&mut dyn Write));
+
+    /// A zip archive at `dir/voice.pth` of `entries`, deflated.
+    fn deflated_archive(dir: &std::path::Path, entries: &[Entry]) -> std::path::PathBuf {
         let path = dir.join("voice.pth");
         let mut zip = ZipWriter::new(std::fs::File::create(&path).unwrap());
         let options = SimpleFileOptions::default().compression_method(CompressionMethod::Deflated);
