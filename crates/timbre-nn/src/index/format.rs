@@ -339,7 +339,10 @@ fn read_ivf_flat<R: Read>(reader: &mut IndexReader<R>, code: [u8; 4]) -> Result<
     let nlist = nlist as usize;
     let sizes = read_list_sizes(reader, nlist)?;
 
-    let stored: u64 = sizes.iter().sum();
+    let stored = sizes
+        .iter()
+        .try_fold(0u64, |sum, &size| sum.checked_add(size))
+        .context("the list sizes add up past 2^64")?;
     ensure!(
         stored == header.count,
         "the header counts {} vectors but the inverted lists hold {stored}",
@@ -357,7 +360,8 @@ fn read_ivf_flat<R: Read>(reader: &mut IndexReader<R>, code: [u8; 4]) -> Result<
     let mut lists = Vec::with_capacity(nlist);
     for (number, &size) in sizes.iter().enumerate() {
         let vectors = reader.array(
-            size * dim as u64,
+            size.checked_mul(dim as u64)
+                .with_context(|| format!("list {number} of {size} vectors overflows"))?,
             f32::from_le_bytes,
             &format!("list {number}'s vectors"),
         )?;
@@ -609,6 +613,19 @@ mod tests {
             error.contains("random.index is not a faiss index: it starts with the bytes 50 4b 03 04 (a zip archive"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn list_sizes_that_wrap_around_to_the_header_count_are_an_error() {
+        let (dir, _path, mut bytes) = written(&small_index());
+        let at = bytes.windows(4).position(|w| w == b"full").unwrap() + 12;
+        // u64::MAX + 4 + 0 wraps to the header's count of 3.
+        bytes[at..at + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+        bytes[at + 8..at + 16].copy_from_slice(&4u64.to_le_bytes());
+        let path = dir.path().join("wrapped.index");
+        std::fs::write(&path, &bytes).unwrap();
+        let error = format!("{:#}", IvfFlatIndex::read(&path).err().unwrap());
+        assert!(error.contains("list sizes add up past 2^64"), "{error}");
     }
 
     #[test]
