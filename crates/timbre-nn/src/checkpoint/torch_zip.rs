@@ -134,8 +134,9 @@ fn read_pickle(archive: &mut Archive, name: &str, file_len: u64) -> Result<Vec<u
 fn check_storage_total(graph: &Graph, file_len: u64) -> Result<()> {
     let mut sizes: HashMap<(&str, Kind), u64> = HashMap::new();
     for (_, storage) in graph.storages() {
+        // A negative count is refused with its own message when the storage is loaded.
         let bytes = u64::try_from(storage.numel)
-            .unwrap_or(u64::MAX)
+            .unwrap_or(0)
             .saturating_mul(storage.kind.elt_size_in_bytes() as u64);
         let size = sizes
             .entry((storage.key.as_str(), storage.kind))
