@@ -9,9 +9,8 @@ use serde_json::json;
 use timbre_nn::index::IvfFlatIndex;
 use timbre_nn::synthesizer::{ModelInfo, check_model, read_model_info};
 
-use crate::error::{KindedError, kind_of};
-
 use crate::db::models::{self, INDEX_EXT, Model, NewModel, WEIGHTS_EXT};
+use crate::error::{KindedError, kind_of};
 use crate::library::Library;
 
 /// Imports `weights` (and `index`) as a model named `name` (default: the model's own name, else
