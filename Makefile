@@ -6,7 +6,7 @@ export LIBTORCH_USE_PYTORCH := 1
 export PATH := $(CURDIR)/.venv/bin:$(HOME)/.cargo/bin:$(PATH)
 APP := target/debug/timbre-studio
 
-.PHONY: run test setup setup-test app test-rust test-ui test-e2e lint bench bench-isolate
+.PHONY: run test setup setup-test app test-rust test-ui test-e2e lint bench bench-isolate fuzz
 
 run: setup app
 	WEBKIT_DISABLE_DMABUF_RENDERER=1 $(APP)
@@ -46,3 +46,19 @@ bench: setup
 # CPU (docs/PERFORMANCE.md, "Isolation"); BENCH_SECS, BENCH_THREADS (2), BENCH_MODELS (bs,mel).
 bench-isolate:
 	cargo bench -p timbre-nn --bench separation
+
+# Each cargo-fuzz target of fuzz/ for FUZZ_SECONDS (60), from corpora fuzz/seed.sh fills; fails on
+# the first crash (its input lands in fuzz/artifacts/<target>/). FUZZ_TARGETS picks targets.
+# Built without a sanitizer: the code is safe Rust, and libtorch, which every target links,
+# is not built for one.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= torch_file faiss_index roformer_config audio_decode wav_header
+fuzz:
+	@cargo +nightly --version > /dev/null 2>&1 || { echo "make fuzz needs the nightly toolchain: rustup toolchain install nightly" >&2; exit 1; }
+	@command -v cargo-fuzz > /dev/null || cargo install cargo-fuzz --locked
+	fuzz/seed.sh
+	cd fuzz && for target in $(FUZZ_TARGETS); do \
+		echo "== $$target ($(FUZZ_SECONDS) s)"; \
+		cargo +nightly fuzz run --sanitizer none "$$target" "corpus/$$target" -- \
+			-max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 -timeout=30 -max_len=65536 || exit 1; \
+	done

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use serde::Serialize;
+use timbre_nn::separation::{RoformerKind, detect_kind};
 
 /// Where the models folder is: `TIMBRE_MODELS_DIR`, else the `models_dir` setting, else
 /// `models/` in the working directory when it exists, else `<data dir>/models`.
@@ -77,8 +78,12 @@ pub fn known_files(dir: &Path) -> Result<Vec<KnownFile>> {
         .map(|f| {
             let text = |key: &str| f[key].as_str().unwrap_or_default().to_string();
             let location = text("location");
+            let present = match f["kind"].as_str() {
+                Some(kind) => separation_present(dir, kind),
+                None => location_present(dir, &location),
+            };
             KnownFile {
-                present: location_present(dir, &location),
+                present,
                 name: text("name"),
                 role: text("role"),
                 description: text("description"),
@@ -94,6 +99,17 @@ pub fn known_files(dir: &Path) -> Result<Vec<KnownFile>> {
             }
         })
         .collect())
+}
+
+/// Whether the models folder's `separation/` holds a RoFormer of `kind` (its upstream
+/// `model_type` name); models whose kind cannot be told count as neither.
+fn separation_present(dir: &Path, kind: &str) -> bool {
+    let Ok(kind) = kind.parse::<RoformerKind>() else {
+        return false;
+    };
+    crate::clean::separation_models(dir)
+        .iter()
+        .any(|m| detect_kind(&m.checkpoint, &m.config).is_ok_and(|found| found == kind))
 }
 
 /// A location is a path, or a pattern like `separation/<name>.ckpt + separation/<name>.yaml`
@@ -137,12 +153,31 @@ mod tests {
     fn known_files_are_marked_present_or_missing() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("rmvpe.pt"), "x").unwrap();
-        std::fs::create_dir(dir.path().join("separation")).unwrap();
-        std::fs::write(dir.path().join("separation/vocals.ckpt"), "x").unwrap();
         let files = known_files(dir.path()).unwrap();
         let present = |name: &str| files.iter().find(|f| f.name == name).unwrap().present;
         assert!(present("rmvpe.pt"));
         assert!(!present("hubert_base.pt"));
+    }
+
+    #[test]
+    fn a_separation_model_counts_as_its_own_kind_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let separation = dir.path().join("separation");
+        std::fs::create_dir(&separation).unwrap();
+        let present = |name: &str| {
+            let files = known_files(dir.path()).unwrap();
+            files.iter().find(|f| f.name == name).unwrap().present
+        };
+        std::fs::write(separation.join("vocals.ckpt"), "x").unwrap();
+        std::fs::write(
+            separation.join("vocals.yaml"),
+            "model:\n  dim: 4\n  freqs_per_bands: [2, 4]\n",
+        )
+        .unwrap();
         assert!(present("BS-RoFormer vocals"));
+        assert!(!present("Mel-Band RoFormer vocals"));
+        std::fs::write(separation.join("kim.ckpt"), "x").unwrap();
+        std::fs::write(separation.join("kim.yaml"), "model:\n  num_bands: 60\n").unwrap();
+        assert!(present("Mel-Band RoFormer vocals"));
     }
 }

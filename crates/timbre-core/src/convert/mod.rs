@@ -283,9 +283,20 @@ pub fn convert(
     };
     let label = format!("{} with {}", input.name, model.name);
     let mut output = output::OutputFile::new(params.format, &library.store().tmp_dir())?;
-    let outcome = engine.convert(&request, &mut output, &mut |f| {
-        progress(0.02 + 0.93 * f, label.clone())
-    })?;
+    let outcome = engine
+        .convert(&request, &mut output, &mut |f| {
+            progress(0.02 + 0.93 * f, label.clone())
+        })
+        .map_err(|e| {
+            let model_label = model_import::describe_model(&model);
+            let mut stored = vec![(weights_path.as_path(), model_label.clone())];
+            stored.extend(
+                index_path
+                    .as_deref()
+                    .map(|index| (index, format!("the index of {model_label}"))),
+            );
+            model_import::name_stored_files(e, &stored)
+        })?;
     let rendered = outcome.rendered;
     let input_seconds = input.audio_16k.len() as f64 / 16_000.0;
     drop(input.audio_16k);

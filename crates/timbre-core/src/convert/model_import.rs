@@ -1,18 +1,21 @@
-//! Bringing voice models into the library: an RVC `.pth` (checked by loading it) and its
-//! optional `.index` (checked against the model's feature size), both copied into the store.
+//! Bringing voice models into the library: an RVC `.pth` (checked by building it on the CPU:
+//! every tensor present with its shape, every weight finite) and its optional `.index` (checked
+//! against the model's feature size), both copied into the store.
 
 use std::path::Path;
 
 use anyhow::Result;
 use serde_json::json;
 use timbre_nn::index::IvfFlatIndex;
-use timbre_nn::synthesizer::{ModelInfo, read_model_info};
+use timbre_nn::synthesizer::{ModelInfo, check_model, read_model_info};
 
 use crate::db::models::{self, INDEX_EXT, Model, NewModel, WEIGHTS_EXT};
+use crate::error::{KindedError, kind_of};
 use crate::library::Library;
 
-/// Imports `weights` (and `index`) as a model named `name` (default: the file's stem). The same
-/// weights imported again return the existing model, with the index added when it had none.
+/// Imports `weights` (and `index`) as a model named `name` (default: the model's own name, else
+/// the file's stem). The same weights imported again return the existing model, renamed when
+/// `name` is given, with the index set when one is given.
 pub fn import_model(
     library: &Library,
     weights: &Path,
@@ -20,8 +23,7 @@ pub fn import_model(
     name: Option<&str>,
     voice_id: Option<i64>,
 ) -> Result<Model> {
-    let info =
-        read_model_info(weights).map_err(|e| crate::error::invalid_input(format!("{e:#}")))?;
+    let info = check_model(weights).map_err(|e| crate::error::invalid_input(format!("{e:#}")))?;
     if let Some(index) = index {
         let dim = IvfFlatIndex::read(index)
             .map_err(|e| crate::error::invalid_input(format!("{e:#}")))?
@@ -33,15 +35,21 @@ pub fn import_model(
         .map(|i| library.store().ingest_file(i, INDEX_EXT))
         .transpose()?;
     let index_sha = stored_index.as_ref().map(|s| s.sha256.as_str());
-    let name = name
+    let chosen_name = name.map(str::trim).filter(|n| !n.is_empty());
+    let name = chosen_name
         .map(str::to_string)
         .unwrap_or_else(|| display_name(weights, &info));
     library.edit(|conn| {
-        if let Some(existing) = models::find_by_weights(conn, &stored_weights.sha256)? {
-            return match index_sha {
-                Some(sha) => models::set_index(conn, existing.id, Some(sha)),
-                None => Ok(existing),
-            };
+        if let Some(mut existing) = models::find_by_weights(conn, &stored_weights.sha256)? {
+            if let Some(sha) = index_sha {
+                existing = models::set_index(conn, existing.id, Some(sha))?;
+            }
+            if let Some(chosen) = chosen_name
+                && chosen != existing.name
+            {
+                existing = models::rename(conn, existing.id, chosen)?;
+            }
+            return Ok(existing);
         }
         let id = models::insert(
             conn,
@@ -67,11 +75,12 @@ pub fn attach_index(library: &Library, model_id: i64, index: &Path) -> Result<Mo
     let weights = library
         .store()
         .object_path(&model.weights_sha256, WEIGHTS_EXT);
-    let info = read_model_info(&weights)?;
+    let info = read_model_info(&weights)
+        .map_err(|e| name_stored_files(e, &[(&weights, describe_model(&model))]))?;
     let dim = IvfFlatIndex::read(index)
         .map_err(|e| crate::error::invalid_input(format!("{e:#}")))?
         .dim();
-    check_index_fits(index, dim as i64, Path::new(&model.name), &info)?;
+    check_index_fits(index, dim as i64, Path::new(&describe_model(&model)), &info)?;
     let stored = library.store().ingest_file(index, INDEX_EXT)?;
     library.edit(|conn| models::set_index(conn, model_id, Some(&stored.sha256)))
 }
@@ -100,6 +109,33 @@ pub fn check_index_fits(
         info.version,
         info.feature_dim
     )))
+}
+
+/// How messages name a library model: by its name and the file it was imported from, never by
+/// its store object.
+pub fn describe_model(model: &Model) -> String {
+    match model.metadata["source_path"].as_str() {
+        Some(source) => format!("model \"{}\" (imported from {source})", model.name),
+        None => format!("model \"{}\"", model.name),
+    }
+}
+
+/// `error` with each stored file's path replaced by what it is to the user (see
+/// [`describe_model`]), keeping the error's kind.
+pub fn name_stored_files(error: anyhow::Error, stored: &[(&Path, String)]) -> anyhow::Error {
+    let original = format!("{error:#}");
+    let mut message = original.clone();
+    for (path, shown_as) in stored {
+        message = message.replace(&path.display().to_string(), shown_as);
+    }
+    if message == original {
+        return error;
+    }
+    KindedError {
+        kind: kind_of(&error),
+        message,
+    }
+    .into()
 }
 
 fn display_name(weights: &Path, info: &ModelInfo) -> String {

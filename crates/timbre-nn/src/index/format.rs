@@ -45,7 +45,21 @@ impl IvfFlatIndex {
             inner: BufReader::new(file),
             remaining: length,
         };
-        let mut index = read_ivf_flat(&mut reader)
+        let code = reader.bytes::<4>("the index type").with_context(|| {
+            format!(
+                "{} is not a faiss index: it holds only {length} bytes",
+                path.display()
+            )
+        })?;
+        if !is_fourcc(code) {
+            bail!(
+                "{} is not a faiss index: it starts with {}{}",
+                path.display(),
+                printable(&code),
+                file_kind(code)
+            );
+        }
+        let mut index = read_ivf_flat(&mut reader, code)
             .with_context(|| format!("{}: not a readable faiss IVF-Flat index", path.display()))?;
         index.source = Some(path.to_path_buf());
         Ok(index)
@@ -98,7 +112,32 @@ fn describe_fourcc(code: [u8; 4]) -> String {
         b"IHNf" | b"IHNp" | b"IHNs" => " (HNSW)",
         _ => "",
     };
-    format!("`{}`{known}", String::from_utf8_lossy(&code).escape_debug())
+    format!("{}{known}", printable(&code))
+}
+
+/// faiss names every index and list type with four ASCII letters or digits (`IwFl`, `ilar`…).
+fn is_fourcc(code: [u8; 4]) -> bool {
+    code.iter().all(u8::is_ascii_alphanumeric)
+}
+
+/// Bytes as text when they are printable ASCII, else as hex.
+fn printable(bytes: &[u8]) -> String {
+    if bytes.iter().all(|b| b.is_ascii_graphic() || *b == b' ') {
+        format!("`{}`", String::from_utf8_lossy(bytes))
+    } else {
+        let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        format!("the bytes {}", hex.join(" "))
+    }
+}
+
+/// What a file that is not an index is, when its first bytes tell.
+fn file_kind(code: [u8; 4]) -> &'static str {
+    match &code {
+        b"PK\x03\x04" => " (a zip archive: a .pth voice model rather than its .index?)",
+        [0x80, 2..=5, ..] => " (a Python pickle)",
+        b"RIFF" | b"fLaC" | b"OggS" | [b'I', b'D', b'3', _] => " (an audio file)",
+        _ => "",
+    }
 }
 
 struct IndexReader<R> {
@@ -223,8 +262,8 @@ fn read_header<R: Read>(reader: &mut IndexReader<R>, owner: &str) -> Result<Head
     })
 }
 
-fn read_ivf_flat<R: Read>(reader: &mut IndexReader<R>) -> Result<IvfFlatIndex> {
-    let code = reader.bytes::<4>("the index type")?;
+/// The index after its type `code`, which the caller has read.
+fn read_ivf_flat<R: Read>(reader: &mut IndexReader<R>, code: [u8; 4]) -> Result<IvfFlatIndex> {
     ensure!(
         code == IVF_FLAT,
         "the file holds a faiss index of type {}, not IVF-Flat (`IwFl`)",
@@ -300,7 +339,10 @@ fn read_ivf_flat<R: Read>(reader: &mut IndexReader<R>) -> Result<IvfFlatIndex> {
     let nlist = nlist as usize;
     let sizes = read_list_sizes(reader, nlist)?;
 
-    let stored: u64 = sizes.iter().sum();
+    let stored = sizes
+        .iter()
+        .try_fold(0u64, |sum, &size| sum.checked_add(size))
+        .context("the list sizes add up past 2^64")?;
     ensure!(
         stored == header.count,
         "the header counts {} vectors but the inverted lists hold {stored}",
@@ -318,7 +360,8 @@ fn read_ivf_flat<R: Read>(reader: &mut IndexReader<R>) -> Result<IvfFlatIndex> {
     let mut lists = Vec::with_capacity(nlist);
     for (number, &size) in sizes.iter().enumerate() {
         let vectors = reader.array(
-            size * dim as u64,
+            size.checked_mul(dim as u64)
+                .with_context(|| format!("list {number} of {size} vectors overflows"))?,
             f32::from_le_bytes,
             &format!("list {number}'s vectors"),
         )?;
@@ -550,6 +593,39 @@ mod tests {
             assert!(error.contains("cut.index"), "{error}");
             assert!(error.contains("truncated"), "cut at {cut}: {error}");
         }
+    }
+
+    #[test]
+    fn a_file_that_is_no_index_is_named_with_its_first_bytes_printable() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("random.index");
+        std::fs::write(&path, [0x9f, 0x00, 0xff, 0x1b, 0x42, 0x42, 0x42, 0x42]).unwrap();
+        let error = format!("{:#}", IvfFlatIndex::read(&path).err().unwrap());
+        assert!(
+            error.ends_with(
+                "random.index is not a faiss index: it starts with the bytes 9f 00 ff 1b"
+            ),
+            "{error}"
+        );
+        std::fs::write(&path, b"PK\x03\x04 and the rest of a model").unwrap();
+        let error = format!("{:#}", IvfFlatIndex::read(&path).err().unwrap());
+        assert!(
+            error.contains("random.index is not a faiss index: it starts with the bytes 50 4b 03 04 (a zip archive"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn list_sizes_that_wrap_around_to_the_header_count_are_an_error() {
+        let (dir, _path, mut bytes) = written(&small_index());
+        let at = bytes.windows(4).position(|w| w == b"full").unwrap() + 12;
+        // u64::MAX + 4 + 0 wraps to the header's count of 3.
+        bytes[at..at + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+        bytes[at + 8..at + 16].copy_from_slice(&4u64.to_le_bytes());
+        let path = dir.path().join("wrapped.index");
+        std::fs::write(&path, &bytes).unwrap();
+        let error = format!("{:#}", IvfFlatIndex::read(&path).err().unwrap());
+        assert!(error.contains("list sizes add up past 2^64"), "{error}");
     }
 
     #[test]

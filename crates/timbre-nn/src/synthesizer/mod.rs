@@ -8,6 +8,7 @@
 //! posterior encoder.
 
 mod attentions;
+mod checks;
 mod config;
 mod flow;
 mod generator;
@@ -31,6 +32,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use tch::{Device, Kind, Tensor};
 
+pub use checks::check_model;
 pub use config::{SynthesizerConfig, parse_sample_rate};
 pub use generator_checkpoint::check_generator_checkpoint;
 pub use info::{Metadata, ModelInfo};

@@ -1,0 +1,254 @@
+//! `timbre models import` refusing damaged voice models with the file and the tensor named,
+//! re-imports under a new name, conversions of a model whose stored file went bad naming the
+//! model, and `timbre models files` telling the two RoFormers apart.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use timbre_audio::test_support::reference_python;
+use timbre_integration_tests::{Sandbox, rvc_parity_fixtures, separation_fixtures, write_sine_wav};
+
+const GOOD_MODEL: &str = "synth_v2_f0_40k/model.pth";
+
+/// The fixture model loaded and saved again by torch after `mutation` (Python run on
+/// `ckpt`, the loaded checkpoint, and `w`, its `weight` dict), as `name` in the sandbox.
+fn mutated_model(sb: &Sandbox, name: &str, mutation: &str) -> PathBuf {
+    let path = sb.path(name);
+    let script = format!(
+        "import sys, torch\n\
+         ckpt = torch.load(sys.argv[1])\n\
+         w = ckpt['weight']\n\
+         {mutation}\n\
+         torch.save(ckpt, sys.argv[2])\n"
+    );
+    let out = std::process::Command::new(reference_python())
+        .arg("-c")
+        .arg(script)
+        .arg(rvc_parity_fixtures().join(GOOD_MODEL))
+        .arg(&path)
+        .output()
+        .expect("running the venv's Python");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    path
+}
+
+fn import(sb: &Sandbox, model: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["models", "import", model.to_str().unwrap()];
+    args.extend(extra);
+    sb.cpu_command()
+        .args(args)
+        .output()
+        .expect("running timbre")
+}
+
+fn refusal(sb: &Sandbox, model: &Path) -> String {
+    let out = import(sb, model, &[]);
+    assert!(!out.status.success(), "{} was imported", model.display());
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn damaged_models_are_refused_at_import_naming_the_file_and_the_tensor() {
+    let sb = Sandbox::new();
+    let cases = [
+        (
+            "missing_weight.pth",
+            "del w['flow.flows.2.enc.in_layers.0.weight_v']",
+            "flow.flows.2.enc.in_layers.0.weight",
+        ),
+        (
+            "missing_bias.pth",
+            "del w['dec.resblocks.4.convs2.1.bias']",
+            "dec.resblocks.4.convs2.1.bias",
+        ),
+        (
+            "wrong_shape.pth",
+            "w['enc_p.encoder.norm_layers_1.0.gamma'] = torch.ones(15).half()",
+            "enc_p.encoder.norm_layers_1.0.gamma",
+        ),
+        (
+            "nan_weights.pth",
+            "for k in w:\n    w[k] = torch.full_like(w[k], float('nan'))",
+            "holds NaN or infinite weights",
+        ),
+    ];
+    for (file, mutation, expected) in cases {
+        let message = refusal(&sb, &mutated_model(&sb, file, mutation));
+        assert!(
+            message.contains(file) && message.contains(expected),
+            "{file}: {message}"
+        );
+    }
+    let message = refusal(
+        &sb,
+        &mutated_model(
+            &sb,
+            "one_nan.pth",
+            "w['dec.cond.weight'][0, 0, 0] = float('inf')",
+        ),
+    );
+    assert!(
+        message.contains("tensor `dec.cond.weight` holds NaN or infinite"),
+        "{message}"
+    );
+    assert_eq!(sb.json(&["models", "list"]).as_array().unwrap().len(), 0);
+
+    let resaved = mutated_model(&sb, "resaved.pth", "pass");
+    let out = import(&sb, &resaved, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_random_index_is_named_as_no_faiss_index() {
+    let sb = Sandbox::new();
+    let random = sb.path("random.index");
+    std::fs::write(&random, [0xde, 0xad, 0x00, 0x07, 1, 2, 3]).unwrap();
+    let model = rvc_parity_fixtures().join(GOOD_MODEL);
+    let out = import(&sb, &model, &["--index", random.to_str().unwrap()]);
+    let message = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        message.contains("random.index is not a faiss index: it starts with the bytes de ad 00 07"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_model_imported_again_with_a_name_is_renamed() {
+    let sb = Sandbox::new();
+    let model = rvc_parity_fixtures().join(GOOD_MODEL);
+    let first = sb.json(&[
+        "models",
+        "import",
+        model.to_str().unwrap(),
+        "--name",
+        "Alto",
+    ]);
+    let again = sb.json(&[
+        "models",
+        "import",
+        model.to_str().unwrap(),
+        "--name",
+        "Soprano",
+    ]);
+    assert_eq!(again["id"], first["id"]);
+    assert_eq!(again["name"], "Soprano");
+    let unnamed = sb.json(&["models", "import", model.to_str().unwrap()]);
+    assert_eq!(unnamed["name"], "Soprano", "no --name keeps the name");
+    let listed = sb.json(&["models", "list"]);
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    assert_eq!(listed[0]["name"], "Soprano");
+}
+
+#[test]
+fn a_conversion_with_a_damaged_stored_model_names_the_model_not_the_store() {
+    let sb = Sandbox::with_extractors(false);
+    let model = rvc_parity_fixtures().join(GOOD_MODEL);
+    let imported = sb.json(&[
+        "models",
+        "import",
+        model.to_str().unwrap(),
+        "--name",
+        "Tenor",
+    ]);
+    let sha = imported["weights_sha256"].as_str().unwrap();
+    let stored = sb
+        .data_dir()
+        .join("store/objects")
+        .join(&sha[..2])
+        .join(format!("{sha}.pth"));
+    assert!(
+        stored.is_file(),
+        "{} is not where the store keeps it",
+        stored.display()
+    );
+    let mut permissions = std::fs::metadata(&stored).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    permissions.set_readonly(false);
+    std::fs::set_permissions(&stored, permissions).unwrap();
+    std::fs::write(&stored, b"PK\x03\x04 no longer a model").unwrap();
+
+    let input = sb.path("in.wav");
+    write_sine_wav(&input, 0.5, 220.0);
+    let out = sb
+        .cpu_command()
+        .args(["--json", "convert", "--model", "Tenor", "--f0-method", "pm"])
+        .arg(&input)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("Tenor") && text.contains("(imported from"),
+        "{text}"
+    );
+    assert!(!text.contains("objects"), "a store path in: {text}");
+}
+
+#[test]
+fn models_files_tells_a_bs_roformer_from_a_mel_band_roformer() {
+    let sb = Sandbox::new();
+    let separation = sb.models_dir().join("separation");
+    std::fs::create_dir_all(&separation).unwrap();
+    let present = |sb: &Sandbox| {
+        let out = sb
+            .cpu_command()
+            .args(["--json", "models", "files"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let listing: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let of = |name: &str| {
+            listing["files"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|f| f["name"] == name)
+                .unwrap()["present"]
+                .as_bool()
+                .unwrap()
+        };
+        (of("BS-RoFormer vocals"), of("Mel-Band RoFormer vocals"))
+    };
+    assert_eq!(present(&sb), (false, false));
+    for ext in ["ckpt", "yaml"] {
+        let from = separation_fixtures().join(format!(
+            "bs_roformer_tiny/{}",
+            if ext == "ckpt" {
+                "model.ckpt"
+            } else {
+                "config.yaml"
+            }
+        ));
+        std::fs::copy(from, separation.join(format!("vocals.{ext}"))).unwrap();
+    }
+    assert_eq!(present(&sb), (true, false));
+    for ext in ["ckpt", "yaml"] {
+        let from = separation_fixtures().join(format!(
+            "mel_band_roformer_tiny/{}",
+            if ext == "ckpt" {
+                "model.ckpt"
+            } else {
+                "config.yaml"
+            }
+        ));
+        std::fs::copy(from, separation.join(format!("kim.{ext}"))).unwrap();
+    }
+    assert_eq!(present(&sb), (true, true));
+}
