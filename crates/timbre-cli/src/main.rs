@@ -53,6 +53,9 @@ enum Command {
     /// Show or change settings.
     #[command(subcommand)]
     Settings(commands::settings::Command),
+    /// The weight files the app uses: list, download (verified), verify, remove.
+    #[command(subcommand)]
+    Assets(commands::assets::Command),
 }
 
 fn main() -> ExitCode {
@@ -73,6 +76,7 @@ fn main() -> ExitCode {
         Command::Models(cmd) => commands::models::run(cli.data_dir.as_deref(), &out, cmd),
         Command::Jobs(cmd) => commands::jobs::run(cli.data_dir.as_deref(), &out, cmd),
         Command::Settings(cmd) => commands::settings::run(cli.data_dir.as_deref(), &out, cmd),
+        Command::Assets(cmd) => commands::assets::run(cli.data_dir.as_deref(), &out, cmd),
     };
     match result {
         Ok(code) => code,

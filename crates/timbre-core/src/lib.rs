@@ -1,6 +1,7 @@
 //! Timbre Studio's core: the library (SQLite + content store), the job system, the resource
 //! monitor and settings. No Tauri here: `src-tauri` and `timbre-cli` are thin adapters over it.
 
+pub mod assets;
 pub mod clean;
 pub mod convert;
 pub mod dataset;
@@ -29,5 +30,6 @@ pub fn job_handlers() -> Vec<Arc<dyn jobs::JobHandler>> {
         Arc::new(clean::IsolateHandler::new()),
         Arc::new(dataset::DatasetHandler::default()),
         Arc::new(train::TrainHandler),
+        Arc::new(assets::DownloadHandler),
     ]
 }

@@ -62,52 +62,22 @@ pub struct KnownFile {
     pub needed_for: Vec<String>,
 }
 
-/// The files `models.json` lists, each marked present or missing in `dir`.
+/// The files the asset catalogue (`models/models.json`, see `assets::catalog`) lists, each
+/// marked present or missing in `dir`.
 pub fn known_files(dir: &Path) -> Result<Vec<KnownFile>> {
-    let listing = dir.join("models.json");
-    let text = match std::fs::read_to_string(&listing) {
-        Ok(text) => text,
-        Err(_) => include_str!("../../../../models/models.json").to_string(),
-    };
-    let json: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| crate::error::invalid_input(format!("{}: {e}", listing.display())))?;
-    let files = json["models"].as_array().cloned().unwrap_or_default();
-    Ok(files
-        .iter()
-        .map(|f| {
-            let text = |key: &str| f[key].as_str().unwrap_or_default().to_string();
-            let location = text("location");
-            KnownFile {
-                present: location_present(dir, &location),
-                name: text("name"),
-                role: text("role"),
-                description: text("description"),
-                needed_for: f["needed_for"]
-                    .as_array()
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(|v| v.as_str().map(String::from))
-                            .collect()
-                    })
-                    .unwrap_or_default(),
-                location,
-            }
+    let catalog = crate::assets::Catalog::load()?;
+    Ok(catalog
+        .assets
+        .into_iter()
+        .map(|asset| KnownFile {
+            present: dir.join(&asset.path).is_file(),
+            name: asset.name,
+            role: asset.role,
+            description: asset.description,
+            location: asset.path,
+            needed_for: asset.needed_for,
         })
         .collect())
-}
-
-/// A location is a path, or a pattern like `separation/<name>.ckpt + separation/<name>.yaml`
-/// that any file of that folder with that extension satisfies.
-fn location_present(dir: &Path, location: &str) -> bool {
-    let first = location.split(" + ").next().unwrap_or_default();
-    match first.split_once("<name>") {
-        None => dir.join(first).exists(),
-        Some((folder, ext)) => std::fs::read_dir(dir.join(folder)).is_ok_and(|entries| {
-            entries
-                .flatten()
-                .any(|e| e.file_name().to_string_lossy().ends_with(ext))
-        }),
-    }
 }
 
 #[cfg(test)]
@@ -137,12 +107,19 @@ mod tests {
     fn known_files_are_marked_present_or_missing() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("rmvpe.pt"), "x").unwrap();
-        std::fs::create_dir(dir.path().join("separation")).unwrap();
-        std::fs::write(dir.path().join("separation/vocals.ckpt"), "x").unwrap();
+        std::fs::create_dir(dir.path().join("pretrained_v2")).unwrap();
+        std::fs::write(dir.path().join("pretrained_v2/f0G40k.pth"), "x").unwrap();
         let files = known_files(dir.path()).unwrap();
-        let present = |name: &str| files.iter().find(|f| f.name == name).unwrap().present;
+        let present = |location: &str| {
+            files
+                .iter()
+                .find(|f| f.location == location)
+                .unwrap()
+                .present
+        };
         assert!(present("rmvpe.pt"));
         assert!(!present("hubert_base.pt"));
-        assert!(present("BS-RoFormer vocals"));
+        assert!(present("pretrained_v2/f0G40k.pth"));
+        assert!(!present("pretrained/f0G40k.pth"));
     }
 }
