@@ -7,6 +7,7 @@ pub mod convert;
 pub mod dataset;
 pub mod db;
 pub mod devices;
+pub mod doctor;
 pub mod error;
 pub mod import;
 pub mod jobs;

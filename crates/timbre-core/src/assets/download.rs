@@ -251,6 +251,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_download_larger_than_the_free_space_is_refused_before_it_starts() {
+        let dir = tempfile::tempdir().unwrap();
+        let asset = Asset {
+            name: "huge".into(),
+            role: String::new(),
+            description: String::new(),
+            path: "huge.pt".into(),
+            urls: vec!["x".into()],
+            size_bytes: Some(u64::MAX / 2),
+            sha256: None,
+            needed_for: Vec::new(),
+            essential: false,
+        };
+        let err = check_space(&asset, dir.path(), 0).unwrap_err().to_string();
+        assert!(err.starts_with("huge: not enough disk space"), "{err}");
+        assert!(check_space(&asset, dir.path(), u64::MAX / 2).is_ok());
+    }
+
+    #[test]
     fn progress_reads_bytes_rate_and_time_left() {
         let progress = Progress {
             bytes: 50_000_000,
