@@ -358,6 +358,40 @@ fn redirects_are_followed() {
 }
 
 #[test]
+fn endless_redirects_and_plain_http_elsewhere_are_refused_naming_the_url() {
+    let bytes = fixture(15);
+    let setup = Setup::new(&[Catalogued {
+        name: "rmvpe",
+        path: "rmvpe.pt",
+        urls: &["loop", "downgrade"],
+        bytes: &bytes,
+        essential: true,
+    }]);
+    setup
+        .server
+        .serve("/loop", &[], Fault::Redirect("/loop".into()));
+    // Another origin than the configured endpoint: plain HTTP there is not allowed.
+    let elsewhere = setup.url("/file").replace("127.0.0.1", "localhost");
+    setup
+        .server
+        .serve("/downgrade", &[], Fault::Redirect(elsewhere.clone()));
+    setup.server.serve("/file", &bytes, Fault::None);
+    let (ok, results) = setup.download(&["rmvpe"]);
+    assert!(!ok);
+    let error = results[0]["error"].as_str().unwrap();
+    assert!(
+        error.contains(&format!("{}: more than 8 redirects", setup.url("/loop"))),
+        "{error}"
+    );
+    assert!(
+        error.contains(&format!("{elsewhere} is not an HTTPS URL")),
+        "{error}"
+    );
+    assert!(!setup.server.seen().iter().any(|s| s.path == "/file"));
+    assert!(!setup.models().join("rmvpe.pt").exists());
+}
+
+#[test]
 fn a_server_without_range_support_restarts_the_file_cleanly() {
     let bytes = fixture(10);
     let setup = Setup::new(&[Catalogued {

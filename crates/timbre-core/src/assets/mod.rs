@@ -49,13 +49,14 @@ pub fn inspect<'a>(
     assets: impl IntoIterator<Item = &'a Asset>,
     hash: bool,
 ) -> Result<Vec<AssetStatus>> {
+    let ledger = ledger::Ledger::read(models_dir);
     assets
         .into_iter()
         .map(|asset| {
             let state = if hash {
                 state::verify(models_dir, asset)?
             } else {
-                state::status(models_dir, asset, &ledger::Ledger::read(models_dir))
+                state::status(models_dir, asset, &ledger)
             };
             let on_disk = |p: PathBuf| std::fs::metadata(p).map(|m| m.len()).ok();
             let bytes_on_disk = on_disk(state::file_path(models_dir, asset))
