@@ -2,168 +2,27 @@
 //! pointing at it: every fault lands the file verified or not at all, with a message naming the
 //! asset, the URL and the problem; a killed download resumes; `verify` catches corruption.
 
-use sha2::{Digest, Sha256};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
-use timbre_integration_tests::Sandbox;
-use timbre_integration_tests::asset_server::{AssetServer, Fault, Seen};
-
-const SIZE: usize = 300_000;
-
-/// Distinct, incompressible-looking bytes per seed.
-fn fixture(seed: u8) -> Vec<u8> {
-    let mut state = 0x9e37_79b9_u32 ^ u32::from(seed);
-    (0..SIZE)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 17;
-            state ^= state << 5;
-            state as u8
-        })
-        .collect()
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-struct Catalogued<'a> {
-    name: &'a str,
-    path: &'a str,
-    urls: &'a [&'a str],
-    bytes: &'a [u8],
-    essential: bool,
-}
-
-struct Setup {
-    sb: Sandbox,
-    server: AssetServer,
-    catalog: PathBuf,
-}
-
-impl Setup {
-    fn new(assets: &[Catalogued]) -> Setup {
-        let sb = Sandbox::new();
-        let server = AssetServer::start();
-        let entries: Vec<serde_json::Value> = assets
-            .iter()
-            .map(|a| {
-                serde_json::json!({
-                    "name": a.name, "role": "test", "description": "a test asset",
-                    "path": a.path, "urls": a.urls, "size_bytes": a.bytes.len(),
-                    "sha256": sha256_hex(a.bytes), "needed_for": ["tests"],
-                    "essential": a.essential,
-                })
-            })
-            .collect();
-        let catalog = sb.path("catalog.json");
-        let text =
-            serde_json::json!({ "endpoints": ["https://unused.invalid"], "models": entries });
-        std::fs::write(&catalog, text.to_string()).unwrap();
-        Setup {
-            sb,
-            server,
-            catalog,
-        }
-    }
-
-    fn models(&self) -> PathBuf {
-        self.sb.models_dir()
-    }
-
-    /// `timbre` with the test catalogue, the server as endpoint and the sandbox's models folder.
-    fn command(&self) -> Command {
-        let mut cmd = self.sb.command();
-        cmd.current_dir(self.sb.dir.path())
-            .env("TIMBRE_ASSET_CATALOG", &self.catalog)
-            .env("TIMBRE_DOWNLOAD_ENDPOINT", self.server.url())
-            .env("TIMBRE_MODELS_DIR", self.models())
-            .env_remove("HTTPS_PROXY")
-            .env_remove("HTTP_PROXY")
-            .env_remove("ALL_PROXY");
-        cmd
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.command().args(args).output().expect("running timbre")
-    }
-
-    /// `timbre --json assets download NAMES…`: (success, the per-asset results).
-    fn download(&self, names: &[&str]) -> (bool, Vec<serde_json::Value>) {
-        let out = self.run(&[&["--json", "assets", "download"], names].concat());
-        let results: Vec<serde_json::Value> =
-            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-                panic!(
-                    "no JSON results ({e}): {}",
-                    String::from_utf8_lossy(&out.stderr)
-                )
-            });
-        (out.status.success(), results)
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.server.url())
-    }
-}
-
-fn assert_verified(file: &Path, bytes: &[u8]) {
-    assert_eq!(std::fs::read(file).expect("the downloaded file"), bytes);
-    assert!(
-        !part_of(file).exists(),
-        "the .part file stays after success"
-    );
-}
-
-fn part_of(file: &Path) -> PathBuf {
-    PathBuf::from(format!("{}.part", file.display()))
-}
-
-fn state_of(setup: &Setup, name: &str) -> String {
-    let out = setup.run(&["--json", "assets", "list"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    list["assets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["name"] == name)
-        .map(|a| a["state"].as_str().unwrap().to_string())
-        .expect("the asset is listed")
-}
+use timbre_integration_tests::asset_server::{Fault, Seen};
+use timbre_integration_tests::assets::*;
 
 #[test]
 fn essentials_download_into_a_fresh_data_dir_and_verify() {
     let (hubert, rmvpe, other) = (fixture(1), fixture(2), fixture(3));
     let setup = Setup::new(&[
         Catalogued {
-            name: "hubert",
-            path: "hubert_base.pt",
-            urls: &["repo/hubert_base.pt"],
-            bytes: &hubert,
             essential: true,
+            ..entry(
+                "hubert",
+                "hubert_base.pt",
+                &["repo/hubert_base.pt"],
+                &hubert,
+            )
         },
         Catalogued {
-            name: "rmvpe",
-            path: "rmvpe.pt",
-            urls: &["repo/rmvpe.pt"],
-            bytes: &rmvpe,
             essential: true,
+            ..entry("rmvpe", "rmvpe.pt", &["repo/rmvpe.pt"], &rmvpe)
         },
-        Catalogued {
-            name: "extra",
-            path: "extra/x.pth",
-            urls: &["repo/x.pth"],
-            bytes: &other,
-            essential: false,
-        },
+        entry("extra", "extra/x.pth", &["repo/x.pth"], &other),
     ]);
     setup
         .server
@@ -211,13 +70,7 @@ fn essentials_download_into_a_fresh_data_dir_and_verify() {
 #[test]
 fn a_dropped_connection_and_a_5xx_are_retried_and_the_download_resumes_with_range() {
     let bytes = fixture(4);
-    let setup = Setup::new(&[Catalogued {
-        name: "rmvpe",
-        path: "rmvpe.pt",
-        urls: &["r/rmvpe.pt"],
-        bytes: &bytes,
-        essential: true,
-    }]);
+    let setup = Setup::new(&[entry("rmvpe", "rmvpe.pt", &["r/rmvpe.pt"], &bytes)]);
     setup.server.serve(
         "/r/rmvpe.pt",
         &bytes,
@@ -245,13 +98,12 @@ fn a_dropped_connection_and_a_5xx_are_retried_and_the_download_resumes_with_rang
 #[test]
 fn a_connection_that_always_drops_fails_naming_the_asset_the_url_and_the_problem() {
     let bytes = fixture(5);
-    let setup = Setup::new(&[Catalogued {
-        name: "hubert",
-        path: "hubert_base.pt",
-        urls: &["h/hubert_base.pt"],
-        bytes: &bytes,
-        essential: true,
-    }]);
+    let setup = Setup::new(&[entry(
+        "hubert",
+        "hubert_base.pt",
+        &["h/hubert_base.pt"],
+        &bytes,
+    )]);
     setup.server.serve(
         "/h/hubert_base.pt",
         &bytes,
@@ -272,13 +124,7 @@ fn a_connection_that_always_drops_fails_naming_the_asset_the_url_and_the_problem
 #[test]
 fn a_wrong_body_is_deleted_and_the_message_says_which_url_served_what() {
     let bytes = fixture(6);
-    let setup = Setup::new(&[Catalogued {
-        name: "rmvpe",
-        path: "rmvpe.pt",
-        urls: &["r/rmvpe.pt"],
-        bytes: &bytes,
-        essential: true,
-    }]);
+    let setup = Setup::new(&[entry("rmvpe", "rmvpe.pt", &["r/rmvpe.pt"], &bytes)]);
     setup.server.serve("/r/rmvpe.pt", &bytes, Fault::WrongBody);
     let (ok, results) = setup.download(&["rmvpe"]);
     assert!(!ok);
@@ -301,20 +147,18 @@ fn a_wrong_body_is_deleted_and_the_message_says_which_url_served_what() {
 fn a_404_tries_the_next_mirror_and_then_fails_naming_every_url() {
     let (a, b) = (fixture(7), fixture(8));
     let setup = Setup::new(&[
-        Catalogued {
-            name: "fcpe",
-            path: "fcpe/fcpe.pt",
-            urls: &["gone/fcpe.pt", "mirror/fcpe.pt"],
-            bytes: &a,
-            essential: false,
-        },
-        Catalogued {
-            name: "crepe",
-            path: "crepe/full.pth",
-            urls: &["gone/full.pth", "also-gone/full.pth"],
-            bytes: &b,
-            essential: false,
-        },
+        entry(
+            "fcpe",
+            "fcpe/fcpe.pt",
+            &["gone/fcpe.pt", "mirror/fcpe.pt"],
+            &a,
+        ),
+        entry(
+            "crepe",
+            "crepe/full.pth",
+            &["gone/full.pth", "also-gone/full.pth"],
+            &b,
+        ),
     ]);
     setup.server.serve("/mirror/fcpe.pt", &a, Fault::None);
     let (ok, results) = setup.download(&["fcpe"]);
@@ -338,13 +182,12 @@ fn a_404_tries_the_next_mirror_and_then_fails_naming_every_url() {
 #[test]
 fn redirects_are_followed() {
     let bytes = fixture(9);
-    let setup = Setup::new(&[Catalogued {
-        name: "hubert",
-        path: "hubert_base.pt",
-        urls: &["resolve/hubert_base.pt"],
-        bytes: &bytes,
-        essential: true,
-    }]);
+    let setup = Setup::new(&[entry(
+        "hubert",
+        "hubert_base.pt",
+        &["resolve/hubert_base.pt"],
+        &bytes,
+    )]);
     setup.server.serve(
         "/resolve/hubert_base.pt",
         &[],
@@ -360,13 +203,7 @@ fn redirects_are_followed() {
 #[test]
 fn endless_redirects_and_plain_http_elsewhere_are_refused_naming_the_url() {
     let bytes = fixture(15);
-    let setup = Setup::new(&[Catalogued {
-        name: "rmvpe",
-        path: "rmvpe.pt",
-        urls: &["loop", "downgrade"],
-        bytes: &bytes,
-        essential: true,
-    }]);
+    let setup = Setup::new(&[entry("rmvpe", "rmvpe.pt", &["loop", "downgrade"], &bytes)]);
     setup
         .server
         .serve("/loop", &[], Fault::Redirect("/loop".into()));
@@ -394,13 +231,7 @@ fn endless_redirects_and_plain_http_elsewhere_are_refused_naming_the_url() {
 #[test]
 fn a_server_without_range_support_restarts_the_file_cleanly() {
     let bytes = fixture(10);
-    let setup = Setup::new(&[Catalogued {
-        name: "rmvpe",
-        path: "rmvpe.pt",
-        urls: &["r/rmvpe.pt"],
-        bytes: &bytes,
-        essential: true,
-    }]);
+    let setup = Setup::new(&[entry("rmvpe", "rmvpe.pt", &["r/rmvpe.pt"], &bytes)]);
     std::fs::create_dir_all(setup.models()).unwrap();
     std::fs::write(part_of(&setup.models().join("rmvpe.pt")), vec![7u8; 1000]).unwrap();
     assert_eq!(state_of(&setup, "rmvpe"), "partial");
@@ -411,44 +242,15 @@ fn a_server_without_range_support_restarts_the_file_cleanly() {
     assert_verified(&setup.models().join("rmvpe.pt"), &bytes);
 }
 
-/// Starts `timbre assets download NAME` against a slow route and waits until its part holds
-/// some bytes.
-fn start_slow_download(setup: &Setup, name: &str, part: &Path) -> std::process::Child {
-    let child = setup
-        .command()
-        .args(["assets", "download", name])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while std::fs::metadata(part).map_or(0, |m| m.len()) < 20_000 {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "the download never started"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child
-}
-
-fn slow() -> Fault {
-    Fault::Slow {
-        chunk: 1024,
-        every: Duration::from_millis(50),
-    }
-}
-
 #[test]
 fn a_killed_download_resumes_where_it_stopped() {
     let bytes = fixture(11);
-    let setup = Setup::new(&[Catalogued {
-        name: "hubert",
-        path: "hubert_base.pt",
-        urls: &["h/hubert_base.pt"],
-        bytes: &bytes,
-        essential: true,
-    }]);
+    let setup = Setup::new(&[entry(
+        "hubert",
+        "hubert_base.pt",
+        &["h/hubert_base.pt"],
+        &bytes,
+    )]);
     setup.server.serve("/h/hubert_base.pt", &bytes, slow());
     let file = setup.models().join("hubert_base.pt");
     let mut child = start_slow_download(&setup, "hubert", &part_of(&file));
@@ -475,13 +277,7 @@ fn a_killed_download_resumes_where_it_stopped() {
 #[test]
 fn a_slow_download_can_be_cancelled_and_keeps_its_part() {
     let bytes = fixture(12);
-    let setup = Setup::new(&[Catalogued {
-        name: "rmvpe",
-        path: "rmvpe.pt",
-        urls: &["r/rmvpe.pt"],
-        bytes: &bytes,
-        essential: true,
-    }]);
+    let setup = Setup::new(&[entry("rmvpe", "rmvpe.pt", &["r/rmvpe.pt"], &bytes)]);
     setup.server.serve("/r/rmvpe.pt", &bytes, slow());
     let file = setup.models().join("rmvpe.pt");
     let mut child = start_slow_download(&setup, "rmvpe", &part_of(&file));
@@ -517,20 +313,8 @@ fn a_slow_download_can_be_cancelled_and_keeps_its_part() {
 fn verify_names_corrupt_and_truncated_files_and_remove_deletes() {
     let (a, b) = (fixture(13), fixture(14));
     let setup = Setup::new(&[
-        Catalogued {
-            name: "hubert",
-            path: "hubert_base.pt",
-            urls: &["h"],
-            bytes: &a,
-            essential: true,
-        },
-        Catalogued {
-            name: "rmvpe",
-            path: "rmvpe.pt",
-            urls: &["r"],
-            bytes: &b,
-            essential: true,
-        },
+        entry("hubert", "hubert_base.pt", &["h"], &a),
+        entry("rmvpe", "rmvpe.pt", &["r"], &b),
     ]);
     setup.server.serve("/h", &a, Fault::None);
     setup.server.serve("/r", &b, Fault::None);

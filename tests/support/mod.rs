@@ -2,6 +2,7 @@
 //! binary, the parity fixtures' extractors standing in for real ones, and generated audio.
 
 pub mod asset_server;
+pub mod assets;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
