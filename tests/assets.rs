@@ -353,3 +353,29 @@ fn verify_names_corrupt_and_truncated_files_and_remove_deletes() {
     assert_eq!(state_of(&setup, "hubert"), "missing");
     assert!(!setup.models().join("rmvpe.pt").exists());
 }
+
+#[test]
+fn https_proxy_from_the_environment_is_used() {
+    let bytes = fixture(16);
+    let setup = Setup::new(&[entry("rmvpe", "rmvpe.pt", &["r/rmvpe.pt"], &bytes)]);
+    setup.server.serve("/r/rmvpe.pt", &bytes, Fault::None);
+    // Nothing listens on the endpoint's port: only the proxy (the test server) can answer.
+    let out = setup
+        .command()
+        .env("TIMBRE_DOWNLOAD_ENDPOINT", "http://localhost:9")
+        .env("HTTPS_PROXY", setup.server.url())
+        .args(["--json", "assets", "download", "rmvpe"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_verified(&setup.models().join("rmvpe.pt"), &bytes);
+    let seen = setup.server.seen();
+    assert!(
+        seen.iter().any(|s| s.path.contains("localhost:9")),
+        "the proxy saw {seen:?}"
+    );
+}

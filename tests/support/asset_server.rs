@@ -93,9 +93,33 @@ impl AssetServer {
 
 fn handle(stream: TcpStream, routes: &Mutex<Routes>) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
+    let (target, range_start) = read_request(&mut reader)?;
+    let mut stream = stream;
+    let target = match target.strip_prefix("CONNECT ") {
+        // As a proxy: the tunnel's first request is served as if it came directly.
+        Some(tunnel) => {
+            record(routes, &format!("CONNECT {tunnel}"), None);
+            stream.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")?;
+            let (target, range_start) = read_request(&mut reader)?;
+            return serve(stream, routes, &target, range_start);
+        }
+        None => target,
+    };
+    serve(stream, routes, &target, range_start)
+}
+
+/// The request target (`CONNECT host:port` for a tunnel) and the start of its Range header.
+fn read_request(reader: &mut impl BufRead) -> std::io::Result<(String, Option<u64>)> {
     let mut line = String::new();
     reader.read_line(&mut line)?;
-    let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+    let mut words = line.split_whitespace();
+    let method = words.next().unwrap_or_default();
+    let target = words.next().unwrap_or("/").to_string();
+    let target = if method == "CONNECT" {
+        format!("CONNECT {target}")
+    } else {
+        target
+    };
     let mut range_start = None;
     loop {
         let mut header = String::new();
@@ -111,12 +135,31 @@ fn handle(stream: TcpStream, routes: &Mutex<Routes>) -> std::io::Result<()> {
                 .and_then(|r| r.trim_end_matches('-').parse().ok());
         }
     }
+    Ok((target, range_start))
+}
+
+fn record(routes: &Mutex<Routes>, path: &str, range_start: Option<u64>) {
+    let mut routes = routes.lock().unwrap_or_else(|p| p.into_inner());
+    routes.seen.push(Seen {
+        path: path.to_string(),
+        range_start,
+    });
+}
+
+fn serve(
+    stream: TcpStream,
+    routes: &Mutex<Routes>,
+    target: &str,
+    range_start: Option<u64>,
+) -> std::io::Result<()> {
+    record(routes, target, range_start);
+    // A proxied request names the whole URL: route by its path.
+    let path = match target.split_once("://") {
+        Some((_, rest)) => rest.find('/').map_or("/", |i| &rest[i..]).to_string(),
+        None => target.to_string(),
+    };
     let (body, fault) = {
         let mut routes = routes.lock().unwrap_or_else(|p| p.into_inner());
-        routes.seen.push(Seen {
-            path: path.clone(),
-            range_start,
-        });
         let Some((body, fault)) = routes.files.get_mut(&path) else {
             drop(routes);
             return respond(stream, "404 Not Found", &[], b"not found");
