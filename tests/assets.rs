@@ -65,6 +65,19 @@ fn essentials_download_into_a_fresh_data_dir_and_verify() {
             ("extra", "missing")
         ]
     );
+
+    // Verified files are not fetched again.
+    let requests = setup.server.seen().len();
+    let again = setup
+        .command()
+        .env_remove("TIMBRE_MODELS_DIR")
+        .args(["--json", "assets", "download", "hubert"])
+        .output()
+        .unwrap();
+    let again: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(again[0]["ok"], true, "{again}");
+    assert!(again[0]["result"]["url"].is_null(), "{again}");
+    assert_eq!(setup.server.seen().len(), requests);
 }
 
 #[test]

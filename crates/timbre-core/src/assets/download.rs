@@ -75,7 +75,14 @@ pub fn download(
     on_progress: &mut dyn FnMut(&Progress) -> Result<()>,
 ) -> Result<Downloaded> {
     let target = state::file_path(models_dir, asset);
-    if target.is_file() && state::verify(models_dir, asset)? == AssetState::Verified {
+    // Hashed only when the ledger has no record of the file as it is.
+    let verified = || -> Result<bool> {
+        Ok(
+            state::status(models_dir, asset, &Ledger::read(models_dir)) == AssetState::Verified
+                || state::verify(models_dir, asset)? == AssetState::Verified,
+        )
+    };
+    if target.is_file() && verified()? {
         let ledger = Ledger::read(models_dir);
         return Ok(Downloaded {
             asset: asset.name.clone(),
