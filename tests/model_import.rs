@@ -224,31 +224,20 @@ fn models_files_tells_a_bs_roformer_from_a_mel_band_roformer() {
                 .as_bool()
                 .unwrap()
         };
-        (of("BS-RoFormer vocals"), of("Mel-Band RoFormer vocals"))
+        (of("bs-roformer-ep317"), of("mel-roformer-kj"))
+    };
+    let place = |fixture: &str, catalogue_name: &str| {
+        for (from, ext) in [("model.ckpt", "ckpt"), ("config.yaml", "yaml")] {
+            std::fs::copy(
+                separation_fixtures().join(fixture).join(from),
+                separation.join(format!("{catalogue_name}.{ext}")),
+            )
+            .unwrap();
+        }
     };
     assert_eq!(present(&sb), (false, false));
-    for ext in ["ckpt", "yaml"] {
-        let from = separation_fixtures().join(format!(
-            "bs_roformer_tiny/{}",
-            if ext == "ckpt" {
-                "model.ckpt"
-            } else {
-                "config.yaml"
-            }
-        ));
-        std::fs::copy(from, separation.join(format!("vocals.{ext}"))).unwrap();
-    }
+    place("bs_roformer_tiny", "model_bs_roformer_ep_317_sdr_12.9755");
     assert_eq!(present(&sb), (true, false));
-    for ext in ["ckpt", "yaml"] {
-        let from = separation_fixtures().join(format!(
-            "mel_band_roformer_tiny/{}",
-            if ext == "ckpt" {
-                "model.ckpt"
-            } else {
-                "config.yaml"
-            }
-        ));
-        std::fs::copy(from, separation.join(format!("kim.{ext}"))).unwrap();
-    }
+    place("mel_band_roformer_tiny", "vocals_mel_band_roformer_kj");
     assert_eq!(present(&sb), (true, true));
 }

@@ -1,6 +1,9 @@
 //! Helpers for the integration tests: a sandboxed library driven through the real `timbre`
 //! binary, the parity fixtures' extractors standing in for real ones, and generated audio.
 
+pub mod asset_server;
+pub mod assets;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use timbre_audio::SampleFormat;

@@ -53,6 +53,11 @@ enum Command {
     /// Show or change settings.
     #[command(subcommand)]
     Settings(commands::settings::Command),
+    /// The weight files the app uses: list, download (verified), verify, remove.
+    #[command(subcommand)]
+    Assets(commands::assets::Command),
+    /// What this machine can do: libtorch and GPUs, audio inputs, assets, disk, each job kind.
+    Doctor,
 }
 
 fn main() -> ExitCode {
@@ -74,6 +79,8 @@ fn main() -> ExitCode {
         Command::Models(cmd) => commands::models::run(cli.data_dir.as_deref(), &out, cmd),
         Command::Jobs(cmd) => commands::jobs::run(cli.data_dir.as_deref(), &out, cmd),
         Command::Settings(cmd) => commands::settings::run(cli.data_dir.as_deref(), &out, cmd),
+        Command::Assets(cmd) => commands::assets::run(cli.data_dir.as_deref(), &out, cmd),
+        Command::Doctor => commands::doctor::run(cli.data_dir.as_deref(), &out),
     };
     match result {
         Ok(code) => code,

@@ -2,10 +2,12 @@
 //! they run on, over the library of `timbre-library`, whose modules it re-exports. No Tauri
 //! here: `src-tauri` and `timbre-cli` are thin adapters over it.
 
+pub mod assets;
 pub mod clean;
 pub mod convert;
 pub mod dataset;
 pub mod devices;
+pub mod doctor;
 pub mod import;
 pub mod train;
 
@@ -25,5 +27,6 @@ pub fn job_handlers() -> Vec<Arc<dyn jobs::JobHandler>> {
         Arc::new(clean::IsolateHandler::new()),
         Arc::new(dataset::DatasetHandler::default()),
         Arc::new(train::TrainHandler),
+        Arc::new(assets::DownloadHandler),
     ]
 }

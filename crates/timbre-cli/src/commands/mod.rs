@@ -1,6 +1,8 @@
+pub mod assets;
 pub mod clean;
 pub mod convert;
 pub mod dataset;
+pub mod doctor;
 pub mod import;
 pub mod jobs;
 pub mod library;

@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use serde::Serialize;
-use timbre_nn::separation::{RoformerKind, detect_kind};
 
 /// Where the models folder is: `TIMBRE_MODELS_DIR`, else the `models_dir` setting, else
 /// `models/` in the working directory when it exists, else `<data dir>/models`.
@@ -63,67 +62,22 @@ pub struct KnownFile {
     pub needed_for: Vec<String>,
 }
 
-/// The files `models.json` lists, each marked present or missing in `dir`.
+/// The files the asset catalogue (`models/models.json`, see `assets::catalog`) lists, each
+/// marked present or missing in `dir`.
 pub fn known_files(dir: &Path) -> Result<Vec<KnownFile>> {
-    let listing = dir.join("models.json");
-    let text = match std::fs::read_to_string(&listing) {
-        Ok(text) => text,
-        Err(_) => include_str!("../../../../models/models.json").to_string(),
-    };
-    let json: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| crate::error::invalid_input(format!("{}: {e}", listing.display())))?;
-    let files = json["models"].as_array().cloned().unwrap_or_default();
-    Ok(files
-        .iter()
-        .map(|f| {
-            let text = |key: &str| f[key].as_str().unwrap_or_default().to_string();
-            let location = text("location");
-            let present = match f["kind"].as_str() {
-                Some(kind) => separation_present(dir, kind),
-                None => location_present(dir, &location),
-            };
-            KnownFile {
-                present,
-                name: text("name"),
-                role: text("role"),
-                description: text("description"),
-                needed_for: f["needed_for"]
-                    .as_array()
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(|v| v.as_str().map(String::from))
-                            .collect()
-                    })
-                    .unwrap_or_default(),
-                location,
-            }
+    let catalog = crate::assets::Catalog::load()?;
+    Ok(catalog
+        .assets
+        .into_iter()
+        .map(|asset| KnownFile {
+            present: dir.join(&asset.path).is_file(),
+            name: asset.name,
+            role: asset.role,
+            description: asset.description,
+            location: asset.path,
+            needed_for: asset.needed_for,
         })
         .collect())
-}
-
-/// Whether the models folder's `separation/` holds a RoFormer of `kind` (its upstream
-/// `model_type` name); models whose kind cannot be told count as neither.
-fn separation_present(dir: &Path, kind: &str) -> bool {
-    let Ok(kind) = kind.parse::<RoformerKind>() else {
-        return false;
-    };
-    crate::clean::separation_models(dir)
-        .iter()
-        .any(|m| detect_kind(&m.checkpoint, &m.config).is_ok_and(|found| found == kind))
-}
-
-/// A location is a path, or a pattern like `separation/<name>.ckpt + separation/<name>.yaml`
-/// that any file of that folder with that extension satisfies.
-fn location_present(dir: &Path, location: &str) -> bool {
-    let first = location.split(" + ").next().unwrap_or_default();
-    match first.split_once("<name>") {
-        None => dir.join(first).exists(),
-        Some((folder, ext)) => std::fs::read_dir(dir.join(folder)).is_ok_and(|entries| {
-            entries
-                .flatten()
-                .any(|e| e.file_name().to_string_lossy().ends_with(ext))
-        }),
-    }
 }
 
 #[cfg(test)]
@@ -153,31 +107,19 @@ mod tests {
     fn known_files_are_marked_present_or_missing() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("rmvpe.pt"), "x").unwrap();
+        std::fs::create_dir(dir.path().join("pretrained_v2")).unwrap();
+        std::fs::write(dir.path().join("pretrained_v2/f0G40k.pth"), "x").unwrap();
         let files = known_files(dir.path()).unwrap();
-        let present = |name: &str| files.iter().find(|f| f.name == name).unwrap().present;
+        let present = |location: &str| {
+            files
+                .iter()
+                .find(|f| f.location == location)
+                .unwrap()
+                .present
+        };
         assert!(present("rmvpe.pt"));
         assert!(!present("hubert_base.pt"));
-    }
-
-    #[test]
-    fn a_separation_model_counts_as_its_own_kind_only() {
-        let dir = tempfile::tempdir().unwrap();
-        let separation = dir.path().join("separation");
-        std::fs::create_dir(&separation).unwrap();
-        let present = |name: &str| {
-            let files = known_files(dir.path()).unwrap();
-            files.iter().find(|f| f.name == name).unwrap().present
-        };
-        std::fs::write(separation.join("vocals.ckpt"), "x").unwrap();
-        std::fs::write(
-            separation.join("vocals.yaml"),
-            "model:\n  dim: 4\n  freqs_per_bands: [2, 4]\n",
-        )
-        .unwrap();
-        assert!(present("BS-RoFormer vocals"));
-        assert!(!present("Mel-Band RoFormer vocals"));
-        std::fs::write(separation.join("kim.ckpt"), "x").unwrap();
-        std::fs::write(separation.join("kim.yaml"), "model:\n  num_bands: 60\n").unwrap();
-        assert!(present("Mel-Band RoFormer vocals"));
+        assert!(present("pretrained_v2/f0G40k.pth"));
+        assert!(!present("pretrained/f0G40k.pth"));
     }
 }

@@ -1,0 +1,263 @@
+//! The catalogue of every weight file the app uses (`models/models.json`, shipped inside the
+//! binary): where each lands under the models folder, where it is downloaded from, its size and
+//! SHA-256, and what needs it.
+
+use std::path::{Component, Path};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+/// Replaces the shipped catalogue with the file it names.
+pub const CATALOG_ENV: &str = "TIMBRE_ASSET_CATALOG";
+/// Replaces the catalogue's endpoints: the base URL its relative URLs resolve against.
+pub const ENDPOINT_ENV: &str = "TIMBRE_DOWNLOAD_ENDPOINT";
+
+const SHIPPED: &str = include_str!("../../../../models/models.json");
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Catalog {
+    /// Base URLs tried in order for each relative URL.
+    endpoints: Vec<String>,
+    #[serde(rename = "models")]
+    pub assets: Vec<Asset>,
+    /// Where the catalogue was read from, for messages.
+    #[serde(skip)]
+    pub origin: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Asset {
+    pub name: String,
+    pub role: String,
+    pub description: String,
+    /// Where it lands, relative to the models folder.
+    pub path: String,
+    /// Paths relative to each endpoint, or absolute URLs; primary first, then mirrors.
+    pub urls: Vec<String>,
+    pub size_bytes: Option<u64>,
+    /// None: unverified at source; the first download's hash is pinned.
+    pub sha256: Option<String>,
+    pub needed_for: Vec<String>,
+    #[serde(default)]
+    pub essential: bool,
+}
+
+impl Catalog {
+    /// `TIMBRE_ASSET_CATALOG` when set, else the shipped catalogue.
+    pub fn load() -> Result<Catalog> {
+        match std::env::var_os(CATALOG_ENV) {
+            Some(path) => {
+                let path = Path::new(&path);
+                let text = std::fs::read_to_string(path).with_context(|| {
+                    format!(
+                        "reading the asset catalogue {} ({CATALOG_ENV})",
+                        path.display()
+                    )
+                })?;
+                Catalog::parse(&text, &path.display().to_string())
+            }
+            None => Catalog::parse(SHIPPED, "the shipped models/models.json"),
+        }
+    }
+
+    pub fn parse(text: &str, origin: &str) -> Result<Catalog> {
+        let mut catalog: Catalog = serde_json::from_str(text).map_err(|e| {
+            crate::error::invalid_input(format!("the asset catalogue {origin} is not valid: {e}"))
+        })?;
+        catalog.origin = origin.to_string();
+        catalog.check()?;
+        Ok(catalog)
+    }
+
+    fn check(&self) -> Result<()> {
+        let invalid = |asset: &Asset, problem: String| {
+            crate::error::invalid_input(format!(
+                "the asset catalogue {}: asset {:?} {problem}",
+                self.origin, asset.name
+            ))
+        };
+        for (i, asset) in self.assets.iter().enumerate() {
+            if self.assets[..i].iter().any(|a| a.name == asset.name) {
+                return Err(invalid(asset, "is listed twice".into()));
+            }
+            let path = Path::new(&asset.path);
+            if asset.path.is_empty()
+                || !path.components().all(|c| matches!(c, Component::Normal(_)))
+            {
+                return Err(invalid(
+                    asset,
+                    format!(
+                        "has path {:?}, which is not inside the models folder",
+                        asset.path
+                    ),
+                ));
+            }
+            if asset.urls.is_empty() {
+                return Err(invalid(asset, "has no URL".into()));
+            }
+            if let Some(hash) = &asset.sha256
+                && (hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()))
+            {
+                return Err(invalid(
+                    asset,
+                    format!("has sha256 {hash:?}, not 64 hex digits"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The asset called `name`, or whose path is `name`.
+    pub fn find(&self, name: &str) -> Result<&Asset> {
+        self.assets
+            .iter()
+            .find(|a| a.name == name || a.path == name)
+            .ok_or_else(|| {
+                crate::error::not_found(format!(
+                    "no asset named {name:?} in {}; known: {}",
+                    self.origin,
+                    self.assets
+                        .iter()
+                        .map(|a| a.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })
+    }
+
+    pub fn essentials(&self) -> impl Iterator<Item = &Asset> {
+        self.assets.iter().filter(|a| a.essential)
+    }
+
+    /// Where `asset` is downloaded from, in the order tried: each relative URL at each endpoint
+    /// (`TIMBRE_DOWNLOAD_ENDPOINT` instead of the catalogue's when set), then absolute ones.
+    pub fn sources(&self, asset: &Asset) -> Vec<String> {
+        let configured = configured_endpoint();
+        let endpoints = match &configured {
+            Some(endpoint) => std::slice::from_ref(endpoint),
+            None => self.endpoints.as_slice(),
+        };
+        let (absolute, relative): (Vec<&String>, Vec<&String>) =
+            asset.urls.iter().partition(|u| u.contains("://"));
+        let mut out = Vec::new();
+        for endpoint in endpoints {
+            for path in &relative {
+                out.push(format!(
+                    "{}/{}",
+                    endpoint.trim_end_matches('/'),
+                    path.trim_start_matches('/')
+                ));
+            }
+        }
+        out.extend(absolute.into_iter().cloned());
+        out.dedup();
+        out
+    }
+}
+
+fn configured_endpoint() -> Option<String> {
+    std::env::var(ENDPOINT_ENV)
+        .ok()
+        .map(|e| e.trim().to_string())
+        .filter(|e| !e.is_empty())
+}
+
+/// Which URLs may be fetched: HTTPS, or plain HTTP on the host and port of an endpoint the user
+/// configured as `http://…` (a local mirror; the tests' server).
+pub fn check_url(url: &str) -> Result<()> {
+    if url.starts_with("https://") {
+        return Ok(());
+    }
+    let allowed = configured_endpoint()
+        .filter(|e| e.starts_with("http://"))
+        .is_some_and(|endpoint| origin(&endpoint) == origin(url));
+    if allowed {
+        Ok(())
+    } else {
+        Err(crate::error::invalid_input(format!(
+            "{url} is not an HTTPS URL; plain HTTP is only used from an http:// endpoint \
+             configured in {ENDPOINT_ENV}"
+        )))
+    }
+}
+
+/// `scheme://host:port` of a URL.
+fn origin(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    format!(
+        "{}://{}",
+        scheme.to_ascii_lowercase(),
+        authority.to_ascii_lowercase()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shipped_catalogue_lists_every_asset_with_its_sources() {
+        let catalog = Catalog::parse(SHIPPED, "shipped").unwrap();
+        let essentials: Vec<&str> = catalog.essentials().map(|a| a.name.as_str()).collect();
+        assert_eq!(essentials, ["hubert", "rmvpe"]);
+        let hubert = catalog.find("hubert_base.pt").unwrap();
+        assert_eq!(
+            hubert.sha256.as_deref(),
+            Some("f54b40fd2802423a5643779c4861af1e9ee9c1564dc9d32f54f20b5ffba7db96")
+        );
+        let generator = catalog.find("pretrained_v2/f0G40k.pth").unwrap();
+        assert_eq!(
+            generator.sha256.as_deref(),
+            Some("3b2c44035e782c4b14ddc0bede9e2f4a724d025cd073f736d4f43708453adfcb")
+        );
+        for version in ["pretrained", "pretrained_v2"] {
+            for rate in ["32k", "40k", "48k"] {
+                for file in ["f0G", "f0D", "G", "D"] {
+                    catalog
+                        .find(&format!("{version}/{file}{rate}.pth"))
+                        .unwrap();
+                }
+            }
+        }
+        for asset in &catalog.assets {
+            assert!(!catalog.sources(asset).is_empty(), "{}", asset.name);
+            assert!(asset.sha256.is_some() || asset.path.starts_with("separation/"));
+        }
+        let rmvpe = catalog.find("rmvpe").unwrap();
+        assert_eq!(
+            catalog.sources(rmvpe)[..2],
+            [
+                "https://huggingface.co/lj1995/VoiceConversionWebUI/resolve/main/rmvpe.pt",
+                "https://huggingface.co/licyk/rvc-model/resolve/main/rmvpe/rmvpe.pt",
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_catalogues_are_refused_naming_the_asset() {
+        let entry = |path: &str, sha: &str| {
+            format!(
+                r#"{{"endpoints": [], "models": [{{"name": "x", "role": "", "description": "",
+                "path": "{path}", "urls": ["a"], "size_bytes": 1, "sha256": {sha},
+                "needed_for": []}}]}}"#
+            )
+        };
+        let err = Catalog::parse(&entry("../x", "null"), "t").unwrap_err();
+        assert!(err.to_string().contains("\"x\""), "{err}");
+        let err = Catalog::parse(&entry("x", "\"abc\""), "t").unwrap_err();
+        assert!(err.to_string().contains("64 hex"), "{err}");
+        assert!(Catalog::parse(&entry("a/x", "null"), "t").is_ok());
+    }
+
+    #[test]
+    fn only_https_is_fetched_unless_the_endpoint_is_plain_http() {
+        assert!(check_url("https://huggingface.co/x").is_ok());
+        assert!(check_url("http://example.com/x").is_err());
+        assert_eq!(origin("http://127.0.0.1:80/a?b"), "http://127.0.0.1:80");
+        assert_ne!(
+            origin("http://127.0.0.1:81/a"),
+            origin("http://127.0.0.1:80/a")
+        );
+    }
+}

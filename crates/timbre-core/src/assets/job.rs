@@ -1,0 +1,67 @@
+//! The `download` job: one asset per job, on the light lane (so parallel downloads are bounded
+//! by `light_workers`), resumable: a job cut off by a crash runs again and continues its
+//! `.part` file.
+
+use anyhow::Result;
+use rusqlite::OptionalExtension;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::catalog::Catalog;
+use super::download::download;
+use crate::db::jobs::{self as job_rows, Job};
+use crate::jobs::{JobContext, JobHandler, JobSystem};
+
+pub const KIND: &str = "download";
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DownloadRequest {
+    /// The asset's name or path in the catalogue.
+    pub asset: String,
+}
+
+/// Queues the download of one asset, checked against the catalogue first; an unfinished
+/// download of the same asset (one a killed process left, re-queued when the job system
+/// started) is returned instead of a second one.
+pub fn start_download(system: &JobSystem, request: DownloadRequest) -> Result<Job> {
+    let catalog = Catalog::load()?;
+    let name = catalog.find(&request.asset)?.name.clone();
+    let unfinished: Option<i64> = system
+        .library()
+        .conn()
+        .query_row(
+            "SELECT id FROM jobs WHERE kind = ?1 AND state IN ('queued', 'running')
+             AND json_extract(params, '$.asset') = ?2 ORDER BY id LIMIT 1",
+            [KIND, name.as_str()],
+            |row| row.get(0),
+        )
+        .optional()?;
+    match unfinished {
+        Some(id) => job_rows::require(&system.library().conn(), id),
+        None => system.submit(KIND, serde_json::to_value(DownloadRequest { asset: name })?),
+    }
+}
+
+pub struct DownloadHandler;
+
+impl JobHandler for DownloadHandler {
+    fn kind(&self) -> &'static str {
+        KIND
+    }
+
+    fn resumable(&self) -> bool {
+        true
+    }
+
+    fn run(&self, ctx: &JobContext) -> Result<Value> {
+        let request: DownloadRequest = ctx.params()?;
+        let catalog = Catalog::load()?;
+        let asset = catalog.find(&request.asset)?;
+        let models_dir = super::models_dir(ctx.library())?;
+        let done = download(&models_dir, &catalog, asset, &mut |progress| {
+            ctx.progress(progress.fraction(), progress.message(&asset.name))
+        })?;
+        ctx.progress(1.0, format!("{}: verified", asset.name))?;
+        Ok(serde_json::to_value(done)?)
+    }
+}

@@ -1,0 +1,182 @@
+//! A sandbox for `timbre assets` tests: a test catalogue of fixture bytes served by
+//! [`AssetServer`], and `timbre` pointed at both.
+
+use crate::Sandbox;
+use crate::asset_server::{AssetServer, Fault};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+pub const SIZE: usize = 300_000;
+
+/// Distinct, incompressible-looking bytes per seed.
+pub fn fixture(seed: u8) -> Vec<u8> {
+    let mut state = 0x9e37_79b9_u32 ^ u32::from(seed);
+    (0..SIZE)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            state as u8
+        })
+        .collect()
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+pub struct Catalogued<'a> {
+    pub name: &'a str,
+    pub path: &'a str,
+    pub urls: &'a [&'a str],
+    pub bytes: &'a [u8],
+    pub essential: bool,
+}
+
+pub fn entry<'a>(
+    name: &'a str,
+    path: &'a str,
+    urls: &'a [&'a str],
+    bytes: &'a [u8],
+) -> Catalogued<'a> {
+    Catalogued {
+        name,
+        path,
+        urls,
+        bytes,
+        essential: false,
+    }
+}
+
+pub struct Setup {
+    pub sb: Sandbox,
+    pub server: AssetServer,
+    pub catalog: PathBuf,
+}
+
+impl Setup {
+    pub fn new(assets: &[Catalogued]) -> Setup {
+        let sb = Sandbox::new();
+        let server = AssetServer::start();
+        let entries: Vec<serde_json::Value> = assets
+            .iter()
+            .map(|a| {
+                serde_json::json!({
+                    "name": a.name, "role": "test", "description": "a test asset",
+                    "path": a.path, "urls": a.urls, "size_bytes": a.bytes.len(),
+                    "sha256": sha256_hex(a.bytes), "needed_for": ["tests"],
+                    "essential": a.essential,
+                })
+            })
+            .collect();
+        let catalog = sb.path("catalog.json");
+        let text =
+            serde_json::json!({ "endpoints": ["https://unused.invalid"], "models": entries });
+        std::fs::write(&catalog, text.to_string()).unwrap();
+        Setup {
+            sb,
+            server,
+            catalog,
+        }
+    }
+
+    pub fn models(&self) -> PathBuf {
+        self.sb.models_dir()
+    }
+
+    /// `timbre` with the test catalogue, the server as endpoint and the sandbox's models folder.
+    pub fn command(&self) -> Command {
+        let mut cmd = self.sb.command();
+        cmd.current_dir(self.sb.dir.path())
+            .env("TIMBRE_ASSET_CATALOG", &self.catalog)
+            .env("TIMBRE_DOWNLOAD_ENDPOINT", self.server.url())
+            .env("TIMBRE_MODELS_DIR", self.models())
+            .env_remove("HTTPS_PROXY")
+            .env_remove("HTTP_PROXY")
+            .env_remove("ALL_PROXY");
+        cmd
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.command().args(args).output().expect("running timbre")
+    }
+
+    /// `timbre --json assets download NAMES…`: (success, the per-asset results).
+    pub fn download(&self, names: &[&str]) -> (bool, Vec<serde_json::Value>) {
+        let out = self.run(&[&["--json", "assets", "download"], names].concat());
+        let results: Vec<serde_json::Value> =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+                panic!(
+                    "no JSON results ({e}): {}",
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            });
+        (out.status.success(), results)
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.server.url())
+    }
+}
+
+pub fn assert_verified(file: &Path, bytes: &[u8]) {
+    assert_eq!(std::fs::read(file).expect("the downloaded file"), bytes);
+    assert!(
+        !part_of(file).exists(),
+        "the .part file stays after success"
+    );
+}
+
+pub fn part_of(file: &Path) -> PathBuf {
+    PathBuf::from(format!("{}.part", file.display()))
+}
+
+pub fn state_of(setup: &Setup, name: &str) -> String {
+    let out = setup.run(&["--json", "assets", "list"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    list["assets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == name)
+        .map(|a| a["state"].as_str().unwrap().to_string())
+        .expect("the asset is listed")
+}
+
+/// Starts `timbre assets download NAME` against a slow route and waits until its part holds
+/// some bytes.
+pub fn start_slow_download(setup: &Setup, name: &str, part: &Path) -> std::process::Child {
+    let child = setup
+        .command()
+        .args(["assets", "download", name])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while std::fs::metadata(part).map_or(0, |m| m.len()) < 20_000 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the download never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child
+}
+
+pub fn slow() -> Fault {
+    Fault::Slow {
+        chunk: 1024,
+        every: Duration::from_millis(50),
+    }
+}
