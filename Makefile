@@ -36,6 +36,7 @@ test-e2e: app
 lint:
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	npm run check
 
 # The conversion benchmark against the reference Python pipeline, written into
 # docs/PERFORMANCE.md (about 15 minutes on 2 cores; BENCH_THREADS=N for N libtorch threads).
