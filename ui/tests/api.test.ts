@@ -36,17 +36,17 @@ describe('api argument mapping', () => {
       ['stop_recording', { name: 'Verse', voiceId: 5 }],
       ['cancel_job', { id: 9 }],
       ['retry_job', { id: 9 }],
-      ['job_events', { id: 9 }],
-      ['job_report', { id: 9 }],
+      ['list_job_events', { id: 9 }],
+      ['get_job_report', { id: 9 }],
       ['create_voice', { name: 'Tenor' }],
     ]);
   });
 
-  it('passes channels for subscribe and start_recording', async () => {
+  it('passes channels for subscribe_notifications and start_recording', async () => {
     const be = mockBackend({});
     const seen: api.AppEvent[] = [];
     const ch = await api.subscribe((e) => seen.push(e));
-    const { onEvent } = be.argsOf('subscribe')[0];
+    const { onEvent } = be.argsOf('subscribe_notifications')[0];
     expect(onEvent).toBeInstanceOf(Channel);
     expect(onEvent).toBe(ch);
     // Deliver a message the way the Rust side does (indexed channel message).
@@ -60,13 +60,13 @@ describe('api argument mapping', () => {
     expect(rec.onLevel).toBeInstanceOf(Channel);
   });
 
-  it('normalises take_audio to an ArrayBuffer', async () => {
-    mockBackend({ take_audio: () => [82, 73, 70, 70] });
+  it('normalises get_take_audio to an ArrayBuffer', async () => {
+    mockBackend({ get_take_audio: () => [82, 73, 70, 70] });
     const buf = await api.takeAudio(1);
     expect(buf).toBeInstanceOf(ArrayBuffer);
     expect(Array.from(new Uint8Array(buf))).toEqual([82, 73, 70, 70]);
     clearMocks();
-    mockBackend({ take_audio: () => new Uint8Array([1, 2, 3]) });
+    mockBackend({ get_take_audio: () => new Uint8Array([1, 2, 3]) });
     expect(new Uint8Array(await api.takeAudio(1))).toEqual(new Uint8Array([1, 2, 3]));
   });
 });

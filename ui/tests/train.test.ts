@@ -181,12 +181,12 @@ function backend(extra: Record<string, (a: any) => unknown> = {}) {
   app.voices = [makeVoice({ id: 2, name: 'Alto' })];
   return mockBackend({
     list_isolation_models: () => ({ dir: '/m', models: [{ name: 'bs_roformer', checkpoint: '', config: '' }] }),
-    datasets_list: () => [],
-    trainings_list: () => [],
-    training_metrics: () => [],
-    training_previews: () => [],
+    list_datasets: () => [],
+    list_trainings: () => [],
+    list_training_metrics: () => [],
+    list_training_previews: () => [],
     list_models: () => [],
-    resource_snapshot: () => ({
+    get_resource_snapshot: () => ({
       cpu_percent: 35,
       ram_used_bytes: 6 * 1024 ** 3,
       ram_total_bytes: 16 * 1024 ** 3,
@@ -198,7 +198,7 @@ function backend(extra: Record<string, (a: any) => unknown> = {}) {
 
 describe('Train page', () => {
   it('prepares a dataset from a voice\'s takes and a dropped file, and shows the job', async () => {
-    const be = backend({ dataset_prepare: () => makeJob({ id: 50, kind: 'dataset', state: 'queued' }) });
+    const be = backend({ prepare_dataset: () => makeJob({ id: 50, kind: 'dataset', state: 'queued' }) });
     app.page = 'train';
     render(Train);
     await fireEvent.change(screen.getByTestId('dataset-voice'), { target: { value: '2' } });
@@ -212,8 +212,8 @@ describe('Train page', () => {
     await fireEvent.change(screen.getByTestId('dataset-isolation'), { target: { value: 'model:bs_roformer' } });
     await fireEvent.change(screen.getByTestId('dataset-pitch'), { target: { value: 'pm' } });
     await fireEvent.click(screen.getByTestId('dataset-submit'));
-    await waitFor(() => expect(be.argsOf('dataset_prepare')).toHaveLength(1));
-    expect(be.argsOf('dataset_prepare')[0]).toEqual({
+    await waitFor(() => expect(be.argsOf('prepare_dataset')).toHaveLength(1));
+    expect(be.argsOf('prepare_dataset')[0]).toEqual({
       params: {
         name: 'Alto',
         voice_id: 2,
@@ -236,8 +236,8 @@ describe('Train page', () => {
     };
     const started = makeRun({ id: 11, status: 'queued', epoch: 0, global_step: 0, name: 'Alto spoken' });
     const be = backend({
-      datasets_list: () => [makeDataset({ id: 4, name: 'Preparing one', status: 'preparing' }), makeDataset({ report })],
-      training_start: () => started,
+      list_datasets: () => [makeDataset({ id: 4, name: 'Preparing one', status: 'preparing' }), makeDataset({ report })],
+      start_training: () => started,
     });
     app.jobs = [makeJob({ id: 60, kind: 'dataset', state: 'running', progress: 0.42, message: 'features 5/12', params: { name: 'Preparing one' } })];
     render(Train);
@@ -254,8 +254,8 @@ describe('Train page', () => {
     await fireEvent.input(screen.getByTestId('training-epochs'), { target: { value: '50' } });
     await fireEvent.input(screen.getByTestId('training-batch'), { target: { value: '6' } });
     await fireEvent.click(screen.getByTestId('training-start'));
-    await waitFor(() => expect(be.argsOf('training_start')).toHaveLength(1));
-    expect(be.argsOf('training_start')[0]).toEqual({
+    await waitFor(() => expect(be.argsOf('start_training')).toHaveLength(1));
+    expect(be.argsOf('start_training')[0]).toEqual({
       request: { dataset_id: 3, name: 'Alto spoken', epochs: 50, save_every: 10, keep_checkpoints: 3, batch_size: 6, pretrained: 'auto', preview_every: 10 },
     });
     const run = await screen.findByTestId('training-run');
@@ -267,15 +267,15 @@ describe('Train page', () => {
     installFakeAudio();
     const profile = { load_s: 30, assemble_s: 10, waited_s: 40, step_s: 60, batches: 100, starved: true, gpu_percent: 33 };
     const be = backend({
-      datasets_list: () => [makeDataset()],
-      trainings_list: () => [makeRun({ profile })],
-      training_metrics: () => [metric(10, 40), metric(20, 30)],
-      training_previews: () => [
+      list_datasets: () => [makeDataset()],
+      list_trainings: () => [makeRun({ profile })],
+      list_training_metrics: () => [metric(10, 40), metric(20, 30)],
+      list_training_previews: () => [
         { id: 2, epoch: 20, step: 840, path: '/p/20.wav', created_at: '' },
         { id: 1, epoch: 10, step: 420, path: '/p/10.wav', created_at: '' },
       ],
-      training_preview_audio: (a) => new Uint8Array([a.previewId * 10]),
-      training_stop: (a) => makeRun({ id: a.trainingId, status: 'stopped', profile }),
+      get_training_preview_audio: (a) => new Uint8Array([a.previewId * 10]),
+      stop_training: (a) => makeRun({ id: a.trainingId, status: 'stopped', profile }),
     });
     render(Train);
     const run = await screen.findByTestId('training-run');
@@ -300,17 +300,17 @@ describe('Train page', () => {
     expect(within(ab).getAllByTestId('training-preview-ab-slot').map((s) => s.textContent)).toEqual(['Epoch 10', 'Epoch 20']);
     await fireEvent.click(screen.getByTestId('training-preview-ab-play'));
     await waitFor(() => expect(screen.getByTestId('training-preview-ab').dataset.state).toBe('playing'));
-    expect(be.argsOf('training_preview_audio').map((a) => a.previewId)).toEqual([1, 2]);
+    expect(be.argsOf('get_training_preview_audio').map((a) => a.previewId)).toEqual([1, 2]);
     await fireEvent.click(within(run).getByTestId('training-run-stop'));
     await waitFor(() => expect(screen.getByTestId('training-run')).toHaveAttribute('data-status', 'stopped'));
-    expect(be.argsOf('training_stop')).toEqual([{ trainingId: 9 }]);
+    expect(be.argsOf('stop_training')).toEqual([{ trainingId: 9 }]);
     expect(screen.getByTestId('training-run-resume')).toBeEnabled();
   });
 
   it('shows a failed run\'s error, and opens Convert with a finished run\'s model', async () => {
     backend({
-      datasets_list: () => [makeDataset()],
-      trainings_list: () => [
+      list_datasets: () => [makeDataset()],
+      list_trainings: () => [
         makeRun({ id: 12, status: 'done', epoch: 200, model_id: 5 }),
         makeRun({ id: 13, status: 'failed', error: 'CUDA out of memory', global_step: 0 }),
       ],
@@ -328,14 +328,14 @@ describe('Train page', () => {
 
   it('refreshes the runs when their job reports progress', async () => {
     let epoch = 20;
-    const be = backend({ trainings_list: () => [makeRun({ epoch })] });
+    const be = backend({ list_trainings: () => [makeRun({ epoch })] });
     render(Train);
     await screen.findByTestId('training-run');
-    const before = be.argsOf('trainings_list').length;
+    const before = be.argsOf('list_trainings').length;
     epoch = 21;
     app.upsertJob(makeJob({ id: 70, kind: 'train', state: 'running', progress: 0.105 }));
     await waitFor(() => expect(screen.getByTestId('training-run-epoch')).toHaveTextContent('epoch 21/200'));
-    expect(be.argsOf('trainings_list').length).toBeGreaterThan(before);
+    expect(be.argsOf('list_trainings').length).toBeGreaterThan(before);
   });
 });
 
@@ -352,9 +352,9 @@ describe('Device settings', () => {
 
   it('puts dataset preparation on the second GPU', async () => {
     const be = backend({
-      datasets_list: () => [makeDataset()],
-      devices_report: () => report(),
-      devices_set: (args) => {
+      list_datasets: () => [makeDataset()],
+      get_device_report: () => report(),
+      set_devices: (args) => {
         const { device, extractionDevice } = args as { device: string; extractionDevice: string };
         return report({ device, extraction_device: extractionDevice, extraction: extractionDevice || 'cuda:0' });
       },
@@ -364,17 +364,17 @@ describe('Device settings', () => {
     expect(screen.getByTestId('device-main')).toHaveTextContent('Auto (cuda:0)');
     expect(screen.getByTestId('device-settings')).toHaveTextContent('dataset prepares while a model trains');
     await fireEvent.change(extraction, { target: { value: 'cuda:1' } });
-    await waitFor(() => expect(be.argsOf('devices_set')).toEqual([{ device: '', extractionDevice: 'cuda:1' }]));
+    await waitFor(() => expect(be.argsOf('set_devices')).toEqual([{ device: '', extractionDevice: 'cuda:1' }]));
     await waitFor(() => expect(screen.getByTestId('device-extraction')).toHaveValue('cuda:1'));
   });
 
   it('says the CPU does the work when there is no GPU, and shows a missing device', async () => {
-    backend({ devices_report: () => report({ available: ['cpu'], main: 'cpu', extraction: 'cpu' }) });
+    backend({ get_device_report: () => report({ available: ['cpu'], main: 'cpu', extraction: 'cpu' }) });
     const first = render(Train);
     expect(await screen.findByTestId('devices-cpu-only')).toHaveTextContent('No GPU seen');
     first.unmount();
     backend({
-      devices_report: () =>
+      get_device_report: () =>
         report({ extraction_device: 'cuda:1', available: ['cpu', 'cuda:0'], main: null, extraction: null,
           problem: 'setting extraction_device: device `cuda:1` asked for, but libtorch sees 1 CUDA device(s)' }),
     });

@@ -56,7 +56,7 @@ pub enum PreviewPart {
 }
 
 #[tauri::command]
-pub fn enhance_presets() -> EnhancePresets {
+pub fn list_enhance_presets() -> EnhancePresets {
     EnhancePresets {
         training: Preset::Training.options(),
         natural: Preset::Natural.options(),
@@ -177,7 +177,7 @@ pub fn list_derived_takes(
 }
 
 /// Runs the cleaning on a short excerpt (default: the loudest 10 s) on a blocking thread and
-/// keeps the excerpt and its cleaned version for `preview_audio`; stores nothing.
+/// keeps the excerpt and its cleaned version for `get_preview_audio`; stores nothing.
 #[tauri::command]
 pub async fn preview_cleaning(
     state: State<'_, AppState>,
@@ -197,7 +197,7 @@ pub async fn preview_cleaning(
 
 /// The last preview's excerpt, as it was or as cleaned, as WAV bytes for Web Audio.
 #[tauri::command]
-pub async fn preview_audio(
+pub async fn get_preview_audio(
     state: State<'_, AppState>,
     part: PreviewPart,
 ) -> CommandResult<Response> {

@@ -78,14 +78,14 @@ pub fn list_conversions(
 
 /// A conversion's output as WAV bytes for Web Audio.
 #[tauri::command]
-pub async fn conversion_audio(state: State<'_, AppState>, id: i64) -> CommandResult<Response> {
+pub async fn get_conversion_audio(state: State<'_, AppState>, id: i64) -> CommandResult<Response> {
     let conversion = conversions::require(&state.library().conn(), id)?;
     Ok(wav_response(&state.library().conversion_path(&conversion))?)
 }
 
 /// The input a conversion was made from, as WAV bytes: the take while it exists, else the file.
 #[tauri::command]
-pub async fn conversion_input_audio(
+pub async fn get_conversion_input_audio(
     state: State<'_, AppState>,
     id: i64,
 ) -> CommandResult<Response> {

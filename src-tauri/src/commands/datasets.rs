@@ -31,14 +31,14 @@ impl From<Dataset> for DatasetRow {
 }
 
 #[tauri::command]
-pub fn datasets_list(state: State<'_, AppState>) -> CommandResult<Vec<DatasetRow>> {
+pub fn list_datasets(state: State<'_, AppState>) -> CommandResult<Vec<DatasetRow>> {
     let rows = datasets::list(&state.library().conn())?;
     Ok(rows.into_iter().map(DatasetRow::from).collect())
 }
 
 /// Queues a `dataset` job and returns it at once.
 #[tauri::command]
-pub fn dataset_prepare(state: State<'_, AppState>, params: PrepareParams) -> CommandResult<Job> {
+pub fn prepare_dataset(state: State<'_, AppState>, params: PrepareParams) -> CommandResult<Job> {
     Ok(state
         .jobs
         .submit("dataset", serde_json::to_value(params)?)?)

@@ -67,7 +67,7 @@ pub fn set_take_voice(
 
 /// The take as WAV bytes for Web Audio.
 #[tauri::command]
-pub async fn take_audio(state: State<'_, AppState>, id: i64) -> CommandResult<Response> {
+pub async fn get_take_audio(state: State<'_, AppState>, id: i64) -> CommandResult<Response> {
     let take = takes::require(&state.library().conn(), id)?;
     Ok(wav_response(&state.library().take_path(&take))?)
 }

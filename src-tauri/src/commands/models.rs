@@ -72,7 +72,7 @@ pub async fn attach_model_index(
 }
 
 #[tauri::command]
-pub fn model_files(state: State<'_, AppState>) -> CommandResult<ModelFiles> {
+pub fn list_model_files(state: State<'_, AppState>) -> CommandResult<ModelFiles> {
     let library = state.library();
     let settings = library.settings()?;
     let dir = std::path::absolute(extractors::models_dir(

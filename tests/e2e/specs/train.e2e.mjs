@@ -73,8 +73,8 @@ describe('train', () => {
     });
     assert.equal(await job().getAttribute('data-job-state'), 'succeeded', await job().getText());
 
-    const dataset = (await invoke('datasets_list')).find((d) => d.name === DATASET);
-    assert.ok(dataset, 'datasets_list does not list the dataset');
+    const dataset = (await invoke('list_datasets')).find((d) => d.name === DATASET);
+    assert.ok(dataset, 'list_datasets does not list the dataset');
     assert.equal(dataset.status, 'ready');
     assert.equal(dataset.version, 'v1');
     assert.ok(dataset.piece_count > 0, 'no pieces');
@@ -107,8 +107,8 @@ describe('train', () => {
     const run = $(byTestId('training-run'));
     await run.waitForDisplayed({ timeout: 15000 });
     const runId = Number(await run.getAttribute('data-run-id'));
-    const [row] = (await invoke('trainings_list')).filter((r) => r.id === runId);
-    assert.ok(row, 'trainings_list does not list the run');
+    const [row] = (await invoke('list_trainings')).filter((r) => r.id === runId);
+    assert.ok(row, 'list_trainings does not list the run');
     assert.equal(row.epochs, 1);
     assert.equal(row.name, DATASET);
     assert.match(await run.$(byTestId('training-run-epoch')).getText(), /epoch \d+\/1/);

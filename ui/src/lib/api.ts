@@ -536,23 +536,23 @@ export const setTakeTags = (id: number, tags: string[]) => call<Take>('set_take_
 export const setTakeVoice = (id: number, voiceId: number | null) =>
   call<Take>('set_take_voice', { id, voiceId });
 /** The take's audio as WAV file bytes. */
-export const takeAudio = async (id: number) => toArrayBuffer(await call<unknown>('take_audio', { id }), 'take_audio');
+export const takeAudio = async (id: number) => toArrayBuffer(await call<unknown>('get_take_audio', { id }), 'get_take_audio');
 
 // ---- jobs ----
 /** Starts a background import job and resolves to its id. */
 export const importFiles = (paths: string[], voiceId: number | null) =>
   call<number>('import_files', { paths, voiceId });
 export const listJobs = () => call<Job[]>('list_jobs');
-export const jobEvents = (id: number) => call<JobEvent[]>('job_events', { id });
+export const jobEvents = (id: number) => call<JobEvent[]>('list_job_events', { id });
 export const cancelJob = (id: number) => call<Job>('cancel_job', { id });
 export const retryJob = (id: number) => call<Job>('retry_job', { id });
-export const jobReport = (id: number) => call<unknown>('job_report', { id });
+export const jobReport = (id: number) => call<unknown>('get_job_report', { id });
 
 /** Subscribe to live app events; keep the returned channel referenced. */
 export async function subscribe(onEvent: (e: AppEvent) => void): Promise<Channel<AppEvent>> {
   const channel = new Channel<AppEvent>();
   channel.onmessage = onEvent;
-  await call<null>('subscribe', { onEvent: channel });
+  await call<null>('subscribe_notifications', { onEvent: channel });
   return channel;
 }
 
@@ -580,7 +580,7 @@ export const importModel = (weights: string, index: string | null, name: string 
 export const renameModel = (id: number, name: string) => call<VoiceModel>('rename_model', { id, name });
 export const deleteModel = (id: number) => call<null>('delete_model', { id });
 export const attachModelIndex = (id: number, index: string) => call<VoiceModel>('attach_model_index', { id, index });
-export const modelFiles = () => call<ModelFiles>('model_files');
+export const modelFiles = () => call<ModelFiles>('list_model_files');
 
 // ---- conversion ----
 /** Queues one convert job per (input, model) and resolves to their ids at once. */
@@ -597,13 +597,13 @@ export const listConversions = (inputSha256: string | null) =>
 export const deleteConversion = (id: number) => call<null>('delete_conversion', { id });
 /** A conversion's output as WAV bytes. */
 export const conversionAudio = async (id: number) =>
-  toArrayBuffer(await call<unknown>('conversion_audio', { id }), 'conversion_audio');
+  toArrayBuffer(await call<unknown>('get_conversion_audio', { id }), 'get_conversion_audio');
 /** The input a conversion was made from, as WAV bytes. */
 export const conversionInputAudio = async (id: number) =>
-  toArrayBuffer(await call<unknown>('conversion_input_audio', { id }), 'conversion_input_audio');
+  toArrayBuffer(await call<unknown>('get_conversion_input_audio', { id }), 'get_conversion_input_audio');
 
 // ---- cleaning ----
-export const enhancePresets = () => call<EnhancePresets>('enhance_presets');
+export const enhancePresets = () => call<EnhancePresets>('list_enhance_presets');
 export const listIsolationModels = () => call<IsolationModels>('list_isolation_models');
 /** Queues one isolate or enhance job per input and resolves to their ids at once. */
 export const submitCleaning = (inputs: CleanInput[], isolation: IsolationMethod | null, enhance: EnhanceOptions | null) =>
@@ -614,24 +614,24 @@ export const listDerivedTakes = (sourceTakeId: number) =>
 export const previewCleaning = (request: PreviewRequest) => call<PreviewInfo>('preview_cleaning', { request });
 /** The last preview's excerpt, as it was or cleaned, as WAV bytes. */
 export const previewAudio = async (part: 'original' | 'cleaned') =>
-  toArrayBuffer(await call<unknown>('preview_audio', { part }), 'preview_audio');
+  toArrayBuffer(await call<unknown>('get_preview_audio', { part }), 'get_preview_audio');
 
 // ---- training ----
-export const listDatasets = () => call<DatasetRow[]>('datasets_list');
+export const listDatasets = () => call<DatasetRow[]>('list_datasets');
 /** Queues the `dataset` job and resolves to it. */
-export const prepareDataset = (params: PrepareParams) => call<Job>('dataset_prepare', { params });
-export const listTrainings = () => call<TrainingRow[]>('trainings_list');
-export const startTraining = (request: TrainingRequest) => call<TrainingRow>('training_start', { request });
-export const stopTraining = (trainingId: number) => call<TrainingRow>('training_stop', { trainingId });
-export const resumeTraining = (trainingId: number) => call<TrainingRow>('training_resume', { trainingId });
-export const trainingMetrics = (trainingId: number) => call<TrainingMetric[]>('training_metrics', { trainingId });
-export const trainingPreviews = (trainingId: number) => call<TrainingPreview[]>('training_previews', { trainingId });
+export const prepareDataset = (params: PrepareParams) => call<Job>('prepare_dataset', { params });
+export const listTrainings = () => call<TrainingRow[]>('list_trainings');
+export const startTraining = (request: TrainingRequest) => call<TrainingRow>('start_training', { request });
+export const stopTraining = (trainingId: number) => call<TrainingRow>('stop_training', { trainingId });
+export const resumeTraining = (trainingId: number) => call<TrainingRow>('resume_training', { trainingId });
+export const trainingMetrics = (trainingId: number) => call<TrainingMetric[]>('list_training_metrics', { trainingId });
+export const trainingPreviews = (trainingId: number) => call<TrainingPreview[]>('list_training_previews', { trainingId });
 /** An epoch preview's audio as WAV bytes. */
 export const trainingPreviewAudio = async (previewId: number) =>
-  toArrayBuffer(await call<unknown>('training_preview_audio', { previewId }), 'training_preview_audio');
+  toArrayBuffer(await call<unknown>('get_training_preview_audio', { previewId }), 'get_training_preview_audio');
 /** Makes a voice model of the run's checkpoint at `step` (null: the latest) and adds it to the library. */
 export const exportTraining = (trainingId: number, step: number | null) =>
-  call<VoiceModel>('training_export', { trainingId, step });
+  call<VoiceModel>('export_training', { trainingId, step });
 
 // ---- listening tests ----
 export const recordListeningTest = (
@@ -644,7 +644,7 @@ export const recordListeningTest = (
 export const listListeningTests = () => call<ListeningTest[]>('list_listening_tests');
 
 // ---- system ----
-export const resourceSnapshot = () => call<ResourceSnapshot>('resource_snapshot');
-export const devicesReport = () => call<DeviceReport>('devices_report');
+export const resourceSnapshot = () => call<ResourceSnapshot>('get_resource_snapshot');
+export const devicesReport = () => call<DeviceReport>('get_device_report');
 export const setDevices = (device: string, extractionDevice: string) =>
-  call<DeviceReport>('devices_set', { device, extractionDevice });
+  call<DeviceReport>('set_devices', { device, extractionDevice });
