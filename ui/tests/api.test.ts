@@ -7,7 +7,21 @@ import { mockBackend, makeTake } from './helpers';
 describe('api argument mapping', () => {
   it('sends camelCase argument keys to snake_case commands', async () => {
     const take = makeTake({ id: 7, name: 'New' });
-    const be = mockBackend({ rename_take: () => take, set_take_voice: () => take, set_take_tags: () => take });
+    const none = () => null;
+    const be = mockBackend({
+      rename_take: () => take,
+      set_take_voice: () => take,
+      set_take_tags: () => take,
+      list_takes: () => [],
+      delete_take: none,
+      import_files: () => 1,
+      stop_recording: () => take,
+      cancel_job: none,
+      retry_job: none,
+      list_job_events: () => [],
+      get_job_report: () => ({}),
+      create_voice: none,
+    });
     await expect(api.renameTake(7, 'New')).resolves.toEqual(take);
     await api.setTakeVoice(7, 3);
     await api.setTakeVoice(7, null);
@@ -43,7 +57,7 @@ describe('api argument mapping', () => {
   });
 
   it('passes channels for subscribe_notifications and start_recording', async () => {
-    const be = mockBackend({});
+    const be = mockBackend({ subscribe_notifications: () => null, start_recording: () => null });
     const seen: api.AppEvent[] = [];
     const ch = await api.subscribe((e) => seen.push(e));
     const { onEvent } = be.argsOf('subscribe_notifications')[0];

@@ -13,6 +13,7 @@ describe('App shell', () => {
         throw { kind: 'io', message: 'library database is locked' };
       },
       list_jobs: () => [],
+      subscribe_notifications: () => null,
     });
     render(App);
     const banner = await screen.findByTestId('error-banner');
@@ -28,11 +29,13 @@ describe('App shell', () => {
       list_voices: () => [],
       list_takes: () => [],
       list_jobs: () => [],
+      subscribe_notifications: () => null,
       list_input_devices: () => [],
       list_models: () => [],
       list_model_files: () => ({ dir: '/models', files: [] }),
       list_conversions: () => [],
       list_listening_tests: () => [],
+      get_resource_snapshot: () => ({ cpu_percent: 5, ram_used_bytes: 0, ram_total_bytes: 1, gpus: [] }),
     });
     render(App);
     expect(await screen.findByTestId('library-empty')).toBeInTheDocument();
@@ -52,7 +55,7 @@ describe('App shell', () => {
 
   it('imports dropped files into the current voice filter', async () => {
     const be = mockBackend(
-      { list_voices: () => [], list_takes: () => [], list_jobs: () => [], import_files: () => 42 },
+      { list_voices: () => [], list_takes: () => [], list_jobs: () => [], subscribe_notifications: () => null, import_files: () => 42 },
       { windows: true },
     );
     render(App);
@@ -88,6 +91,7 @@ describe('App shell', () => {
         list_voices: () => [],
         list_takes: () => [],
         list_jobs: () => [],
+      subscribe_notifications: () => null,
         import_files: () => 43,
         list_models: () => [],
         list_model_files: () => ({ dir: '/models', files: [] }),
@@ -117,7 +121,13 @@ describe('App shell', () => {
 
   it('subscribes once and applies live events', async () => {
     let takes = [makeTake({ id: 1, name: 'First' })];
-    const be = mockBackend({ list_voices: () => [], list_takes: () => takes, list_jobs: () => [] });
+    const be = mockBackend({
+      list_voices: () => [],
+      list_takes: () => takes,
+      list_jobs: () => [],
+      subscribe_notifications: () => null,
+      get_resource_snapshot: () => ({ cpu_percent: 5, ram_used_bytes: 0, ram_total_bytes: 1, gpus: [] }),
+    });
     render(App);
     await screen.findAllByTestId('take-row');
     await waitFor(() => expect(be.argsOf('subscribe_notifications')).toHaveLength(1));
@@ -140,6 +150,7 @@ describe('App shell', () => {
       list_voices: () => [],
       list_takes: () => [makeTake({ id: 9, name: 'Hum' })],
       list_jobs: () => [],
+      subscribe_notifications: () => null,
       get_take_audio: () => new Uint8Array([82, 73, 70, 70]),
     });
     render(App);
@@ -168,6 +179,7 @@ describe('App shell', () => {
       list_voices: () => [],
       list_takes: () => [makeTake({ id: 9, name: 'Hum' })],
       list_jobs: () => [],
+      subscribe_notifications: () => null,
       get_take_audio: () => {
         throw { kind: 'not_found', message: 'audio file missing on disk' };
       },

@@ -9,10 +9,14 @@ export interface Backend {
   argsOf(cmd: string): any[];
 }
 
+/** Commands called that no handler answers, since the last `takeUnansweredCommands`. */
+let unanswered: string[] = [];
+
 /**
  * Mock the Tauri backend: `handlers` answer commands by name; a handler that
  * throws makes the command reject with the thrown value (like a Rust Err).
- * Unknown commands answer null.
+ * A command without a handler rejects, and the test fails after it ends (setup.ts), even when
+ * the page caught the rejection: a renamed or misspelt command cannot pass.
  */
 export function mockBackend(handlers: Record<string, Handler>, opts: { windows?: boolean } = {}): Backend {
   const calls: Backend['calls'] = [];
@@ -21,7 +25,11 @@ export function mockBackend(handlers: Record<string, Handler>, opts: { windows?:
     (cmd, args) => {
       calls.push({ cmd, args });
       const h = handlers[cmd];
-      return h ? h(args) : null;
+      if (!h) {
+        unanswered.push(cmd);
+        throw new Error(`no mock answers the command ${cmd}`);
+      }
+      return h(args);
     },
     { shouldMockEvents: !!opts.windows },
   );
@@ -29,6 +37,13 @@ export function mockBackend(handlers: Record<string, Handler>, opts: { windows?:
     calls,
     argsOf: (cmd) => calls.filter((c) => c.cmd === cmd).map((c) => c.args),
   };
+}
+
+/** The commands called without a handler since the last call, forgetting them. */
+export function takeUnansweredCommands(): string[] {
+  const names = [...new Set(unanswered)];
+  unanswered = [];
+  return names;
 }
 
 export function makeTake(over: Partial<Take> = {}): Take {

@@ -176,6 +176,18 @@ describe('run reports', () => {
   });
 });
 
+function deviceReport(over: Partial<DeviceReport> = {}): DeviceReport {
+  return {
+    available: ['cpu', 'cuda:0', 'cuda:1'],
+    device: '',
+    extraction_device: '',
+    main: 'cuda:0',
+    extraction: 'cuda:0',
+    problem: null,
+    ...over,
+  };
+}
+
 function backend(extra: Record<string, (a: any) => unknown> = {}) {
   app.takes = [makeTake({ id: 7, name: 'Verse', voice_id: 2 }), makeTake({ id: 8, name: 'Chorus', voice_id: 2 })];
   app.voices = [makeVoice({ id: 2, name: 'Alto' })];
@@ -186,6 +198,7 @@ function backend(extra: Record<string, (a: any) => unknown> = {}) {
     list_training_metrics: () => [],
     list_training_previews: () => [],
     list_models: () => [],
+    get_device_report: () => deviceReport(),
     get_resource_snapshot: () => ({
       cpu_percent: 35,
       ram_used_bytes: 6 * 1024 ** 3,
@@ -340,23 +353,13 @@ describe('Train page', () => {
 });
 
 describe('Device settings', () => {
-  const report = (over: Partial<DeviceReport> = {}): DeviceReport => ({
-    available: ['cpu', 'cuda:0', 'cuda:1'],
-    device: '',
-    extraction_device: '',
-    main: 'cuda:0',
-    extraction: 'cuda:0',
-    problem: null,
-    ...over,
-  });
-
   it('puts dataset preparation on the second GPU', async () => {
     const be = backend({
       list_datasets: () => [makeDataset()],
-      get_device_report: () => report(),
+      get_device_report: () => deviceReport(),
       set_devices: (args) => {
         const { device, extractionDevice } = args as { device: string; extractionDevice: string };
-        return report({ device, extraction_device: extractionDevice, extraction: extractionDevice || 'cuda:0' });
+        return deviceReport({ device, extraction_device: extractionDevice, extraction: extractionDevice || 'cuda:0' });
       },
     });
     render(Train);
@@ -369,13 +372,13 @@ describe('Device settings', () => {
   });
 
   it('says the CPU does the work when there is no GPU, and shows a missing device', async () => {
-    backend({ get_device_report: () => report({ available: ['cpu'], main: 'cpu', extraction: 'cpu' }) });
+    backend({ get_device_report: () => deviceReport({ available: ['cpu'], main: 'cpu', extraction: 'cpu' }) });
     const first = render(Train);
     expect(await screen.findByTestId('devices-cpu-only')).toHaveTextContent('No GPU seen');
     first.unmount();
     backend({
       get_device_report: () =>
-        report({ extraction_device: 'cuda:1', available: ['cpu', 'cuda:0'], main: null, extraction: null,
+        deviceReport({ extraction_device: 'cuda:1', available: ['cpu', 'cuda:0'], main: null, extraction: null,
           problem: 'setting extraction_device: device `cuda:1` asked for, but libtorch sees 1 CUDA device(s)' }),
     });
     render(Train);
