@@ -96,8 +96,15 @@ export async function openPage(page, marker) {
 
 export const TERMINAL_JOB_STATES = ['succeeded', 'failed', 'cancelled', 'interrupted'];
 
+/**
+ * The ceiling of a wait on backend work (a job, a training) reaching a state. The tests wait on
+ * states, not times: how long the work takes depends on the machine and what else it runs, so
+ * this is only what a hang reaches (run.sh's E2E_TIMEOUT bounds the whole run).
+ */
+export const BACKEND_WORK_TIMEOUT = 10 * 60 * 1000;
+
 /** Polls list_jobs until the job is in a terminal state; returns it. */
-export async function waitForJob(id, timeout = 30000) {
+export async function waitForJob(id, timeout = BACKEND_WORK_TIMEOUT) {
   let job;
   await waitFor(
     async () => {

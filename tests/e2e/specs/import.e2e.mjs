@@ -6,6 +6,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
+  BACKEND_WORK_TIMEOUT,
   answerFileDialog,
   byTestId,
   invoke,
@@ -40,7 +41,7 @@ describe('import', () => {
 
     const row = await $(rowSelector(stem(audioPath)));
     await waitFor(() => row.isDisplayed(), {
-      timeout: 30000,
+      timeout: BACKEND_WORK_TIMEOUT,
       message: async () => `no take row named "${stem(audioPath)}"; errors: ${JSON.stringify(await visibleErrors())}`,
     });
     takeId = Number(await row.getAttribute('data-take-id'));
@@ -71,7 +72,7 @@ describe('import', () => {
     answerFileDialog('Add audio files', picked);
     const row = await $(rowSelector(stem(picked)));
     await waitFor(() => row.isDisplayed(), {
-      timeout: 30000,
+      timeout: BACKEND_WORK_TIMEOUT,
       message: async () => `no take row named "${stem(picked)}"; errors: ${JSON.stringify(await visibleErrors())}`,
     });
     assert.equal(await row.$(byTestId('take-duration')).getText(), '0:01.5');
