@@ -1,3 +1,5 @@
+#[cfg(test)]
+mod bindings;
 mod commands;
 mod error;
 mod state;

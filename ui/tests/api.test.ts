@@ -58,7 +58,7 @@ describe('api argument mapping', () => {
 
   it('passes channels for subscribe_notifications and start_recording', async () => {
     const be = mockBackend({ subscribe_notifications: () => null, start_recording: () => null });
-    const seen: api.AppEvent[] = [];
+    const seen: api.Notification[] = [];
     const ch = await api.subscribe((e) => seen.push(e));
     const { onEvent } = be.argsOf('subscribe_notifications')[0];
     expect(onEvent).toBeInstanceOf(Channel);
@@ -67,7 +67,7 @@ describe('api argument mapping', () => {
     (window as any).__TAURI_INTERNALS__.runCallback(ch.id, { index: 0, message: { type: 'library_changed' } });
     expect(seen).toEqual([{ type: 'library_changed' }]);
 
-    const levels: api.Level[] = [];
+    const levels: api.LevelUpdate[] = [];
     await api.startRecording('USB Mic', (l) => levels.push(l));
     const rec = be.argsOf('start_recording')[0];
     expect(rec.device).toBe('USB Mic');

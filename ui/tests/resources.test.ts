@@ -25,7 +25,7 @@ function gpu(over: Partial<GpuSnapshot> = {}): GpuSnapshot {
 }
 
 function snapshot(over: Partial<ResourceSnapshot> = {}): ResourceSnapshot {
-  return { cpu_percent: 25, ram_used_bytes: 4 * GiB, ram_total_bytes: 16 * GiB, gpus: [], ...over };
+  return { cpu_percent: 25, ram_used_bytes: 4 * GiB, ram_total_bytes: 16 * GiB, process_rss_bytes: GiB, gpus: [], ...over };
 }
 
 const sample = (at: number, over: Partial<ResourceSnapshot> = {}): ResourceSample => ({ at, snapshot: snapshot(over) });

@@ -31,10 +31,13 @@ function makeDataset(over: Partial<DatasetRow> = {}): DatasetRow {
     sample_rate: 40000,
     version: 'v2',
     f0_method: 'rmvpe',
+    take_count: 2,
+    params: {},
     piece_count: 42,
     total_secs: 150.5,
     report: null,
     created_at: '2026-11-20T10:00:00Z',
+    updated_at: null,
     ...over,
   };
 }
@@ -48,6 +51,7 @@ function makeRun(over: Partial<TrainingRow> = {}): TrainingRow {
     epoch: 20,
     epochs: 200,
     global_step: 840,
+    params: {},
     batch_size: 8,
     precision: 'fp16',
     device: 'cuda:0 NVIDIA H100',
@@ -137,8 +141,6 @@ describe('run reports', () => {
       load_s: 24, assemble_s: 4, waited_s: 10, step_s: 60, to_device_s: 2, batches: 100, starved: false, gpu_percent: 57.5,
     });
     expect(runProfile([epoch(1, false, null)])?.gpu_percent).toBeNull();
-    const totals = { load_s: 1, assemble_s: 1, waited_s: 1, step_s: 1, batches: 1, starved: true };
-    expect(runProfile(totals)).toBe(totals);
     expect(runProfile([])).toBeNull();
     expect(runProfile(null)).toBeNull();
   });
@@ -244,7 +246,8 @@ describe('Train page', () => {
 
   it('lists datasets with their warnings and starts a run on the chosen ready one', async () => {
     const report: DatasetReport = {
-      input_seconds: 50, kept_seconds: 40, pieces: 12, clipping_ratio: 0.02, silence_ratio: 0.1, snr_db: 12, pitch: null,
+      files: [], input_seconds: 50, sliced_seconds: 45, kept_seconds: 40, pieces: 12, filtered: 0, silent_pieces: 0,
+      clipping_ratio: 0.02, silence_ratio: 0.1, snr_db: 12, speech_band_ratio: 0.9, pitch: null,
       warnings: [{ kind: 'too_little_audio', message: 'Only 40 s of audio: aim for 10 minutes' }, { kind: 'noisy', message: 'Noisy: SNR 12 dB' }],
     };
     const started = makeRun({ id: 11, status: 'queued', epoch: 0, global_step: 0, name: 'Alto spoken' });
@@ -278,14 +281,17 @@ describe('Train page', () => {
 
   it('shows a run\'s progress, losses, profile and previews; stops it', async () => {
     installFakeAudio();
-    const profile = { load_s: 30, assemble_s: 10, waited_s: 40, step_s: 60, batches: 100, starved: true, gpu_percent: 33 };
+    const profile = [
+      { epoch: 1, batch_size: 8, batches: 100, seconds: 140, step_secs: 60, to_device_secs: 0, load_secs: 30,
+        assemble_secs: 10, waited_secs: 40, starved: true, gpu_percent: 33 },
+    ];
     const be = backend({
       list_datasets: () => [makeDataset()],
       list_trainings: () => [makeRun({ profile })],
       list_training_metrics: () => [metric(10, 40), metric(20, 30)],
       list_training_previews: () => [
-        { id: 2, epoch: 20, step: 840, path: '/p/20.wav', created_at: '' },
-        { id: 1, epoch: 10, step: 420, path: '/p/10.wav', created_at: '' },
+        { id: 2, training_id: 9, epoch: 20, step: 840, path: '/p/20.wav', created_at: '' },
+        { id: 1, training_id: 9, epoch: 10, step: 420, path: '/p/10.wav', created_at: '' },
       ],
       get_training_preview_audio: (a) => new Uint8Array([a.previewId * 10]),
       stop_training: (a) => makeRun({ id: a.trainingId, status: 'stopped', profile }),
@@ -318,6 +324,39 @@ describe('Train page', () => {
     await waitFor(() => expect(screen.getByTestId('training-run')).toHaveAttribute('data-status', 'stopped'));
     expect(be.argsOf('stop_training')).toEqual([{ trainingId: 9 }]);
     expect(screen.getByTestId('training-run-resume')).toBeEnabled();
+  });
+
+  it('follows the selected run\'s losses and previews as notifications, fetching them once', async () => {
+    const be = backend({
+      list_datasets: () => [makeDataset()],
+      list_trainings: () => [makeRun()],
+      list_training_metrics: () => [metric(10, 40), metric(20, 30)],
+      list_training_previews: () => [{ id: 1, training_id: 9, epoch: 10, step: 420, path: '/p/10.wav', created_at: '' }],
+    });
+    render(Train);
+    await waitFor(() => expect(screen.getAllByTestId('training-preview')).toHaveLength(1));
+    await waitFor(() => expect(trainer.metrics.map((m) => m.step)).toEqual([10, 20]));
+
+    app.handleEvent({ type: 'training_metric', training_id: 9, metric: metric(30, 20) });
+    app.handleEvent({ type: 'training_metric', training_id: 4, metric: metric(40, 10) });
+    app.handleEvent({
+      type: 'training_preview',
+      preview: { id: 2, training_id: 9, epoch: 20, step: 840, path: '/p/20.wav', created_at: '' },
+    });
+    expect(trainer.metrics.map((m) => m.step)).toEqual([10, 20, 30]);
+    await waitFor(() => expect(screen.getAllByTestId('training-preview').map((p) => p.dataset.epoch)).toEqual(['10', '20']));
+
+    // A session that restarts from its checkpoint forgets what came after it.
+    app.handleEvent({ type: 'training_rewound', training_id: 9, epoch: 10, step: 20 });
+    expect(trainer.metrics.map((m) => m.step)).toEqual([10, 20]);
+    await waitFor(() => expect(screen.getAllByTestId('training-preview')).toHaveLength(1));
+
+    // The run's progress refreshes its row, not its losses.
+    const runsBefore = be.argsOf('list_trainings').length;
+    app.upsertJob(makeJob({ id: 70, kind: 'train', state: 'running', progress: 0.2 }));
+    await waitFor(() => expect(be.argsOf('list_trainings').length).toBeGreaterThan(runsBefore));
+    expect(be.argsOf('list_training_metrics')).toHaveLength(1);
+    expect(be.argsOf('list_training_previews')).toHaveLength(1);
   });
 
   it('shows a failed run\'s error, and opens Convert with a finished run\'s model', async () => {

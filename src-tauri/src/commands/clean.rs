@@ -28,21 +28,21 @@ pub struct PreviewState {
 }
 
 /// The isolation models found in the models folder.
-#[derive(Serialize)]
+#[derive(Serialize, ts_rs::TS)]
 pub struct IsolationModels {
     dir: PathBuf,
     models: Vec<SeparationModel>,
 }
 
 /// The enhancement presets' steps, so the UI shows what each one does.
-#[derive(Serialize)]
+#[derive(Serialize, ts_rs::TS)]
 pub struct EnhancePresets {
     training: EnhanceOptions,
     natural: EnhanceOptions,
 }
 
 /// A result and its link to the source.
-#[derive(Serialize)]
+#[derive(Serialize, ts_rs::TS)]
 pub struct DerivedResult {
     take: Take,
     link: DerivedTake,
@@ -195,22 +195,24 @@ pub async fn preview_cleaning(
     Ok(info)
 }
 
-/// The last preview's excerpt, as it was or as cleaned, as WAV bytes for Web Audio.
+/// The last preview's excerpt, as it was or as cleaned, as WAV bytes for Web Audio, encoded on
+/// a blocking thread.
 #[tauri::command]
 pub async fn get_preview_audio(
     state: State<'_, AppState>,
     part: PreviewPart,
 ) -> CommandResult<Response> {
-    let last = state
-        .previews
-        .last
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    let preview = last
-        .as_ref()
-        .ok_or_else(|| not_found("no preview yet: run one first"))?;
-    Ok(audio_response(match part {
-        PreviewPart::Original => &preview.original,
-        PreviewPart::Cleaned => &preview.cleaned,
-    }))
+    let previews = Arc::clone(&state.previews);
+    let audio = tauri::async_runtime::spawn_blocking(move || {
+        let last = previews.last.lock().unwrap_or_else(|p| p.into_inner());
+        let preview = last
+            .as_ref()
+            .ok_or_else(|| not_found("no preview yet: run one first"))?;
+        anyhow::Ok(audio_response(match part {
+            PreviewPart::Original => &preview.original,
+            PreviewPart::Cleaned => &preview.cleaned,
+        }))
+    })
+    .await??;
+    Ok(audio)
 }

@@ -9,12 +9,14 @@ use timbre_core::db::datasets::{self, Dataset};
 use timbre_core::db::jobs::Job;
 
 /// A dataset with what its last preparation fixed lifted out of its parameters.
-#[derive(Serialize)]
+#[derive(Serialize, ts_rs::TS)]
 pub struct DatasetRow {
     #[serde(flatten)]
     dataset: Dataset,
     sample_rate: Option<u64>,
+    #[ts(type = r#""v1" | "v2" | null"#)]
     version: Option<String>,
+    #[ts(as = "Option<timbre_nn::pipeline::pitch::F0Method>")]
     f0_method: Option<String>,
 }
 

@@ -8,7 +8,7 @@ use timbre_core::convert::{extractors, model_import};
 use timbre_core::db::models::{self, Model};
 
 /// The models folder and the shared weight files it holds or lacks.
-#[derive(Serialize)]
+#[derive(Serialize, ts_rs::TS)]
 pub struct ModelFiles {
     dir: PathBuf,
     files: Vec<extractors::KnownFile>,

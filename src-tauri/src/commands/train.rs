@@ -65,14 +65,20 @@ pub fn list_training_previews(
     )?)
 }
 
-/// A preview's audio as float WAV bytes for Web Audio (WebKitGTK plays no file URLs).
+/// A preview's audio as float WAV bytes for Web Audio (WebKitGTK plays no file URLs), decoded
+/// on a blocking thread.
 #[tauri::command]
 pub async fn get_training_preview_audio(
     state: State<'_, AppState>,
     preview_id: i64,
 ) -> CommandResult<Response> {
-    let preview = training_previews::require(&state.library().conn(), preview_id)?;
-    Ok(wav_response(Path::new(&preview.path))?)
+    let jobs = Arc::clone(&state.jobs);
+    let audio = tauri::async_runtime::spawn_blocking(move || {
+        let preview = training_previews::require(&jobs.library().conn(), preview_id)?;
+        wav_response(Path::new(&preview.path))
+    })
+    .await??;
+    Ok(audio)
 }
 
 /// The checkpoint of `step` (the newest when null) as a model in the library, with the

@@ -2,65 +2,42 @@
 // JSON field names are snake_case (as serde sends them); invoke argument keys
 // are camelCase (Tauri v2 converts them to the Rust parameter names).
 import { Channel, invoke, type InvokeArgs } from '@tauri-apps/api/core';
+import type {
+  Conversion,
+  Dataset,
+  DatasetRow,
+  DerivedResult,
+  DeviceReport,
+  EnhanceOptions,
+  EnhancePresets,
+  EpochProfile,
+  ErrorKind,
+  F0Method,
+  InputDevice,
+  IsolationModels,
+  Job,
+  JobEvent,
+  JobState,
+  JsonValue,
+  LevelUpdate,
+  ListeningMode,
+  ListeningTest,
+  ModelFiles,
+  Notification,
+  PreviewInfo,
+  ResourceSnapshot,
+  Take,
+  Training,
+  TrainingMetric,
+  TrainingPreview,
+  Voice,
+  VoiceModel,
+} from './generated';
 
-export type TakeOrigin = 'imported' | 'recorded';
-
-export interface Take {
-  id: number;
-  voice_id: number | null;
-  name: string;
-  sha256: string;
-  source_path: string | null;
-  origin: TakeOrigin;
-  format: string;
-  duration_secs: number;
-  sample_rate: number;
-  channels: number;
-  peak_dbfs: number;
-  loudness_lufs: number | null;
-  tags: string[];
-  /** 0..1 peaks, about 120 bins */
-  waveform: number[];
-  /** RFC 3339 */
-  created_at: string;
-}
-
-export interface Voice {
-  id: number;
-  name: string;
-  created_at: string;
-  take_count: number;
-}
-
-export type JobState = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled' | 'interrupted';
-
-export interface Job {
-  id: number;
-  kind: string;
-  state: JobState;
-  /** 0..1 */
-  progress: number;
-  message: string;
-  attempts: number;
-  max_retries: number;
-  error: string | null;
-  params: unknown;
-  result: unknown | null;
-  created_at: string;
-  started_at: string | null;
-  finished_at: string | null;
-}
-
-export type EventLevel = 'info' | 'warn' | 'error';
-
-export interface JobEvent {
-  id: number;
-  job_id: number;
-  at: string;
-  level: EventLevel;
-  kind: string;
-  data: any;
-}
+// The types the commands return, the notifications and the error report are generated from the
+// Rust types (`ui/src/lib/generated/`, `make bindings`); what follows narrows their JSON columns
+// and types the commands' arguments.
+export type * from './generated';
 
 /** `data` of an import job's "file" event. */
 export interface FileEventData {
@@ -71,82 +48,6 @@ export interface FileEventData {
   error?: string;
 }
 
-export interface InputDevice {
-  name: string;
-  is_default: boolean;
-  channels: number;
-  sample_rate: number;
-}
-
-export interface Level {
-  peak: number;
-  rms: number;
-  clipping: boolean;
-  seconds: number;
-}
-
-export interface GpuSnapshot {
-  name: string;
-  memory_used_bytes: number;
-  memory_total_bytes: number;
-  utilization_percent: number;
-  temperature_c: number;
-}
-
-export interface ResourceSnapshot {
-  cpu_percent: number;
-  ram_used_bytes: number;
-  ram_total_bytes: number;
-  gpus: GpuSnapshot[];
-}
-
-/** The devices to choose from and what the `device` / `extraction_device` settings give. */
-export interface DeviceReport {
-  /** `cpu`, then `cuda:0`, `cuda:1`… */
-  available: string[];
-  /** As stored; empty means automatic. */
-  device: string;
-  extraction_device: string;
-  /** What they resolve to; null when a set device is missing (`problem` says which). */
-  main: string | null;
-  extraction: string | null;
-  problem: string | null;
-}
-
-/** A voice model in the library (an RVC `.pth`, with its `.index` when attached). */
-export interface VoiceModel {
-  id: number;
-  voice_id: number | null;
-  name: string;
-  kind: string;
-  weights_sha256: string;
-  index_sha256: string | null;
-  version: string | null;
-  sample_rate: number | null;
-  /** Whether the model follows the input's pitch. */
-  f0: boolean | null;
-  /** speakers, feature_dim, epoch, author, info, source_path… as the file says. */
-  metadata: Record<string, unknown>;
-  created_at: string;
-}
-
-/** A shared weight file of the models folder (HuBERT, RMVPE…). */
-export interface KnownFile {
-  name: string;
-  role: string;
-  description: string;
-  location: string;
-  present: boolean;
-  needed_for: string[];
-}
-
-export interface ModelFiles {
-  /** The models folder the app reads. */
-  dir: string;
-  files: KnownFile[];
-}
-
-export type F0Method = 'rmvpe' | 'pm' | 'yin';
 export type OutputFormat = 'wav16' | 'wav24' | 'wav_float' | 'flac';
 
 /** The conversion parameters the UI sets; the backend defaults every other one. */
@@ -161,24 +62,6 @@ export interface ConvertOptions {
 }
 
 export type ConvertInput = { take: number } | { file: string };
-
-export interface Conversion {
-  id: number;
-  job_id: number | null;
-  model_id: number | null;
-  model_name: string;
-  input_take_id: number | null;
-  input_path: string | null;
-  input_sha256: string;
-  params: Partial<ConvertOptions>;
-  sha256: string;
-  format: string;
-  sample_rate: number;
-  duration_secs: number;
-  peak_dbfs: number;
-  seconds_taken: number;
-  created_at: string;
-}
 
 /** `params` of a convert job. */
 export interface ConvertJobParams {
@@ -198,72 +81,10 @@ export interface ConvertJobResult {
   analysis_cache: 'memory' | 'disk' | 'computed';
 }
 
-export type ListeningMode = 'ab' | 'abx';
-
-export interface ListeningTest {
-  id: number;
-  mode: ListeningMode;
-  input_sha256: string;
-  conversion_ids: number[];
-  hidden_conversion_id: number | null;
-  chosen_conversion_id: number;
-  /** Blind tests only: whether the listener named the hidden output. */
-  correct: boolean | null;
-  loudness_matched: boolean;
-  created_at: string;
-}
-
-/** Enhancement steps (`timbre_audio::enhance::EnhanceOptions`); null turns a step off. */
-export interface TrimOptions {
-  margin_secs: number;
-  max_pause_secs: number | null;
-  aggressiveness: number;
-}
-
-export interface EnhanceOptions {
-  mono: boolean;
-  high_pass_hz: number | null;
-  declick: boolean;
-  denoise_strength: number | null;
-  trim: TrimOptions | null;
-  loudness_lufs: number | null;
-  true_peak_ceiling_db: number | null;
-}
-
-export interface EnhancePresets {
-  training: EnhanceOptions;
-  natural: EnhanceOptions;
-}
-
 /** Which separator: the first model found, the weight-free rough preview, or a named model. */
 export type IsolationMethod = 'auto' | 'rough' | { model: string };
 
-/** A RoFormer `.ckpt` + `.yaml` pair in the models folder's `separation/`. */
-export interface SeparationModel {
-  name: string;
-  checkpoint: string;
-  config: string;
-}
-
-export interface IsolationModels {
-  dir: string;
-  models: SeparationModel[];
-}
-
 export type CleanInput = ConvertInput;
-
-/** A take made from another (`derived_takes`), with the take itself. */
-export interface DerivedResult {
-  take: Take;
-  link: {
-    take_id: number;
-    source_take_id: number | null;
-    operation: 'enhance' | 'isolate_vocals' | 'isolate_instrumental' | string;
-    params: Record<string, unknown>;
-    job_id: number | null;
-    created_at: string;
-  };
-}
 
 /** A saved result as an enhance or isolate job reports it. */
 export interface SavedTake {
@@ -291,15 +112,6 @@ export interface PreviewRequest {
   enhance: EnhanceOptions | null;
 }
 
-export interface PreviewInfo {
-  start_secs: number;
-  secs: number;
-  input_secs: number;
-  rough_preview: boolean;
-  model: string | null;
-  notes: string[];
-}
-
 /** The model rates RVC trains at. */
 export type TrainingSampleRate = 32000 | 40000 | 48000;
 export type ModelVersion = 'v1' | 'v2';
@@ -322,46 +134,6 @@ export interface PrepareParams {
   enhance: EnhancePreset | null;
 }
 
-export type DatasetWarningKind = 'too_little_audio' | 'silence_only' | 'clipped' | 'noisy';
-
-export interface DatasetWarning {
-  kind: DatasetWarningKind;
-  message: string;
-}
-
-/** `timbre_audio::dataset::DatasetReport` (the fields the UI reads). */
-export interface DatasetReport {
-  input_seconds: number;
-  /** Audio in the pieces written. */
-  kept_seconds: number;
-  pieces: number;
-  /** Share of input samples at full scale. */
-  clipping_ratio: number;
-  /** Share of the input the slicer dropped as silence. */
-  silence_ratio: number;
-  pitch: { low_hz: number; median_hz: number; high_hz: number; voiced_frames: number } | null;
-  snr_db: number | null;
-  warnings: DatasetWarning[];
-}
-
-export type DatasetStatus = 'preparing' | 'ready' | 'failed';
-
-export interface DatasetRow {
-  id: number;
-  name: string;
-  voice_id: number | null;
-  status: DatasetStatus;
-  sample_rate: number;
-  version: ModelVersion;
-  f0_method: F0Method | null;
-  piece_count: number;
-  total_secs: number;
-  report: DatasetReport | null;
-  created_at: string;
-}
-
-export type TrainingStatus = 'queued' | 'running' | 'stopped' | 'done' | 'failed';
-
 /** Where a run's time went, in seconds summed over the run. */
 export interface TrainingProfile {
   /** Data threads: reading audio and features, spectrograms (summed over threads). */
@@ -381,43 +153,6 @@ export interface TrainingProfile {
   gpu_percent?: number | null;
 }
 
-/** One epoch's profile, as the trainer stores it (`trainings.profile` holds one per epoch). */
-export interface EpochProfile {
-  epoch: number;
-  batch_size: number;
-  batches: number;
-  seconds: number;
-  step_secs: number;
-  load_secs: number;
-  assemble_secs: number;
-  waited_secs: number;
-  starved: boolean;
-  /** Absent in profiles written before they were measured. */
-  to_device_secs?: number;
-  gpu_percent?: number | null;
-}
-
-export interface TrainingRow {
-  id: number;
-  name: string;
-  /** null once the dataset was deleted. */
-  dataset_id: number | null;
-  status: TrainingStatus;
-  epoch: number;
-  epochs: number;
-  global_step: number;
-  batch_size: number | null;
-  precision: string | null;
-  device: string | null;
-  model_id: number | null;
-  job_id: number | null;
-  error: string | null;
-  /** The run's totals, or the per-epoch list the trainer stores (see `train.ts` `runProfile`). */
-  profile: TrainingProfile | EpochProfile[] | null;
-  created_at: string;
-  updated_at: string;
-}
-
 export interface TrainingRequest {
   dataset_id: number;
   name: string;
@@ -430,42 +165,49 @@ export interface TrainingRequest {
   preview_every: number;
 }
 
-/** One logged step's losses. */
-export interface TrainingMetric {
-  epoch: number;
-  step: number;
-  g_total: number;
-  d_total: number;
-  mel: number;
-  kl: number;
-  fm: number;
-  adversarial: number;
-  grad_norm_g: number;
-  grad_norm_d: number;
-  lr: number;
-  at: string;
+/** A JSON column read as an object: its fields, or none when it holds something else. */
+export function jsonObject(value: JsonValue | undefined): { [key: string]: JsonValue | undefined } {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? value : {};
 }
 
-/** A sample the model sang at a checkpoint. */
-export interface TrainingPreview {
-  id: number;
-  epoch: number;
-  step: number;
-  path: string;
-  created_at: string;
+/** A job's `params` or `result` (JSON columns), read as the shape its kind writes. */
+export function jobJson<T>(value: JsonValue | null): T | null {
+  return value as T | null;
 }
 
-export type AppEvent = { type: 'job'; job: Job } | { type: 'library_changed' };
+/** A dataset's status (`datasets.status`). */
+export type DatasetStatus = Dataset['status'];
+
+/** A training run's status (`trainings.status`). */
+export type TrainingStatus = Training['status'];
+
+/** A training run, with `profile` read as the per-epoch list the trainer stores (a JSON column). */
+export type TrainingRow = Omit<Training, 'profile'> & { profile: EpochProfile[] | null };
 
 export const TERMINAL_STATES: readonly JobState[] = ['succeeded', 'failed', 'cancelled', 'interrupted'];
 export const CANCELLABLE_STATES: readonly JobState[] = ['queued', 'running'];
 export const RETRYABLE_STATES: readonly JobState[] = ['failed', 'cancelled', 'interrupted'];
 
+/** Every kind of error the backend reports; a `Record` so the compiler checks it names each one. */
+const ERROR_KINDS: Record<ErrorKind, true> = {
+  not_found: true,
+  invalid_input: true,
+  audio: true,
+  busy: true,
+  io: true,
+  cancelled: true,
+  internal: true,
+};
+
+function isErrorKind(value: unknown): value is ErrorKind {
+  return typeof value === 'string' && Object.hasOwn(ERROR_KINDS, value);
+}
+
 /** A rejected command, with the backend's `kind` and a human-readable message. */
 export class ApiError extends Error {
-  readonly kind: string;
+  readonly kind: ErrorKind;
   readonly command: string | undefined;
-  constructor(kind: string, message: string, command?: string) {
+  constructor(kind: ErrorKind, message: string, command?: string) {
     super(message);
     this.name = 'ApiError';
     this.kind = kind;
@@ -479,7 +221,7 @@ export function toApiError(err: unknown, command?: string): ApiError {
   if (typeof err === 'string') return new ApiError('internal', err, command);
   if (err && typeof err === 'object') {
     const o = err as Record<string, unknown>;
-    const kind = typeof o.kind === 'string' ? o.kind : 'internal';
+    const kind = isErrorKind(o.kind) ? o.kind : 'internal';
     if (typeof o.message === 'string' && o.message) return new ApiError(kind, o.message, command);
     if (err instanceof Error) return new ApiError(kind, err.message || String(err), command);
     try {
@@ -549,8 +291,8 @@ export const retryJob = (id: number) => call<Job>('retry_job', { id });
 export const jobReport = (id: number) => call<unknown>('get_job_report', { id });
 
 /** Subscribe to live app events; keep the returned channel referenced. */
-export async function subscribe(onEvent: (e: AppEvent) => void): Promise<Channel<AppEvent>> {
-  const channel = new Channel<AppEvent>();
+export async function subscribe(onEvent: (e: Notification) => void): Promise<Channel<Notification>> {
+  const channel = new Channel<Notification>();
   channel.onmessage = onEvent;
   await call<null>('subscribe_notifications', { onEvent: channel });
   return channel;
@@ -561,9 +303,9 @@ export const listInputDevices = () => call<InputDevice[]>('list_input_devices');
 
 export async function startRecording(
   device: string | null,
-  onLevel: (l: Level) => void,
-): Promise<Channel<Level>> {
-  const channel = new Channel<Level>();
+  onLevel: (l: LevelUpdate) => void,
+): Promise<Channel<LevelUpdate>> {
+  const channel = new Channel<LevelUpdate>();
   channel.onmessage = onLevel;
   await call<null>('start_recording', { device, onLevel: channel });
   return channel;

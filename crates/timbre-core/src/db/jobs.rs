@@ -26,7 +26,7 @@ CREATE TABLE jobs (
 );
 CREATE INDEX jobs_state ON jobs(state, lane);";
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum JobState {
     Queued,
@@ -66,7 +66,8 @@ impl JobState {
 }
 
 /// GPU-heavy kinds run one at a time; light ones in parallel.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, ts_rs::TS)]
+#[ts(rename = "JobLane")]
 #[serde(rename_all = "snake_case")]
 pub enum Lane {
     Gpu,
@@ -82,7 +83,7 @@ impl Lane {
     }
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
 pub struct Job {
     pub id: i64,
     pub kind: String,

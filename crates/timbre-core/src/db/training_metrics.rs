@@ -24,7 +24,7 @@ CREATE TABLE training_metrics (
     PRIMARY KEY (training_id, step)
 );";
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
 pub struct TrainingMetric {
     /// The epoch the step belongs to (1 for the first).
     pub epoch: i64,
