@@ -15,7 +15,6 @@ import { app } from './stores.svelte';
 import { sameInput } from './studio.svelte';
 import { basename } from './format';
 import {
-  ACTIVE_RUN,
   defaultPrepareForm,
   defaultTrainingForm,
   prepareParams,
@@ -56,11 +55,6 @@ class TrainerState {
 
   get selectedRun(): TrainingRow | null {
     return this.runs.find((r) => r.id === this.runId) ?? null;
-  }
-
-  /** Whether anything here is still changing: a run queued or running, a dataset preparing. */
-  get busy(): boolean {
-    return this.runs.some((r) => ACTIVE_RUN.includes(r.status)) || this.datasets.some((d) => d.status === 'preparing');
   }
 
   datasetName(id: number | null): string {
