@@ -6,7 +6,7 @@ export LIBTORCH_USE_PYTORCH := 1
 export PATH := $(CURDIR)/.venv/bin:$(HOME)/.cargo/bin:$(PATH)
 APP := target/debug/timbre-studio
 
-.PHONY: run test setup setup-test app test-rust test-ui test-e2e lint bench bench-isolate fuzz
+.PHONY: run test setup setup-test app test-rust test-ui test-e2e lint bindings bench bench-isolate fuzz
 
 run: setup app
 	WEBKIT_DISABLE_DMABUF_RENDERER=1 $(APP)
@@ -25,7 +25,7 @@ app:
 
 test-rust:
 	cargo build -p timbre-cli
-	cargo test --workspace --exclude timbre-studio
+	cargo test --workspace
 
 test-ui:
 	npm run test:ui
@@ -33,9 +33,14 @@ test-ui:
 test-e2e: app
 	tests/e2e/run.sh
 
+# The UI's TypeScript types written anew from the Rust types (src-tauri/src/bindings.rs).
+bindings:
+	TIMBRE_WRITE_BINDINGS=1 cargo test -p timbre-studio --lib bindings
+
 lint:
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	npm run check
 
 # The conversion benchmark against the reference Python pipeline, written into
 # docs/PERFORMANCE.md (about 15 minutes on 2 cores; BENCH_THREADS=N for N libtorch threads).

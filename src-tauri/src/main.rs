@@ -2,6 +2,7 @@
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
 fn main() {
-    timbre_nn::device::limit_kernel_cache();
+    // SAFETY: first thing in `main`, while the process has one thread.
+    unsafe { timbre_nn::device::limit_kernel_cache() };
     timbre_studio_lib::run()
 }

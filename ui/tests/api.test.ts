@@ -7,7 +7,21 @@ import { mockBackend, makeTake } from './helpers';
 describe('api argument mapping', () => {
   it('sends camelCase argument keys to snake_case commands', async () => {
     const take = makeTake({ id: 7, name: 'New' });
-    const be = mockBackend({ rename_take: () => take, set_take_voice: () => take, set_take_tags: () => take });
+    const none = () => null;
+    const be = mockBackend({
+      rename_take: () => take,
+      set_take_voice: () => take,
+      set_take_tags: () => take,
+      list_takes: () => [],
+      delete_take: none,
+      import_files: () => 1,
+      stop_recording: () => take,
+      cancel_job: none,
+      retry_job: none,
+      list_job_events: () => [],
+      get_job_report: () => ({}),
+      create_voice: none,
+    });
     await expect(api.renameTake(7, 'New')).resolves.toEqual(take);
     await api.setTakeVoice(7, 3);
     await api.setTakeVoice(7, null);
@@ -36,37 +50,37 @@ describe('api argument mapping', () => {
       ['stop_recording', { name: 'Verse', voiceId: 5 }],
       ['cancel_job', { id: 9 }],
       ['retry_job', { id: 9 }],
-      ['job_events', { id: 9 }],
-      ['job_report', { id: 9 }],
+      ['list_job_events', { id: 9 }],
+      ['get_job_report', { id: 9 }],
       ['create_voice', { name: 'Tenor' }],
     ]);
   });
 
-  it('passes channels for subscribe and start_recording', async () => {
-    const be = mockBackend({});
-    const seen: api.AppEvent[] = [];
+  it('passes channels for subscribe_notifications and start_recording', async () => {
+    const be = mockBackend({ subscribe_notifications: () => null, start_recording: () => null });
+    const seen: api.Notification[] = [];
     const ch = await api.subscribe((e) => seen.push(e));
-    const { onEvent } = be.argsOf('subscribe')[0];
+    const { onEvent } = be.argsOf('subscribe_notifications')[0];
     expect(onEvent).toBeInstanceOf(Channel);
     expect(onEvent).toBe(ch);
     // Deliver a message the way the Rust side does (indexed channel message).
     (window as any).__TAURI_INTERNALS__.runCallback(ch.id, { index: 0, message: { type: 'library_changed' } });
     expect(seen).toEqual([{ type: 'library_changed' }]);
 
-    const levels: api.Level[] = [];
+    const levels: api.LevelUpdate[] = [];
     await api.startRecording('USB Mic', (l) => levels.push(l));
     const rec = be.argsOf('start_recording')[0];
     expect(rec.device).toBe('USB Mic');
     expect(rec.onLevel).toBeInstanceOf(Channel);
   });
 
-  it('normalises take_audio to an ArrayBuffer', async () => {
-    mockBackend({ take_audio: () => [82, 73, 70, 70] });
+  it('normalises get_take_audio to an ArrayBuffer', async () => {
+    mockBackend({ get_take_audio: () => [82, 73, 70, 70] });
     const buf = await api.takeAudio(1);
     expect(buf).toBeInstanceOf(ArrayBuffer);
     expect(Array.from(new Uint8Array(buf))).toEqual([82, 73, 70, 70]);
     clearMocks();
-    mockBackend({ take_audio: () => new Uint8Array([1, 2, 3]) });
+    mockBackend({ get_take_audio: () => new Uint8Array([1, 2, 3]) });
     expect(new Uint8Array(await api.takeAudio(1))).toEqual(new Uint8Array([1, 2, 3]));
   });
 });

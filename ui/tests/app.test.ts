@@ -13,6 +13,7 @@ describe('App shell', () => {
         throw { kind: 'io', message: 'library database is locked' };
       },
       list_jobs: () => [],
+      subscribe_notifications: () => null,
     });
     render(App);
     const banner = await screen.findByTestId('error-banner');
@@ -28,11 +29,13 @@ describe('App shell', () => {
       list_voices: () => [],
       list_takes: () => [],
       list_jobs: () => [],
+      subscribe_notifications: () => null,
       list_input_devices: () => [],
       list_models: () => [],
-      model_files: () => ({ dir: '/models', files: [] }),
+      list_model_files: () => ({ dir: '/models', files: [] }),
       list_conversions: () => [],
       list_listening_tests: () => [],
+      get_resource_snapshot: () => ({ cpu_percent: 5, ram_used_bytes: 0, ram_total_bytes: 1, gpus: [] }),
     });
     render(App);
     expect(await screen.findByTestId('library-empty')).toBeInTheDocument();
@@ -52,7 +55,7 @@ describe('App shell', () => {
 
   it('imports dropped files into the current voice filter', async () => {
     const be = mockBackend(
-      { list_voices: () => [], list_takes: () => [], list_jobs: () => [], import_files: () => 42 },
+      { list_voices: () => [], list_takes: () => [], list_jobs: () => [], subscribe_notifications: () => null, import_files: () => 42 },
       { windows: true },
     );
     render(App);
@@ -88,9 +91,10 @@ describe('App shell', () => {
         list_voices: () => [],
         list_takes: () => [],
         list_jobs: () => [],
+      subscribe_notifications: () => null,
         import_files: () => 43,
         list_models: () => [],
-        model_files: () => ({ dir: '/models', files: [] }),
+        list_model_files: () => ({ dir: '/models', files: [] }),
         import_model: () => makeModel({ id: 5, name: 'Ada', version: 'v1', sample_rate: 40000, index_sha256: 'aa' }),
       },
       { windows: true },
@@ -117,11 +121,17 @@ describe('App shell', () => {
 
   it('subscribes once and applies live events', async () => {
     let takes = [makeTake({ id: 1, name: 'First' })];
-    const be = mockBackend({ list_voices: () => [], list_takes: () => takes, list_jobs: () => [] });
+    const be = mockBackend({
+      list_voices: () => [],
+      list_takes: () => takes,
+      list_jobs: () => [],
+      subscribe_notifications: () => null,
+      get_resource_snapshot: () => ({ cpu_percent: 5, ram_used_bytes: 0, ram_total_bytes: 1, gpus: [] }),
+    });
     render(App);
     await screen.findAllByTestId('take-row');
-    await waitFor(() => expect(be.argsOf('subscribe')).toHaveLength(1));
-    const channel = be.argsOf('subscribe')[0].onEvent;
+    await waitFor(() => expect(be.argsOf('subscribe_notifications')).toHaveLength(1));
+    const channel = be.argsOf('subscribe_notifications')[0].onEvent;
 
     channel.onmessage({ type: 'job', job: makeJob({ id: 5, state: 'running', progress: 0.3 }) });
     await fireEvent.click(screen.getByTestId('nav-jobs'));
@@ -140,7 +150,8 @@ describe('App shell', () => {
       list_voices: () => [],
       list_takes: () => [makeTake({ id: 9, name: 'Hum' })],
       list_jobs: () => [],
-      take_audio: () => new Uint8Array([82, 73, 70, 70]),
+      subscribe_notifications: () => null,
+      get_take_audio: () => new Uint8Array([82, 73, 70, 70]),
     });
     render(App);
     const state = screen.getByTestId('playback-state');
@@ -148,7 +159,7 @@ describe('App shell', () => {
     const row = await screen.findByTestId('take-row');
     await fireEvent.click(within(row).getByTestId('take-play'));
     await waitFor(() => expect(state).toHaveTextContent('playing'));
-    expect(be.argsOf('take_audio')).toEqual([{ id: 9 }]);
+    expect(be.argsOf('get_take_audio')).toEqual([{ id: 9 }]);
     const src = FakeAudioContext.last!.sources.at(-1);
     expect(src.started).toBe(true);
     // The source reaching its end returns the state to "stopped".
@@ -168,7 +179,8 @@ describe('App shell', () => {
       list_voices: () => [],
       list_takes: () => [makeTake({ id: 9, name: 'Hum' })],
       list_jobs: () => [],
-      take_audio: () => {
+      subscribe_notifications: () => null,
+      get_take_audio: () => {
         throw { kind: 'not_found', message: 'audio file missing on disk' };
       },
     });

@@ -58,7 +58,7 @@ describe('clean choices', () => {
 function backend(extra: Record<string, (a: any) => unknown> = {}) {
   app.takes = [makeTake({ id: 7, name: 'Verse' }), makeTake({ id: 8, name: 'Chorus' })];
   return mockBackend({
-    enhance_presets: () => presets,
+    list_enhance_presets: () => presets,
     list_isolation_models: () => ({ dir: '/m', models: [{ name: 'bs_roformer', checkpoint: '/m/separation/bs_roformer.ckpt', config: '/m/separation/bs_roformer.yaml' }] }),
     ...extra,
   });
@@ -102,7 +102,7 @@ describe('Clean page', () => {
   it('previews 10 s from the given start and plays the cleaned excerpt', async () => {
     installFakeAudio();
     const info = { start_secs: 3, secs: 10, input_secs: 30, rough_preview: false, model: null, notes: ['a note'] };
-    const be = backend({ preview_cleaning: () => info, preview_audio: (a) => new Uint8Array([a.part === 'cleaned' ? 20 : 40]) });
+    const be = backend({ preview_cleaning: () => info, get_preview_audio: (a) => new Uint8Array([a.part === 'cleaned' ? 20 : 40]) });
     cleaner.addInputs([{ take: 7 }]);
     render(Clean);
     await waitFor(() => expect(screen.getByTestId('clean-preview-run')).toBeEnabled());
@@ -116,7 +116,7 @@ describe('Clean page', () => {
     const ab = await screen.findByTestId('clean-preview-ab');
     await waitFor(() => expect(ab.dataset.state).toBe('playing'));
     expect(ab.dataset.active).toBe('cleaned');
-    expect(be.argsOf('preview_audio').map((a) => a.part)).toEqual(['original', 'cleaned']);
+    expect(be.argsOf('get_preview_audio').map((a) => a.part)).toEqual(['original', 'cleaned']);
     // Switching to the original moves gains only: no source is restarted.
     const starts = ab.dataset.starts;
     await fireEvent.click(screen.getAllByTestId('clean-preview-ab-slot')[0]);

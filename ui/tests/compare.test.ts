@@ -22,8 +22,8 @@ function backend(extra: Record<string, (a: any) => unknown> = {}) {
     list_conversions: () => conversions,
     list_models: () => [makeModel({ id: 1, name: 'Ada' }), makeModel({ id: 2, name: 'Bo' }), makeModel({ id: 3, name: 'Cy' })],
     list_listening_tests: () => tests,
-    conversion_audio: (a) => [a.id === 11 ? 50 : 25],
-    conversion_input_audio: () => [40],
+    get_conversion_audio: (a) => [a.id === 11 ? 50 : 25],
+    get_conversion_input_audio: () => [40],
     record_listening_test: (a) => {
       const test: ListeningTest = {
         id: tests.length + 1,
@@ -77,8 +77,8 @@ describe('Compare page', () => {
   it('plays every output and the original together and switches by gain, keeping the position', async () => {
     const be = backend();
     const { ab, ctx } = await openPlayer();
-    expect(be.argsOf('conversion_audio')).toEqual([{ id: 11 }, { id: 12 }]);
-    expect(be.argsOf('conversion_input_audio')).toEqual([{ id: 11 }]);
+    expect(be.argsOf('get_conversion_audio')).toEqual([{ id: 11 }, { id: 12 }]);
+    expect(be.argsOf('get_conversion_input_audio')).toEqual([{ id: 11 }]);
     expect(ctx.sources).toHaveLength(3);
     expect(ab).toHaveAttribute('data-active', 'c11');
     expect(ctx.gains.map((g) => g.gain.value)).toEqual([1, 0, 0]);

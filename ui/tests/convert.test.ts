@@ -21,7 +21,7 @@ const models = [
 
 function backend(extra: Record<string, (a: any) => unknown> = {}, rmvpe = true) {
   app.takes = [makeTake({ id: 7, name: 'Verse', sha256: 'aa'.repeat(32) }), makeTake({ id: 8, name: 'Chorus' })];
-  return mockBackend({ list_models: () => models, model_files: () => files(rmvpe), ...extra });
+  return mockBackend({ list_models: () => models, list_model_files: () => files(rmvpe), ...extra });
 }
 
 async function chooseModel(name: string) {
@@ -88,7 +88,7 @@ describe('Convert page', () => {
 
   it('follows queued jobs live: progress, the error message, then play and compare the results', async () => {
     installFakeAudio();
-    const be = backend({ submit_conversions: () => [41, 42, 43], conversion_audio: () => [50, 1, 2] });
+    const be = backend({ submit_conversions: () => [41, 42, 43], get_conversion_audio: () => [50, 1, 2] });
     render(Convert);
     studio.addInputs([{ take: 7 }]);
     await chooseModel('Ada');
@@ -130,7 +130,7 @@ describe('Convert page', () => {
 
     await fireEvent.click(within(row(42)).getByTestId('conversion-play'));
     await waitFor(() => expect(app.playback.status).toBe('playing'));
-    expect(be.argsOf('conversion_audio')).toEqual([{ id: 502 }]);
+    expect(be.argsOf('get_conversion_audio')).toEqual([{ id: 502 }]);
     expect(app.playback.conversionId).toBe(502);
     expect(FakeAudioContext.last!.sources.at(-1).started).toBe(true);
 

@@ -56,7 +56,7 @@ describe('Browse buttons (the native file dialog)', () => {
   it('adds picked files to the Convert inputs and picks the output folder as a directory', async () => {
     const be = mockBackend({
       list_models: () => [makeModel({ id: 1, name: 'Ada' })],
-      model_files: () => ({ dir: '/data/models', files: [] }),
+      list_model_files: () => ({ dir: '/data/models', files: [] }),
       'plugin:dialog|open': ({ options }: any) => (options.directory ? '/home/me/out' : ['/home/me/song.flac']),
     });
     render(Convert);
@@ -75,7 +75,7 @@ describe('Browse buttons (the native file dialog)', () => {
     const picks = ['/home/me/voice.pth', '/home/me/added_IVF1_Flat_voice_v2.index'];
     const be = mockBackend({
       list_models: () => [],
-      model_files: () => ({ dir: '/data/models', files: [] }),
+      list_model_files: () => ({ dir: '/data/models', files: [] }),
       'plugin:dialog|open': () => picks.shift(),
       import_model: () => makeModel({ id: 3, name: 'voice' }),
     });

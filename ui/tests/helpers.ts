@@ -9,10 +9,14 @@ export interface Backend {
   argsOf(cmd: string): any[];
 }
 
+/** Commands called that no handler answers, since the last `takeUnansweredCommands`. */
+let unanswered: string[] = [];
+
 /**
  * Mock the Tauri backend: `handlers` answer commands by name; a handler that
  * throws makes the command reject with the thrown value (like a Rust Err).
- * Unknown commands answer null.
+ * A command without a handler rejects, and the test fails after it ends (setup.ts), even when
+ * the page caught the rejection: a renamed or misspelt command cannot pass.
  */
 export function mockBackend(handlers: Record<string, Handler>, opts: { windows?: boolean } = {}): Backend {
   const calls: Backend['calls'] = [];
@@ -21,7 +25,11 @@ export function mockBackend(handlers: Record<string, Handler>, opts: { windows?:
     (cmd, args) => {
       calls.push({ cmd, args });
       const h = handlers[cmd];
-      return h ? h(args) : null;
+      if (!h) {
+        unanswered.push(cmd);
+        throw new Error(`no mock answers the command ${cmd}`);
+      }
+      return h(args);
     },
     { shouldMockEvents: !!opts.windows },
   );
@@ -29,6 +37,13 @@ export function mockBackend(handlers: Record<string, Handler>, opts: { windows?:
     calls,
     argsOf: (cmd) => calls.filter((c) => c.cmd === cmd).map((c) => c.args),
   };
+}
+
+/** The commands called without a handler since the last call, forgetting them. */
+export function takeUnansweredCommands(): string[] {
+  const names = [...new Set(unanswered)];
+  unanswered = [];
+  return names;
 }
 
 export function makeTake(over: Partial<Take> = {}): Take {
@@ -43,6 +58,7 @@ export function makeTake(over: Partial<Take> = {}): Take {
     duration_secs: 3.24,
     sample_rate: 48000,
     channels: 1,
+    frames: 155520,
     peak_dbfs: -3.14,
     loudness_lufs: -18.25,
     tags: ['dry', 'close'],
@@ -60,12 +76,16 @@ export function makeJob(over: Partial<Job> = {}): Job {
   return {
     id: 1,
     kind: 'import',
+    lane: 'light',
     state: 'queued',
     progress: 0,
     message: '',
     attempts: 0,
     max_retries: 2,
+    batch_scale: 1,
     error: null,
+    worker: null,
+    cancel_requested: false,
     params: { paths: [] },
     result: null,
     created_at: '2026-11-20T10:00:00Z',

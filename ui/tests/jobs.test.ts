@@ -18,7 +18,7 @@ const snapshot = {
 };
 
 function backend(extra: Record<string, (a: any) => unknown> = {}) {
-  return mockBackend({ list_jobs: () => jobs, resource_snapshot: () => snapshot, ...extra });
+  return mockBackend({ list_jobs: () => jobs, get_resource_snapshot: () => snapshot, ...extra });
 }
 
 describe('Jobs page', () => {
@@ -100,7 +100,7 @@ describe('Jobs page', () => {
 
   it('expands a job to show per-file import results', async () => {
     const be = backend({
-      job_events: () => [
+      list_job_events: () => [
         { id: 1, job_id: 2, at: '2026-11-20T10:00:01Z', level: 'info', kind: 'file', data: { path: '/a/one.wav', ok: true, take_id: 11 } },
         { id: 2, job_id: 2, at: '2026-11-20T10:00:02Z', level: 'warn', kind: 'file', data: { path: '/a/two.wav', ok: true, duplicate: true, take_id: 5 } },
         { id: 3, job_id: 2, at: '2026-11-20T10:00:03Z', level: 'error', kind: 'file', data: { path: '/a/three.mp3', ok: false, error: 'unsupported codec' } },
@@ -110,14 +110,14 @@ describe('Jobs page', () => {
     const failed = (await screen.findAllByTestId('job-row')).find((r) => r.dataset.jobId === '2')!;
     await fireEvent.click(within(failed).getByTestId('job-expand'));
     const events = await within(failed).findAllByTestId('job-event');
-    expect(be.argsOf('job_events')[0]).toEqual({ id: 2 });
+    expect(be.argsOf('list_job_events')[0]).toEqual({ id: 2 });
     expect(events.map((e) => e.dataset.status)).toEqual(['ok', 'duplicate', 'error']);
     expect(events[0]).toHaveTextContent('one.wav');
     expect(events[2]).toHaveTextContent('unsupported codec');
     expect(within(failed).getByTestId('job-export')).toBeInTheDocument();
   });
 
-  it('shows a resource strip from resource_snapshot', async () => {
+  it('shows a resource strip from get_resource_snapshot', async () => {
     backend();
     render(Jobs);
     const strip = await screen.findByTestId('resource-strip');

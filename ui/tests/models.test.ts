@@ -18,7 +18,7 @@ const bo = makeModel({
 function backend(extra: Record<string, (a: any) => unknown> = {}) {
   return mockBackend({
     list_models: () => [ada, bo],
-    model_files: () => ({
+    list_model_files: () => ({
       dir: '/data/models',
       files: [
         { name: 'hubert_base.pt', role: 'content-features', description: 'HuBERT', location: 'hubert_base.pt', present: true, needed_for: ['convert', 'train'] },

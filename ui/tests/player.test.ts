@@ -5,7 +5,7 @@ import { FakeAudioContext, installFakeAudio, mockBackend } from './helpers';
 describe('player', () => {
   it('plays, reports state, and ends via onended', async () => {
     installFakeAudio();
-    const be = mockBackend({ take_audio: () => [1, 2, 3, 4] });
+    const be = mockBackend({ get_take_audio: () => [1, 2, 3, 4] });
     const states: string[] = [];
     const off = player.subscribe((s) => states.push(s.status));
     await player.play(5, 'Five');
@@ -15,14 +15,14 @@ describe('player', () => {
     expect(states).toEqual(['stopped', 'loading', 'playing', 'stopped']);
     // Decoded audio is cached.
     await player.play(5);
-    expect(be.argsOf('take_audio')).toHaveLength(1);
+    expect(be.argsOf('get_take_audio')).toHaveLength(1);
     player.stop();
     off();
   });
 
   it('ends the playing state even if the audio clock never runs', async () => {
     installFakeAudio();
-    mockBackend({ take_audio: () => [1, 2, 3, 4] });
+    mockBackend({ get_take_audio: () => [1, 2, 3, 4] });
     vi.useFakeTimers();
     await player.play(6);
     expect(player.state.status).toBe('playing');
@@ -35,7 +35,7 @@ describe('player', () => {
   it('a stop during loading wins over the pending play', async () => {
     installFakeAudio();
     let release!: () => void;
-    mockBackend({ take_audio: () => new Promise((r) => (release = () => r([1, 2])) ) });
+    mockBackend({ get_take_audio: () => new Promise((r) => (release = () => r([1, 2])) ) });
     const p = player.play(7);
     await vi.waitFor(() => expect(release).toBeTypeOf('function'));
     expect(player.state.status).toBe('loading');

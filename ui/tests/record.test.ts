@@ -13,6 +13,8 @@ function backend() {
   return mockBackend({
     list_input_devices: () => devices,
     list_voices: () => [makeVoice({ id: 4, name: 'Bass' })],
+    start_recording: () => null,
+    cancel_recording: () => null,
     stop_recording: (a) => makeTake({ id: 77, name: a.name ?? 'Recording 1', origin: 'recorded', voice_id: a.voiceId }),
   });
 }

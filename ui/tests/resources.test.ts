@@ -25,7 +25,7 @@ function gpu(over: Partial<GpuSnapshot> = {}): GpuSnapshot {
 }
 
 function snapshot(over: Partial<ResourceSnapshot> = {}): ResourceSnapshot {
-  return { cpu_percent: 25, ram_used_bytes: 4 * GiB, ram_total_bytes: 16 * GiB, gpus: [], ...over };
+  return { cpu_percent: 25, ram_used_bytes: 4 * GiB, ram_total_bytes: 16 * GiB, process_rss_bytes: GiB, gpus: [], ...over };
 }
 
 const sample = (at: number, over: Partial<ResourceSnapshot> = {}): ResourceSample => ({ at, snapshot: snapshot(over) });
@@ -102,8 +102,8 @@ describe('resource monitor', () => {
   it('polls once for all its watchers, pauses while the window is hidden and stops with the last watcher', async () => {
     vi.useFakeTimers();
     let cpu = 0;
-    const be = mockBackend({ resource_snapshot: () => snapshot({ cpu_percent: (cpu += 10) }) });
-    const polls = () => be.argsOf('resource_snapshot').length;
+    const be = mockBackend({ get_resource_snapshot: () => snapshot({ cpu_percent: (cpu += 10) }) });
+    const polls = () => be.argsOf('get_resource_snapshot').length;
     const unwatchStrip = resources.watch();
     const unwatchCharts = resources.watch();
     await vi.advanceTimersByTimeAsync(0);
@@ -135,7 +135,7 @@ describe('resource monitor', () => {
     vi.useFakeTimers();
     let fail = false;
     mockBackend({
-      resource_snapshot: () => {
+      get_resource_snapshot: () => {
         if (fail) throw { kind: 'io', message: 'no /proc' };
         return snapshot();
       },
@@ -151,7 +151,7 @@ describe('resource monitor', () => {
 
 describe('ResourceCharts', () => {
   it('shows CPU and RAM, and says training runs on the CPU without a GPU', async () => {
-    mockBackend({ resource_snapshot: () => snapshot() });
+    mockBackend({ get_resource_snapshot: () => snapshot() });
     render(ResourceCharts);
     const cpu = await screen.findByTestId('resource-chart-cpu');
     expect(within(cpu).getByTestId('resource-chart-reading')).toHaveTextContent('25%');
@@ -161,7 +161,7 @@ describe('ResourceCharts', () => {
   });
 
   it('charts each GPU and marks memory that is nearly full', async () => {
-    mockBackend({ resource_snapshot: () => snapshot({ gpus: [gpu({ memory_used_bytes: 79 * GiB, utilization_percent: 12 })] }) });
+    mockBackend({ get_resource_snapshot: () => snapshot({ gpus: [gpu({ memory_used_bytes: 79 * GiB, utilization_percent: 12 })] }) });
     render(ResourceCharts);
     const util = await screen.findByTestId('resource-chart-gpu-0-util');
     expect(util).toHaveTextContent('GPU utilisation');

@@ -8,6 +8,7 @@ import { studio } from '../src/lib/studio.svelte';
 import { cleaner } from '../src/lib/cleaner.svelte';
 import { trainer } from '../src/lib/trainer.svelte';
 import { resources } from '../src/lib/resources.svelte';
+import { takeUnansweredCommands } from './helpers';
 
 // jsdom has no Web Audio; tests that need it install a fake (see helpers.ts).
 afterEach(() => {
@@ -21,4 +22,6 @@ afterEach(() => {
   clearMocks();
   vi.useRealTimers();
   delete (globalThis as any).AudioContext;
+  const unanswered = takeUnansweredCommands();
+  if (unanswered.length) throw new Error(`commands called that no mock answers: ${unanswered.join(', ')}`);
 });

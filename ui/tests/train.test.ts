@@ -31,10 +31,13 @@ function makeDataset(over: Partial<DatasetRow> = {}): DatasetRow {
     sample_rate: 40000,
     version: 'v2',
     f0_method: 'rmvpe',
+    take_count: 2,
+    params: {},
     piece_count: 42,
     total_secs: 150.5,
     report: null,
     created_at: '2026-11-20T10:00:00Z',
+    updated_at: null,
     ...over,
   };
 }
@@ -48,6 +51,7 @@ function makeRun(over: Partial<TrainingRow> = {}): TrainingRow {
     epoch: 20,
     epochs: 200,
     global_step: 840,
+    params: {},
     batch_size: 8,
     precision: 'fp16',
     device: 'cuda:0 NVIDIA H100',
@@ -137,8 +141,6 @@ describe('run reports', () => {
       load_s: 24, assemble_s: 4, waited_s: 10, step_s: 60, to_device_s: 2, batches: 100, starved: false, gpu_percent: 57.5,
     });
     expect(runProfile([epoch(1, false, null)])?.gpu_percent).toBeNull();
-    const totals = { load_s: 1, assemble_s: 1, waited_s: 1, step_s: 1, batches: 1, starved: true };
-    expect(runProfile(totals)).toBe(totals);
     expect(runProfile([])).toBeNull();
     expect(runProfile(null)).toBeNull();
   });
@@ -176,17 +178,30 @@ describe('run reports', () => {
   });
 });
 
+function deviceReport(over: Partial<DeviceReport> = {}): DeviceReport {
+  return {
+    available: ['cpu', 'cuda:0', 'cuda:1'],
+    device: '',
+    extraction_device: '',
+    main: 'cuda:0',
+    extraction: 'cuda:0',
+    problem: null,
+    ...over,
+  };
+}
+
 function backend(extra: Record<string, (a: any) => unknown> = {}) {
   app.takes = [makeTake({ id: 7, name: 'Verse', voice_id: 2 }), makeTake({ id: 8, name: 'Chorus', voice_id: 2 })];
   app.voices = [makeVoice({ id: 2, name: 'Alto' })];
   return mockBackend({
     list_isolation_models: () => ({ dir: '/m', models: [{ name: 'bs_roformer', checkpoint: '', config: '' }] }),
-    datasets_list: () => [],
-    trainings_list: () => [],
-    training_metrics: () => [],
-    training_previews: () => [],
+    list_datasets: () => [],
+    list_trainings: () => [],
+    list_training_metrics: () => [],
+    list_training_previews: () => [],
     list_models: () => [],
-    resource_snapshot: () => ({
+    get_device_report: () => deviceReport(),
+    get_resource_snapshot: () => ({
       cpu_percent: 35,
       ram_used_bytes: 6 * 1024 ** 3,
       ram_total_bytes: 16 * 1024 ** 3,
@@ -198,7 +213,7 @@ function backend(extra: Record<string, (a: any) => unknown> = {}) {
 
 describe('Train page', () => {
   it('prepares a dataset from a voice\'s takes and a dropped file, and shows the job', async () => {
-    const be = backend({ dataset_prepare: () => makeJob({ id: 50, kind: 'dataset', state: 'queued' }) });
+    const be = backend({ prepare_dataset: () => makeJob({ id: 50, kind: 'dataset', state: 'queued' }) });
     app.page = 'train';
     render(Train);
     await fireEvent.change(screen.getByTestId('dataset-voice'), { target: { value: '2' } });
@@ -212,8 +227,8 @@ describe('Train page', () => {
     await fireEvent.change(screen.getByTestId('dataset-isolation'), { target: { value: 'model:bs_roformer' } });
     await fireEvent.change(screen.getByTestId('dataset-pitch'), { target: { value: 'pm' } });
     await fireEvent.click(screen.getByTestId('dataset-submit'));
-    await waitFor(() => expect(be.argsOf('dataset_prepare')).toHaveLength(1));
-    expect(be.argsOf('dataset_prepare')[0]).toEqual({
+    await waitFor(() => expect(be.argsOf('prepare_dataset')).toHaveLength(1));
+    expect(be.argsOf('prepare_dataset')[0]).toEqual({
       params: {
         name: 'Alto',
         voice_id: 2,
@@ -231,13 +246,14 @@ describe('Train page', () => {
 
   it('lists datasets with their warnings and starts a run on the chosen ready one', async () => {
     const report: DatasetReport = {
-      input_seconds: 50, kept_seconds: 40, pieces: 12, clipping_ratio: 0.02, silence_ratio: 0.1, snr_db: 12, pitch: null,
+      files: [], input_seconds: 50, sliced_seconds: 45, kept_seconds: 40, pieces: 12, filtered: 0, silent_pieces: 0,
+      clipping_ratio: 0.02, silence_ratio: 0.1, snr_db: 12, speech_band_ratio: 0.9, pitch: null,
       warnings: [{ kind: 'too_little_audio', message: 'Only 40 s of audio: aim for 10 minutes' }, { kind: 'noisy', message: 'Noisy: SNR 12 dB' }],
     };
     const started = makeRun({ id: 11, status: 'queued', epoch: 0, global_step: 0, name: 'Alto spoken' });
     const be = backend({
-      datasets_list: () => [makeDataset({ id: 4, name: 'Preparing one', status: 'preparing' }), makeDataset({ report })],
-      training_start: () => started,
+      list_datasets: () => [makeDataset({ id: 4, name: 'Preparing one', status: 'preparing' }), makeDataset({ report })],
+      start_training: () => started,
     });
     app.jobs = [makeJob({ id: 60, kind: 'dataset', state: 'running', progress: 0.42, message: 'features 5/12', params: { name: 'Preparing one' } })];
     render(Train);
@@ -254,8 +270,8 @@ describe('Train page', () => {
     await fireEvent.input(screen.getByTestId('training-epochs'), { target: { value: '50' } });
     await fireEvent.input(screen.getByTestId('training-batch'), { target: { value: '6' } });
     await fireEvent.click(screen.getByTestId('training-start'));
-    await waitFor(() => expect(be.argsOf('training_start')).toHaveLength(1));
-    expect(be.argsOf('training_start')[0]).toEqual({
+    await waitFor(() => expect(be.argsOf('start_training')).toHaveLength(1));
+    expect(be.argsOf('start_training')[0]).toEqual({
       request: { dataset_id: 3, name: 'Alto spoken', epochs: 50, save_every: 10, keep_checkpoints: 3, batch_size: 6, pretrained: 'auto', preview_every: 10 },
     });
     const run = await screen.findByTestId('training-run');
@@ -265,17 +281,20 @@ describe('Train page', () => {
 
   it('shows a run\'s progress, losses, profile and previews; stops it', async () => {
     installFakeAudio();
-    const profile = { load_s: 30, assemble_s: 10, waited_s: 40, step_s: 60, batches: 100, starved: true, gpu_percent: 33 };
+    const profile = [
+      { epoch: 1, batch_size: 8, batches: 100, seconds: 140, step_secs: 60, to_device_secs: 0, load_secs: 30,
+        assemble_secs: 10, waited_secs: 40, starved: true, gpu_percent: 33 },
+    ];
     const be = backend({
-      datasets_list: () => [makeDataset()],
-      trainings_list: () => [makeRun({ profile })],
-      training_metrics: () => [metric(10, 40), metric(20, 30)],
-      training_previews: () => [
-        { id: 2, epoch: 20, step: 840, path: '/p/20.wav', created_at: '' },
-        { id: 1, epoch: 10, step: 420, path: '/p/10.wav', created_at: '' },
+      list_datasets: () => [makeDataset()],
+      list_trainings: () => [makeRun({ profile })],
+      list_training_metrics: () => [metric(10, 40), metric(20, 30)],
+      list_training_previews: () => [
+        { id: 2, training_id: 9, epoch: 20, step: 840, path: '/p/20.wav', created_at: '' },
+        { id: 1, training_id: 9, epoch: 10, step: 420, path: '/p/10.wav', created_at: '' },
       ],
-      training_preview_audio: (a) => new Uint8Array([a.previewId * 10]),
-      training_stop: (a) => makeRun({ id: a.trainingId, status: 'stopped', profile }),
+      get_training_preview_audio: (a) => new Uint8Array([a.previewId * 10]),
+      stop_training: (a) => makeRun({ id: a.trainingId, status: 'stopped', profile }),
     });
     render(Train);
     const run = await screen.findByTestId('training-run');
@@ -300,17 +319,50 @@ describe('Train page', () => {
     expect(within(ab).getAllByTestId('training-preview-ab-slot').map((s) => s.textContent)).toEqual(['Epoch 10', 'Epoch 20']);
     await fireEvent.click(screen.getByTestId('training-preview-ab-play'));
     await waitFor(() => expect(screen.getByTestId('training-preview-ab').dataset.state).toBe('playing'));
-    expect(be.argsOf('training_preview_audio').map((a) => a.previewId)).toEqual([1, 2]);
+    expect(be.argsOf('get_training_preview_audio').map((a) => a.previewId)).toEqual([1, 2]);
     await fireEvent.click(within(run).getByTestId('training-run-stop'));
     await waitFor(() => expect(screen.getByTestId('training-run')).toHaveAttribute('data-status', 'stopped'));
-    expect(be.argsOf('training_stop')).toEqual([{ trainingId: 9 }]);
+    expect(be.argsOf('stop_training')).toEqual([{ trainingId: 9 }]);
     expect(screen.getByTestId('training-run-resume')).toBeEnabled();
+  });
+
+  it('follows the selected run\'s losses and previews as notifications, fetching them once', async () => {
+    const be = backend({
+      list_datasets: () => [makeDataset()],
+      list_trainings: () => [makeRun()],
+      list_training_metrics: () => [metric(10, 40), metric(20, 30)],
+      list_training_previews: () => [{ id: 1, training_id: 9, epoch: 10, step: 420, path: '/p/10.wav', created_at: '' }],
+    });
+    render(Train);
+    await waitFor(() => expect(screen.getAllByTestId('training-preview')).toHaveLength(1));
+    await waitFor(() => expect(trainer.metrics.map((m) => m.step)).toEqual([10, 20]));
+
+    app.handleEvent({ type: 'training_metric', training_id: 9, metric: metric(30, 20) });
+    app.handleEvent({ type: 'training_metric', training_id: 4, metric: metric(40, 10) });
+    app.handleEvent({
+      type: 'training_preview',
+      preview: { id: 2, training_id: 9, epoch: 20, step: 840, path: '/p/20.wav', created_at: '' },
+    });
+    expect(trainer.metrics.map((m) => m.step)).toEqual([10, 20, 30]);
+    await waitFor(() => expect(screen.getAllByTestId('training-preview').map((p) => p.dataset.epoch)).toEqual(['10', '20']));
+
+    // A session that restarts from its checkpoint forgets what came after it.
+    app.handleEvent({ type: 'training_rewound', training_id: 9, epoch: 10, step: 20 });
+    expect(trainer.metrics.map((m) => m.step)).toEqual([10, 20]);
+    await waitFor(() => expect(screen.getAllByTestId('training-preview')).toHaveLength(1));
+
+    // The run's progress refreshes its row, not its losses.
+    const runsBefore = be.argsOf('list_trainings').length;
+    app.upsertJob(makeJob({ id: 70, kind: 'train', state: 'running', progress: 0.2 }));
+    await waitFor(() => expect(be.argsOf('list_trainings').length).toBeGreaterThan(runsBefore));
+    expect(be.argsOf('list_training_metrics')).toHaveLength(1);
+    expect(be.argsOf('list_training_previews')).toHaveLength(1);
   });
 
   it('shows a failed run\'s error, and opens Convert with a finished run\'s model', async () => {
     backend({
-      datasets_list: () => [makeDataset()],
-      trainings_list: () => [
+      list_datasets: () => [makeDataset()],
+      list_trainings: () => [
         makeRun({ id: 12, status: 'done', epoch: 200, model_id: 5 }),
         makeRun({ id: 13, status: 'failed', error: 'CUDA out of memory', global_step: 0 }),
       ],
@@ -328,35 +380,25 @@ describe('Train page', () => {
 
   it('refreshes the runs when their job reports progress', async () => {
     let epoch = 20;
-    const be = backend({ trainings_list: () => [makeRun({ epoch })] });
+    const be = backend({ list_trainings: () => [makeRun({ epoch })] });
     render(Train);
     await screen.findByTestId('training-run');
-    const before = be.argsOf('trainings_list').length;
+    const before = be.argsOf('list_trainings').length;
     epoch = 21;
     app.upsertJob(makeJob({ id: 70, kind: 'train', state: 'running', progress: 0.105 }));
     await waitFor(() => expect(screen.getByTestId('training-run-epoch')).toHaveTextContent('epoch 21/200'));
-    expect(be.argsOf('trainings_list').length).toBeGreaterThan(before);
+    expect(be.argsOf('list_trainings').length).toBeGreaterThan(before);
   });
 });
 
 describe('Device settings', () => {
-  const report = (over: Partial<DeviceReport> = {}): DeviceReport => ({
-    available: ['cpu', 'cuda:0', 'cuda:1'],
-    device: '',
-    extraction_device: '',
-    main: 'cuda:0',
-    extraction: 'cuda:0',
-    problem: null,
-    ...over,
-  });
-
   it('puts dataset preparation on the second GPU', async () => {
     const be = backend({
-      datasets_list: () => [makeDataset()],
-      devices_report: () => report(),
-      devices_set: (args) => {
+      list_datasets: () => [makeDataset()],
+      get_device_report: () => deviceReport(),
+      set_devices: (args) => {
         const { device, extractionDevice } = args as { device: string; extractionDevice: string };
-        return report({ device, extraction_device: extractionDevice, extraction: extractionDevice || 'cuda:0' });
+        return deviceReport({ device, extraction_device: extractionDevice, extraction: extractionDevice || 'cuda:0' });
       },
     });
     render(Train);
@@ -364,18 +406,18 @@ describe('Device settings', () => {
     expect(screen.getByTestId('device-main')).toHaveTextContent('Auto (cuda:0)');
     expect(screen.getByTestId('device-settings')).toHaveTextContent('dataset prepares while a model trains');
     await fireEvent.change(extraction, { target: { value: 'cuda:1' } });
-    await waitFor(() => expect(be.argsOf('devices_set')).toEqual([{ device: '', extractionDevice: 'cuda:1' }]));
+    await waitFor(() => expect(be.argsOf('set_devices')).toEqual([{ device: '', extractionDevice: 'cuda:1' }]));
     await waitFor(() => expect(screen.getByTestId('device-extraction')).toHaveValue('cuda:1'));
   });
 
   it('says the CPU does the work when there is no GPU, and shows a missing device', async () => {
-    backend({ devices_report: () => report({ available: ['cpu'], main: 'cpu', extraction: 'cpu' }) });
+    backend({ get_device_report: () => deviceReport({ available: ['cpu'], main: 'cpu', extraction: 'cpu' }) });
     const first = render(Train);
     expect(await screen.findByTestId('devices-cpu-only')).toHaveTextContent('No GPU seen');
     first.unmount();
     backend({
-      devices_report: () =>
-        report({ extraction_device: 'cuda:1', available: ['cpu', 'cuda:0'], main: null, extraction: null,
+      get_device_report: () =>
+        deviceReport({ extraction_device: 'cuda:1', available: ['cpu', 'cuda:0'], main: null, extraction: null,
           problem: 'setting extraction_device: device `cuda:1` asked for, but libtorch sees 1 CUDA device(s)' }),
     });
     render(Train);

@@ -76,7 +76,8 @@ impl Paths {
 }
 
 fn main() -> Result<()> {
-    timbre_nn::device::limit_kernel_cache();
+    // SAFETY: first thing in `main`, while the process has one thread.
+    unsafe { timbre_nn::device::limit_kernel_cache() };
     let args = Args::parse();
     tch::set_num_threads(args.threads);
     let paths = Paths::new(&args.dir);

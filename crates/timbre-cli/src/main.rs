@@ -61,7 +61,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    timbre_nn::device::limit_kernel_cache();
+    // SAFETY: first thing in `main`, while the process has one thread.
+    unsafe { timbre_nn::device::limit_kernel_cache() };
     let cli = Cli::parse();
     let out = output::Output { json: cli.json };
     let data_dir = cli.data_dir.clone();

@@ -40,7 +40,7 @@ impl Devices {
 }
 
 /// The devices to choose from and what the settings resolve to, for the app's settings.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
 pub struct DeviceReport {
     /// `cpu`, then `cuda:0`, `cuda:1`… as libtorch sees them.
     pub available: Vec<String>,

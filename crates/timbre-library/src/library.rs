@@ -12,11 +12,29 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Mutex, MutexGuard};
 
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, ts_rs::TS)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Notification {
-    Job { job: Box<db::jobs::Job> },
+    Job {
+        job: Box<db::jobs::Job>,
+    },
     LibraryChanged,
+    /// A training logged a step's losses.
+    TrainingMetric {
+        training_id: i64,
+        metric: db::training_metrics::TrainingMetric,
+    },
+    /// A training rendered an epoch's preview.
+    TrainingPreview {
+        preview: db::training_previews::TrainingPreview,
+    },
+    /// A training's session started again from a checkpoint: the losses it had logged after
+    /// `step` and the previews after `epoch` are gone, as it trains them again.
+    TrainingRewound {
+        training_id: i64,
+        epoch: i64,
+        step: i64,
+    },
 }
 
 pub const DATABASE: &str = "library.sqlite3";

@@ -11,7 +11,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 use sysinfo::{Pid, ProcessesToUpdate, System};
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
 pub struct GpuSnapshot {
     pub name: String,
     pub memory_used_bytes: u64,
@@ -20,7 +20,7 @@ pub struct GpuSnapshot {
     pub temperature_c: f64,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
 pub struct ResourceSnapshot {
     pub cpu_percent: f64,
     pub ram_used_bytes: u64,

@@ -127,7 +127,8 @@ fn bench(kind: RoformerKind, config_yaml: &str, secs: i64) -> Result<()> {
 }
 
 fn main() -> Result<()> {
-    timbre_nn::device::limit_kernel_cache();
+    // SAFETY: first thing in `main`, while the process has one thread.
+    unsafe { timbre_nn::device::limit_kernel_cache() };
     let secs: i64 = env_or("BENCH_SECS", 30);
     let threads: i32 = env_or("BENCH_THREADS", 2);
     let models: String = env_or("BENCH_MODELS", "bs,mel".to_string());

@@ -20,7 +20,8 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 }
 
 fn main() -> Result<()> {
-    timbre_nn::device::limit_kernel_cache();
+    // SAFETY: first thing in `main`, while the process has one thread.
+    unsafe { timbre_nn::device::limit_kernel_cache() };
     let secs: i64 = env_or("BENCH_SECS", 60);
     let runs: usize = env_or("BENCH_RUNS", 3);
     tch::set_num_threads(env_or("BENCH_THREADS", 2));

@@ -106,18 +106,20 @@ impl Precision {
 /// Every segment of a long input has its own length, so with the default cache (1024 kernels)
 /// each segment added about 1.3 GB with the fixture models, and a long conversion grew without
 /// bound; without it, memory is one segment's, and the speed the same (measured on 4 minutes).
-/// oneDNN reads `ONEDNN_PRIMITIVE_CACHE_CAPACITY` once, at its first convolution: call this
-/// before any model runs and before any other thread starts (the binaries' `main` does). A value
-/// the user set is kept.
-pub fn limit_kernel_cache() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        const VAR: &str = "ONEDNN_PRIMITIVE_CACHE_CAPACITY";
-        if std::env::var_os(VAR).is_none() {
-            // SAFETY: called first thing in `main`, while the process has one thread.
-            unsafe { std::env::set_var(VAR, "0") };
-        }
-    });
+/// oneDNN reads `ONEDNN_PRIMITIVE_CACHE_CAPACITY` once, at its first convolution, so this sets
+/// it in the environment, unless the user set it.
+///
+/// # Safety
+///
+/// Setting an environment variable races with any other thread reading or writing the
+/// environment. Call this first thing in `main`, while the process has one thread, before any
+/// model runs.
+pub unsafe fn limit_kernel_cache() {
+    const VAR: &str = "ONEDNN_PRIMITIVE_CACHE_CAPACITY";
+    if std::env::var_os(VAR).is_none() {
+        // SAFETY: the caller guarantees the process has one thread.
+        unsafe { std::env::set_var(VAR, "0") };
+    }
 }
 
 #[cfg(test)]

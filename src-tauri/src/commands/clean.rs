@@ -28,21 +28,21 @@ pub struct PreviewState {
 }
 
 /// The isolation models found in the models folder.
-#[derive(Serialize)]
+#[derive(Serialize, ts_rs::TS)]
 pub struct IsolationModels {
     dir: PathBuf,
     models: Vec<SeparationModel>,
 }
 
 /// The enhancement presets' steps, so the UI shows what each one does.
-#[derive(Serialize)]
+#[derive(Serialize, ts_rs::TS)]
 pub struct EnhancePresets {
     training: EnhanceOptions,
     natural: EnhanceOptions,
 }
 
 /// A result and its link to the source.
-#[derive(Serialize)]
+#[derive(Serialize, ts_rs::TS)]
 pub struct DerivedResult {
     take: Take,
     link: DerivedTake,
@@ -56,7 +56,7 @@ pub enum PreviewPart {
 }
 
 #[tauri::command]
-pub fn enhance_presets() -> EnhancePresets {
+pub fn list_enhance_presets() -> EnhancePresets {
     EnhancePresets {
         training: Preset::Training.options(),
         natural: Preset::Natural.options(),
@@ -177,7 +177,7 @@ pub fn list_derived_takes(
 }
 
 /// Runs the cleaning on a short excerpt (default: the loudest 10 s) on a blocking thread and
-/// keeps the excerpt and its cleaned version for `preview_audio`; stores nothing.
+/// keeps the excerpt and its cleaned version for `get_preview_audio`; stores nothing.
 #[tauri::command]
 pub async fn preview_cleaning(
     state: State<'_, AppState>,
@@ -195,22 +195,24 @@ pub async fn preview_cleaning(
     Ok(info)
 }
 
-/// The last preview's excerpt, as it was or as cleaned, as WAV bytes for Web Audio.
+/// The last preview's excerpt, as it was or as cleaned, as WAV bytes for Web Audio, encoded on
+/// a blocking thread.
 #[tauri::command]
-pub async fn preview_audio(
+pub async fn get_preview_audio(
     state: State<'_, AppState>,
     part: PreviewPart,
 ) -> CommandResult<Response> {
-    let last = state
-        .previews
-        .last
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    let preview = last
-        .as_ref()
-        .ok_or_else(|| not_found("no preview yet: run one first"))?;
-    Ok(audio_response(match part {
-        PreviewPart::Original => &preview.original,
-        PreviewPart::Cleaned => &preview.cleaned,
-    })?)
+    let previews = Arc::clone(&state.previews);
+    let audio = tauri::async_runtime::spawn_blocking(move || {
+        let last = previews.last.lock().unwrap_or_else(|p| p.into_inner());
+        let preview = last
+            .as_ref()
+            .ok_or_else(|| not_found("no preview yet: run one first"))?;
+        audio_response(match part {
+            PreviewPart::Original => &preview.original,
+            PreviewPart::Cleaned => &preview.cleaned,
+        })
+    })
+    .await??;
+    Ok(audio)
 }

@@ -2,6 +2,7 @@ use crate::commands::library::wav_response;
 use crate::error::CommandResult;
 use crate::state::AppState;
 use std::path::PathBuf;
+use std::sync::Arc;
 use tauri::State;
 use tauri::ipc::Response;
 use timbre_core::convert::{ConvertInput, ConvertParams, OutputFormat};
@@ -76,36 +77,48 @@ pub fn list_conversions(
     )?)
 }
 
-/// A conversion's output as WAV bytes for Web Audio.
+/// A conversion's output as WAV bytes for Web Audio, decoded on a blocking thread.
 #[tauri::command]
-pub async fn conversion_audio(state: State<'_, AppState>, id: i64) -> CommandResult<Response> {
-    let conversion = conversions::require(&state.library().conn(), id)?;
-    Ok(wav_response(&state.library().conversion_path(&conversion))?)
+pub async fn get_conversion_audio(state: State<'_, AppState>, id: i64) -> CommandResult<Response> {
+    let jobs = Arc::clone(&state.jobs);
+    let audio = tauri::async_runtime::spawn_blocking(move || {
+        let library = jobs.library();
+        let conversion = conversions::require(&library.conn(), id)?;
+        wav_response(&library.conversion_path(&conversion))
+    })
+    .await??;
+    Ok(audio)
 }
 
-/// The input a conversion was made from, as WAV bytes: the take while it exists, else the file.
+/// The input a conversion was made from, as WAV bytes: the take while it exists, else the file;
+/// decoded on a blocking thread.
 #[tauri::command]
-pub async fn conversion_input_audio(
+pub async fn get_conversion_input_audio(
     state: State<'_, AppState>,
     id: i64,
 ) -> CommandResult<Response> {
-    let library = state.library();
-    let path = {
-        let conn = library.conn();
-        let conversion = conversions::require(&conn, id)?;
-        let take = match conversion.input_take_id {
-            Some(take_id) => takes::get(&conn, take_id)?,
-            None => None,
-        };
-        match (take, conversion.input_path) {
-            (Some(take), _) => library.take_path(&take),
-            (None, Some(path)) => PathBuf::from(path),
-            (None, None) => {
-                return Err(not_found(format!("the input of conversion {id} is gone")).into());
+    let jobs = Arc::clone(&state.jobs);
+    let audio = tauri::async_runtime::spawn_blocking(move || {
+        let library = jobs.library();
+        let path = {
+            let conn = library.conn();
+            let conversion = conversions::require(&conn, id)?;
+            let take = match conversion.input_take_id {
+                Some(take_id) => takes::get(&conn, take_id)?,
+                None => None,
+            };
+            match (take, conversion.input_path) {
+                (Some(take), _) => library.take_path(&take),
+                (None, Some(path)) => PathBuf::from(path),
+                (None, None) => {
+                    return Err(not_found(format!("the input of conversion {id} is gone")));
+                }
             }
-        }
-    };
-    Ok(wav_response(&path)?)
+        };
+        wav_response(&path)
+    })
+    .await??;
+    Ok(audio)
 }
 
 #[tauri::command]

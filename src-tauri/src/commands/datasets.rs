@@ -9,12 +9,14 @@ use timbre_core::db::datasets::{self, Dataset};
 use timbre_core::db::jobs::Job;
 
 /// A dataset with what its last preparation fixed lifted out of its parameters.
-#[derive(Serialize)]
+#[derive(Serialize, ts_rs::TS)]
 pub struct DatasetRow {
     #[serde(flatten)]
     dataset: Dataset,
     sample_rate: Option<u64>,
+    #[ts(type = r#""v1" | "v2" | null"#)]
     version: Option<String>,
+    #[ts(as = "Option<timbre_nn::pipeline::pitch::F0Method>")]
     f0_method: Option<String>,
 }
 
@@ -31,14 +33,14 @@ impl From<Dataset> for DatasetRow {
 }
 
 #[tauri::command]
-pub fn datasets_list(state: State<'_, AppState>) -> CommandResult<Vec<DatasetRow>> {
+pub fn list_datasets(state: State<'_, AppState>) -> CommandResult<Vec<DatasetRow>> {
     let rows = datasets::list(&state.library().conn())?;
     Ok(rows.into_iter().map(DatasetRow::from).collect())
 }
 
 /// Queues a `dataset` job and returns it at once.
 #[tauri::command]
-pub fn dataset_prepare(state: State<'_, AppState>, params: PrepareParams) -> CommandResult<Job> {
+pub fn prepare_dataset(state: State<'_, AppState>, params: PrepareParams) -> CommandResult<Job> {
     Ok(state
         .jobs
         .submit("dataset", serde_json::to_value(params)?)?)

@@ -8,13 +8,13 @@ use timbre_core::devices::{self, DeviceReport};
 use timbre_core::settings::Settings;
 
 #[tauri::command]
-pub fn devices_report(state: State<'_, AppState>) -> CommandResult<DeviceReport> {
+pub fn get_device_report(state: State<'_, AppState>) -> CommandResult<DeviceReport> {
     Ok(devices::report(&state.library().settings()?))
 }
 
 /// Stores both settings (empty: automatic); the job system follows them from its next job.
 #[tauri::command]
-pub fn devices_set(
+pub fn set_devices(
     state: State<'_, AppState>,
     device: String,
     extraction_device: String,

@@ -12,7 +12,10 @@ pub fn list_jobs(state: State<'_, AppState>) -> CommandResult<Vec<jobs::Job>> {
 }
 
 #[tauri::command]
-pub fn job_events(state: State<'_, AppState>, id: i64) -> CommandResult<Vec<job_events::JobEvent>> {
+pub fn list_job_events(
+    state: State<'_, AppState>,
+    id: i64,
+) -> CommandResult<Vec<job_events::JobEvent>> {
     Ok(job_events::list(&state.library().conn(), id, None)?)
 }
 
@@ -43,13 +46,16 @@ pub fn drop_job(state: State<'_, AppState>, id: i64) -> CommandResult<jobs::Job>
 }
 
 #[tauri::command]
-pub fn job_report(state: State<'_, AppState>, id: i64) -> CommandResult<serde_json::Value> {
+pub fn get_job_report(state: State<'_, AppState>, id: i64) -> CommandResult<serde_json::Value> {
     Ok(timbre_core::jobs::job_report(state.library(), id)?)
 }
 
 /// Streams job and library changes to the UI until the channel closes.
 #[tauri::command]
-pub fn subscribe(state: State<'_, AppState>, on_event: Channel<Notification>) -> CommandResult<()> {
+pub fn subscribe_notifications(
+    state: State<'_, AppState>,
+    on_event: Channel<Notification>,
+) -> CommandResult<()> {
     let updates = state.library().subscribe();
     std::thread::spawn(move || {
         for update in updates {
@@ -62,7 +68,7 @@ pub fn subscribe(state: State<'_, AppState>, on_event: Channel<Notification>) ->
 }
 
 #[tauri::command]
-pub fn resource_snapshot(state: State<'_, AppState>) -> CommandResult<ResourceSnapshot> {
+pub fn get_resource_snapshot(state: State<'_, AppState>) -> CommandResult<ResourceSnapshot> {
     Ok(state
         .monitor
         .lock()

@@ -1,6 +1,7 @@
 use crate::error::CommandResult;
 use crate::state::AppState;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use tauri::State;
 use tauri::ipc::Response;
 use timbre_audio::{AudioBuffer, DecodeOptions, SampleFormat};
@@ -65,11 +66,17 @@ pub fn set_take_voice(
         .edit(|conn| takes::set_voice(conn, id, voice_id))?)
 }
 
-/// The take as WAV bytes for Web Audio.
+/// The take as WAV bytes for Web Audio, decoded on a blocking thread.
 #[tauri::command]
-pub async fn take_audio(state: State<'_, AppState>, id: i64) -> CommandResult<Response> {
-    let take = takes::require(&state.library().conn(), id)?;
-    Ok(wav_response(&state.library().take_path(&take))?)
+pub async fn get_take_audio(state: State<'_, AppState>, id: i64) -> CommandResult<Response> {
+    let jobs = Arc::clone(&state.jobs);
+    let audio = tauri::async_runtime::spawn_blocking(move || {
+        let library = jobs.library();
+        let take = takes::require(&library.conn(), id)?;
+        wav_response(&library.take_path(&take))
+    })
+    .await??;
+    Ok(audio)
 }
 
 /// An audio file as float WAV bytes, which Web Audio decodes whatever the stored format

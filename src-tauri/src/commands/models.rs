@@ -8,7 +8,7 @@ use timbre_core::convert::{extractors, model_import};
 use timbre_core::db::models::{self, Model};
 
 /// The models folder and the shared weight files it holds or lacks.
-#[derive(Serialize)]
+#[derive(Serialize, ts_rs::TS)]
 pub struct ModelFiles {
     dir: PathBuf,
     files: Vec<extractors::KnownFile>,
@@ -72,7 +72,7 @@ pub async fn attach_model_index(
 }
 
 #[tauri::command]
-pub fn model_files(state: State<'_, AppState>) -> CommandResult<ModelFiles> {
+pub fn list_model_files(state: State<'_, AppState>) -> CommandResult<ModelFiles> {
     let library = state.library();
     let settings = library.settings()?;
     let dir = std::path::absolute(extractors::models_dir(

@@ -2,6 +2,7 @@ use crate::error::CommandResult;
 use crate::state::AppState;
 use anyhow::Context;
 use serde::Serialize;
+use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use tauri::State;
 use tauri::ipc::Channel;
@@ -27,7 +28,7 @@ impl ActiveRecording {
     }
 }
 
-#[derive(Clone, Serialize)]
+#[derive(Clone, Serialize, ts_rs::TS)]
 pub struct LevelUpdate {
     peak: f32,
     rms: f32,
@@ -35,9 +36,13 @@ pub struct LevelUpdate {
     seconds: f64,
 }
 
+/// Asking the audio backend for its devices can take a moment: a blocking thread does it.
 #[tauri::command]
-pub fn list_input_devices() -> CommandResult<Vec<InputDevice>> {
-    Ok(record::list_input_devices()?)
+pub async fn list_input_devices() -> CommandResult<Vec<InputDevice>> {
+    let devices =
+        tauri::async_runtime::spawn_blocking(|| anyhow::Ok(record::list_input_devices()?))
+            .await??;
+    Ok(devices)
 }
 
 #[tauri::command]
@@ -93,19 +98,22 @@ fn take_active(state: &AppState) -> anyhow::Result<ActiveRecording> {
         .ok_or_else(|| timbre_core::error::invalid_input("no recording is running"))
 }
 
+/// Waits for the capture thread's audio and saves it as a take (encoded, stored and described)
+/// on a blocking thread.
 #[tauri::command]
 pub async fn stop_recording(
     state: State<'_, AppState>,
     name: Option<String>,
     voice_id: Option<i64>,
 ) -> CommandResult<Take> {
-    let audio = take_active(&state)?.finish()?;
-    Ok(timbre_core::import::save_recording(
-        state.library(),
-        &audio,
-        name.as_deref(),
-        voice_id,
-    )?)
+    let recording = take_active(&state)?;
+    let jobs = Arc::clone(&state.jobs);
+    let take = tauri::async_runtime::spawn_blocking(move || {
+        let audio = recording.finish()?;
+        timbre_core::import::save_recording(jobs.library(), &audio, name.as_deref(), voice_id)
+    })
+    .await??;
+    Ok(take)
 }
 
 #[tauri::command]

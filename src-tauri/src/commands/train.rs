@@ -15,14 +15,14 @@ use timbre_core::db::trainings::{self, Training};
 use timbre_core::train::{self, TrainRequest};
 
 #[tauri::command]
-pub fn trainings_list(state: State<'_, AppState>) -> CommandResult<Vec<Training>> {
+pub fn list_trainings(state: State<'_, AppState>) -> CommandResult<Vec<Training>> {
     Ok(trainings::list(&state.library().conn())?)
 }
 
 /// Checks the request (reading a pretrained generator takes a moment, so not on the main
 /// thread), creates the training and queues its job.
 #[tauri::command]
-pub async fn training_start(
+pub async fn start_training(
     state: State<'_, AppState>,
     request: TrainRequest,
 ) -> CommandResult<Training> {
@@ -34,17 +34,17 @@ pub async fn training_start(
 }
 
 #[tauri::command]
-pub fn training_stop(state: State<'_, AppState>, training_id: i64) -> CommandResult<Training> {
+pub fn stop_training(state: State<'_, AppState>, training_id: i64) -> CommandResult<Training> {
     Ok(train::stop_training(&state.jobs, training_id)?)
 }
 
 #[tauri::command]
-pub fn training_resume(state: State<'_, AppState>, training_id: i64) -> CommandResult<Training> {
+pub fn resume_training(state: State<'_, AppState>, training_id: i64) -> CommandResult<Training> {
     Ok(train::resume_training(&state.jobs, training_id)?)
 }
 
 #[tauri::command]
-pub fn training_metrics(
+pub fn list_training_metrics(
     state: State<'_, AppState>,
     training_id: i64,
 ) -> CommandResult<Vec<TrainingMetric>> {
@@ -55,7 +55,7 @@ pub fn training_metrics(
 }
 
 #[tauri::command]
-pub fn training_previews(
+pub fn list_training_previews(
     state: State<'_, AppState>,
     training_id: i64,
 ) -> CommandResult<Vec<TrainingPreview>> {
@@ -65,20 +65,26 @@ pub fn training_previews(
     )?)
 }
 
-/// A preview's audio as float WAV bytes for Web Audio (WebKitGTK plays no file URLs).
+/// A preview's audio as float WAV bytes for Web Audio (WebKitGTK plays no file URLs), decoded
+/// on a blocking thread.
 #[tauri::command]
-pub async fn training_preview_audio(
+pub async fn get_training_preview_audio(
     state: State<'_, AppState>,
     preview_id: i64,
 ) -> CommandResult<Response> {
-    let preview = training_previews::require(&state.library().conn(), preview_id)?;
-    Ok(wav_response(Path::new(&preview.path))?)
+    let jobs = Arc::clone(&state.jobs);
+    let audio = tauri::async_runtime::spawn_blocking(move || {
+        let preview = training_previews::require(&jobs.library().conn(), preview_id)?;
+        wav_response(Path::new(&preview.path))
+    })
+    .await??;
+    Ok(audio)
 }
 
 /// The checkpoint of `step` (the newest when null) as a model in the library, with the
 /// dataset's index.
 #[tauri::command]
-pub async fn training_export(
+pub async fn export_training(
     state: State<'_, AppState>,
     training_id: i64,
     step: Option<i64>,

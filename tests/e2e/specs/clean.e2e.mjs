@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import {
+  BACKEND_WORK_TIMEOUT,
   byTestId,
   invoke,
   openPage,
@@ -49,7 +50,7 @@ describe('clean', () => {
 
     const row = () => $(byTestId('job-row'));
     await waitFor(async () => ['succeeded', 'failed'].includes(await row().getAttribute('data-job-state')), {
-      timeout: 60000,
+      timeout: BACKEND_WORK_TIMEOUT,
       message: async () => `the cleaning job did not finish: ${await row().getText()}; errors: ${JSON.stringify(await visibleErrors())}`,
     });
     assert.equal(await row().getAttribute('data-job-state'), 'succeeded', await row().getText());

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import {
+  BACKEND_WORK_TIMEOUT,
   byTestId,
   invoke,
   openPage,
@@ -92,7 +93,7 @@ describe('convert and compare', () => {
         return states.length === 2 && states.every((s) => s === 'succeeded' || s === 'failed');
       },
       {
-        timeout: 40000,
+        timeout: BACKEND_WORK_TIMEOUT,
         message: async () =>
           `conversions did not finish: ${JSON.stringify(await rows().map((r) => r.getText()))}; errors: ${JSON.stringify(await visibleErrors())}`,
       },

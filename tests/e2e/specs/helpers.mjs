@@ -96,8 +96,15 @@ export async function openPage(page, marker) {
 
 export const TERMINAL_JOB_STATES = ['succeeded', 'failed', 'cancelled', 'interrupted'];
 
+/**
+ * The ceiling of a wait on backend work (a job, a training) reaching a state. The tests wait on
+ * states, not times: how long the work takes depends on the machine and what else it runs, so
+ * this is only what a hang reaches (run.sh's E2E_TIMEOUT bounds the whole run).
+ */
+export const BACKEND_WORK_TIMEOUT = 10 * 60 * 1000;
+
 /** Polls list_jobs until the job is in a terminal state; returns it. */
-export async function waitForJob(id, timeout = 30000) {
+export async function waitForJob(id, timeout = BACKEND_WORK_TIMEOUT) {
   let job;
   await waitFor(
     async () => {
@@ -111,7 +118,7 @@ export async function waitForJob(id, timeout = 30000) {
 }
 
 /**
- * Inside the page: fetches a take's audio with `take_audio` and returns facts about it
+ * Inside the page: fetches a take's audio with `get_take_audio` and returns facts about it
  * (no bytes cross WebDriver): RIFF/WAVE header, byte length, and a Web Audio decode
  * (duration, sample rate, channels; of the first channel: RMS, peak, the frequency of a
  * pure tone from its zero crossings, and the fraction of near-zero samples).
@@ -119,7 +126,7 @@ export async function waitForJob(id, timeout = 30000) {
 export async function inspectTakeAudio(id) {
   const r = await browser.execute(async (id) => {
     try {
-      const raw = await window.__TAURI_INTERNALS__.invoke('take_audio', { id });
+      const raw = await window.__TAURI_INTERNALS__.invoke('get_take_audio', { id });
       const buf = raw instanceof ArrayBuffer ? raw : raw?.buffer instanceof ArrayBuffer ? raw.buffer : new Uint8Array(raw).buffer;
       const bytes = new Uint8Array(buf);
       const tag = (o) => String.fromCharCode(...bytes.slice(o, o + 4));
@@ -157,7 +164,7 @@ export async function inspectTakeAudio(id) {
       return { ok: false, error: typeof e === 'string' ? e : `${e?.name ?? ''} ${e?.message ?? JSON.stringify(e)}` };
     }
   }, id);
-  if (!r.ok) throw new Error(`take_audio(${id}) could not be inspected: ${r.error}`);
+  if (!r.ok) throw new Error(`get_take_audio(${id}) could not be inspected: ${r.error}`);
   return r;
 }
 

@@ -6,6 +6,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
+  BACKEND_WORK_TIMEOUT,
   answerFileDialog,
   byTestId,
   invoke,
@@ -40,7 +41,7 @@ describe('import', () => {
 
     const row = await $(rowSelector(stem(audioPath)));
     await waitFor(() => row.isDisplayed(), {
-      timeout: 30000,
+      timeout: BACKEND_WORK_TIMEOUT,
       message: async () => `no take row named "${stem(audioPath)}"; errors: ${JSON.stringify(await visibleErrors())}`,
     });
     takeId = Number(await row.getAttribute('data-take-id'));
@@ -71,7 +72,7 @@ describe('import', () => {
     answerFileDialog('Add audio files', picked);
     const row = await $(rowSelector(stem(picked)));
     await waitFor(() => row.isDisplayed(), {
-      timeout: 30000,
+      timeout: BACKEND_WORK_TIMEOUT,
       message: async () => `no take row named "${stem(picked)}"; errors: ${JSON.stringify(await visibleErrors())}`,
     });
     assert.equal(await row.$(byTestId('take-duration')).getText(), '0:01.5');
@@ -118,7 +119,7 @@ describe('import', () => {
     assert.equal(job.state, 'failed', `a corrupt-only import ended ${job.state}`);
     assert.ok(job.error, 'the failed job has no error message');
 
-    const events = await invoke('job_events', { id: jobId });
+    const events = await invoke('list_job_events', { id: jobId });
     const fileEvent = events.find((e) => e.data && e.data.path === corrupt);
     assert.ok(fileEvent, `no job event names ${corrupt}: ${JSON.stringify(events)}`);
     assert.equal(fileEvent.level, 'error');
@@ -150,7 +151,7 @@ describe('import', () => {
       },
       { timeout: 15000, message: () => `retrying did not run the job again: ${JSON.stringify(retried)}` },
     );
-    const failures = (await invoke('job_events', { id: jobId })).filter((e) => e.kind === 'failed');
+    const failures = (await invoke('list_job_events', { id: jobId })).filter((e) => e.kind === 'failed');
     assert.equal(failures.length, 2, `expected a "failed" event per run: ${JSON.stringify(failures)}`);
     // The row follows the live job stream without a refresh, even though the rerun's "failed"
     // update can arrive before the retry_job reply.

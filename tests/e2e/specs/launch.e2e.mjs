@@ -9,9 +9,21 @@ describe('launch', () => {
 
   it('titles the window "Timbre Studio"', async () => {
     assert.equal(await browser.getTitle(), 'Timbre Studio');
-    // The native window title too (tauri.conf.json), not only the document's.
-    const native = await invoke('plugin:window|title', { label: 'main' });
-    assert.equal(native, 'Timbre Studio');
+  });
+
+  it('lets the window call only the plugin commands it uses (capabilities/default.json)', async () => {
+    await assert.rejects(invoke('plugin:window|title', { label: 'main' }), /not allowed/i);
+  });
+
+  it('runs no inline script (the content security policy of tauri.conf.json)', async () => {
+    const ran = await browser.execute(() => {
+      const script = document.createElement('script');
+      script.textContent = 'window.__inlineScriptRan = true;';
+      document.head.append(script);
+      script.remove();
+      return window.__inlineScriptRan === true;
+    });
+    assert.equal(ran, false);
   });
 
   it('shows the Library navigation and opens on the Library page', async () => {

@@ -2,69 +2,42 @@
 // JSON field names are snake_case (as serde sends them); invoke argument keys
 // are camelCase (Tauri v2 converts them to the Rust parameter names).
 import { Channel, invoke, type InvokeArgs } from '@tauri-apps/api/core';
+import type {
+  Conversion,
+  Dataset,
+  DatasetRow,
+  DerivedResult,
+  DeviceReport,
+  EnhanceOptions,
+  EnhancePresets,
+  EpochProfile,
+  ErrorKind,
+  F0Method,
+  InputDevice,
+  IsolationModels,
+  Job,
+  JobEvent,
+  JobState,
+  JsonValue,
+  LevelUpdate,
+  ListeningMode,
+  ListeningTest,
+  ModelFiles,
+  Notification,
+  PreviewInfo,
+  ResourceSnapshot,
+  Take,
+  Training,
+  TrainingMetric,
+  TrainingPreview,
+  Voice,
+  VoiceModel,
+} from './generated';
 
-export type TakeOrigin = 'imported' | 'recorded';
-
-export interface Take {
-  id: number;
-  voice_id: number | null;
-  name: string;
-  sha256: string;
-  source_path: string | null;
-  origin: TakeOrigin;
-  format: string;
-  duration_secs: number;
-  sample_rate: number;
-  channels: number;
-  peak_dbfs: number;
-  loudness_lufs: number | null;
-  tags: string[];
-  /** 0..1 peaks, about 120 bins */
-  waveform: number[];
-  /** RFC 3339 */
-  created_at: string;
-}
-
-export interface Voice {
-  id: number;
-  name: string;
-  created_at: string;
-  take_count: number;
-}
-
-export type JobState = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled' | 'interrupted';
-
-export interface Job {
-  id: number;
-  kind: string;
-  state: JobState;
-  /** 0..1 */
-  progress: number;
-  message: string;
-  attempts: number;
-  max_retries: number;
-  error: string | null;
-  params: unknown;
-  result: unknown | null;
-  created_at: string;
-  started_at: string | null;
-  finished_at: string | null;
-  /** Processes that died while running it. */
-  crashes?: number;
-  /** Put back in the queue after the app stopped while it ran: waits for resume or drop. */
-  recovered?: boolean;
-}
-
-export type EventLevel = 'info' | 'warn' | 'error';
-
-export interface JobEvent {
-  id: number;
-  job_id: number;
-  at: string;
-  level: EventLevel;
-  kind: string;
-  data: any;
-}
+// The types the commands return, the notifications and the error report are generated from the
+// Rust types (`ui/src/lib/generated/`, `make bindings`); what follows narrows their JSON columns
+// and types the commands' arguments.
+export type * from './generated';
 
 /** `data` of an import job's "file" event. */
 export interface FileEventData {
@@ -75,82 +48,6 @@ export interface FileEventData {
   error?: string;
 }
 
-export interface InputDevice {
-  name: string;
-  is_default: boolean;
-  channels: number;
-  sample_rate: number;
-}
-
-export interface Level {
-  peak: number;
-  rms: number;
-  clipping: boolean;
-  seconds: number;
-}
-
-export interface GpuSnapshot {
-  name: string;
-  memory_used_bytes: number;
-  memory_total_bytes: number;
-  utilization_percent: number;
-  temperature_c: number;
-}
-
-export interface ResourceSnapshot {
-  cpu_percent: number;
-  ram_used_bytes: number;
-  ram_total_bytes: number;
-  gpus: GpuSnapshot[];
-}
-
-/** The devices to choose from and what the `device` / `extraction_device` settings give. */
-export interface DeviceReport {
-  /** `cpu`, then `cuda:0`, `cuda:1`… */
-  available: string[];
-  /** As stored; empty means automatic. */
-  device: string;
-  extraction_device: string;
-  /** What they resolve to; null when a set device is missing (`problem` says which). */
-  main: string | null;
-  extraction: string | null;
-  problem: string | null;
-}
-
-/** A voice model in the library (an RVC `.pth`, with its `.index` when attached). */
-export interface VoiceModel {
-  id: number;
-  voice_id: number | null;
-  name: string;
-  kind: string;
-  weights_sha256: string;
-  index_sha256: string | null;
-  version: string | null;
-  sample_rate: number | null;
-  /** Whether the model follows the input's pitch. */
-  f0: boolean | null;
-  /** speakers, feature_dim, epoch, author, info, source_path… as the file says. */
-  metadata: Record<string, unknown>;
-  created_at: string;
-}
-
-/** A shared weight file of the models folder (HuBERT, RMVPE…). */
-export interface KnownFile {
-  name: string;
-  role: string;
-  description: string;
-  location: string;
-  present: boolean;
-  needed_for: string[];
-}
-
-export interface ModelFiles {
-  /** The models folder the app reads. */
-  dir: string;
-  files: KnownFile[];
-}
-
-export type F0Method = 'rmvpe' | 'pm' | 'yin';
 export type OutputFormat = 'wav16' | 'wav24' | 'wav_float' | 'flac';
 
 /** The conversion parameters the UI sets; the backend defaults every other one. */
@@ -165,24 +62,6 @@ export interface ConvertOptions {
 }
 
 export type ConvertInput = { take: number } | { file: string };
-
-export interface Conversion {
-  id: number;
-  job_id: number | null;
-  model_id: number | null;
-  model_name: string;
-  input_take_id: number | null;
-  input_path: string | null;
-  input_sha256: string;
-  params: Partial<ConvertOptions>;
-  sha256: string;
-  format: string;
-  sample_rate: number;
-  duration_secs: number;
-  peak_dbfs: number;
-  seconds_taken: number;
-  created_at: string;
-}
 
 /** `params` of a convert job. */
 export interface ConvertJobParams {
@@ -202,72 +81,10 @@ export interface ConvertJobResult {
   analysis_cache: 'memory' | 'disk' | 'computed';
 }
 
-export type ListeningMode = 'ab' | 'abx';
-
-export interface ListeningTest {
-  id: number;
-  mode: ListeningMode;
-  input_sha256: string;
-  conversion_ids: number[];
-  hidden_conversion_id: number | null;
-  chosen_conversion_id: number;
-  /** Blind tests only: whether the listener named the hidden output. */
-  correct: boolean | null;
-  loudness_matched: boolean;
-  created_at: string;
-}
-
-/** Enhancement steps (`timbre_audio::enhance::EnhanceOptions`); null turns a step off. */
-export interface TrimOptions {
-  margin_secs: number;
-  max_pause_secs: number | null;
-  aggressiveness: number;
-}
-
-export interface EnhanceOptions {
-  mono: boolean;
-  high_pass_hz: number | null;
-  declick: boolean;
-  denoise_strength: number | null;
-  trim: TrimOptions | null;
-  loudness_lufs: number | null;
-  true_peak_ceiling_db: number | null;
-}
-
-export interface EnhancePresets {
-  training: EnhanceOptions;
-  natural: EnhanceOptions;
-}
-
 /** Which separator: the first model found, the weight-free rough preview, or a named model. */
 export type IsolationMethod = 'auto' | 'rough' | { model: string };
 
-/** A RoFormer `.ckpt` + `.yaml` pair in the models folder's `separation/`. */
-export interface SeparationModel {
-  name: string;
-  checkpoint: string;
-  config: string;
-}
-
-export interface IsolationModels {
-  dir: string;
-  models: SeparationModel[];
-}
-
 export type CleanInput = ConvertInput;
-
-/** A take made from another (`derived_takes`), with the take itself. */
-export interface DerivedResult {
-  take: Take;
-  link: {
-    take_id: number;
-    source_take_id: number | null;
-    operation: 'enhance' | 'isolate_vocals' | 'isolate_instrumental' | string;
-    params: Record<string, unknown>;
-    job_id: number | null;
-    created_at: string;
-  };
-}
 
 /** A saved result as an enhance or isolate job reports it. */
 export interface SavedTake {
@@ -295,15 +112,6 @@ export interface PreviewRequest {
   enhance: EnhanceOptions | null;
 }
 
-export interface PreviewInfo {
-  start_secs: number;
-  secs: number;
-  input_secs: number;
-  rough_preview: boolean;
-  model: string | null;
-  notes: string[];
-}
-
 /** The model rates RVC trains at. */
 export type TrainingSampleRate = 32000 | 40000 | 48000;
 export type ModelVersion = 'v1' | 'v2';
@@ -326,46 +134,6 @@ export interface PrepareParams {
   enhance: EnhancePreset | null;
 }
 
-export type DatasetWarningKind = 'too_little_audio' | 'silence_only' | 'clipped' | 'noisy';
-
-export interface DatasetWarning {
-  kind: DatasetWarningKind;
-  message: string;
-}
-
-/** `timbre_audio::dataset::DatasetReport` (the fields the UI reads). */
-export interface DatasetReport {
-  input_seconds: number;
-  /** Audio in the pieces written. */
-  kept_seconds: number;
-  pieces: number;
-  /** Share of input samples at full scale. */
-  clipping_ratio: number;
-  /** Share of the input the slicer dropped as silence. */
-  silence_ratio: number;
-  pitch: { low_hz: number; median_hz: number; high_hz: number; voiced_frames: number } | null;
-  snr_db: number | null;
-  warnings: DatasetWarning[];
-}
-
-export type DatasetStatus = 'preparing' | 'ready' | 'failed';
-
-export interface DatasetRow {
-  id: number;
-  name: string;
-  voice_id: number | null;
-  status: DatasetStatus;
-  sample_rate: number;
-  version: ModelVersion;
-  f0_method: F0Method | null;
-  piece_count: number;
-  total_secs: number;
-  report: DatasetReport | null;
-  created_at: string;
-}
-
-export type TrainingStatus = 'queued' | 'running' | 'stopped' | 'done' | 'failed';
-
 /** Where a run's time went, in seconds summed over the run. */
 export interface TrainingProfile {
   /** Data threads: reading audio and features, spectrograms (summed over threads). */
@@ -385,43 +153,6 @@ export interface TrainingProfile {
   gpu_percent?: number | null;
 }
 
-/** One epoch's profile, as the trainer stores it (`trainings.profile` holds one per epoch). */
-export interface EpochProfile {
-  epoch: number;
-  batch_size: number;
-  batches: number;
-  seconds: number;
-  step_secs: number;
-  load_secs: number;
-  assemble_secs: number;
-  waited_secs: number;
-  starved: boolean;
-  /** Absent in profiles written before they were measured. */
-  to_device_secs?: number;
-  gpu_percent?: number | null;
-}
-
-export interface TrainingRow {
-  id: number;
-  name: string;
-  /** null once the dataset was deleted. */
-  dataset_id: number | null;
-  status: TrainingStatus;
-  epoch: number;
-  epochs: number;
-  global_step: number;
-  batch_size: number | null;
-  precision: string | null;
-  device: string | null;
-  model_id: number | null;
-  job_id: number | null;
-  error: string | null;
-  /** The run's totals, or the per-epoch list the trainer stores (see `train.ts` `runProfile`). */
-  profile: TrainingProfile | EpochProfile[] | null;
-  created_at: string;
-  updated_at: string;
-}
-
 export interface TrainingRequest {
   dataset_id: number;
   name: string;
@@ -434,42 +165,49 @@ export interface TrainingRequest {
   preview_every: number;
 }
 
-/** One logged step's losses. */
-export interface TrainingMetric {
-  epoch: number;
-  step: number;
-  g_total: number;
-  d_total: number;
-  mel: number;
-  kl: number;
-  fm: number;
-  adversarial: number;
-  grad_norm_g: number;
-  grad_norm_d: number;
-  lr: number;
-  at: string;
+/** A JSON column read as an object: its fields, or none when it holds something else. */
+export function jsonObject(value: JsonValue | undefined): { [key: string]: JsonValue | undefined } {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? value : {};
 }
 
-/** A sample the model sang at a checkpoint. */
-export interface TrainingPreview {
-  id: number;
-  epoch: number;
-  step: number;
-  path: string;
-  created_at: string;
+/** A job's `params` or `result` (JSON columns), read as the shape its kind writes. */
+export function jobJson<T>(value: JsonValue | null): T | null {
+  return value as T | null;
 }
 
-export type AppEvent = { type: 'job'; job: Job } | { type: 'library_changed' };
+/** A dataset's status (`datasets.status`). */
+export type DatasetStatus = Dataset['status'];
+
+/** A training run's status (`trainings.status`). */
+export type TrainingStatus = Training['status'];
+
+/** A training run, with `profile` read as the per-epoch list the trainer stores (a JSON column). */
+export type TrainingRow = Omit<Training, 'profile'> & { profile: EpochProfile[] | null };
 
 export const TERMINAL_STATES: readonly JobState[] = ['succeeded', 'failed', 'cancelled', 'interrupted'];
 export const CANCELLABLE_STATES: readonly JobState[] = ['queued', 'running'];
 export const RETRYABLE_STATES: readonly JobState[] = ['failed', 'cancelled', 'interrupted'];
 
+/** Every kind of error the backend reports; a `Record` so the compiler checks it names each one. */
+const ERROR_KINDS: Record<ErrorKind, true> = {
+  not_found: true,
+  invalid_input: true,
+  audio: true,
+  busy: true,
+  io: true,
+  cancelled: true,
+  internal: true,
+};
+
+function isErrorKind(value: unknown): value is ErrorKind {
+  return typeof value === 'string' && Object.hasOwn(ERROR_KINDS, value);
+}
+
 /** A rejected command, with the backend's `kind` and a human-readable message. */
 export class ApiError extends Error {
-  readonly kind: string;
+  readonly kind: ErrorKind;
   readonly command: string | undefined;
-  constructor(kind: string, message: string, command?: string) {
+  constructor(kind: ErrorKind, message: string, command?: string) {
     super(message);
     this.name = 'ApiError';
     this.kind = kind;
@@ -483,7 +221,7 @@ export function toApiError(err: unknown, command?: string): ApiError {
   if (typeof err === 'string') return new ApiError('internal', err, command);
   if (err && typeof err === 'object') {
     const o = err as Record<string, unknown>;
-    const kind = typeof o.kind === 'string' ? o.kind : 'internal';
+    const kind = isErrorKind(o.kind) ? o.kind : 'internal';
     if (typeof o.message === 'string' && o.message) return new ApiError(kind, o.message, command);
     if (err instanceof Error) return new ApiError(kind, err.message || String(err), command);
     try {
@@ -540,25 +278,25 @@ export const setTakeTags = (id: number, tags: string[]) => call<Take>('set_take_
 export const setTakeVoice = (id: number, voiceId: number | null) =>
   call<Take>('set_take_voice', { id, voiceId });
 /** The take's audio as WAV file bytes. */
-export const takeAudio = async (id: number) => toArrayBuffer(await call<unknown>('take_audio', { id }), 'take_audio');
+export const takeAudio = async (id: number) => toArrayBuffer(await call<unknown>('get_take_audio', { id }), 'get_take_audio');
 
 // ---- jobs ----
 /** Starts a background import job and resolves to its id. */
 export const importFiles = (paths: string[], voiceId: number | null) =>
   call<number>('import_files', { paths, voiceId });
 export const listJobs = () => call<Job[]>('list_jobs');
-export const jobEvents = (id: number) => call<JobEvent[]>('job_events', { id });
+export const jobEvents = (id: number) => call<JobEvent[]>('list_job_events', { id });
 export const cancelJob = (id: number) => call<Job>('cancel_job', { id });
 export const retryJob = (id: number) => call<Job>('retry_job', { id });
 export const resumeJob = (id: number) => call<Job>('resume_job', { id });
 export const dropJob = (id: number) => call<Job>('drop_job', { id });
-export const jobReport = (id: number) => call<unknown>('job_report', { id });
+export const jobReport = (id: number) => call<unknown>('get_job_report', { id });
 
 /** Subscribe to live app events; keep the returned channel referenced. */
-export async function subscribe(onEvent: (e: AppEvent) => void): Promise<Channel<AppEvent>> {
-  const channel = new Channel<AppEvent>();
+export async function subscribe(onEvent: (e: Notification) => void): Promise<Channel<Notification>> {
+  const channel = new Channel<Notification>();
   channel.onmessage = onEvent;
-  await call<null>('subscribe', { onEvent: channel });
+  await call<null>('subscribe_notifications', { onEvent: channel });
   return channel;
 }
 
@@ -567,9 +305,9 @@ export const listInputDevices = () => call<InputDevice[]>('list_input_devices');
 
 export async function startRecording(
   device: string | null,
-  onLevel: (l: Level) => void,
-): Promise<Channel<Level>> {
-  const channel = new Channel<Level>();
+  onLevel: (l: LevelUpdate) => void,
+): Promise<Channel<LevelUpdate>> {
+  const channel = new Channel<LevelUpdate>();
   channel.onmessage = onLevel;
   await call<null>('start_recording', { device, onLevel: channel });
   return channel;
@@ -586,7 +324,7 @@ export const importModel = (weights: string, index: string | null, name: string 
 export const renameModel = (id: number, name: string) => call<VoiceModel>('rename_model', { id, name });
 export const deleteModel = (id: number) => call<null>('delete_model', { id });
 export const attachModelIndex = (id: number, index: string) => call<VoiceModel>('attach_model_index', { id, index });
-export const modelFiles = () => call<ModelFiles>('model_files');
+export const modelFiles = () => call<ModelFiles>('list_model_files');
 
 // ---- conversion ----
 /** Queues one convert job per (input, model) and resolves to their ids at once. */
@@ -603,13 +341,13 @@ export const listConversions = (inputSha256: string | null) =>
 export const deleteConversion = (id: number) => call<null>('delete_conversion', { id });
 /** A conversion's output as WAV bytes. */
 export const conversionAudio = async (id: number) =>
-  toArrayBuffer(await call<unknown>('conversion_audio', { id }), 'conversion_audio');
+  toArrayBuffer(await call<unknown>('get_conversion_audio', { id }), 'get_conversion_audio');
 /** The input a conversion was made from, as WAV bytes. */
 export const conversionInputAudio = async (id: number) =>
-  toArrayBuffer(await call<unknown>('conversion_input_audio', { id }), 'conversion_input_audio');
+  toArrayBuffer(await call<unknown>('get_conversion_input_audio', { id }), 'get_conversion_input_audio');
 
 // ---- cleaning ----
-export const enhancePresets = () => call<EnhancePresets>('enhance_presets');
+export const enhancePresets = () => call<EnhancePresets>('list_enhance_presets');
 export const listIsolationModels = () => call<IsolationModels>('list_isolation_models');
 /** Queues one isolate or enhance job per input and resolves to their ids at once. */
 export const submitCleaning = (inputs: CleanInput[], isolation: IsolationMethod | null, enhance: EnhanceOptions | null) =>
@@ -620,24 +358,24 @@ export const listDerivedTakes = (sourceTakeId: number) =>
 export const previewCleaning = (request: PreviewRequest) => call<PreviewInfo>('preview_cleaning', { request });
 /** The last preview's excerpt, as it was or cleaned, as WAV bytes. */
 export const previewAudio = async (part: 'original' | 'cleaned') =>
-  toArrayBuffer(await call<unknown>('preview_audio', { part }), 'preview_audio');
+  toArrayBuffer(await call<unknown>('get_preview_audio', { part }), 'get_preview_audio');
 
 // ---- training ----
-export const listDatasets = () => call<DatasetRow[]>('datasets_list');
+export const listDatasets = () => call<DatasetRow[]>('list_datasets');
 /** Queues the `dataset` job and resolves to it. */
-export const prepareDataset = (params: PrepareParams) => call<Job>('dataset_prepare', { params });
-export const listTrainings = () => call<TrainingRow[]>('trainings_list');
-export const startTraining = (request: TrainingRequest) => call<TrainingRow>('training_start', { request });
-export const stopTraining = (trainingId: number) => call<TrainingRow>('training_stop', { trainingId });
-export const resumeTraining = (trainingId: number) => call<TrainingRow>('training_resume', { trainingId });
-export const trainingMetrics = (trainingId: number) => call<TrainingMetric[]>('training_metrics', { trainingId });
-export const trainingPreviews = (trainingId: number) => call<TrainingPreview[]>('training_previews', { trainingId });
+export const prepareDataset = (params: PrepareParams) => call<Job>('prepare_dataset', { params });
+export const listTrainings = () => call<TrainingRow[]>('list_trainings');
+export const startTraining = (request: TrainingRequest) => call<TrainingRow>('start_training', { request });
+export const stopTraining = (trainingId: number) => call<TrainingRow>('stop_training', { trainingId });
+export const resumeTraining = (trainingId: number) => call<TrainingRow>('resume_training', { trainingId });
+export const trainingMetrics = (trainingId: number) => call<TrainingMetric[]>('list_training_metrics', { trainingId });
+export const trainingPreviews = (trainingId: number) => call<TrainingPreview[]>('list_training_previews', { trainingId });
 /** An epoch preview's audio as WAV bytes. */
 export const trainingPreviewAudio = async (previewId: number) =>
-  toArrayBuffer(await call<unknown>('training_preview_audio', { previewId }), 'training_preview_audio');
+  toArrayBuffer(await call<unknown>('get_training_preview_audio', { previewId }), 'get_training_preview_audio');
 /** Makes a voice model of the run's checkpoint at `step` (null: the latest) and adds it to the library. */
 export const exportTraining = (trainingId: number, step: number | null) =>
-  call<VoiceModel>('training_export', { trainingId, step });
+  call<VoiceModel>('export_training', { trainingId, step });
 
 // ---- listening tests ----
 export const recordListeningTest = (
@@ -650,7 +388,7 @@ export const recordListeningTest = (
 export const listListeningTests = () => call<ListeningTest[]>('list_listening_tests');
 
 // ---- system ----
-export const resourceSnapshot = () => call<ResourceSnapshot>('resource_snapshot');
-export const devicesReport = () => call<DeviceReport>('devices_report');
+export const resourceSnapshot = () => call<ResourceSnapshot>('get_resource_snapshot');
+export const devicesReport = () => call<DeviceReport>('get_device_report');
 export const setDevices = (device: string, extractionDevice: string) =>
-  call<DeviceReport>('devices_set', { device, extractionDevice });
+  call<DeviceReport>('set_devices', { device, extractionDevice });

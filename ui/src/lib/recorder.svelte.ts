@@ -2,12 +2,12 @@
 // running (and stays visible in the sidebar) while the user looks elsewhere.
 import type { Channel } from '@tauri-apps/api/core';
 import * as api from './api';
-import type { InputDevice, Level, Take } from './api';
+import type { InputDevice, LevelUpdate, Take } from './api';
 import { app } from './stores.svelte';
 
 export type RecorderStatus = 'idle' | 'starting' | 'recording' | 'stopping';
 
-const SILENT: Level = { peak: 0, rms: 0, clipping: false, seconds: 0 };
+const SILENT: LevelUpdate = { peak: 0, rms: 0, clipping: false, seconds: 0 };
 const CLIP_LATCH_MS = 1000;
 
 class RecorderState {
@@ -16,14 +16,14 @@ class RecorderState {
   /** Selected device name; null when there are no devices. */
   device = $state<string | null>(null);
   status = $state<RecorderStatus>('idle');
-  level = $state<Level>({ ...SILENT });
+  level = $state<LevelUpdate>({ ...SILENT });
   clipLatched = $state(false);
   elapsed = $state(0);
   name = $state('');
   voiceId = $state<number | null>(null);
   sessionTakes = $state<Take[]>([]);
 
-  private channel: Channel<Level> | null = null;
+  private channel: Channel<LevelUpdate> | null = null;
   private clipTimer: ReturnType<typeof setTimeout> | null = null;
   private tick: ReturnType<typeof setInterval> | null = null;
   private startedAt = 0;
@@ -47,7 +47,7 @@ class RecorderState {
     }
   }
 
-  private onLevel = (l: Level) => {
+  private onLevel = (l: LevelUpdate) => {
     if (this.status !== 'recording' && this.status !== 'starting') return;
     this.level = l;
     this.lastLevelAt = performance.now();
@@ -81,7 +81,7 @@ class RecorderState {
       this.startedAt = performance.now();
       this.lastLevelAt = 0;
       this.tick = setInterval(() => {
-        // Prefer the backend's clock (Level.seconds); fall back to ours if levels stall.
+        // Prefer the backend's clock (LevelUpdate.seconds); fall back to ours if levels stall.
         const now = performance.now();
         if (now - this.lastLevelAt > 300) this.elapsed = (now - this.startedAt) / 1000;
       }, 100);

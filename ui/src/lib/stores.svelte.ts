@@ -1,6 +1,6 @@
 // Global reactive app state (Svelte 5 runes) and the actions that change it.
 import * as api from './api';
-import type { AppEvent, Job, Take, Voice } from './api';
+import type { Job, Notification, Take, Voice } from './api';
 import { TERMINAL_STATES, errorMessage } from './api';
 import { player, type PlaybackState } from './player';
 import { plural } from './format';
@@ -40,6 +40,7 @@ class AppState {
   private watched = new Set<number>();
   private liveDuringRefresh: Map<number, Job> | null = null;
   private libraryListeners = new Set<() => void>();
+  private notificationListeners = new Set<(n: Notification) => void>();
 
   constructor() {
     player.subscribe((s) => (this.playback = s));
@@ -201,11 +202,18 @@ class AppState {
     this.watched.add(id);
   }
 
-  handleEvent = (e: AppEvent) => {
+  handleEvent = (e: Notification) => {
     if (!e || typeof e !== 'object') return;
     if (e.type === 'job' && e.job) this.upsertJob(e.job);
     else if (e.type === 'library_changed') this.scheduleLibraryRefresh();
+    for (const fn of this.notificationListeners) fn(e);
   };
+
+  /** Runs `fn` on every notification from the backend; returns the unsubscribe. */
+  onNotification(fn: (n: Notification) => void): () => void {
+    this.notificationListeners.add(fn);
+    return () => this.notificationListeners.delete(fn);
+  }
 
   /** Import dropped files into the currently selected voice. */
   async importPaths(paths: string[]): Promise<number | null> {

@@ -31,7 +31,7 @@ export function sameInput(a: ConvertInput, b: ConvertInput): boolean {
 
 /** The number of speakers a model file declares (1 when it says nothing). */
 export function speakersOf(model: VoiceModel): number {
-  const n = Number(model.metadata?.speakers);
+  const n = Number(api.jsonObject(model.metadata).speakers);
   return Number.isFinite(n) && n > 1 ? n : 1;
 }
 

@@ -1,6 +1,6 @@
 // The Train page's forms turned into what the backend takes, and what its runs report turned
 // into what the page shows.
-import { CANCELLABLE_STATES } from './api';
+import { CANCELLABLE_STATES, jobJson } from './api';
 import type {
   DatasetInput,
   DatasetReport,
@@ -123,7 +123,7 @@ export function reportWarnings(report: DatasetReport | null): { kind: string; me
 export function preparingJob(jobs: Job[], datasetName: string): Job | undefined {
   return jobs
     .filter((j) => j.kind === 'dataset' && CANCELLABLE_STATES.includes(j.state))
-    .filter((j) => (j.params as Partial<PrepareParams> | null)?.name === datasetName)
+    .filter((j) => jobJson<Partial<PrepareParams>>(j.params)?.name === datasetName)
     .sort((a, b) => b.id - a.id)[0];
 }
 
@@ -183,13 +183,12 @@ function segments(parts: Omit<ProfileSegment, 'share'>[]): ProfileSegment[] {
 }
 
 /**
- * A run's profile as totals: the command's summary as it is, or the sums of the per-epoch
- * list the trainer stores, starved when the latest epoch was (the first one also fills the
+ * A run's profile as totals: the sums of the per-epoch list the trainer stores, starved when
+ * the latest epoch was (the first one also fills the
  * spectrogram cache, so it often waits).
  */
 export function runProfile(profile: TrainingRow['profile']): TrainingProfile | null {
-  if (!Array.isArray(profile)) return profile;
-  if (profile.length === 0) return null;
+  if (!profile || profile.length === 0) return null;
   const finite = (value: number | null | undefined): value is number => Number.isFinite(value);
   const sum = (key: 'load_secs' | 'assemble_secs' | 'waited_secs' | 'step_secs' | 'to_device_secs' | 'batches') =>
     profile.reduce((total, epoch) => total + (finite(epoch[key]) ? epoch[key] : 0), 0);

@@ -5,6 +5,7 @@ import * as api from './api';
 import type {
   DatasetInput,
   DatasetRow,
+  Notification,
   SeparationModel,
   TrainingMetric,
   TrainingPreview,
@@ -14,7 +15,6 @@ import { app } from './stores.svelte';
 import { sameInput } from './studio.svelte';
 import { basename } from './format';
 import {
-  ACTIVE_RUN,
   defaultPrepareForm,
   defaultTrainingForm,
   prepareParams,
@@ -55,11 +55,6 @@ class TrainerState {
 
   get selectedRun(): TrainingRow | null {
     return this.runs.find((r) => r.id === this.runId) ?? null;
-  }
-
-  /** Whether anything here is still changing: a run queued or running, a dataset preparing. */
-  get busy(): boolean {
-    return this.runs.some((r) => ACTIVE_RUN.includes(r.status)) || this.datasets.some((d) => d.status === 'preparing');
   }
 
   datasetName(id: number | null): string {
@@ -114,25 +109,42 @@ class TrainerState {
   async refreshRuns(): Promise<void> {
     try {
       this.runs = await api.listTrainings();
-      if (!this.selectedRun) this.showRun(this.runs[0]?.id ?? null);
-      await this.refreshSelectedRun();
+      if (!this.selectedRun) {
+        this.showRun(this.runs[0]?.id ?? null);
+        await this.loadSelectedRun();
+      }
     } catch (err) {
       app.reportError(err, 'Could not load the training runs');
     }
   }
 
-  /** The selected run's losses and previews. */
-  async refreshSelectedRun(): Promise<void> {
+  /**
+   * The selected run's losses and previews so far; later ones arrive as notifications
+   * (`handleNotification`), kept when they came while this was loading.
+   */
+  private async loadSelectedRun(): Promise<void> {
     const id = this.runId;
     const seq = this.runSeq;
     if (id === null) return;
     try {
       const [metrics, previews] = await Promise.all([api.trainingMetrics(id), api.trainingPreviews(id)]);
       if (seq !== this.runSeq) return;
-      this.metrics = metrics;
-      this.previews = previews;
+      this.metrics = upsertBy(metrics, this.metrics, (m) => m.step);
+      this.previews = upsertBy(previews, this.previews, (p) => p.epoch);
     } catch (err) {
       app.reportError(err, 'Could not load the run\'s losses and previews');
+    }
+  }
+
+  /** Follows the selected run's losses and previews as the backend records them. */
+  handleNotification(n: Notification) {
+    if (n.type === 'training_metric' && n.training_id === this.runId) {
+      this.metrics = upsertBy(this.metrics, [n.metric], (m) => m.step);
+    } else if (n.type === 'training_preview' && n.preview.training_id === this.runId) {
+      this.previews = upsertBy(this.previews, [n.preview], (p) => p.epoch);
+    } else if (n.type === 'training_rewound' && n.training_id === this.runId) {
+      this.metrics = this.metrics.filter((m) => m.step <= n.step);
+      this.previews = this.previews.filter((p) => p.epoch <= n.epoch);
     }
   }
 
@@ -157,7 +169,7 @@ class TrainerState {
   selectRun(id: number) {
     if (id === this.runId) return;
     this.showRun(id);
-    void this.refreshSelectedRun();
+    void this.loadSelectedRun();
   }
 
   private showRun(id: number | null) {
@@ -255,6 +267,13 @@ class TrainerState {
     this.datasetJobIds = [];
     this.submitting = false;
   }
+}
+
+/** `items` with `added` put in, one per key (an added one replaces its namesake), in key order. */
+function upsertBy<T>(items: T[], added: T[], key: (item: T) => number): T[] {
+  const byKey = new Map(items.map((item) => [key(item), item]));
+  for (const item of added) byKey.set(key(item), item);
+  return [...byKey.values()].sort((a, b) => key(a) - key(b));
 }
 
 export const trainer = new TrainerState();

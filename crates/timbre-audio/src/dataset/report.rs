@@ -29,7 +29,7 @@ const MAX_SNR_DB: f64 = 100.0;
 const BAND_FFT: usize = 512;
 
 /// One input file's share of the report.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct FileReport {
     pub name: String,
     pub input_seconds: f64,
@@ -50,7 +50,7 @@ pub struct FileReport {
 }
 
 /// 5th, 50th and 95th percentile of the f0 of voiced 10 ms frames of the kept pieces.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct PitchRange {
     pub low_hz: f32,
     pub median_hz: f32,
@@ -58,7 +58,8 @@ pub struct PitchRange {
     pub voiced_frames: usize,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(rename = "DatasetWarningKind")]
 #[serde(rename_all = "snake_case")]
 pub enum WarningKind {
     TooLittleAudio,
@@ -67,13 +68,13 @@ pub enum WarningKind {
     Noisy,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct DatasetWarning {
     pub kind: WarningKind,
     pub message: String,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct DatasetReport {
     pub files: Vec<FileReport>,
     pub input_seconds: f64,

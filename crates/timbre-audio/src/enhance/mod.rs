@@ -31,7 +31,7 @@ pub enum ProcessError {
 }
 
 /// Which steps run, and how. Missing fields take the training preset's values.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(default)]
 pub struct EnhanceOptions {
     /// Average the channels into one.

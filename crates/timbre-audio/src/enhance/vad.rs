@@ -20,7 +20,7 @@ const JOIN_FADE_SECS: f64 = 0.005;
 /// The detector's thresholds are absolute, so its input is scaled to this peak first.
 const DETECTOR_PEAK: f32 = 0.5;
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(default)]
 pub struct TrimOptions {
     /// Silence kept before the first and after the last speech.

@@ -21,7 +21,7 @@ const LEVEL_WINDOW_SECS: f32 = 0.1;
 /// it already stored (one growing Vec would copy everything on each reallocation).
 const BLOCK_SECS: usize = 1;
 
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, ts_rs::TS)]
 pub struct InputDevice {
     /// Pass this back as [`RecordOptions::device`] to record from the device.
     pub name: String,

@@ -56,7 +56,7 @@ pub struct IsolateParams {
 }
 
 /// A RoFormer checkpoint and its config in the models folder.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
 pub struct SeparationModel {
     pub name: String,
     pub checkpoint: PathBuf,

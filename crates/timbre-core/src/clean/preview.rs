@@ -39,7 +39,7 @@ pub struct PreviewRequest {
 }
 
 /// What the preview did, for the UI.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct PreviewInfo {
     pub start_secs: f64,
     pub secs: f64,

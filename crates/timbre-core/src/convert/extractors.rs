@@ -52,7 +52,7 @@ pub fn require_hubert(dir: &Path) -> Result<PathBuf> {
 }
 
 /// What the models folder holds, for the Models page and `timbre models`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 pub struct KnownFile {
     pub name: String,
     pub role: String,

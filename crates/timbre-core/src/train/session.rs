@@ -22,6 +22,7 @@ use super::files::TrainingFiles;
 use super::pretrained::PretrainedFiles;
 use super::producer::{BatchProducer, ProducerOptions, Profile};
 use super::request::TrainingPlan;
+use crate::Notification;
 use crate::db::job_events::Level;
 use crate::db::training_metrics::{self, TrainingMetric};
 use crate::db::{training_previews, trainings};
@@ -57,7 +58,7 @@ pub enum Ending {
 }
 
 /// Where one epoch's time went.
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, ts_rs::TS)]
 pub struct EpochProfile {
     pub epoch: i64,
     pub batch_size: i64,
@@ -128,11 +129,17 @@ impl<'a> Session<'a> {
         let (epoch, step) = (trainer.epoch(), trainer.global_step());
         // What a previous run recorded beyond this point is trained again.
         let id = setup.training_id;
-        let removed = ctx.library().edit(|conn| {
-            training_metrics::delete_after(conn, id, step)?;
-            trainings::set_position(conn, id, epoch, step)?;
-            training_previews::delete_after(conn, id, epoch)
-        })?;
+        let removed = {
+            let conn = ctx.library().conn();
+            training_metrics::delete_after(&conn, id, step)?;
+            trainings::set_position(&conn, id, epoch, step)?;
+            training_previews::delete_after(&conn, id, epoch)?
+        };
+        ctx.library().notify(Notification::TrainingRewound {
+            training_id: id,
+            epoch,
+            step,
+        });
         for preview in removed {
             let _ = std::fs::remove_file(&preview.path);
         }
@@ -279,14 +286,18 @@ impl<'a> Session<'a> {
             lr: self.trainer.learning_rate(),
             at: crate::db::now(),
         };
-        let conn = self.setup.ctx.library().conn();
-        training_metrics::insert(&conn, self.setup.training_id, &metric)?;
-        trainings::set_position(
-            &conn,
-            self.setup.training_id,
-            self.trainer.epoch(),
-            metric.step,
-        )
+        let library = self.setup.ctx.library();
+        let training_id = self.setup.training_id;
+        {
+            let conn = library.conn();
+            training_metrics::insert(&conn, training_id, &metric)?;
+            trainings::set_position(&conn, training_id, self.trainer.epoch(), metric.step)?;
+        }
+        library.notify(Notification::TrainingMetric {
+            training_id,
+            metric,
+        });
+        Ok(())
     }
 
     fn profile_epoch(
@@ -347,9 +358,10 @@ impl<'a> Session<'a> {
         super::preview::render(&self.trainer, self.setup.data, self.preview_piece, &path)?;
         let step = self.trainer.global_step();
         let path = path.display().to_string();
-        self.setup.ctx.library().edit(|conn| {
-            training_previews::insert(conn, self.setup.training_id, epoch, step, &path)
-        })?;
+        let library = self.setup.ctx.library();
+        let preview =
+            training_previews::insert(&library.conn(), self.setup.training_id, epoch, step, &path)?;
+        library.notify(Notification::TrainingPreview { preview });
         Ok(())
     }
 

@@ -26,7 +26,7 @@ CREATE TABLE conversions (
 CREATE INDEX conversions_input ON conversions(input_sha256);
 CREATE INDEX conversions_model ON conversions(model_id);";
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct Conversion {
     pub id: i64,
     pub job_id: Option<i64>,

@@ -36,7 +36,7 @@ pub const PREPARING: &str = "preparing";
 pub const READY: &str = "ready";
 pub const FAILED: &str = "failed";
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
 pub struct Dataset {
     pub id: i64,
     pub voice_id: Option<i64>,
@@ -44,8 +44,10 @@ pub struct Dataset {
     pub take_count: i64,
     pub created_at: String,
     pub params: Value,
+    #[ts(type = r#""preparing" | "ready" | "failed""#)]
     pub status: String,
     /// The `timbre_audio::dataset::DatasetReport` of the last successful preparation.
+    #[ts(as = "Option<timbre_audio::dataset::DatasetReport>")]
     pub report: Option<Value>,
     pub piece_count: i64,
     /// Seconds of audio in the pieces (at the model rate).

@@ -17,7 +17,7 @@ CREATE TABLE derived_takes (
 );
 CREATE INDEX derived_takes_source ON derived_takes(source_take_id);";
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct DerivedTake {
     pub take_id: i64,
     /// None once the source take has been deleted.

@@ -13,7 +13,8 @@ CREATE TABLE job_events (
 );
 CREATE INDEX job_events_job ON job_events(job_id, kind);";
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, ts_rs::TS)]
+#[ts(rename = "EventLevel")]
 #[serde(rename_all = "snake_case")]
 pub enum Level {
     Info,
@@ -31,7 +32,7 @@ impl Level {
     }
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
 pub struct JobEvent {
     pub id: i64,
     pub job_id: i64,

@@ -39,7 +39,7 @@ pub use recovery::{
     running_under_dead_workers, waiting_after_crash,
 };
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum JobState {
     Queued,
@@ -79,7 +79,8 @@ impl JobState {
 }
 
 /// GPU-heavy kinds run one at a time; light ones in parallel.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, ts_rs::TS)]
+#[ts(rename = "JobLane")]
 #[serde(rename_all = "snake_case")]
 pub enum Lane {
     Gpu,
@@ -95,7 +96,7 @@ impl Lane {
     }
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
 pub struct Job {
     pub id: i64,
     pub kind: String,

@@ -19,7 +19,8 @@ CREATE TABLE listening_tests (
     created_at TEXT NOT NULL
 );";
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, ts_rs::TS)]
+#[ts(rename = "ListeningMode")]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     /// Named outputs: the listener picks the one they prefer.
@@ -28,7 +29,7 @@ pub enum Mode {
     Abx,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct ListeningTest {
     pub id: i64,
     pub mode: Mode,

@@ -25,7 +25,8 @@ CREATE TABLE models (
 pub const WEIGHTS_EXT: &str = "pth";
 pub const INDEX_EXT: &str = "index";
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
+#[ts(rename = "VoiceModel")]
 pub struct Model {
     pub id: i64,
     pub voice_id: Option<i64>,

@@ -22,7 +22,8 @@ CREATE TABLE takes (
 );
 CREATE INDEX takes_voice ON takes(voice_id);";
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, ts_rs::TS)]
+#[ts(rename = "TakeOrigin")]
 #[serde(rename_all = "snake_case")]
 pub enum Origin {
     Imported,
@@ -57,7 +58,7 @@ pub struct NewTake {
     pub waveform: Vec<f32>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct Take {
     pub id: i64,
     pub voice_id: Option<i64>,

@@ -25,7 +25,7 @@ CREATE TABLE training_metrics (
 
 /// The losses of one recorded step and the gradients' norms (what `timbre_nn`'s trainer
 /// reports; `timbre_core::train` converts, so that the library needs no libtorch).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, ts_rs::TS)]
 pub struct StepLosses {
     pub g_total: f64,
     pub d_total: f64,
@@ -37,7 +37,7 @@ pub struct StepLosses {
     pub grad_norm_d: f64,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
 pub struct TrainingMetric {
     /// The epoch the step belongs to (1 for the first).
     pub epoch: i64,

@@ -17,7 +17,7 @@ CREATE TABLE training_previews (
     UNIQUE (training_id, epoch)
 );";
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
 pub struct TrainingPreview {
     pub id: i64,
     pub training_id: i64,

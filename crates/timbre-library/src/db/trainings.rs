@@ -35,7 +35,7 @@ pub const STOPPED: &str = "stopped";
 pub const DONE: &str = "done";
 pub const FAILED: &str = "failed";
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
 pub struct Training {
     pub id: i64,
     pub name: String,
@@ -43,7 +43,7 @@ pub struct Training {
     pub dataset_id: Option<i64>,
     /// The `TrainRequest` as the job runs it (defaults filled in).
     pub params: Value,
-    /// `queued`, `running`, `stopped`, `done` or `failed`.
+    #[ts(type = r#""queued" | "running" | "stopped" | "done" | "failed""#)]
     pub status: String,
     /// Epochs finished and optimizer steps taken.
     pub epoch: i64,

@@ -9,7 +9,7 @@ CREATE TABLE voices (
     created_at TEXT NOT NULL
 );";
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
 pub struct Voice {
     pub id: i64,
     pub name: String,

@@ -8,7 +8,7 @@ const F0_MIN: f64 = 50.0;
 const F0_MAX: f64 = 1100.0;
 
 /// Which tracker gives the pitch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "lowercase")]
 pub enum F0Method {
     /// The RMVPE network (needs `rmvpe.pt`).

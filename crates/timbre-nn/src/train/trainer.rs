@@ -26,7 +26,7 @@ use crate::synthesizer::{
 };
 
 /// The losses of one step (as rvc-next logs them) and the gradients' norms.
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, ts_rs::TS)]
 pub struct StepLosses {
     pub g_total: f64,
     pub d_total: f64,

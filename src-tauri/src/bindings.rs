@@ -1,0 +1,138 @@
+//! The UI's contract, generated: `ui/src/lib/generated/` holds the TypeScript of the types the
+//! commands return and take, the notifications and the error report, as ts-rs writes it from
+//! the Rust types, and `ui/src/lib/api.ts` imports it, so the two sides cannot drift apart.
+//!
+//! ts-rs derives sit on the types where they are defined, in the core crates too: a derive of
+//! plain data, with no Tauri in it, so the core crates and the CLI build without Tauri (typing
+//! the commands themselves, as tauri-specta does, would need the types to implement a trait of
+//! Tauri's ecosystem). The test below fails when the committed files differ from what the types
+//! give; `make bindings` writes them anew.
+
+use crate::commands::clean::{DerivedResult, EnhancePresets, IsolationModels};
+use crate::commands::datasets::DatasetRow;
+use crate::commands::models::ModelFiles;
+use crate::commands::record::LevelUpdate;
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+use timbre_audio::record::InputDevice;
+use timbre_core::clean::{PreviewInfo, SeparationModel};
+use timbre_core::db::{
+    conversions::Conversion, job_events::JobEvent, jobs::Job, listening_tests::ListeningTest,
+    models::Model, takes::Take, training_metrics::TrainingMetric,
+    training_previews::TrainingPreview, trainings::Training, voices::Voice,
+};
+use timbre_core::devices::DeviceReport;
+use timbre_core::monitor::ResourceSnapshot;
+use timbre_core::train::session::EpochProfile;
+use timbre_core::{ErrorReport, Notification};
+use ts_rs::{Config, TS};
+
+const GENERATED_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../ui/src/lib/generated");
+
+/// Writes every type the UI exchanges with the backend, with the types they use, into `dir`.
+fn export_contract(dir: &Path) -> Result<(), ts_rs::ExportError> {
+    let cfg = Config::new()
+        // Ids, byte and frame counts stay far below 2^53.
+        .with_large_int("number")
+        .with_out_dir(dir);
+    macro_rules! export {
+        ($($ty:ty),* $(,)?) => {
+            $(<$ty as TS>::export_all(&cfg)?;)*
+        };
+    }
+    export!(
+        ErrorReport,
+        Notification,
+        Take,
+        Voice,
+        Job,
+        JobEvent,
+        Model,
+        Conversion,
+        ListeningTest,
+        DerivedResult,
+        DatasetRow,
+        Training,
+        TrainingMetric,
+        TrainingPreview,
+        EpochProfile,
+        ResourceSnapshot,
+        DeviceReport,
+        InputDevice,
+        LevelUpdate,
+        ModelFiles,
+        IsolationModels,
+        SeparationModel,
+        EnhancePresets,
+        PreviewInfo,
+    );
+    Ok(())
+}
+
+/// The generated files by path below the folder, with `index.ts` re-exporting each type.
+fn generated_files() -> BTreeMap<String, String> {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    export_contract(dir.path()).expect("exporting the TypeScript types");
+    let mut files = read_tree(dir.path());
+    let index: String = files
+        .keys()
+        .map(|path| {
+            let module = path.trim_end_matches(".ts");
+            let ty = module.rsplit('/').next().unwrap_or(module);
+            format!("export type {{ {ty} }} from './{module}';\n")
+        })
+        .collect();
+    files.insert("index.ts".into(), index);
+    files
+}
+
+/// Every file below `root` by its path relative to it (`/`-separated); none when it is missing.
+fn read_tree(root: &Path) -> BTreeMap<String, String> {
+    let mut files = BTreeMap::new();
+    let mut folders = vec![root.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        let Ok(entries) = fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.expect("a folder entry").path();
+            if path.is_dir() {
+                folders.push(path);
+            } else {
+                let relative = path.strip_prefix(root).unwrap().to_string_lossy();
+                let text = fs::read_to_string(&path).unwrap_or_default();
+                files.insert(relative.into_owned(), text);
+            }
+        }
+    }
+    files
+}
+
+#[test]
+fn committed_typescript_is_what_the_rust_types_generate() {
+    let generated = generated_files();
+    if std::env::var_os("TIMBRE_WRITE_BINDINGS").is_some() {
+        let _ = fs::remove_dir_all(GENERATED_DIR);
+        fs::create_dir_all(GENERATED_DIR).expect("creating the generated folder");
+        for (path, text) in &generated {
+            let path = Path::new(GENERATED_DIR).join(path);
+            fs::create_dir_all(path.parent().unwrap()).expect("creating a folder");
+            fs::write(path, text).expect("writing a type");
+        }
+        return;
+    }
+    let committed = read_tree(Path::new(GENERATED_DIR));
+    let differing: Vec<&String> = generated
+        .keys()
+        .chain(committed.keys())
+        .filter(|name| generated.get(*name) != committed.get(*name))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert!(
+        differing.is_empty(),
+        "ui/src/lib/generated differs from what the Rust types generate in {differing:?}: \
+         run `make bindings` and commit the result"
+    );
+}
