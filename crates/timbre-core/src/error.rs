@@ -40,6 +40,22 @@ pub fn invalid_input(message: impl Into<String>) -> anyhow::Error {
     .into()
 }
 
+/// Refuses a number outside `min..=max` (NaN too), naming the parameter, the value and the
+/// range: every option and setting is checked this way where its request is built.
+pub fn check_range<T: PartialOrd + std::fmt::Display>(
+    name: &str,
+    value: T,
+    min: T,
+    max: T,
+) -> anyhow::Result<()> {
+    if min <= value && value <= max {
+        return Ok(());
+    }
+    Err(invalid_input(format!(
+        "{name} must be between {min} and {max}, not {value}"
+    )))
+}
+
 pub fn busy(message: impl Into<String>) -> anyhow::Error {
     KindedError {
         kind: ErrorKind::Busy,
@@ -121,5 +137,15 @@ mod tests {
         assert_eq!(kind_of(&err), ErrorKind::Io);
         let json = serde_json::to_value(ErrorReport::from_anyhow(&err)).unwrap();
         assert_eq!(json["kind"], "io");
+    }
+
+    #[test]
+    fn a_range_refuses_what_is_outside_it_and_nan() {
+        assert!(check_range("protect", 0.5, 0.0, 0.5).is_ok());
+        let err = check_range("protect", 7.0, 0.0, 0.5).unwrap_err();
+        assert_eq!(err.to_string(), "protect must be between 0 and 0.5, not 7");
+        assert_eq!(kind_of(&err), ErrorKind::InvalidInput);
+        assert!(check_range("transpose", f32::NAN, -48.0, 48.0).is_err());
+        assert!(check_range("light_workers", 0, 1, 64).is_err());
     }
 }

@@ -4,7 +4,7 @@ use crate::error::CommandResult;
 use crate::state::AppState;
 use serde::Serialize;
 use tauri::State;
-use timbre_core::dataset::PrepareParams;
+use timbre_core::dataset::{self, PrepareRequest};
 use timbre_core::db::datasets::{self, Dataset};
 use timbre_core::db::jobs::Job;
 
@@ -38,8 +38,6 @@ pub fn datasets_list(state: State<'_, AppState>) -> CommandResult<Vec<DatasetRow
 
 /// Queues a `dataset` job and returns it at once.
 #[tauri::command]
-pub fn dataset_prepare(state: State<'_, AppState>, params: PrepareParams) -> CommandResult<Job> {
-    Ok(state
-        .jobs
-        .submit("dataset", serde_json::to_value(params)?)?)
+pub fn dataset_prepare(state: State<'_, AppState>, params: PrepareRequest) -> CommandResult<Job> {
+    Ok(dataset::submit(&state.jobs, params)?)
 }
