@@ -186,7 +186,7 @@ fn a_separation_checkpoint_in_the_models_folder_is_used() {
         .output()
         .unwrap();
     assert!(!out.status.success());
-    let said = String::from_utf8_lossy(&out.stdout);
+    let said = String::from_utf8_lossy(&out.stderr);
     assert!(
         said.contains("no separation model \"other\"") && said.contains("tiny"),
         "{said}"

@@ -25,7 +25,7 @@ fn json(sb: &Sandbox, args: &[&str]) -> (bool, Value) {
 }
 
 fn warnings(result: &Value) -> Vec<String> {
-    result["warnings"]
+    result["report"]["warnings"]
         .as_array()
         .unwrap()
         .iter()

@@ -30,12 +30,13 @@ pub fn resample(buf: &AudioBuffer, target_rate: u32) -> Result<AudioBuffer, Audi
 
 /// [`resample`] of one channel fed piece by piece: the concatenated output of [`push`] and
 /// [`finish`] equals `resample` of the concatenated input, sample for sample, while only one
-/// resampler chunk is held.
+/// resampler chunk is held. Between equal rates it passes the samples through.
 ///
 /// [`push`]: StreamResampler::push
 /// [`finish`]: StreamResampler::finish
 pub struct StreamResampler {
-    inner: Fft<f32>,
+    /// None between equal rates.
+    inner: Option<Fft<f32>>,
     source_rate: u32,
     target_rate: u32,
     chunk: Vec<Vec<f32>>,
@@ -49,20 +50,30 @@ pub struct StreamResampler {
 
 impl StreamResampler {
     pub fn new(source_rate: u32, target_rate: u32) -> Result<Self, AudioError> {
-        let inner = Fft::<f32>::new(
-            source_rate as usize,
-            target_rate as usize,
-            CHUNK_FRAMES,
-            1,
-            FixedSync::Both,
-        )
-        .map_err(|e| {
-            unsupported(format!(
-                "cannot resample from {source_rate} Hz to {target_rate} Hz: {e}"
-            ))
-        })?;
-        let chunk = vec![vec![0.0; inner.input_frames_next()]];
-        let out = vec![vec![0.0; inner.output_frames_max()]];
+        let inner = (source_rate != target_rate)
+            .then(|| {
+                Fft::<f32>::new(
+                    source_rate as usize,
+                    target_rate as usize,
+                    CHUNK_FRAMES,
+                    1,
+                    FixedSync::Both,
+                )
+            })
+            .transpose()
+            .map_err(|e| {
+                unsupported(format!(
+                    "cannot resample from {source_rate} Hz to {target_rate} Hz: {e}"
+                ))
+            })?;
+        let chunk = vec![vec![
+            0.0;
+            inner.as_ref().map_or(0, |i| i.input_frames_next())
+        ]];
+        let out = vec![vec![
+            0.0;
+            inner.as_ref().map_or(0, |i| i.output_frames_max())
+        ]];
         Ok(Self {
             inner,
             source_rate,
@@ -78,6 +89,10 @@ impl StreamResampler {
 
     /// Feeds `input`, appending the output that is ready to `output`.
     pub fn push(&mut self, mut input: &[f32], output: &mut Vec<f32>) -> Result<(), AudioError> {
+        if self.inner.is_none() {
+            output.extend_from_slice(input);
+            return Ok(());
+        }
         let size = self.chunk[0].len();
         self.consumed += input.len();
         while !input.is_empty() {
@@ -99,11 +114,14 @@ impl StreamResampler {
     pub fn finish(mut self, output: &mut Vec<f32>) -> Result<(), AudioError> {
         let ratio = f64::from(self.target_rate) / f64::from(self.source_rate);
         let total = (self.consumed as f64 * ratio).round() as usize;
+        let Some(inner) = &self.inner else {
+            return Ok(());
+        };
         if self.consumed == 0 {
             return Ok(());
         }
-        let expected = (self.inner.resample_ratio() * self.consumed as f64).ceil() as usize;
-        let delay = self.inner.output_delay();
+        let expected = (inner.resample_ratio() * self.consumed as f64).ceil() as usize;
+        let delay = inner.output_delay();
         if self.filled > 0 {
             self.process(Some(self.filled), output)?;
         }
@@ -129,11 +147,11 @@ impl StreamResampler {
             active_channels_mask: None,
             partial_len: partial,
         };
-        let (_, frames) = self
-            .inner
+        let inner = self.inner.as_mut().expect("only called when resampling");
+        let (_, frames) = inner
             .process_into_buffer(&input, &mut out, Some(&indexing))
             .map_err(|e| unsupported(format!("resampling failed: {e}")))?;
-        let delay = self.inner.output_delay();
+        let delay = inner.output_delay();
         let skip = delay.saturating_sub(self.produced).min(frames);
         self.produced += frames;
         output.extend_from_slice(&self.out[0][skip..frames]);
@@ -207,6 +225,18 @@ mod tests {
             stream.finish(&mut out).unwrap();
             assert_eq!(out, whole.channels[0], "pieces of {piece}");
         }
+    }
+
+    #[test]
+    fn a_stream_between_equal_rates_passes_the_samples_through() {
+        let src = sine(16000, 440.0, 0.1, 0.5);
+        let mut stream = StreamResampler::new(16000, 16000).unwrap();
+        let mut out = Vec::new();
+        for chunk in src.chunks(333) {
+            stream.push(chunk, &mut out).unwrap();
+        }
+        stream.finish(&mut out).unwrap();
+        assert_eq!(out, src);
     }
 
     #[test]

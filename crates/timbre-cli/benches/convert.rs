@@ -27,9 +27,11 @@ use anyhow::{Context, Result, bail};
 use clap::Parser;
 use serde_json::{Value, json};
 use timbre_audio::{AudioBuffer, DecodeOptions, SampleFormat};
-use timbre_core::convert::{ConvertInput, ConvertParams, OutputFormat, model_import};
+use timbre_core::convert::{self, ConvertRequest, model_import};
 use timbre_core::db::jobs::JobState;
+use timbre_core::input::AudioInput;
 use timbre_core::jobs::JobSystem;
+use timbre_core::output_format::OutputFormat;
 use timbre_core::settings::Settings;
 use timbre_core::{Library, job_handlers};
 use timbre_nn::device::Precision;
@@ -152,14 +154,15 @@ fn conversion_jobs(paths: &Paths) -> Result<Value> {
 fn run_job(system: &JobSystem, input: &Path, model: &str) -> Result<Value> {
     let started = Instant::now();
     let model_id = timbre_core::db::models::find(&system.library().conn(), model)?.id;
-    let params = ConvertParams {
-        input: ConvertInput::File(input.to_path_buf()),
-        model_id,
+    let request = ConvertRequest {
+        inputs: vec![AudioInput::File(input.to_path_buf())],
+        model_ids: vec![model_id],
         options: ConvertOptions::default(),
         format: OutputFormat::Wav16,
         out_dir: None,
     };
-    let job = system.run_job(system.submit("convert", serde_json::to_value(&params)?)?.id)?;
+    let submitted = convert::submit(system, request)?;
+    let job = system.run_job(submitted[0].id)?;
     if job.state != JobState::Succeeded {
         bail!(
             "converting {} with {model}: {}",
@@ -180,7 +183,7 @@ fn stages_on(paths: &Paths, device: tch::Device) -> Result<Value> {
     let options = ConvertOptions::default();
     let (input, io_read) = timed(|| read_input(&paths.input))?;
     let audio = &input.channels[0];
-    let hubert_dir = timbre_core::convert::extractors::require_hubert(&paths.models)?;
+    let hubert_dir = timbre_core::models_folder::require_hubert(&paths.models)?;
     let (hubert, load_hubert) = timed(|| Hubert::load(&hubert_dir, device))?;
     let (rmvpe, load_rmvpe) = timed(|| Rmvpe::load(&paths.models.join("rmvpe.pt"), device))?;
     let (voice, load_voice) =

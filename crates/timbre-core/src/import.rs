@@ -3,26 +3,58 @@
 //! after a crash every reported file is present and every present file is reported.
 
 use crate::db::job_events::{self, Level};
+use crate::db::jobs::Job;
 use crate::db::takes::{self, NewTake, Origin, Take};
 use crate::error::{ErrorKind, ErrorReport, kind_of};
-use crate::jobs::{JobContext, JobHandler};
+use crate::jobs::{JobContext, JobHandler, JobSystem};
 use crate::library::{Library, Notification};
 use crate::store::StoredObject;
 use anyhow::{Context, Result};
 use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use timbre_audio::{AudioBuffer, DecodeOptions, SampleFormat, analysis};
 
 const WAVEFORM_BINS: usize = 120;
 
+/// The job kind.
+const KIND: &str = "import";
+
+/// An import, as the CLI and the app ask for it and as its job runs it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ImportParams {
+pub struct ImportRequest {
     pub paths: Vec<PathBuf>,
+    /// Put the takes under this voice.
     #[serde(default)]
     pub voice_id: Option<i64>,
+}
+
+/// What an `import` job gives; each file's outcome is its `file` event ([`file_outcomes`]).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ImportResult {
+    pub total: usize,
+    pub imported: usize,
+    pub duplicates: usize,
+    pub failed: usize,
+}
+
+/// Queues an import of the files. They are checked by the job, one by one, each failure
+/// reported with its file, so one bad file does not hold back the others.
+pub fn submit(system: &JobSystem, request: ImportRequest) -> Result<Job> {
+    if request.paths.is_empty() {
+        return Err(crate::error::invalid_input(
+            "choose at least one file to import",
+        ));
+    }
+    let paths = request
+        .paths
+        .iter()
+        .map(std::path::absolute)
+        .collect::<std::io::Result<_>>()?;
+    let request = ImportRequest { paths, ..request };
+    system.submit(KIND, serde_json::to_value(&request)?)
 }
 
 /// One line of an import's report, stored as the job event of kind `file`.
@@ -43,7 +75,7 @@ pub struct ImportHandler;
 
 impl JobHandler for ImportHandler {
     fn kind(&self) -> &'static str {
-        "import"
+        KIND
     }
 
     fn resumable(&self) -> bool {
@@ -51,7 +83,7 @@ impl JobHandler for ImportHandler {
     }
 
     fn run(&self, ctx: &JobContext) -> Result<Value> {
-        let params: ImportParams = ctx.params()?;
+        let params: ImportRequest = ctx.params()?;
         let library = ctx.library();
         let max_duration_secs = library.settings()?.max_import_duration_secs;
         // A rerun (after a crash, or a retry) keeps what succeeded and tries failures again.
@@ -124,12 +156,12 @@ impl JobHandler for ImportHandler {
                 failed.len()
             ),
         )?;
-        Ok(json!({
-            "total": total,
-            "imported": total - failed.len() - duplicates,
-            "duplicates": duplicates,
-            "failed": failed.len(),
-        }))
+        Ok(serde_json::to_value(ImportResult {
+            total,
+            imported: total - failed.len() - duplicates,
+            duplicates,
+            failed: failed.len(),
+        })?)
     }
 }
 

@@ -8,7 +8,11 @@ pub mod convert;
 pub mod dataset;
 pub mod devices;
 pub mod doctor;
+pub mod hashing;
 pub mod import;
+pub mod input;
+pub mod models_folder;
+pub mod output_format;
 pub mod train;
 
 pub use timbre_library::{db, error, jobs, library, monitor, settings, store};

@@ -45,6 +45,22 @@ pub fn invalid_input(message: impl Into<String>) -> anyhow::Error {
     .into()
 }
 
+/// Refuses a number outside `min..=max` (NaN too), naming the parameter, the value and the
+/// range: every option and setting is checked this way where its request is built.
+pub fn check_range<T: PartialOrd + std::fmt::Display>(
+    name: &str,
+    value: T,
+    min: T,
+    max: T,
+) -> anyhow::Result<()> {
+    if min <= value && value <= max {
+        return Ok(());
+    }
+    Err(invalid_input(format!(
+        "{name} must be between {min} and {max}, not {value}"
+    )))
+}
+
 pub fn busy(message: impl Into<String>) -> anyhow::Error {
     KindedError {
         kind: ErrorKind::Busy,
@@ -206,5 +222,15 @@ mod tests {
         }
         let other = explain_disk_full(not_found("take 7"), Path::new("/lib"));
         assert_eq!(format!("{other:#}"), "take 7");
+    }
+
+    #[test]
+    fn a_range_refuses_what_is_outside_it_and_nan() {
+        assert!(check_range("protect", 0.5, 0.0, 0.5).is_ok());
+        let err = check_range("protect", 7.0, 0.0, 0.5).unwrap_err();
+        assert_eq!(err.to_string(), "protect must be between 0 and 0.5, not 7");
+        assert_eq!(kind_of(&err), ErrorKind::InvalidInput);
+        assert!(check_range("transpose", f32::NAN, -48.0, 48.0).is_err());
+        assert!(check_range("light_workers", 0, 1, 64).is_err());
     }
 }

@@ -18,7 +18,7 @@ pub struct Settings {
     pub alert_ram_percent: f64,
     pub alert_gpu_memory_percent: f64,
     pub alert_gpu_temperature_c: f64,
-    /// Where HuBERT, RMVPE and other shared weights are (empty: see `convert::extractors`).
+    /// Where HuBERT, RMVPE and other shared weights are (empty: see `models_folder`).
     pub models_dir: String,
     /// Memory for voice models and indexes kept loaded between conversions.
     pub model_cache_mb: u64,
@@ -86,10 +86,41 @@ impl Settings {
         match key {
             "device" => check_device_name(key, &settings.device)?,
             "extraction_device" => check_device_name(key, &settings.extraction_device)?,
-            _ => {}
+            _ => settings.check_ranges()?,
         }
         crate::db::settings::put(conn, key, &parsed.to_string())?;
         Ok(settings)
+    }
+
+    /// Refuses numbers outside their ranges, naming the setting, the value and the range.
+    fn check_ranges(&self) -> Result<()> {
+        use crate::error::check_range;
+        check_range("max_retries", self.max_retries, 0, 20)?;
+        check_range("retry_base_secs", self.retry_base_secs, 0.0, 3600.0)?;
+        check_range("retry_max_secs", self.retry_max_secs, 0.0, 86_400.0)?;
+        check_range("light_workers", self.light_workers, 1, 64)?;
+        check_range("monitor_interval_ms", self.monitor_interval_ms, 10, 60_000)?;
+        check_range(
+            "max_import_duration_secs",
+            self.max_import_duration_secs,
+            1.0,
+            86_400.0,
+        )?;
+        check_range("alert_ram_percent", self.alert_ram_percent, 1.0, 100.0)?;
+        check_range(
+            "alert_gpu_memory_percent",
+            self.alert_gpu_memory_percent,
+            1.0,
+            100.0,
+        )?;
+        check_range(
+            "alert_gpu_temperature_c",
+            self.alert_gpu_temperature_c,
+            30.0,
+            120.0,
+        )?;
+        check_range("model_cache_mb", self.model_cache_mb, 0, 1 << 20)?;
+        Ok(())
     }
 
     pub fn retry_delay_secs(&self, attempt: u32) -> f64 {
@@ -142,6 +173,29 @@ mod tests {
         assert_eq!(set.extraction_device, "cpu");
         Settings::set(&conn, "device", " cpu ").unwrap();
         assert_eq!(Settings::load(&conn).unwrap().device, "cpu");
+    }
+
+    #[test]
+    fn numbers_outside_their_ranges_are_refused_and_not_stored() {
+        let conn = crate::db::open_in_memory();
+        assert!(Settings::default().check_ranges().is_ok());
+        for (key, value, range) in [
+            (
+                "max_import_duration_secs",
+                "-1",
+                "between 1 and 86400, not -1",
+            ),
+            ("alert_ram_percent", "500", "between 1 and 100, not 500"),
+            ("light_workers", "0", "between 1 and 64, not 0"),
+            ("retry_base_secs", "-1", "between 0 and 3600, not -1"),
+            ("monitor_interval_ms", "0", "between 10 and 60000, not 0"),
+        ] {
+            let err = Settings::set(&conn, key, value).unwrap_err().to_string();
+            assert_eq!(err, format!("{key} must be {range}"));
+        }
+        assert_eq!(Settings::load(&conn).unwrap(), Settings::default());
+        let set = Settings::set(&conn, "light_workers", "4").unwrap();
+        assert_eq!(set.light_workers, 4);
     }
 
     #[test]

@@ -12,13 +12,15 @@ use tauri::State;
 use tauri::ipc::Response;
 use timbre_audio::enhance::{EnhanceOptions, Preset};
 use timbre_core::clean::{
-    self, CleanInput, EnhanceParams, IsolateParams, IsolationMethod, Preview, PreviewInfo,
-    PreviewRequest, SeparationModel, SeparatorCache,
+    self, CleanRequest, IsolationMethod, Preview, PreviewInfo, PreviewRequest, SeparationModel,
+    SeparatorCache,
 };
-use timbre_core::convert::{OutputFormat, extractors};
 use timbre_core::db::derived_takes::{self, DerivedTake};
 use timbre_core::db::takes::{self, Take};
-use timbre_core::error::{invalid_input, not_found};
+use timbre_core::error::not_found;
+use timbre_core::input::AudioInput;
+use timbre_core::models_folder;
+use timbre_core::output_format::OutputFormat;
 
 /// The preview's separation model (kept loaded between previews) and its last result.
 #[derive(Default)]
@@ -65,20 +67,11 @@ pub fn list_enhance_presets() -> EnhancePresets {
 
 #[tauri::command]
 pub fn list_isolation_models(state: State<'_, AppState>) -> CommandResult<IsolationModels> {
-    let dir = isolation_dir(&state)?;
+    let dir = models_folder::of(state.library())?;
     Ok(IsolationModels {
         models: clean::separation_models(&dir),
         dir,
     })
-}
-
-fn isolation_dir(state: &AppState) -> anyhow::Result<PathBuf> {
-    let library = state.library();
-    let settings = library.settings()?;
-    Ok(std::path::absolute(extractors::models_dir(
-        &settings.models_dir,
-        library.data_dir(),
-    ))?)
 }
 
 /// Queues one job per input and returns their ids at once: `isolate` (whose vocals are then
@@ -86,78 +79,20 @@ fn isolation_dir(state: &AppState) -> anyhow::Result<PathBuf> {
 #[tauri::command]
 pub fn submit_cleaning(
     state: State<'_, AppState>,
-    inputs: Vec<CleanInput>,
+    inputs: Vec<AudioInput>,
     isolation: Option<IsolationMethod>,
     enhance: Option<EnhanceOptions>,
 ) -> CommandResult<Vec<i64>> {
-    if inputs.is_empty() {
-        return Err(invalid_input("choose at least one take or file to clean").into());
-    }
-    check(&state, &inputs, isolation.as_ref(), enhance.as_ref())?;
-    let mut job_ids = Vec::with_capacity(inputs.len());
-    for input in inputs {
-        let (kind, params) = match &isolation {
-            Some(method) => (
-                "isolate",
-                serde_json::to_value(IsolateParams {
-                    input,
-                    method: method.clone(),
-                    preview_secs: None,
-                    enhance: enhance.clone(),
-                    format: OutputFormat::WavFloat,
-                    out_dir: None,
-                })?,
-            ),
-            None => (
-                "enhance",
-                serde_json::to_value(EnhanceParams {
-                    input,
-                    options: enhance.clone().unwrap_or_default(),
-                    format: OutputFormat::WavFloat,
-                    out_dir: None,
-                })?,
-            ),
-        };
-        job_ids.push(state.jobs.submit(kind, params)?.id);
-    }
-    Ok(job_ids)
-}
-
-/// Refuses at once what every job would fail on: no step, a missing take, file or model.
-fn check(
-    state: &AppState,
-    inputs: &[CleanInput],
-    isolation: Option<&IsolationMethod>,
-    enhance: Option<&EnhanceOptions>,
-) -> anyhow::Result<()> {
-    if isolation.is_none() && enhance.is_none() {
-        return Err(invalid_input("choose isolation, enhancement or both"));
-    }
-    if let Some(IsolationMethod::Model(name)) = isolation {
-        let dir = isolation_dir(state)?;
-        if !clean::separation_models(&dir)
-            .iter()
-            .any(|m| &m.name == name)
-        {
-            return Err(not_found(format!(
-                "no isolation model {name:?} in {}",
-                dir.join("separation").display()
-            )));
-        }
-    }
-    let conn = state.library().conn();
-    for input in inputs {
-        match input {
-            CleanInput::Take(id) => {
-                takes::require(&conn, *id)?;
-            }
-            CleanInput::File(path) if !path.is_file() => {
-                return Err(not_found(format!("{}: no such file", path.display())));
-            }
-            CleanInput::File(_) => {}
-        }
-    }
-    Ok(())
+    let request = CleanRequest {
+        inputs,
+        isolation,
+        enhance,
+        preview_secs: None,
+        format: OutputFormat::WavFloat,
+        out_dir: None,
+    };
+    let jobs = clean::submit(&state.jobs, request)?;
+    Ok(jobs.into_iter().map(|job| job.id).collect())
 }
 
 /// Everything made from a take, oldest first, with the takes themselves.

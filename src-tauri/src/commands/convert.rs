@@ -5,64 +5,38 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use tauri::State;
 use tauri::ipc::Response;
-use timbre_core::convert::{ConvertInput, ConvertParams, OutputFormat};
-use timbre_core::db::{conversions, models, takes};
-use timbre_core::error::{invalid_input, not_found};
+use timbre_core::convert::{self, ConvertRequest};
+use timbre_core::db::{conversions, takes};
+use timbre_core::error::not_found;
+use timbre_core::input::AudioInput;
+use timbre_core::output_format::OutputFormat;
 use timbre_nn::pipeline::ConvertOptions;
 
 /// Queues one `convert` job per (input, model) and returns their ids at once.
 #[tauri::command]
 pub fn submit_conversions(
     state: State<'_, AppState>,
-    inputs: Vec<ConvertInput>,
+    inputs: Vec<AudioInput>,
     model_ids: Vec<i64>,
     options: ConvertOptions,
     format: OutputFormat,
     out_dir: Option<PathBuf>,
 ) -> CommandResult<Vec<i64>> {
-    if inputs.is_empty() || model_ids.is_empty() {
-        return Err(invalid_input("choose at least one input and one voice model").into());
-    }
-    check_exist(&state, &inputs, &model_ids)?;
-    let mut job_ids = Vec::with_capacity(inputs.len() * model_ids.len());
-    for input in &inputs {
-        for &model_id in &model_ids {
-            let params = ConvertParams {
-                input: input.clone(),
-                model_id,
-                options: options.clone(),
-                format,
-                out_dir: out_dir.clone(),
-            };
-            job_ids.push(
-                state
-                    .jobs
-                    .submit("convert", serde_json::to_value(&params)?)?
-                    .id,
-            );
-        }
-    }
-    Ok(job_ids)
+    let request = ConvertRequest {
+        inputs,
+        model_ids,
+        options,
+        format,
+        out_dir,
+    };
+    let jobs = convert::submit(&state.jobs, request)?;
+    Ok(jobs.into_iter().map(|job| job.id).collect())
 }
 
-/// Refuses at once what every job would fail on: a missing model, take or file.
-fn check_exist(state: &AppState, inputs: &[ConvertInput], model_ids: &[i64]) -> anyhow::Result<()> {
-    let conn = state.library().conn();
-    for &id in model_ids {
-        models::require(&conn, id)?;
-    }
-    for input in inputs {
-        match input {
-            ConvertInput::Take(id) => {
-                takes::require(&conn, *id)?;
-            }
-            ConvertInput::File(path) if !path.is_file() => {
-                return Err(not_found(format!("{}: no such file", path.display())));
-            }
-            ConvertInput::File(_) => {}
-        }
-    }
-    Ok(())
+/// The options a conversion takes unless told otherwise, for the Convert page's form.
+#[tauri::command]
+pub fn get_conversion_defaults() -> ConvertOptions {
+    ConvertOptions::default()
 }
 
 /// Every conversion, newest first, or those of one input (by content hash).

@@ -4,7 +4,7 @@ use crate::error::CommandResult;
 use crate::state::AppState;
 use serde::Serialize;
 use tauri::State;
-use timbre_core::dataset::PrepareParams;
+use timbre_core::dataset::{self, PrepareRequest};
 use timbre_core::db::datasets::{self, Dataset};
 use timbre_core::db::jobs::Job;
 
@@ -40,8 +40,6 @@ pub fn list_datasets(state: State<'_, AppState>) -> CommandResult<Vec<DatasetRow
 
 /// Queues a `dataset` job and returns it at once.
 #[tauri::command]
-pub fn prepare_dataset(state: State<'_, AppState>, params: PrepareParams) -> CommandResult<Job> {
-    Ok(state
-        .jobs
-        .submit("dataset", serde_json::to_value(params)?)?)
+pub fn prepare_dataset(state: State<'_, AppState>, params: PrepareRequest) -> CommandResult<Job> {
+    Ok(dataset::submit(&state.jobs, params)?)
 }

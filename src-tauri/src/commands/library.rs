@@ -6,6 +6,7 @@ use tauri::State;
 use tauri::ipc::Response;
 use timbre_audio::{AudioBuffer, DecodeOptions, SampleFormat};
 use timbre_core::db::{take_tags, takes, voices};
+use timbre_core::import::{self, ImportRequest};
 
 #[tauri::command]
 pub fn list_voices(state: State<'_, AppState>) -> CommandResult<Vec<voices::Voice>> {
@@ -101,6 +102,6 @@ pub fn import_files(
     paths: Vec<PathBuf>,
     voice_id: Option<i64>,
 ) -> CommandResult<i64> {
-    let params = serde_json::json!({ "paths": paths, "voice_id": voice_id });
-    Ok(state.jobs.submit("import", params)?.id)
+    let request = ImportRequest { paths, voice_id };
+    Ok(import::submit(&state.jobs, request)?.id)
 }

@@ -4,14 +4,15 @@ use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tauri::State;
-use timbre_core::convert::{extractors, model_import};
+use timbre_core::convert::model_import;
 use timbre_core::db::models::{self, Model};
+use timbre_core::models_folder;
 
 /// The models folder and the shared weight files it holds or lacks.
 #[derive(Serialize, ts_rs::TS)]
 pub struct ModelFiles {
     dir: PathBuf,
-    files: Vec<extractors::KnownFile>,
+    files: Vec<models_folder::KnownFile>,
 }
 
 #[tauri::command]
@@ -74,11 +75,7 @@ pub async fn attach_model_index(
 #[tauri::command]
 pub fn list_model_files(state: State<'_, AppState>) -> CommandResult<ModelFiles> {
     let library = state.library();
-    let settings = library.settings()?;
-    let dir = std::path::absolute(extractors::models_dir(
-        &settings.models_dir,
-        library.data_dir(),
-    ))?;
-    let files = extractors::known_files(&dir)?;
+    let dir = models_folder::of(library)?;
+    let files = models_folder::known_files(&dir)?;
     Ok(ModelFiles { dir, files })
 }

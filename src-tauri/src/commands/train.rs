@@ -4,6 +4,7 @@
 use crate::commands::library::wav_response;
 use crate::error::CommandResult;
 use crate::state::AppState;
+use serde::Serialize;
 use std::path::Path;
 use std::sync::Arc;
 use tauri::State;
@@ -13,6 +14,23 @@ use timbre_core::db::training_metrics::{self, TrainingMetric};
 use timbre_core::db::training_previews::{self, TrainingPreview};
 use timbre_core::db::trainings::{self, Training};
 use timbre_core::train::{self, TrainRequest};
+
+/// What a training runs unless told otherwise, for the Train page's form.
+#[derive(Serialize)]
+pub struct TrainingDefaults {
+    epochs: i64,
+    save_every: i64,
+    keep_checkpoints: i64,
+}
+
+#[tauri::command]
+pub fn get_training_defaults() -> TrainingDefaults {
+    TrainingDefaults {
+        epochs: TrainRequest::DEFAULT_EPOCHS,
+        save_every: TrainRequest::DEFAULT_SAVE_EVERY,
+        keep_checkpoints: TrainRequest::DEFAULT_KEEP_CHECKPOINTS,
+    }
+}
 
 #[tauri::command]
 pub fn list_trainings(state: State<'_, AppState>) -> CommandResult<Vec<Training>> {

@@ -4,8 +4,8 @@
 
 use nnnoiseless::DenoiseState;
 
-use super::stream::StreamResampler;
 use super::{ProcessError, Progress};
+use crate::resample::StreamResampler;
 
 const RNNOISE_RATE: u32 = 48_000;
 const I16_SCALE: f32 = 32_768.0;

@@ -6,7 +6,6 @@
 mod denoise;
 mod filters;
 mod level;
-mod stream;
 #[cfg(test)]
 mod tests;
 mod vad;

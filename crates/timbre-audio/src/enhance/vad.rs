@@ -7,9 +7,9 @@ use std::ops::Range;
 use serde::{Deserialize, Serialize};
 use webrtc_vad::{SampleRate, Vad, VadMode};
 
-use super::stream::StreamResampler;
 use super::{ProcessError, Progress};
 use crate::buffer::AudioBuffer;
+use crate::resample::StreamResampler;
 
 const VAD_RATE: u32 = 16_000;
 const VAD_FRAME: usize = 480;

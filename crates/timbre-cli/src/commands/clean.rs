@@ -1,15 +1,17 @@
 //! `timbre enhance` and `timbre isolate`: one job per input; the results land in the library as
 //! takes linked to their input (a file input is imported with them).
 
-use super::open_jobs;
+use super::{JobOutcome, open_jobs};
 use crate::output::Output;
 use anyhow::Result;
-use serde_json::Value;
+use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use timbre_audio::enhance::{EnhanceOptions, Preset};
-use timbre_core::clean::{CleanInput, EnhanceParams, IsolateParams, IsolationMethod};
-use timbre_core::convert::OutputFormat;
+use timbre_audio::enhance::{EnhanceOptions, EnhanceReport, Preset};
+use timbre_core::clean::{
+    self, CleanRequest, EnhanceResult, IsolateResult, IsolationMethod, SavedTake,
+};
+use timbre_core::input::AudioInput;
 
 /// Where the inputs come from, shared by both commands.
 #[derive(clap::Args)]
@@ -92,27 +94,28 @@ pub struct IsolateArgs {
     #[arg(long)]
     rough: bool,
     /// Separate only this many seconds from the middle, to judge the result quickly.
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", allow_hyphen_values = true)]
     preview: Option<f64>,
 }
 
 pub fn enhance(data_dir: Option<&Path>, out: &Output, args: EnhanceArgs) -> Result<ExitCode> {
-    let options = enhance_options(&args);
-    let format = parse_format(&args.inputs.format)?;
-    let out_dir = args
-        .inputs
-        .out
-        .as_deref()
-        .map(std::path::absolute)
-        .transpose()?;
-    run_jobs(data_dir, out, "enhance", &args.inputs, |input| {
-        serde_json::to_value(EnhanceParams {
-            input,
-            options: options.clone(),
-            format,
-            out_dir: out_dir.clone(),
-        })
-    })
+    let request = request(&args.inputs, None, Some(enhance_options(&args)), None)?;
+    run_jobs(
+        data_dir,
+        out,
+        &args.inputs,
+        request,
+        |o: &JobOutcome<EnhanceResult>| {
+            let result = o.result.as_ref()?;
+            let line = format!(
+                "enhanced   {} -> {} ({})",
+                o.input,
+                take_names(&result.takes),
+                enhance_summary(&result.report)
+            );
+            Some((vec![line], result.notes.clone()))
+        },
+    )
 }
 
 pub fn isolate(data_dir: Option<&Path>, out: &Output, args: IsolateArgs) -> Result<ExitCode> {
@@ -121,23 +124,50 @@ pub fn isolate(data_dir: Option<&Path>, out: &Output, args: IsolateArgs) -> Resu
         (None, true) => IsolationMethod::Rough,
         (None, false) => IsolationMethod::Auto,
     };
-    let format = parse_format(&args.inputs.format)?;
-    let out_dir = args
-        .inputs
-        .out
-        .as_deref()
-        .map(std::path::absolute)
-        .transpose()?;
-    run_jobs(data_dir, out, "isolate", &args.inputs, |input| {
-        serde_json::to_value(IsolateParams {
-            input,
-            method: method.clone(),
-            preview_secs: args.preview,
-            enhance: None,
-            format,
-            out_dir: out_dir.clone(),
-        })
+    let request = request(&args.inputs, Some(method), None, args.preview)?;
+    run_jobs(
+        data_dir,
+        out,
+        &args.inputs,
+        request,
+        |o: &JobOutcome<IsolateResult>| {
+            let result = o.result.as_ref()?;
+            let lines = vec![
+                format!("isolated   {} -> {}", o.input, take_names(&result.takes)),
+                format!("           {}", result.description),
+            ];
+            Some((lines, result.notes.clone()))
+        },
+    )
+}
+
+fn request(
+    inputs: &Inputs,
+    isolation: Option<IsolationMethod>,
+    enhance: Option<EnhanceOptions>,
+    preview_secs: Option<f64>,
+) -> Result<CleanRequest> {
+    Ok(CleanRequest {
+        inputs: input_list(inputs).into_iter().map(|(_, i)| i).collect(),
+        isolation,
+        enhance,
+        preview_secs,
+        format: inputs.format.parse()?,
+        out_dir: inputs.out.clone(),
     })
+}
+
+/// The inputs, files first then takes, each with its label.
+fn input_list(inputs: &Inputs) -> Vec<(String, AudioInput)> {
+    let files = inputs
+        .files
+        .iter()
+        .map(|f| (f.display().to_string(), AudioInput::File(f.clone())));
+    let takes = inputs
+        .takes
+        .iter()
+        .map(|&id| (format!("take {id}"), AudioInput::Take(id)));
+    files.chain(takes).collect()
 }
 
 fn enhance_options(args: &EnhanceArgs) -> EnhanceOptions {
@@ -167,110 +197,65 @@ fn enhance_options(args: &EnhanceArgs) -> EnhanceOptions {
     options
 }
 
-fn parse_format(name: &str) -> Result<OutputFormat> {
-    serde_json::from_value(Value::String(name.replace('-', "_"))).map_err(|_| {
-        timbre_core::error::invalid_input(format!(
-            "unknown output format {name:?}: use wav16, wav24, wav-float or flac"
-        ))
-    })
-}
-
-/// Submits one `kind` job per input, waits for them all and prints a line (and its notes) each.
-fn run_jobs(
+/// Submits the request, waits for its jobs and prints a line (and its notes) each: `lines`
+/// gives a succeeded job's lines and notes.
+fn run_jobs<T: DeserializeOwned + serde::Serialize>(
     data_dir: Option<&Path>,
     out: &Output,
-    kind: &str,
     inputs: &Inputs,
-    params: impl Fn(CleanInput) -> serde_json::Result<Value>,
+    request: CleanRequest,
+    lines: impl Fn(&JobOutcome<T>) -> Option<(Vec<String>, Vec<String>)>,
 ) -> Result<ExitCode> {
     let system = open_jobs(data_dir)?;
-    let mut jobs = Vec::new();
-    for file in &inputs.files {
-        let input = CleanInput::File(std::path::absolute(file)?);
-        jobs.push((
-            file.display().to_string(),
-            system.submit(kind, params(input)?)?.id,
-        ));
-    }
-    for &take in &inputs.takes {
-        let job = system.submit(kind, params(CleanInput::Take(take))?)?;
-        jobs.push((format!("take {take}"), job.id));
-    }
-    let results = super::run_jobs(&system, jobs, out)?;
-    out.print(&results, || {
-        results
+    let labels = input_list(inputs).into_iter().map(|(label, _)| label);
+    let job_ids = clean::submit(&system, request)?
+        .into_iter()
+        .map(|job| job.id);
+    let jobs = labels.zip(job_ids).collect();
+    let outcomes = super::run_jobs::<T>(&system, jobs, out)?;
+    out.print(&outcomes, || {
+        outcomes
             .iter()
-            .map(|r| result_lines(kind, r))
+            .map(|o| match lines(o) {
+                Some((mut lines, notes)) => {
+                    lines.extend(notes.iter().map(|n| format!("           note: {n}")));
+                    lines.join("\n")
+                }
+                None => format!(
+                    "failed     {}: {}",
+                    o.input,
+                    o.error.as_deref().unwrap_or("unknown error")
+                ),
+            })
             .collect::<Vec<_>>()
             .join("\n")
     });
-    Ok(if results.iter().all(|r| r["ok"] == true) {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(super::exit_code(&outcomes))
 }
 
-fn result_lines(kind: &str, r: &Value) -> String {
-    let input = r["input"].as_str().unwrap_or_default();
-    if r["ok"] != true {
-        let error = r["error"].as_str().unwrap_or("unknown error");
-        return format!("failed     {input}: {error}");
-    }
-    let result = &r["result"];
-    let takes: Vec<String> = result["takes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|t| {
-            format!(
-                "take {} {:?}",
-                t["take"]["id"],
-                t["take"]["name"].as_str().unwrap_or_default()
-            )
-        })
-        .collect();
-    let mut lines = match kind {
-        "enhance" => vec![format!(
-            "enhanced   {input} -> {} ({})",
-            takes.join(", "),
-            enhance_summary(&result["report"])
-        )],
-        _ => vec![
-            format!("isolated   {input} -> {}", takes.join(", ")),
-            format!(
-                "           {}",
-                result["description"].as_str().unwrap_or_default()
-            ),
-        ],
-    };
-    lines.extend(
-        result["notes"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .map(|note| format!("           note: {note}")),
-    );
-    lines.join("\n")
+fn take_names(takes: &[SavedTake]) -> String {
+    takes
+        .iter()
+        .map(|t| format!("take {} {:?}", t.take.id, t.take.name))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
-fn enhance_summary(report: &Value) -> String {
-    let number = |key: &str| report[key].as_f64();
+fn enhance_summary(report: &EnhanceReport) -> String {
     let mut parts = Vec::new();
-    if let Some(db) = number("noise_removed_db") {
+    if let Some(db) = report.noise_removed_db {
         parts.push(format!("denoised {db:.1} dB"));
     }
-    if let Some(clicks) = report["clicks_repaired"].as_u64().filter(|&n| n > 0) {
+    if let Some(clicks) = report.clicks_repaired.filter(|&n| n > 0) {
         parts.push(format!("{clicks} clicks repaired"));
     }
-    if let Some(secs) = number("seconds_trimmed") {
+    if let Some(secs) = report.seconds_trimmed {
         parts.push(format!("{secs:.1} s of silence trimmed"));
     }
-    if let (Some(gain), Some(lufs)) = (number("gain_db"), number("loudness_lufs")) {
+    if let (Some(gain), Some(lufs)) = (report.gain_db, report.loudness_lufs) {
         parts.push(format!("{gain:+.1} dB to {lufs:.1} LUFS"));
     }
-    if let Some(peaks) = report["peaks_limited"].as_u64().filter(|&n| n > 0) {
+    if let Some(peaks) = report.peaks_limited.filter(|&n| n > 0) {
         parts.push(format!("{peaks} peaks limited"));
     }
     if parts.is_empty() {

@@ -1,12 +1,12 @@
-use super::{models::model_line, open_jobs};
+use super::{JobOutcome, models::model_line, open_jobs};
 use crate::output::Output;
 use anyhow::Result;
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use timbre_core::convert::{ConvertInput, ConvertParams, OutputFormat, model_import};
+use timbre_core::convert::{self, ConvertRequest, ConvertResult, model_import};
 use timbre_core::db::models;
-use timbre_nn::pipeline::{Chunking, ConvertOptions, F0Method, IndexSearch};
+use timbre_core::input::AudioInput;
+use timbre_nn::pipeline::{ConvertOptions, F0Method, IndexSearch};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -22,28 +22,28 @@ pub struct Args {
     /// Folder for the converted files (they are also kept in the library).
     #[arg(long)]
     out: Option<PathBuf>,
-    /// Pitch shift in semitones.
-    #[arg(long, short = 't', default_value_t = 0.0, allow_hyphen_values = true)]
+    /// Pitch shift in semitones, -48..48.
+    #[arg(long, short = 't', default_value_t = ConvertOptions::default().transpose, allow_hyphen_values = true)]
     transpose: f32,
     /// rmvpe (needs models/rmvpe.pt), pm or yin.
-    #[arg(long, default_value = "rmvpe")]
+    #[arg(long, default_value = ConvertOptions::default().f0_method.name())]
     f0_method: String,
     /// Share of the features taken from the index, 0..1.
-    #[arg(long, default_value_t = 0.75)]
+    #[arg(long, default_value_t = ConvertOptions::default().index_rate, allow_hyphen_values = true)]
     index_rate: f32,
     /// Search the index exactly instead of as faiss does (nprobe 1).
     #[arg(long)]
     exact_index: bool,
-    /// Below 0.5, protects breaths and consonants from the index and model.
-    #[arg(long, default_value_t = 0.33)]
+    /// 0..0.5: below 0.5, protects breaths and consonants from the index and model.
+    #[arg(long, default_value_t = ConvertOptions::default().protect, allow_hyphen_values = true)]
     protect: f32,
-    /// 1 keeps the model's loudness envelope, 0 follows the input's.
-    #[arg(long, default_value_t = 0.25)]
+    /// 0..1: 1 keeps the model's loudness envelope, 0 follows the input's.
+    #[arg(long, default_value_t = ConvertOptions::default().rms_mix_rate, allow_hyphen_values = true)]
     rms_mix: f32,
     /// Speaker of a multi-speaker model.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = ConvertOptions::default().speaker_id, allow_hyphen_values = true)]
     speaker: i64,
-    /// Resample the output to this rate (Hz).
+    /// Resample the output to this rate (Hz), 16000..192000.
     #[arg(long)]
     resample: Option<u32>,
     /// wav16, wav24, wav-float or flac.
@@ -55,10 +55,6 @@ pub struct Args {
 }
 
 pub fn run(data_dir: Option<&Path>, out: &Output, args: Args) -> Result<ExitCode> {
-    let system = open_jobs(data_dir)?;
-    let library = system.library();
-    let model = resolve_model(library, &args)?;
-    out.note(&format!("model {}", model_line(&model)));
     let options = ConvertOptions {
         speaker_id: args.speaker,
         transpose: args.transpose,
@@ -74,38 +70,33 @@ pub fn run(data_dir: Option<&Path>, out: &Output, args: Args) -> Result<ExitCode
         rms_mix_rate: args.rms_mix,
         resample_rate: args.resample,
         seed: args.seed,
-        chunking: Chunking::default(),
+        ..ConvertOptions::default()
     };
-    let format = parse_format(&args.format)?;
-    let out_dir = args.out.as_deref().map(std::path::absolute).transpose()?;
-    let mut jobs = Vec::new();
-    for input in &args.inputs {
-        let params = ConvertParams {
-            input: ConvertInput::File(std::path::absolute(input)?),
-            model_id: model.id,
-            options: options.clone(),
-            format,
-            out_dir: out_dir.clone(),
-        };
-        jobs.push((
-            input.display().to_string(),
-            system.submit("convert", serde_json::to_value(&params)?)?.id,
-        ));
-    }
-    let results = super::run_jobs(&system, jobs, out)?;
-    out.print(&results, || {
-        results
+    let format = args.format.parse()?;
+    let system = open_jobs(data_dir)?;
+    let model = resolve_model(system.library(), &args)?;
+    out.note(&format!("model {}", model_line(&model)));
+    let request = ConvertRequest {
+        inputs: args.inputs.iter().cloned().map(AudioInput::File).collect(),
+        model_ids: vec![model.id],
+        options,
+        format,
+        out_dir: args.out.clone(),
+    };
+    let labels = args.inputs.iter().map(|p| p.display().to_string());
+    let job_ids = convert::submit(&system, request)?
+        .into_iter()
+        .map(|job| job.id);
+    let jobs = labels.zip(job_ids).collect();
+    let outcomes = super::run_jobs::<ConvertResult>(&system, jobs, out)?;
+    out.print(&outcomes, || {
+        outcomes
             .iter()
             .map(result_line)
             .collect::<Vec<_>>()
             .join("\n")
     });
-    let all_ok = results.iter().all(|r| r["ok"] == true);
-    Ok(if all_ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(super::exit_code(&outcomes))
 }
 
 fn resolve_model(library: &timbre_core::Library, args: &Args) -> Result<models::Model> {
@@ -123,31 +114,19 @@ fn resolve_model(library: &timbre_core::Library, args: &Args) -> Result<models::
     }
 }
 
-fn parse_format(name: &str) -> Result<OutputFormat> {
-    serde_json::from_value(Value::String(name.replace('-', "_"))).map_err(|_| {
-        timbre_core::error::invalid_input(format!(
-            "unknown output format {name:?}: use wav16, wav24, wav-float or flac"
-        ))
-    })
-}
-
-fn result_line(r: &Value) -> String {
-    let input = r["input"].as_str().unwrap_or_default();
-    if r["ok"] == true {
-        let result = &r["result"];
-        let seconds = result["seconds"].as_f64().unwrap_or_default();
-        let audio = result["input_seconds"].as_f64().unwrap_or_default();
-        format!(
+fn result_line(outcome: &JobOutcome<ConvertResult>) -> String {
+    let input = &outcome.input;
+    match &outcome.result {
+        Some(result) => format!(
             "converted  {input} -> {} ({:.1} s of audio in {:.1} s, analysis {})",
-            result["output_path"].as_str().unwrap_or_default(),
-            audio,
-            seconds,
-            result["analysis_cache"].as_str().unwrap_or_default()
-        )
-    } else {
-        format!(
+            result.output_path.display(),
+            result.input_seconds,
+            result.seconds,
+            result.analysis_cache.name()
+        ),
+        None => format!(
             "failed     {input}: {}",
-            r["error"].as_str().unwrap_or("unknown error")
-        )
+            outcome.error.as_deref().unwrap_or("unknown error")
+        ),
     }
 }

@@ -1,15 +1,17 @@
 //! `timbre dataset prepare|list|show|rm`: training datasets prepared by the `dataset` job.
 
-use super::{duration, open_jobs, open_library};
+use super::{JobOutcome, duration, open_jobs, open_library};
 use crate::output::Output;
 use anyhow::Result;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use timbre_audio::dataset::DatasetReport;
 use timbre_audio::enhance::Preset;
 use timbre_core::clean::IsolationMethod;
-use timbre_core::dataset::{DatasetInput, ModelVersion, PrepareParams};
+use timbre_core::dataset::{self, ModelVersion, PrepareRequest, PrepareResult};
 use timbre_core::db::datasets::{self, Dataset};
+use timbre_core::input::AudioInput;
 use timbre_nn::pipeline::F0Method;
 
 #[derive(clap::Subcommand)]
@@ -91,8 +93,12 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
             let value = json!({ "dataset": set, "folder": folder, "take_ids": take_ids });
             out.print(&value, || {
                 let mut lines = vec![line(&set), format!("folder: {}", folder.display())];
-                if let Some(report) = &set.report {
-                    lines.extend(report_lines(report));
+                let report = set
+                    .report
+                    .clone()
+                    .map(serde_json::from_value::<DatasetReport>);
+                if let Some(Ok(report)) = report {
+                    lines.extend(report_lines(&report));
                 }
                 lines.join("\n")
             });
@@ -134,15 +140,13 @@ fn prepare(data_dir: Option<&Path>, out: &Output, args: PrepareArgs) -> Result<E
         .inputs
         .iter()
         .map(|input| match input.parse::<i64>() {
-            Ok(id) if !Path::new(input).exists() => Ok(DatasetInput::Take(id)),
-            _ => Ok(DatasetInput::File(std::path::absolute(PathBuf::from(
-                input,
-            ))?)),
+            Ok(id) if !Path::new(input).exists() => AudioInput::Take(id),
+            _ => AudioInput::File(PathBuf::from(input)),
         })
-        .collect::<Result<Vec<_>>>()?;
+        .collect();
     let system = open_jobs(data_dir)?;
     let voice_id = system.library().resolve_voice(args.voice.as_deref())?;
-    let params = PrepareParams {
+    let request = PrepareRequest {
         name: args.name.clone(),
         voice_id,
         inputs,
@@ -162,78 +166,59 @@ fn prepare(data_dir: Option<&Path>, out: &Output, args: PrepareArgs) -> Result<E
             PresetName::Natural => Preset::Natural,
         }),
     };
-    let job = system.submit("dataset", serde_json::to_value(&params)?)?;
-    let results = super::run_jobs(&system, vec![(args.name.clone(), job.id)], out)?;
-    let result = results.into_iter().next().unwrap_or(Value::Null);
-    out.print(&result, || prepared_lines(&result));
-    Ok(if result["ok"] == true {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    let job = dataset::submit(&system, request)?;
+    let jobs = vec![(args.name.clone(), job.id)];
+    let outcomes = super::run_jobs::<PrepareResult>(&system, jobs, out)?;
+    let outcome = &outcomes[0];
+    out.print(outcome, || prepared_lines(outcome));
+    Ok(super::exit_code(&outcomes))
 }
 
-fn prepared_lines(r: &Value) -> String {
-    if r["ok"] != true {
-        let error = r["error"].as_str().unwrap_or("unknown error");
-        return format!(
-            "failed     {}: {error}",
-            r["input"].as_str().unwrap_or_default()
-        );
-    }
-    let result = &r["result"];
+fn prepared_lines(outcome: &JobOutcome<PrepareResult>) -> String {
+    let Some(result) = &outcome.result else {
+        let error = outcome.error.as_deref().unwrap_or("unknown error");
+        return format!("failed     {}: {error}", outcome.input);
+    };
     let mut lines = vec![
         format!(
             "prepared   dataset {} \"{}\": {} pieces, {} ({} computed, {} from the cache)",
-            result["dataset"]["id"],
-            result["dataset"]["name"].as_str().unwrap_or_default(),
-            result["pieces"],
-            duration(result["total_seconds"].as_f64().unwrap_or(0.0)),
-            result["computed"],
-            result["cached"],
+            result.dataset.id,
+            result.dataset.name,
+            result.pieces,
+            duration(result.total_seconds),
+            result.computed,
+            result.cached,
         ),
-        format!(
-            "           folder: {}",
-            result["folder"].as_str().unwrap_or_default()
-        ),
+        format!("           folder: {}", result.folder.display()),
     ];
-    lines.extend(report_lines(&result["report"]));
+    lines.extend(report_lines(&result.report));
     lines.join("\n")
 }
 
-fn report_lines(report: &Value) -> Vec<String> {
-    let secs = |key: &str| duration(report[key].as_f64().unwrap_or(0.0));
+fn report_lines(report: &DatasetReport) -> Vec<String> {
     let mut lines = vec![format!(
         "           input {}, sliced {}, kept {} in {} pieces ({} too loud, {} silent dropped)",
-        secs("input_seconds"),
-        secs("sliced_seconds"),
-        secs("kept_seconds"),
-        report["pieces"],
-        report["filtered"],
-        report["silent_pieces"],
+        duration(report.input_seconds),
+        duration(report.sliced_seconds),
+        duration(report.kept_seconds),
+        report.pieces,
+        report.filtered,
+        report.silent_pieces,
     )];
-    if let Some(pitch) = report["pitch"].as_object() {
+    if let Some(pitch) = &report.pitch {
         lines.push(format!(
             "           pitch {:.0}–{:.0} Hz, median {:.0} Hz",
-            pitch["low_hz"].as_f64().unwrap_or(0.0),
-            pitch["high_hz"].as_f64().unwrap_or(0.0),
-            pitch["median_hz"].as_f64().unwrap_or(0.0),
+            pitch.low_hz, pitch.high_hz, pitch.median_hz,
         ));
     }
-    if let Some(snr) = report["snr_db"].as_f64() {
+    if let Some(snr) = report.snr_db {
         lines.push(format!("           signal to noise ~{snr:.0} dB"));
     }
     lines.extend(
-        report["warnings"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|w| {
-                format!(
-                    "           warning: {}",
-                    w["message"].as_str().unwrap_or_default()
-                )
-            }),
+        report
+            .warnings
+            .iter()
+            .map(|w| format!("           warning: {}", w.message)),
     );
     lines
 }

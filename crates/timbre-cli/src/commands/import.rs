@@ -5,7 +5,7 @@ use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use timbre_core::db::jobs::JobState;
-use timbre_core::import::file_outcomes;
+use timbre_core::import::{self, ImportRequest, file_outcomes};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -20,17 +20,13 @@ pub struct Args {
 pub fn run(data_dir: Option<&Path>, out: &Output, args: Args) -> Result<ExitCode> {
     let system = open_jobs(data_dir)?;
     let voice_id = system.library().resolve_voice(args.voice.as_deref())?;
-    let paths: Vec<PathBuf> = args
-        .files
-        .iter()
-        .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
-        .collect();
-    let job = system.submit("import", json!({ "paths": paths, "voice_id": voice_id }))?;
-    out.note(&format!(
-        "job {}: importing {} file(s)",
-        job.id,
-        paths.len()
-    ));
+    let count = args.files.len();
+    let request = ImportRequest {
+        paths: args.files,
+        voice_id,
+    };
+    let job = import::submit(&system, request)?;
+    out.note(&format!("job {}: importing {count} file(s)", job.id));
     super::show_progress(&system, vec![job.id], out);
     let done = system.run_job(job.id)?;
     out.note("");

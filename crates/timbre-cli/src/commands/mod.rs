@@ -11,10 +11,13 @@ pub mod record;
 pub mod settings;
 pub mod train;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
+use serde::de::DeserializeOwned;
 use std::path::Path;
+use std::process::ExitCode;
 use std::sync::Arc;
 use timbre_core::Library;
+use timbre_core::db::jobs::JobState;
 use timbre_core::jobs::JobSystem;
 
 pub fn open_library(data_dir: Option<&Path>) -> Result<Arc<Library>> {
@@ -68,25 +71,52 @@ pub fn show_progress(system: &JobSystem, job_ids: Vec<i64>, out: &crate::output:
     });
 }
 
-/// Runs submitted jobs (labelled by their input) in this process, showing progress, and returns
-/// one result object per job: input, job id, ok, the job's result and its error.
-pub fn run_jobs(
+/// One job as the CLI reports it: its input, whether it succeeded, its result or its error.
+#[derive(serde::Serialize)]
+pub struct JobOutcome<T> {
+    pub input: String,
+    pub job_id: i64,
+    pub ok: bool,
+    pub result: Option<T>,
+    pub error: Option<String>,
+}
+
+/// Runs submitted jobs (labelled by their input) in this process, showing progress, and
+/// returns each one's outcome with its result read back as `T`.
+pub fn run_jobs<T: DeserializeOwned>(
     system: &JobSystem,
     jobs: Vec<(String, i64)>,
     out: &crate::output::Output,
-) -> Result<Vec<serde_json::Value>> {
+) -> Result<Vec<JobOutcome<T>>> {
     show_progress(system, jobs.iter().map(|(_, id)| *id).collect(), out);
-    let mut results = Vec::new();
+    let mut outcomes = Vec::new();
     for (input, id) in jobs {
         let job = system.run_job(id)?;
         out.note("");
-        results.push(serde_json::json!({
-            "input": input,
-            "job_id": job.id,
-            "ok": job.state == timbre_core::db::jobs::JobState::Succeeded,
-            "result": job.result,
-            "error": job.error,
-        }));
+        let ok = job.state == JobState::Succeeded;
+        let result = match job.result.filter(|_| ok) {
+            Some(value) => Some(
+                serde_json::from_value(value)
+                    .with_context(|| format!("reading the result of job {}", job.id))?,
+            ),
+            None => None,
+        };
+        outcomes.push(JobOutcome {
+            input,
+            job_id: job.id,
+            ok,
+            result,
+            error: job.error,
+        });
     }
-    Ok(results)
+    Ok(outcomes)
+}
+
+/// Success when every job succeeded.
+pub fn exit_code<T>(outcomes: &[JobOutcome<T>]) -> ExitCode {
+    if outcomes.iter().all(|o| o.ok) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }

@@ -3,8 +3,9 @@ use crate::output::Output;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use timbre_core::convert::{extractors, model_import};
+use timbre_core::convert::model_import;
 use timbre_core::db::models::{self, Model};
+use timbre_core::models_folder;
 
 #[derive(clap::Subcommand)]
 pub enum Command {
@@ -66,9 +67,8 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
             out.print(&model, || format!("removed   {}", model_line(&model)));
         }
         Command::Files => {
-            let settings = library.settings()?;
-            let dir = extractors::models_dir(&settings.models_dir, library.data_dir());
-            let files = extractors::known_files(&dir)?;
+            let dir = models_folder::of(&library)?;
+            let files = models_folder::known_files(&dir)?;
             out.print(
                 &serde_json::json!({ "models_dir": dir, "files": files }),
                 || {

@@ -10,7 +10,11 @@ pub enum Command {
     /// Show every setting.
     List,
     /// Change a setting (the value is JSON: 5, 2.5, true; text settings also take bare text).
-    Set { key: String, value: String },
+    Set {
+        key: String,
+        #[arg(allow_hyphen_values = true)]
+        value: String,
+    },
 }
 
 pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCode> {

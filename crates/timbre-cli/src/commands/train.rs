@@ -5,14 +5,14 @@ use super::models::model_line;
 use super::{open_jobs, open_library};
 use crate::output::Output;
 use anyhow::{Context, Result};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use timbre_core::db::datasets;
 use timbre_core::db::trainings::{self, Training};
 use timbre_core::db::{training_metrics, training_previews};
 use timbre_core::jobs::JobSystem;
-use timbre_core::train::{self, Pretrained, TrainRequest};
+use timbre_core::train::{self, Pretrained, TrainRequest, TrainResult};
 
 #[derive(clap::Subcommand)]
 pub enum Command {
@@ -36,13 +36,13 @@ pub struct StartArgs {
     /// The model's name (default: the dataset's).
     #[arg(long)]
     name: Option<String>,
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = TrainRequest::DEFAULT_EPOCHS, allow_hyphen_values = true)]
     epochs: i64,
     /// Save a checkpoint every N epochs.
-    #[arg(long, default_value_t = 10, value_name = "N")]
+    #[arg(long, default_value_t = TrainRequest::DEFAULT_SAVE_EVERY, value_name = "N")]
     save_every: i64,
     /// Checkpoints kept.
-    #[arg(long, default_value_t = 3, value_name = "K")]
+    #[arg(long, default_value_t = TrainRequest::DEFAULT_KEEP_CHECKPOINTS, value_name = "K")]
     keep: i64,
     /// Pieces per step (default: from the GPU's free memory, 4 on the CPU).
     #[arg(long)]
@@ -193,25 +193,19 @@ fn request(system: &JobSystem, args: StartArgs) -> Result<TrainRequest> {
 /// Runs the training's job here and prints how it ended.
 fn run_training(system: &JobSystem, training: &Training, out: &Output) -> Result<ExitCode> {
     let job_id = training.job_id.context("the training has no job")?;
-    let results = super::run_jobs(system, vec![(training.name.clone(), job_id)], out)?;
-    let result = results.into_iter().next().unwrap_or(Value::Null);
+    let outcomes =
+        super::run_jobs::<TrainResult>(system, vec![(training.name.clone(), job_id)], out)?;
+    let outcome = &outcomes[0];
     let row = trainings::require(&system.library().conn(), training.id)?;
-    let value = json!({ "training": row, "job": result });
+    let value = json!({ "training": row, "job": outcome });
     out.print(&value, || {
         let mut lines = vec![line(&row)];
-        if let Some(model) = result["result"]["model"].as_object() {
-            let model = serde_json::from_value(Value::Object(model.clone()));
-            if let Ok(model) = model {
-                lines.push(format!("model     {}", model_line(&model)));
-            }
+        if let Some(result) = &outcome.result {
+            lines.push(format!("model     {}", model_line(&result.model)));
         }
         lines.join("\n")
     });
-    Ok(if result["ok"] == true {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(super::exit_code(&outcomes))
 }
 
 fn line(t: &Training) -> String {

@@ -6,15 +6,19 @@ use std::time::Instant;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use timbre_audio::enhance::{EnhanceOptions, enhance};
+use timbre_audio::enhance::{EnhanceOptions, EnhanceReport, enhance};
 
-use super::{CleanInput, Derived, ProgressBridge, Source};
-use crate::convert::OutputFormat;
+use super::{Derived, ProgressBridge, SavedTake, Source};
+use crate::input::AudioInput;
 use crate::jobs::{JobContext, JobHandler};
+use crate::output_format::OutputFormat;
+
+/// The job kind.
+pub(crate) const KIND: &str = "enhance";
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EnhanceParams {
-    pub input: CleanInput,
+    pub input: AudioInput,
     #[serde(default)]
     pub options: EnhanceOptions,
     #[serde(default = "super::default_format")]
@@ -24,11 +28,23 @@ pub struct EnhanceParams {
     pub out_dir: Option<PathBuf>,
 }
 
+/// What an `enhance` job gives.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct EnhanceResult {
+    /// Where the input came from.
+    pub source: String,
+    pub source_take_id: i64,
+    pub takes: Vec<SavedTake>,
+    pub report: EnhanceReport,
+    pub notes: Vec<String>,
+    pub seconds: f64,
+}
+
 pub struct EnhanceHandler;
 
 impl JobHandler for EnhanceHandler {
     fn kind(&self) -> &'static str {
-        "enhance"
+        KIND
     }
 
     /// Nothing is saved before the end, so a cut-off run simply runs again.
@@ -73,13 +89,13 @@ impl JobHandler for EnhanceHandler {
             super::copy_out(library, &mut saved, dir)?;
         }
         ctx.progress(1.0, format!("{label}: enhanced"))?;
-        Ok(json!({
-            "source": source.label(),
-            "source_take_id": source_take_id,
-            "takes": saved,
-            "report": report,
-            "notes": report.notes,
-            "seconds": started.elapsed().as_secs_f64(),
-        }))
+        Ok(serde_json::to_value(EnhanceResult {
+            source: source.label(),
+            source_take_id,
+            takes: saved,
+            notes: report.notes.clone(),
+            report,
+            seconds: started.elapsed().as_secs_f64(),
+        })?)
     }
 }

@@ -17,11 +17,14 @@ use timbre_audio::{AudioBuffer, analysis};
 use timbre_nn::device::Precision;
 use timbre_nn::separation::{Separator, instrumental};
 
-use super::{CleanInput, Derived, Output, ProgressBridge, Source};
-use crate::convert::OutputFormat;
-use crate::convert::extractors::models_dir;
+use super::{Derived, Output, ProgressBridge, SavedTake, Source};
 use crate::db::jobs::Lane;
+use crate::input::AudioInput;
 use crate::jobs::{JobContext, JobHandler};
+use crate::output_format::OutputFormat;
+
+/// The job kind.
+pub(crate) const KIND: &str = "isolate";
 
 /// Which separator to use.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -38,7 +41,7 @@ pub enum IsolationMethod {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct IsolateParams {
-    pub input: CleanInput,
+    pub input: AudioInput,
     #[serde(default)]
     pub method: IsolationMethod,
     /// Separate only this many seconds from the middle of the input, to judge the result
@@ -53,6 +56,23 @@ pub struct IsolateParams {
     /// Also copy the results into this folder.
     #[serde(default)]
     pub out_dir: Option<PathBuf>,
+}
+
+/// What an `isolate` job gives.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct IsolateResult {
+    /// Where the input came from.
+    pub source: String,
+    pub source_take_id: i64,
+    /// The vocals, then the instrumental.
+    pub takes: Vec<SavedTake>,
+    /// What separated: `Rough` or the `Model` of that name.
+    pub method: IsolationMethod,
+    pub rough_preview: bool,
+    pub description: String,
+    pub enhance_report: Option<EnhanceReport>,
+    pub notes: Vec<String>,
+    pub seconds: f64,
 }
 
 /// A RoFormer checkpoint and its config in the models folder.
@@ -129,7 +149,7 @@ impl IsolateHandler {
 
 impl JobHandler for IsolateHandler {
     fn kind(&self) -> &'static str {
-        "isolate"
+        KIND
     }
 
     /// Separation models run one at a time; the rough preview shares their lane (a job's lane
@@ -150,10 +170,7 @@ impl JobHandler for IsolateHandler {
         let settings = library.settings()?;
         self.separators
             .use_device(crate::devices::Devices::of(&settings)?.main);
-        let model = choose_model(
-            &params.method,
-            &models_dir(&settings.models_dir, library.data_dir()),
-        )?;
+        let model = choose_model(&params.method, &crate::models_folder::of(library)?)?;
         let mut notes = Vec::new();
         let share = if params.enhance.is_some() { 0.7 } else { 0.9 };
         let streamed = match (&model, &params.enhance) {
@@ -218,8 +235,8 @@ impl JobHandler for IsolateHandler {
             },
         ];
         let method = match &model {
-            Some(model) => json!({ "model": model.name }),
-            None => json!("rough"),
+            Some(model) => IsolationMethod::Model(model.name.clone()),
+            None => IsolationMethod::Rough,
         };
         let link_params = json!({
             "method": method,
@@ -239,23 +256,23 @@ impl JobHandler for IsolateHandler {
             super::copy_out(library, &mut saved, dir)?;
         }
         ctx.progress(1.0, format!("{label}: isolated"))?;
-        Ok(json!({
-            "source": source.label(),
-            "source_take_id": source_take_id,
-            "takes": saved,
-            "method": method,
-            "rough_preview": model.is_none(),
-            "description": match &model {
+        Ok(serde_json::to_value(IsolateResult {
+            source: source.label(),
+            source_take_id,
+            takes: saved,
+            method,
+            rough_preview: model.is_none(),
+            description: match &model {
                 Some(model) => format!("separated by the model {}", model.name),
                 None => "rough preview without a separation model (stereo centre + REPET-SIM); \
                          put a RoFormer .ckpt and .yaml in the models folder's separation/ for \
                          a real separation"
                     .to_string(),
             },
-            "enhance_report": enhance_report,
-            "notes": notes,
-            "seconds": started.elapsed().as_secs_f64(),
-        }))
+            enhance_report,
+            notes,
+            seconds: started.elapsed().as_secs_f64(),
+        })?)
     }
 
     fn free_caches(&self) {

@@ -7,38 +7,33 @@
 pub mod enhance;
 pub mod isolate;
 pub mod preview;
+mod request;
 mod stream;
 #[cfg(test)]
 mod tests;
 
-pub use enhance::{EnhanceHandler, EnhanceParams};
+pub use enhance::{EnhanceHandler, EnhanceParams, EnhanceResult};
 pub use isolate::{
-    IsolateHandler, IsolateParams, IsolationMethod, SeparationModel, SeparatorCache,
+    IsolateHandler, IsolateParams, IsolateResult, IsolationMethod, SeparationModel, SeparatorCache,
     separation_models,
 };
 pub use preview::{Preview, PreviewInfo, PreviewRequest, preview};
+pub use request::{CleanRequest, PREVIEW_SECS_RANGE, check_enhance_options, submit};
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use timbre_audio::{AudioBuffer, DecodeOptions, SampleFormat};
+use timbre_audio::{AudioBuffer, DecodeOptions};
 
-use crate::convert::OutputFormat;
 use crate::db::derived_takes;
 use crate::db::takes::{self, NewTake, Origin, Take};
 use crate::import::describe;
+use crate::input::{AudioInput, ResolvedInput};
 use crate::library::{Library, Notification};
+use crate::output_format::OutputFormat;
 use crate::store::StoredObject;
-
-/// What to clean: a take of the library or a file anywhere (imported along with the results).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "snake_case")]
-pub enum CleanInput {
-    Take(i64),
-    File(PathBuf),
-}
 
 /// Results are written as 32-bit float WAV unless asked otherwise: they are material for further
 /// work, and an instrumental can exceed full scale.
@@ -65,15 +60,15 @@ pub(crate) enum SourceOrigin {
 
 impl Source {
     /// The source and its decoded audio.
-    pub fn load(library: &Library, input: &CleanInput) -> Result<(Source, AudioBuffer)> {
+    pub fn load(library: &Library, input: &AudioInput) -> Result<(Source, AudioBuffer)> {
         let max_duration_secs = Some(library.settings()?.max_import_duration_secs);
         let decode =
             |path: &Path| timbre_audio::decode_file(path, &DecodeOptions { max_duration_secs });
-        match input {
-            CleanInput::Take(id) => {
-                let take = takes::require(&library.conn(), *id)?;
-                let audio = decode(&library.take_path(&take))
-                    .with_context(|| format!("take {} ({:?})", take.id, take.name))?;
+        let ResolvedInput { path, take, name } = input.resolve(library)?;
+        match take {
+            Some(take) => {
+                let audio =
+                    decode(&path).with_context(|| format!("take {} ({:?})", take.id, take.name))?;
                 let source = Source {
                     name: take.name.clone(),
                     voice_id: take.voice_id,
@@ -81,17 +76,16 @@ impl Source {
                 };
                 Ok((source, audio))
             }
-            CleanInput::File(path) => {
-                let audio = decode(path)?;
-                let format = file_format(path);
-                let stored = library.store().ingest_file(path, &format)?;
-                let name = file_name(path);
+            None => {
+                let audio = decode(&path)?;
+                let format = file_format(&path);
+                let stored = library.store().ingest_file(&path, &format)?;
                 let new_take = describe(
                     &audio,
                     &stored,
                     &format,
                     name.clone(),
-                    Some(path),
+                    Some(&path),
                     Origin::Imported,
                     None,
                 );
@@ -99,7 +93,7 @@ impl Source {
                     name,
                     voice_id: None,
                     origin: SourceOrigin::File {
-                        path: path.clone(),
+                        path,
                         stored,
                         new_take: Box::new(new_take),
                     },
@@ -111,24 +105,21 @@ impl Source {
 
     /// The source, without decoding it into memory: a file is stored, then described block by
     /// block (a file it fails to describe leaves nothing stored).
-    pub fn open(library: &Library, input: &CleanInput, decode: &DecodeOptions) -> Result<Source> {
-        match input {
-            CleanInput::Take(id) => {
-                let take = takes::require(&library.conn(), *id)?;
-                Ok(Source {
-                    name: take.name.clone(),
-                    voice_id: take.voice_id,
-                    origin: SourceOrigin::Take(take),
-                })
-            }
-            CleanInput::File(path) => {
+    pub fn open(library: &Library, input: &AudioInput, decode: &DecodeOptions) -> Result<Source> {
+        let ResolvedInput { path, take, name } = input.resolve(library)?;
+        match take {
+            Some(take) => Ok(Source {
+                name: take.name.clone(),
+                voice_id: take.voice_id,
+                origin: SourceOrigin::Take(take),
+            }),
+            None => {
                 // The header first, so a file that is not audio is not copied.
-                timbre_audio::open_blocks(path, decode)?;
-                let format = file_format(path);
-                let stored = library.store().ingest_file(path, &format)?;
-                let name = file_name(path);
+                timbre_audio::open_blocks(&path, decode)?;
+                let format = file_format(&path);
+                let stored = library.store().ingest_file(&path, &format)?;
                 let described =
-                    stream::describe_file(path, decode, &stored, &format, name.clone(), None);
+                    stream::describe_file(&path, decode, &stored, &format, name.clone(), None);
                 let mut new_take = match described {
                     Ok(new_take) => new_take,
                     Err(err) => {
@@ -141,7 +132,7 @@ impl Source {
                     name,
                     voice_id: None,
                     origin: SourceOrigin::File {
-                        path: path.clone(),
+                        path,
                         stored,
                         new_take: Box::new(new_take),
                     },
@@ -178,11 +169,6 @@ fn file_format(path: &Path) -> String {
         .filter(|e| e.len() <= 8 && e.chars().all(|c| c.is_ascii_alphanumeric()))
         .filter(|e| !e.is_empty())
         .unwrap_or_else(|| "audio".into())
-}
-
-fn file_name(path: &Path) -> String {
-    path.file_stem()
-        .map_or_else(|| "untitled".into(), |s| s.to_string_lossy().into_owned())
 }
 
 /// One result of a job, before it is saved.
@@ -335,13 +321,9 @@ fn store_audio(
         .suffix(&format!(".{}", format.extension()))
         .tempfile_in(scratch_dir(library))
         .context("creating a temporary file in the library's store")?;
-    match format {
-        OutputFormat::Wav16 => timbre_audio::write_wav(tmp.path(), audio, SampleFormat::Int16)?,
-        OutputFormat::Wav24 => timbre_audio::write_wav(tmp.path(), audio, SampleFormat::Int24)?,
-        OutputFormat::WavFloat => {
-            timbre_audio::write_wav(tmp.path(), audio, SampleFormat::Float32)?
-        }
-        OutputFormat::Flac => timbre_audio::write_flac(tmp.path(), audio, 24)?,
+    match format.wav_sample_format() {
+        Some(sample_format) => timbre_audio::write_wav(tmp.path(), audio, sample_format)?,
+        None => timbre_audio::write_flac(tmp.path(), audio, 24)?,
     }
     library.store().ingest_file(tmp.path(), format.extension())
 }

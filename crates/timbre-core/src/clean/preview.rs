@@ -1,17 +1,14 @@
 //! The sample preview (UVR's sample mode): the chosen cleaning on a short excerpt, returned
 //! with the excerpt itself and stored nowhere, so a setting can be judged before a batch runs.
 
-use std::path::PathBuf;
-
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use timbre_audio::enhance::{EnhanceOptions, enhance};
 use timbre_audio::{AudioBuffer, DecodeOptions};
 
 use super::isolate::{SeparatorCache, choose_model, separate_audio};
-use super::{CleanInput, IsolationMethod, ProgressBridge};
-use crate::convert::extractors::models_dir;
-use crate::db::takes;
+use super::{IsolationMethod, ProgressBridge};
+use crate::input::AudioInput;
 use crate::library::Library;
 
 /// The excerpt's length unless asked otherwise.
@@ -24,7 +21,7 @@ fn default_secs() -> f64 {
 /// What to preview: the steps of a cleaning batch, on one input.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PreviewRequest {
-    pub input: CleanInput,
+    pub input: AudioInput,
     /// Where the excerpt starts, in seconds; None: the loudest stretch of the input.
     #[serde(default)]
     pub start_secs: Option<f64>,
@@ -121,25 +118,18 @@ pub fn preview(
             "choose isolation, enhancement or both to preview",
         ));
     }
-    if !(request.secs > 0.0 && request.secs.is_finite()) {
-        return Err(crate::error::invalid_input(format!(
-            "a preview of {} s: give a positive length",
-            request.secs
-        )));
+    let (min, max) = super::PREVIEW_SECS_RANGE;
+    crate::error::check_range("secs", request.secs, min, max)?;
+    if let Some(options) = &request.enhance {
+        super::check_enhance_options(options)?;
     }
     let settings = library.settings()?;
     separators.use_device(crate::devices::Devices::of(&settings)?.main);
     let model = match &request.isolation {
-        Some(method) => choose_model(
-            method,
-            &models_dir(&settings.models_dir, library.data_dir()),
-        )?,
+        Some(method) => choose_model(method, &crate::models_folder::of(library)?)?,
         None => None,
     };
-    let path: PathBuf = match &request.input {
-        CleanInput::Take(id) => library.take_path(&takes::require(&library.conn(), *id)?),
-        CleanInput::File(path) => path.clone(),
-    };
+    let path = request.input.resolve(library)?.path;
     let options = DecodeOptions {
         max_duration_secs: Some(settings.max_import_duration_secs),
     };

@@ -12,9 +12,9 @@ use timbre_audio::{AudioBuffer, AudioInfo, DecodeOptions, SampleFormat, WavStrea
 use timbre_nn::separation::{MixStats, Separated, Separator};
 
 use super::isolate::{IsolateParams, SeparationModel, SeparatorCache};
-use super::{CleanInput, ProgressBridge, Source};
-use crate::convert::OutputFormat;
-use crate::db::takes::{self, NewTake, Origin};
+use super::{ProgressBridge, Source};
+use crate::db::takes::{NewTake, Origin};
+use crate::input::AudioInput;
 use crate::library::Library;
 use crate::store::StoredObject;
 
@@ -139,11 +139,8 @@ impl SeparatorCache {
         bridge: &mut ProgressBridge<'_>,
         notes: &mut Vec<String>,
     ) -> Result<Option<(Source, SeparatedFiles)>> {
-        let format = match params.format {
-            OutputFormat::Wav16 => SampleFormat::Int16,
-            OutputFormat::Wav24 => SampleFormat::Int24,
-            OutputFormat::WavFloat => SampleFormat::Float32,
-            OutputFormat::Flac => return Ok(None),
+        let Some(format) = params.format.wav_sample_format() else {
+            return Ok(None);
         };
         let (path, name, info) = probe_input(library, &params.input)?;
         let loaded = self.loaded(model, bridge, &name)?;
@@ -208,20 +205,14 @@ impl SeparatorCache {
 
 /// The input's audio file, its name for progress messages and what its header says; nothing
 /// is stored yet.
-fn probe_input(library: &Library, input: &CleanInput) -> Result<(PathBuf, String, AudioInfo)> {
-    match input {
-        CleanInput::Take(id) => {
-            let take = takes::require(&library.conn(), *id)?;
-            let path = library.take_path(&take);
-            let info = timbre_audio::probe_file(&path)
-                .with_context(|| format!("take {} ({:?})", take.id, take.name))?;
-            Ok((path, take.name, info))
-        }
-        CleanInput::File(path) => {
-            let info = timbre_audio::probe_file(path)?;
-            Ok((path.clone(), super::file_name(path), info))
-        }
-    }
+fn probe_input(library: &Library, input: &AudioInput) -> Result<(PathBuf, String, AudioInfo)> {
+    let resolved = input.resolve(library)?;
+    let info = match &resolved.take {
+        Some(take) => timbre_audio::probe_file(&resolved.path)
+            .with_context(|| format!("take {} ({:?})", take.id, take.name))?,
+        None => timbre_audio::probe_file(&resolved.path)?,
+    };
+    Ok((resolved.path, resolved.name, info))
 }
 
 /// Calls `each` with the blocks of `span`, mixed down to mono past two channels.

@@ -207,7 +207,7 @@ fn a_preview_cleans_an_excerpt_and_stores_nothing() {
     let separators = SeparatorCache::default();
     let natural = timbre_audio::enhance::Preset::Natural.options();
     let request = PreviewRequest {
-        input: CleanInput::File(path.clone()),
+        input: AudioInput::File(path.clone()),
         start_secs: Some(2.0),
         secs: 10.0,
         isolation: None,

@@ -15,7 +15,6 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use lru::LruCache;
-use sha2::{Digest, Sha256};
 use tch::Device;
 use timbre_nn::device::Precision;
 use timbre_nn::hubert::{FeatureVersion, Hubert};
@@ -25,6 +24,8 @@ use timbre_nn::pipeline::{
 };
 use timbre_nn::rmvpe::Rmvpe;
 use timbre_nn::synthesizer::Synthesizer;
+
+use crate::hashing;
 
 /// Bytes of analyses kept in memory.
 pub const ANALYSIS_MEMORY_BUDGET: u64 = 256 << 20;
@@ -50,12 +51,22 @@ pub struct Engine {
 }
 
 /// Whether a lookup was served from a cache.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CacheUse {
     Memory,
     Disk,
     Computed,
+}
+
+impl CacheUse {
+    pub fn name(self) -> &'static str {
+        match self {
+            CacheUse::Memory => "memory",
+            CacheUse::Disk => "disk",
+            CacheUse::Computed => "computed",
+        }
+    }
 }
 
 /// A stored file and its content hash.
@@ -241,10 +252,10 @@ impl Engine {
         f0_method: Option<F0Method>,
         progress: &mut dyn FnMut(f64) -> Result<()>,
     ) -> Result<(String, CacheUse, Option<Analysis>)> {
-        let hubert_path = super::extractors::require_hubert(request.models_dir)?;
-        let hubert_identity = file_identity(&hubert_path)?;
+        let hubert_path = crate::models_folder::require_hubert(request.models_dir)?;
+        let hubert_identity = hashing::identity(&hubert_path)?;
         let rmvpe_path = match f0_method {
-            Some(F0Method::Rmvpe) => Some(super::extractors::find_rmvpe(request.models_dir).ok_or_else(|| {
+            Some(F0Method::Rmvpe) => Some(crate::models_folder::find_rmvpe(request.models_dir).ok_or_else(|| {
                 crate::error::not_found(format!(
                     "pitch method rmvpe needs rmvpe.pt in {}: put it there, or choose pm or yin",
                     request.models_dir.display()
@@ -252,9 +263,9 @@ impl Engine {
             })?),
             _ => None,
         };
-        let rmvpe_identity = rmvpe_path.as_deref().map(file_identity).transpose()?;
+        let rmvpe_identity = rmvpe_path.as_deref().map(hashing::identity).transpose()?;
         let chunking = request.options.chunking;
-        let key = cache_key(&[
+        let key = hashing::cache_key(&[
             request.input_sha256,
             &hubert_identity,
             &format!("{version:?}"),
@@ -358,29 +369,4 @@ impl Engine {
 /// Memory a loaded voice model takes, from its file: half-precision files double in float32.
 fn file_cost(path: &Path) -> u64 {
     std::fs::metadata(path).map_or(0, |m| m.len() * 2)
-}
-
-/// Path, size and modification time: cheap, and changes whenever the file is replaced.
-fn file_identity(path: &Path) -> Result<String> {
-    let meta =
-        std::fs::metadata(path).with_context(|| format!("{}: cannot read", path.display()))?;
-    let modified = meta
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
-    Ok(format!("{}|{}|{:?}", path.display(), meta.len(), modified))
-}
-
-fn cache_key(parts: &[&str]) -> String {
-    let mut hasher = Sha256::new();
-    for part in parts {
-        hasher.update(part.as_bytes());
-        hasher.update([0]);
-    }
-    hasher
-        .finalize()
-        .iter()
-        .take(16)
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }

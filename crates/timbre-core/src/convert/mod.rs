@@ -3,21 +3,20 @@
 //! the engine behind it keeps models and analyses cached between jobs.
 
 mod engine;
-pub mod extractors;
 pub mod model_import;
 mod output;
+mod request;
 
 pub use engine::{CacheUse, Engine};
+pub use request::{ConvertRequest, ConvertResult, check_options, submit};
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
+use serde_json::Value;
 use timbre_audio::resample::StreamResampler;
 use timbre_audio::{DecodeOptions, analysis};
 use timbre_nn::device::Precision;
@@ -25,43 +24,19 @@ use timbre_nn::pipeline::ConvertOptions;
 
 use crate::db::conversions::{self, NewConversion};
 use crate::db::jobs::Lane;
-use crate::db::{models, takes};
+use crate::db::models;
+use crate::input::AudioInput;
 use crate::jobs::{JobContext, JobHandler};
 use crate::library::Library;
+use crate::output_format::OutputFormat;
 
-/// What to convert: a take of the library or a file anywhere.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "snake_case")]
-pub enum ConvertInput {
-    Take(i64),
-    File(PathBuf),
-}
+/// The job kind.
+pub(crate) const KIND: &str = "convert";
 
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum OutputFormat {
-    /// 16-bit WAV, as the reference writes.
-    #[default]
-    Wav16,
-    Wav24,
-    /// 32-bit float WAV.
-    WavFloat,
-    Flac,
-}
-
-impl OutputFormat {
-    pub fn extension(self) -> &'static str {
-        if self == OutputFormat::Flac {
-            "flac"
-        } else {
-            "wav"
-        }
-    }
-}
-
+/// One `convert` job: one input through one model.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ConvertParams {
-    pub input: ConvertInput,
+    pub input: AudioInput,
     pub model_id: i64,
     #[serde(default)]
     pub options: ConvertOptions,
@@ -92,7 +67,7 @@ impl Default for ConvertHandler {
 
 impl JobHandler for ConvertHandler {
     fn kind(&self) -> &'static str {
-        "convert"
+        KIND
     }
 
     fn lane(&self) -> Lane {
@@ -124,15 +99,16 @@ impl JobHandler for ConvertHandler {
         let engine = engine
             .as_mut()
             .context("the conversion engine is not ready")?;
-        let models_dir = extractors::models_dir(&settings.models_dir, library.data_dir());
-        convert(
+        let models_dir = crate::models_folder::of(library)?;
+        let result = convert(
             library,
             engine,
             &params,
             &models_dir,
             ctx.job_id(),
             &mut |f, message| ctx.progress(f, message),
-        )
+        )?;
+        Ok(serde_json::to_value(result)?)
     }
 
     fn free_caches(&self) {
@@ -156,24 +132,13 @@ struct Input {
     name: String,
 }
 
-fn load_input(library: &Library, input: &ConvertInput, max_duration_secs: f64) -> Result<Input> {
-    let (path, take_id, name, sha256) = match input {
-        ConvertInput::Take(id) => {
-            let take = takes::require(&library.conn(), *id)?;
-            (
-                library.take_path(&take),
-                Some(take.id),
-                take.name.clone(),
-                take.sha256.clone(),
-            )
-        }
-        ConvertInput::File(path) => {
-            let name = path
-                .file_stem()
-                .map_or_else(|| "input".into(), |s| s.to_string_lossy().into_owned());
-            (path.clone(), None, name, file_sha256(path)?)
-        }
+fn load_input(library: &Library, input: &AudioInput, max_duration_secs: f64) -> Result<Input> {
+    let resolved = input.resolve(library)?;
+    let sha256 = match &resolved.take {
+        Some(take) => take.sha256.clone(),
+        None => crate::hashing::content_sha256(&resolved.path)?,
     };
+    let (path, take_id, name) = (resolved.path, resolved.take.map(|t| t.id), resolved.name);
     let audio_16k = decode_16k_mono(&path, max_duration_secs)?;
     if audio_16k.len() < 1_600 {
         return Err(crate::error::invalid_input(format!(
@@ -204,10 +169,6 @@ fn decode_16k_mono(path: &Path, max_duration_secs: f64) -> Result<Vec<f32>> {
     while let Some(block) = reader.next_block(1 << 16)? {
         let mono = block.to_mono();
         let samples = mono.channels.first().map_or(&[][..], |c| &c[..]);
-        if mono.sample_rate == RATE {
-            audio.extend_from_slice(samples);
-            continue;
-        }
         if resampler.is_none() {
             resampler = Some(StreamResampler::new(mono.sample_rate, RATE)?);
         }
@@ -221,27 +182,6 @@ fn decode_16k_mono(path: &Path, max_duration_secs: f64) -> Result<Vec<f32>> {
     Ok(audio)
 }
 
-fn file_sha256(path: &Path) -> Result<String> {
-    // Through timbre_audio's check, so a FIFO is refused instead of blocking the job.
-    let mut file = timbre_audio::open_audio_file(path)?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let n = file
-            .read(&mut buf)
-            .with_context(|| format!("{}: cannot read", path.display()))?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Ok(hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect())
-}
-
 /// Runs one conversion and saves it; `progress` may cancel.
 pub fn convert(
     library: &Library,
@@ -250,7 +190,7 @@ pub fn convert(
     models_dir: &Path,
     job_id: i64,
     progress: &mut dyn FnMut(f64, String) -> Result<()>,
-) -> Result<Value> {
+) -> Result<ConvertResult> {
     let started = Instant::now();
     let model = models::require(&library.conn(), params.model_id)?;
     let input = load_input(
@@ -338,16 +278,16 @@ pub fn convert(
         None => None,
     };
     progress(1.0, format!("{label}: done"))?;
-    Ok(json!({
-        "conversion": conversion,
-        "output_path": copied_to.unwrap_or(stored.path),
-        "input_seconds": input_seconds,
-        "seconds": seconds_taken,
-        "analysis_seconds": outcome.analysis_secs,
-        "render_seconds": outcome.render_secs,
-        "analysis_cache": outcome.analysis_cache,
-        "voice_cache": outcome.voice_cache,
-    }))
+    Ok(ConvertResult {
+        conversion,
+        output_path: copied_to.unwrap_or(stored.path),
+        input_seconds,
+        seconds: seconds_taken,
+        analysis_seconds: outcome.analysis_secs,
+        render_seconds: outcome.render_secs,
+        analysis_cache: outcome.analysis_cache,
+        voice_cache: outcome.voice_cache,
+    })
 }
 
 /// Copies the result to `<dir>/<input> (<model>).<ext>`, never overwriting: a number is added.

@@ -5,10 +5,10 @@
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use tempfile::NamedTempFile;
-use timbre_audio::{AudioBuffer, SampleFormat, WavStreamWriter};
+use timbre_audio::{AudioBuffer, WavStreamWriter};
 use timbre_nn::pipeline::OutputSink;
 
-use super::OutputFormat;
+use crate::output_format::OutputFormat;
 
 pub(super) struct OutputFile {
     format: OutputFormat,
@@ -54,14 +54,9 @@ impl OutputSink for OutputFile {
     }
 
     fn begin(&mut self, sample_rate: u32) -> Result<()> {
-        let fmt = match self.format {
-            OutputFormat::Wav16 => SampleFormat::Int16,
-            OutputFormat::Wav24 => SampleFormat::Int24,
-            OutputFormat::WavFloat => SampleFormat::Float32,
-            OutputFormat::Flac => {
-                self.flac = Some(AudioBuffer::new(sample_rate, vec![Vec::new()]));
-                return Ok(());
-            }
+        let Some(fmt) = self.format.wav_sample_format() else {
+            self.flac = Some(AudioBuffer::new(sample_rate, vec![Vec::new()]));
+            return Ok(());
         };
         let wav = WavStreamWriter::create(self.file.path(), sample_rate, 1, fmt)?;
         self.wav = Some((wav, sample_rate));

@@ -17,7 +17,7 @@ use timbre_nn::pipeline::{F0Method, PitchTracker};
 use timbre_nn::rmvpe::Rmvpe;
 
 use crate::clean::SeparatorCache;
-use crate::convert::extractors;
+use crate::{hashing, models_folder};
 
 /// Bumped when what a cache entry holds, or how it is computed, changes.
 const CACHE_FORMAT: &str = "dataset-features-1";
@@ -47,9 +47,9 @@ pub struct Extractors {
 impl Extractors {
     /// Finds the files the method needs in `models_dir`, refusing clearly when one is missing.
     pub fn files(&mut self, models_dir: &Path, method: Option<F0Method>) -> Result<ExtractorFiles> {
-        let hubert = extractors::require_hubert(models_dir)?;
+        let hubert = models_folder::require_hubert(models_dir)?;
         let rmvpe = match method {
-            Some(F0Method::Rmvpe) => Some(extractors::find_rmvpe(models_dir).ok_or_else(|| {
+            Some(F0Method::Rmvpe) => Some(models_folder::find_rmvpe(models_dir).ok_or_else(|| {
                 crate::error::not_found(format!(
                     "pitch method rmvpe needs rmvpe.pt in {}: put it there, or choose pm or yin",
                     models_dir.display()
@@ -127,69 +127,14 @@ impl Extractors {
     }
 
     fn content_hash(&mut self, path: &Path) -> Result<String> {
-        let identity = file_identity(path)?;
+        let identity = hashing::identity(path)?;
         if let Some(sha) = self.hashes.get(&identity) {
             return Ok(sha.clone());
         }
-        let sha = hash_path(path)?;
+        let sha = hashing::content_sha256(path)?;
         self.hashes.insert(identity, sha.clone());
         Ok(sha)
     }
-}
-
-/// Path, size and modification time of a file, or of every file of a folder.
-fn file_identity(path: &Path) -> Result<String> {
-    let mut identity = String::new();
-    for file in files_of(path)? {
-        let meta =
-            std::fs::metadata(&file).with_context(|| format!("{}: cannot read", file.display()))?;
-        let modified = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
-        identity += &format!("{}|{}|{:?};", file.display(), meta.len(), modified);
-    }
-    Ok(identity)
-}
-
-/// The SHA-256 of a file, or of a folder's files (names and contents, in name order).
-fn hash_path(path: &Path) -> Result<String> {
-    let mut hasher = Sha256::new();
-    for file in files_of(path)? {
-        if path.is_dir() {
-            hasher.update(file.file_name().unwrap_or_default().as_encoded_bytes());
-            hasher.update([0]);
-        }
-        let mut reader = std::fs::File::open(&file)
-            .with_context(|| format!("{}: cannot open", file.display()))?;
-        let mut buf = vec![0u8; 1 << 16];
-        loop {
-            let n = std::io::Read::read(&mut reader, &mut buf)
-                .with_context(|| format!("{}: cannot read", file.display()))?;
-            if n == 0 {
-                break;
-            }
-            hasher.update(&buf[..n]);
-        }
-    }
-    Ok(hex(&hasher.finalize()))
-}
-
-fn files_of(path: &Path) -> Result<Vec<PathBuf>> {
-    if !path.is_dir() {
-        return Ok(vec![path.to_path_buf()]);
-    }
-    let mut files: Vec<PathBuf> = std::fs::read_dir(path)
-        .with_context(|| format!("{}: cannot list", path.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file())
-        .collect();
-    files.sort();
-    Ok(files)
-}
-
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// SHA-256 of samples as little-endian f32 bytes.
@@ -198,7 +143,7 @@ pub fn samples_sha256(samples: &[f32]) -> String {
     for s in samples {
         hasher.update(s.to_le_bytes());
     }
-    hex(&hasher.finalize())
+    hashing::hex(&hasher.finalize())
 }
 
 /// The cache key of one piece's features: its 16 kHz content, the extractor weights and
@@ -209,19 +154,14 @@ pub fn cache_key(
     version: FeatureVersion,
     method: Option<F0Method>,
 ) -> String {
-    let mut hasher = Sha256::new();
-    for part in [
+    hashing::cache_key(&[
         CACHE_FORMAT,
         piece_16k_sha256,
         &files.hubert_sha256,
         &format!("{version:?}"),
         method.map_or("none", F0Method::name),
         files.rmvpe_sha256.as_deref().unwrap_or("-"),
-    ] {
-        hasher.update(part.as_bytes());
-        hasher.update([0]);
-    }
-    hex(&hasher.finalize()[..16])
+    ])
 }
 
 /// Cached features: one safetensors file per piece, holding `features` `[frames, dim]` f32 and,

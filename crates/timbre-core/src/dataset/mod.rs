@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use timbre_audio::dataset::{DatasetPreparer, DatasetReport, PrepareConfig};
 use timbre_audio::enhance::Preset;
 use timbre_audio::{AudioBuffer, DecodeOptions};
@@ -26,9 +26,9 @@ use timbre_nn::pipeline::F0Method;
 
 use crate::clean::{self, IsolationMethod, ProgressBridge, SeparationModel, SeparatorCache};
 use crate::db::datasets::{self, Dataset, Prepared};
-use crate::db::jobs::Lane;
-use crate::db::takes;
-use crate::jobs::{JobContext, JobHandler};
+use crate::db::jobs::{Job, Lane};
+use crate::input::{self, AudioInput};
+use crate::jobs::{JobContext, JobHandler, JobSystem};
 use crate::library::Library;
 use crate::settings::Settings;
 use features::{ExtractorFiles, Extractors, FeatureCache};
@@ -37,12 +37,8 @@ use layout::{Layout, Manifest, ManifestPiece};
 /// The model rates RVC trains at.
 pub const SAMPLE_RATES: [u32; 3] = [32_000, 40_000, 48_000];
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "snake_case")]
-pub enum DatasetInput {
-    Take(i64),
-    File(PathBuf),
-}
+/// The job kind.
+const KIND: &str = "dataset";
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -68,13 +64,14 @@ impl ModelVersion {
     }
 }
 
+/// A preparation, as the CLI and the app ask for it and as its job runs it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct PrepareParams {
+pub struct PrepareRequest {
     /// The dataset, by name: created when new, prepared again when it exists.
     pub name: String,
     #[serde(default)]
     pub voice_id: Option<i64>,
-    pub inputs: Vec<DatasetInput>,
+    pub inputs: Vec<AudioInput>,
     #[serde(default = "default_rate")]
     pub sample_rate: u32,
     #[serde(default)]
@@ -105,7 +102,7 @@ pub struct DatasetHandler {
 
 impl JobHandler for DatasetHandler {
     fn kind(&self) -> &'static str {
-        "dataset"
+        KIND
     }
 
     /// HuBERT (and RMVPE) run here, as in a conversion.
@@ -128,11 +125,12 @@ impl JobHandler for DatasetHandler {
     }
 
     fn run(&self, ctx: &JobContext) -> Result<Value> {
-        let params: PrepareParams = ctx.params()?;
+        let params: PrepareRequest = ctx.params()?;
         let mut extractors = self.extractors.lock().unwrap_or_else(|p| p.into_inner());
-        prepare(ctx.library(), &mut extractors, &params, &|f, message| {
+        let result = prepare(ctx.library(), &mut extractors, &params, &|f, message| {
             ctx.progress(f, message)
-        })
+        })?;
+        Ok(serde_json::to_value(result)?)
     }
 
     fn free_caches(&self) {
@@ -141,6 +139,38 @@ impl JobHandler for DatasetHandler {
             .unwrap_or_else(|p| p.into_inner())
             .free();
     }
+}
+
+/// What a `dataset` job gives.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PrepareResult {
+    pub dataset: Dataset,
+    pub folder: PathBuf,
+    pub pieces: usize,
+    pub total_seconds: f64,
+    pub feature_dim: i64,
+    /// Pieces whose features were computed, and those found in the cache.
+    pub computed: usize,
+    pub cached: usize,
+    pub report: DatasetReport,
+    pub seconds: f64,
+}
+
+/// Checks the request (rate, name, inputs, the separation model) and queues its job.
+pub fn submit(system: &JobSystem, request: PrepareRequest) -> Result<Job> {
+    check(&request)?;
+    let library = system.library();
+    if let Some(method) = &request.isolate {
+        clean::isolate::choose_model(method, &crate::models_folder::of(library)?)?;
+    }
+    input::check_all(library, &request.inputs)?;
+    let inputs = request
+        .inputs
+        .into_iter()
+        .map(AudioInput::absolute)
+        .collect::<Result<_>>()?;
+    let request = PrepareRequest { inputs, ..request };
+    system.submit(KIND, serde_json::to_value(&request)?)
 }
 
 /// Deletes a dataset: its row, its take links and its folder (cached features stay).
@@ -156,19 +186,18 @@ struct Sliced {
     key: String,
 }
 
-/// Prepares (or prepares again) the dataset `params` names. `progress` may cancel.
+/// Prepares (or prepares again) the dataset `params` names, a request `submit` checked.
+/// `progress` may cancel.
 pub fn prepare(
     library: &Library,
     extractors: &mut Extractors,
-    params: &PrepareParams,
+    params: &PrepareRequest,
     progress: &dyn Fn(f64, String) -> Result<()>,
-) -> Result<Value> {
+) -> Result<PrepareResult> {
     let started = Instant::now();
-    check(params)?;
     let settings = library.settings()?;
     extractors.use_device(crate::devices::Devices::of(&settings)?.extraction);
-    let models_dir =
-        crate::convert::extractors::models_dir(&settings.models_dir, library.data_dir());
+    let models_dir = crate::models_folder::of(library)?;
     let files = extractors.files(&models_dir, params.f0_method)?;
     let isolation = params
         .isolate
@@ -216,22 +245,24 @@ pub fn prepare(
         1.0,
         format!("{}: {} pieces", params.name, manifest.pieces.len()),
     )?;
-    Ok(json!({
-        "dataset": prepared,
-        "folder": layout.root(),
-        "pieces": manifest.pieces.len(),
-        "total_seconds": total_secs,
-        "feature_dim": manifest.feature_dim,
-        "computed": computed,
-        "cached": cached,
-        "report": report,
-        "warnings": report.warnings,
-        "seconds": started.elapsed().as_secs_f64(),
-    }))
+    Ok(PrepareResult {
+        dataset: prepared,
+        folder: layout.root().to_path_buf(),
+        pieces: manifest.pieces.len(),
+        total_seconds: total_secs,
+        feature_dim: manifest.feature_dim,
+        computed,
+        cached,
+        report,
+        seconds: started.elapsed().as_secs_f64(),
+    })
 }
 
-fn check(params: &PrepareParams) -> Result<()> {
+fn check(params: &PrepareRequest) -> Result<()> {
     let invalid = |m: String| Err(crate::error::invalid_input(m));
+    if params.name.trim().is_empty() {
+        return invalid("a dataset needs a name".into());
+    }
     if !SAMPLE_RATES.contains(&params.sample_rate) {
         return invalid(format!(
             "cannot prepare a dataset at {} Hz: use 32000, 40000 or 48000",
@@ -265,7 +296,7 @@ struct Stages<'a> {
 fn run(
     library: &Library,
     extractors: &mut Extractors,
-    params: &PrepareParams,
+    params: &PrepareRequest,
     stages: &Stages<'_>,
     progress: &dyn Fn(f64, String) -> Result<()>,
 ) -> Result<Done> {
@@ -345,7 +376,7 @@ fn run(
 /// written as they come; gives the pieces, the report and the takes used.
 fn slice(
     library: &Library,
-    params: &PrepareParams,
+    params: &PrepareRequest,
     stages: &Stages<'_>,
     separators: &SeparatorCache,
     progress: &dyn Fn(f64, String) -> Result<()>,
@@ -358,17 +389,9 @@ fn slice(
     let mut take_ids = Vec::new();
     let count = params.inputs.len() as f64;
     for (i, input) in params.inputs.iter().enumerate() {
-        let (label, path) = match input {
-            DatasetInput::Take(id) => {
-                let take = takes::require(&library.conn(), *id)?;
-                take_ids.push(take.id);
-                (
-                    format!("take {} ({})", take.id, take.name),
-                    library.take_path(&take),
-                )
-            }
-            DatasetInput::File(path) => (path.display().to_string(), path.clone()),
-        };
+        let resolved = input.resolve(library)?;
+        take_ids.extend(resolved.take.as_ref().map(|take| take.id));
+        let (label, path) = (resolved.label(), resolved.path);
         let at = 0.3 * i as f64 / count;
         progress(at, format!("slicing {label}"))?;
         let decoded = timbre_audio::decode_file(&path, &DecodeOptions { max_duration_secs })?;

@@ -21,11 +21,11 @@ fn setup(seconds: f64) -> (tempfile::TempDir, Library, PathBuf) {
     (dir, library, audio)
 }
 
-fn params(audio: &Path, version: ModelVersion) -> PrepareParams {
-    PrepareParams {
+fn params(audio: &Path, version: ModelVersion) -> PrepareRequest {
+    PrepareRequest {
         name: "set".into(),
         voice_id: None,
-        inputs: vec![DatasetInput::File(audio.to_path_buf())],
+        inputs: vec![AudioInput::File(audio.to_path_buf())],
         sample_rate: 40_000,
         version,
         f0_method: Some(F0Method::Pm),
@@ -97,7 +97,7 @@ fn invalid_parameters_and_missing_rmvpe_are_refused_before_any_work() {
     let mut extractors = Extractors::default();
     let mut bad_rate = params(&audio, ModelVersion::V2);
     bad_rate.sample_rate = 44_100;
-    let err = prepare(&library, &mut extractors, &bad_rate, &quiet).unwrap_err();
+    let err = check(&bad_rate).unwrap_err();
     assert!(err.to_string().contains("44100 Hz"), "{err}");
     let mut rmvpe = params(&audio, ModelVersion::V2);
     rmvpe.f0_method = Some(F0Method::Rmvpe);
@@ -120,13 +120,10 @@ fn a_cut_off_preparation_keeps_the_previous_dataset_and_resumes_where_it_stopped
         &quiet,
     )
     .unwrap();
-    let pieces = first["pieces"].as_u64().unwrap() as usize;
-    assert!(pieces >= 3, "{first}");
-    assert_eq!(
-        (first["computed"].as_u64(), first["cached"].as_u64()),
-        (Some(pieces as u64), Some(0))
-    );
-    let id = first["dataset"]["id"].as_i64().unwrap();
+    let pieces = first.pieces;
+    assert!(pieces >= 3, "{first:?}");
+    assert_eq!((first.computed, first.cached), (pieces, 0));
+    let id = first.dataset.id;
     let before = manifest(library.data_dir(), id).unwrap();
 
     // v1 features this time, cut off at the third piece: two are cached, the v2 dataset stays.
@@ -146,10 +143,7 @@ fn a_cut_off_preparation_keeps_the_previous_dataset_and_resumes_where_it_stopped
     );
 
     let resumed = prepare(&library, &mut extractors, &v1, &quiet).unwrap();
-    assert_eq!(
-        (resumed["computed"].as_u64(), resumed["cached"].as_u64()),
-        (Some(pieces as u64 - 2), Some(2))
-    );
+    assert_eq!((resumed.computed, resumed.cached), (pieces - 2, 2));
     let after = manifest(library.data_dir(), id).unwrap();
     assert_eq!(after.version, "v1");
     assert_eq!(after.pieces.len(), pieces);
@@ -163,7 +157,7 @@ fn a_cut_off_preparation_keeps_the_previous_dataset_and_resumes_where_it_stopped
         after.pieces.iter().map(|p| &p.gt_wav).collect::<Vec<_>>()
     );
     let again = prepare(&library, &mut extractors, &v1, &quiet).unwrap();
-    assert_eq!(again["computed"], 0);
+    assert_eq!(again.computed, 0);
 
     let deleted = delete(&library, id).unwrap();
     assert_eq!(deleted.id, id);
@@ -204,8 +198,7 @@ fn isolation_runs_before_slicing_and_a_missing_model_is_refused_first() {
     );
 }
 
-fn piece_names(library: &Library, result: Value) -> Vec<String> {
-    let id = result["dataset"]["id"].as_i64().unwrap();
-    let manifest = manifest(library.data_dir(), id).unwrap();
+fn piece_names(library: &Library, result: PrepareResult) -> Vec<String> {
+    let manifest = manifest(library.data_dir(), result.dataset.id).unwrap();
     manifest.pieces.into_iter().map(|p| p.gt_wav).collect()
 }

@@ -6,7 +6,7 @@
 //! continue from there. At the end it exports the inference model, trains the index of the
 //! dataset's features, and imports both into the library for the dataset's voice.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -25,6 +25,7 @@ use super::request::{check_amount, plan_of, ready_dataset};
 use super::session::{Ending, EpochProfile, Session, Setup, TRAINING_SHARE};
 use crate::db::job_events::Level;
 use crate::db::jobs::Lane;
+use crate::db::models::Model;
 use crate::db::trainings::{self, Training};
 use crate::devices::{self, Devices};
 use crate::error::ErrorReport;
@@ -69,11 +70,25 @@ impl JobHandler for TrainHandler {
             ctx.library()
                 .edit(|conn| trainings::set_ended(conn, training_id, status, message.as_deref()))?;
         }
-        outcome
+        Ok(serde_json::to_value(outcome?)?)
     }
 }
 
-fn train(ctx: &JobContext, id: i64) -> Result<Value> {
+/// What a `train` job gives.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TrainResult {
+    pub training: Training,
+    /// The trained model, in the library.
+    pub model: Model,
+    pub folder: PathBuf,
+    pub epochs: i64,
+    pub global_step: i64,
+    /// Feature rows in the model's index.
+    pub index_vectors: usize,
+    pub seconds: f64,
+}
+
+fn train(ctx: &JobContext, id: i64) -> Result<TrainResult> {
     let started = Instant::now();
     let library = ctx.library();
     let training = trainings::require(&library.conn(), id)?;
@@ -186,7 +201,7 @@ struct End<'a> {
 }
 
 /// Exports the model, trains the index and puts both into the library.
-fn finish(ctx: &JobContext, end: &End, trainer: &Trainer, started: Instant) -> Result<Value> {
+fn finish(ctx: &JobContext, end: &End, trainer: &Trainer, started: Instant) -> Result<TrainResult> {
     let (library, training, files) = (ctx.library(), end.training, end.files);
     ctx.progress(TRAINING_SHARE, "exporting the model")?;
     trainer.export(&files.model())?;
@@ -203,13 +218,13 @@ fn finish(ctx: &JobContext, end: &End, trainer: &Trainer, started: Instant) -> R
     library.edit(|conn| trainings::set_done(conn, training.id, model.id))?;
     let done = trainings::require(&library.conn(), training.id)?;
     ctx.progress(1.0, format!("trained {}", training.name))?;
-    Ok(json!({
-        "training": done,
-        "model": model,
-        "folder": files.root(),
-        "epochs": trainer.epoch(),
-        "global_step": trainer.global_step(),
-        "index_vectors": vectors,
-        "seconds": started.elapsed().as_secs_f64(),
-    }))
+    Ok(TrainResult {
+        training: done,
+        model,
+        folder: files.root().to_path_buf(),
+        epochs: trainer.epoch(),
+        global_step: trainer.global_step(),
+        index_vectors: vectors,
+        seconds: started.elapsed().as_secs_f64(),
+    })
 }

@@ -15,7 +15,7 @@ pub mod request;
 pub mod sampler;
 pub mod session;
 
-pub use job::{TrainHandler, TrainParams};
+pub use job::{TrainHandler, TrainParams, TrainResult};
 pub use pretrained::Pretrained;
 pub use request::{TrainRequest, resume_training, start_training, stop_training};
 

@@ -50,18 +50,23 @@ pub struct TrainRequest {
 }
 
 fn default_epochs() -> i64 {
-    200
+    TrainRequest::DEFAULT_EPOCHS
 }
 
 fn default_save_every() -> i64 {
-    10
+    TrainRequest::DEFAULT_SAVE_EVERY
 }
 
 fn default_keep() -> i64 {
-    3
+    TrainRequest::DEFAULT_KEEP_CHECKPOINTS
 }
 
 impl TrainRequest {
+    /// RVC's usual run.
+    pub const DEFAULT_EPOCHS: i64 = 200;
+    pub const DEFAULT_SAVE_EVERY: i64 = 10;
+    pub const DEFAULT_KEEP_CHECKPOINTS: i64 = 3;
+
     /// A request for `dataset_id` with every default.
     pub fn new(dataset_id: i64) -> Self {
         serde_json::from_value(serde_json::json!({ "dataset_id": dataset_id }))
@@ -86,9 +91,7 @@ pub struct TrainingPlan {
 impl TrainingPlan {
     /// The pretrained bases this plan loads, found in the library's models folder.
     pub fn pretrained_files(&self, library: &Library) -> Result<PretrainedFiles> {
-        let settings = library.settings()?;
-        let models_dir =
-            crate::convert::extractors::models_dir(&settings.models_dir, library.data_dir());
+        let models_dir = crate::models_folder::of(library)?;
         self.request
             .pretrained
             .resolve(&models_dir, &self.version, self.sample_rate, self.f0)

@@ -4,7 +4,7 @@
 
 use anyhow::{Context, Result};
 use rusqlite::{Connection, OptionalExtension, params};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub(super) const CREATE: &str = "
@@ -36,7 +36,7 @@ pub const PREPARING: &str = "preparing";
 pub const READY: &str = "ready";
 pub const FAILED: &str = "failed";
 
-#[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct Dataset {
     pub id: i64,
     pub voice_id: Option<i64>,

@@ -5,7 +5,7 @@
 
 use anyhow::{Context, Result};
 use rusqlite::{Connection, OptionalExtension, params};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub(super) const CREATE: &str = "
@@ -35,7 +35,7 @@ pub const STOPPED: &str = "stopped";
 pub const DONE: &str = "done";
 pub const FAILED: &str = "failed";
 
-#[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct Training {
     pub id: i64,
     pub name: String,

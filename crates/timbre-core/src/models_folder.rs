@@ -1,10 +1,22 @@
-//! The shared weight files conversion needs besides the voice model, found in the models folder
-//! (`models/README.md`): HuBERT/ContentVec for content features and RMVPE for pitch.
+//! The models folder (`models/README.md`): the shared weights every job kind looks up there,
+//! HuBERT/ContentVec for content features, RMVPE for pitch, the separation models and the
+//! pretrained training bases.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use serde::Serialize;
+
+use crate::library::Library;
+
+/// The library's models folder, as an absolute path (see [`models_dir`]).
+pub fn of(library: &Library) -> Result<PathBuf> {
+    let settings = library.settings()?;
+    Ok(std::path::absolute(models_dir(
+        &settings.models_dir,
+        library.data_dir(),
+    ))?)
+}
 
 /// Where the models folder is: `TIMBRE_MODELS_DIR`, else the `models_dir` setting, else
 /// `models/` in the working directory when it exists, else `<data dir>/models`.

@@ -1,0 +1,107 @@
+//! The audio a job reads: a take of the library or a file anywhere, one type for every job.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+
+use crate::db::takes::{self, Take};
+use crate::library::Library;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum AudioInput {
+    Take(i64),
+    File(PathBuf),
+}
+
+/// An input found: where its audio is, and its take when it is one.
+#[derive(Debug, Clone)]
+pub struct ResolvedInput {
+    pub path: PathBuf,
+    pub take: Option<Take>,
+    /// The take's name, or the file's name without its extension.
+    pub name: String,
+}
+
+impl AudioInput {
+    /// The take's row and stored file, or the file; refuses a take or a file that is not there.
+    pub fn resolve(&self, library: &Library) -> Result<ResolvedInput> {
+        match self {
+            AudioInput::Take(id) => {
+                let take = takes::require(&library.conn(), *id)?;
+                Ok(ResolvedInput {
+                    path: library.take_path(&take),
+                    name: take.name.clone(),
+                    take: Some(take),
+                })
+            }
+            AudioInput::File(path) => {
+                if !path.exists() {
+                    return Err(crate::error::not_found(format!(
+                        "{}: no such file",
+                        path.display()
+                    )));
+                }
+                Ok(ResolvedInput {
+                    path: path.clone(),
+                    take: None,
+                    name: file_name(path),
+                })
+            }
+        }
+    }
+
+    /// The same input with a file's path made absolute: jobs may run in another process, from
+    /// another working directory.
+    pub fn absolute(self) -> Result<Self> {
+        Ok(match self {
+            AudioInput::File(path) => AudioInput::File(std::path::absolute(path)?),
+            take => take,
+        })
+    }
+}
+
+impl ResolvedInput {
+    /// Where the input came from, for messages.
+    pub fn label(&self) -> String {
+        match &self.take {
+            Some(take) => format!("take {} ({})", take.id, take.name),
+            None => self.path.display().to_string(),
+        }
+    }
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_stem()
+        .map_or_else(|| "untitled".into(), |s| s.to_string_lossy().into_owned())
+}
+
+/// Resolves every input, so a batch is refused before any of it is queued.
+pub fn check_all(library: &Library, inputs: &[AudioInput]) -> Result<()> {
+    for input in inputs {
+        input.resolve(library)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_take_or_file_is_refused_and_a_file_is_named_by_its_stem() {
+        let dir = tempfile::tempdir().unwrap();
+        let library = Library::open(dir.path()).unwrap();
+        let err = AudioInput::Take(42).resolve(&library).unwrap_err();
+        assert_eq!(crate::error::kind_of(&err), crate::ErrorKind::NotFound);
+        let missing = dir.path().join("gone.wav");
+        let err = AudioInput::File(missing).resolve(&library).unwrap_err();
+        assert!(err.to_string().contains("gone.wav: no such file"), "{err}");
+        let present = dir.path().join("voice.flac");
+        std::fs::write(&present, b"").unwrap();
+        let resolved = AudioInput::File(present.clone()).resolve(&library).unwrap();
+        assert_eq!((resolved.name.as_str(), resolved.take), ("voice", None));
+        assert_eq!(resolved.label(), present.display().to_string());
+    }
+}
