@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use timbre_audio::test_support::reference_python;
+use timbre_test_support::reference_python;
 use timbre_integration_tests::{Sandbox, rvc_parity_fixtures, separation_fixtures, write_sine_wav};
 
 const GOOD_MODEL: &str = "synth_v2_f0_40k/model.pth";

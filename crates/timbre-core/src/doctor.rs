@@ -8,7 +8,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::assets::{self, AssetState, AssetStatus, Catalog};
-use crate::convert::extractors;
+use crate::models_folder;
 use crate::devices::{self, DeviceReport};
 use crate::library::Library;
 
@@ -54,7 +54,7 @@ pub struct JobReadiness {
 
 pub fn report(library: &Library) -> Result<Report> {
     let settings = library.settings()?;
-    let models_dir = assets::models_dir(library)?;
+    let models_dir = crate::models_folder::of(library)?;
     let catalog = Catalog::load()?;
     let statuses = assets::inspect(&models_dir, &catalog.assets, false)?;
     let devices = devices::report(&settings);
@@ -115,7 +115,7 @@ fn readiness(
         })
     };
     let hubert = || {
-        (extractors::find_hubert(models_dir).is_none()).then(|| {
+        (models_folder::find_hubert(models_dir).is_none()).then(|| {
             format!(
                 "HuBERT: hubert_base.pt in {} (timbre assets download hubert)",
                 models_dir.display()

@@ -101,7 +101,8 @@ mod tests {
         let present = dir.path().join("voice.flac");
         std::fs::write(&present, b"").unwrap();
         let resolved = AudioInput::File(present.clone()).resolve(&library).unwrap();
-        assert_eq!((resolved.name.as_str(), resolved.take), ("voice", None));
+        assert_eq!(resolved.name, "voice");
+        assert!(resolved.take.is_none());
         assert_eq!(resolved.label(), present.display().to_string());
     }
 }

@@ -4,7 +4,9 @@ use anyhow::Result;
 use std::path::Path;
 use std::process::ExitCode;
 use timbre_core::assets::disk::human_bytes;
-use timbre_core::assets::{self, Asset, AssetState, AssetStatus, Catalog, DownloadRequest};
+use timbre_core::assets::{
+    self, Asset, AssetState, AssetStatus, Catalog, DownloadRequest, Downloaded,
+};
 
 #[derive(clap::Subcommand)]
 pub enum Command {
@@ -36,7 +38,7 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
     match cmd {
         Command::List => {
             let library = open_library(data_dir)?;
-            let dir = assets::models_dir(&library)?;
+            let dir = timbre_core::models_folder::of(&library)?;
             let statuses = assets::inspect(&dir, &catalog.assets, false)?;
             print_statuses(out, &dir, &statuses);
             Ok(ExitCode::SUCCESS)
@@ -64,20 +66,18 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
                     assets::start_download(&system, request)?.id,
                 ));
             }
-            let results = super::run_jobs(&system, jobs, out)?;
-            let ok = results.iter().all(|r| r["ok"] == true);
+            let results = super::run_jobs::<Downloaded>(&system, jobs, out)?;
+            let ok = results.iter().all(|r| r.ok);
             out.print(&results, || {
                 results
                     .iter()
-                    .map(|r| match r["ok"] == true {
-                        true => format!(
-                            "verified  {:<28} {}",
-                            r["input"].as_str().unwrap_or_default(),
-                            r["result"]["path"].as_str().unwrap_or_default()
-                        ),
-                        false => format!(
+                    .map(|r| match &r.result {
+                        Some(done) => {
+                            format!("verified  {:<28} {}", r.input, done.path.display())
+                        }
+                        None => format!(
                             "failed    {}",
-                            r["error"].as_str().unwrap_or("no error recorded")
+                            r.error.as_deref().unwrap_or("no error recorded")
                         ),
                     })
                     .collect::<Vec<_>>()
@@ -87,7 +87,7 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
         }
         Command::Verify { names } => {
             let library = open_library(data_dir)?;
-            let dir = assets::models_dir(&library)?;
+            let dir = timbre_core::models_folder::of(&library)?;
             let chosen = if names.is_empty() {
                 catalog.assets.iter().collect()
             } else {
@@ -102,7 +102,7 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
         }
         Command::Remove { names } => {
             let library = open_library(data_dir)?;
-            let dir = assets::models_dir(&library)?;
+            let dir = timbre_core::models_folder::of(&library)?;
             let mut removed = Vec::new();
             for asset in select(&catalog, &names)? {
                 let was_there = assets::remove(&dir, asset)?;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::catalog::{Asset, Catalog};
 use super::disk::{available_space, human_bytes};
@@ -19,7 +19,7 @@ use super::state::{self, AssetState};
 const TRIES_PER_URL: u32 = 4;
 const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Downloaded {
     pub asset: String,
     pub path: PathBuf,

@@ -57,7 +57,7 @@ impl JobHandler for DownloadHandler {
         let request: DownloadRequest = ctx.params()?;
         let catalog = Catalog::load()?;
         let asset = catalog.find(&request.asset)?;
-        let models_dir = super::models_dir(ctx.library())?;
+        let models_dir = crate::models_folder::of(ctx.library())?;
         let done = download(&models_dir, &catalog, asset, &mut |progress| {
             ctx.progress(progress.fraction(), progress.message(&asset.name))
         })?;

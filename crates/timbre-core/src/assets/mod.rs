@@ -17,19 +17,10 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 pub use catalog::{Asset, Catalog};
+pub use download::Downloaded;
 pub use job::{DownloadHandler, DownloadRequest, start_download};
 pub use state::AssetState;
 
-use crate::library::Library;
-
-/// The models folder assets go to (see `convert::extractors::models_dir`).
-pub fn models_dir(library: &Library) -> Result<PathBuf> {
-    let settings = library.settings()?;
-    Ok(crate::convert::extractors::models_dir(
-        &settings.models_dir,
-        library.data_dir(),
-    ))
-}
 
 /// One asset and its state, for listings.
 #[derive(Debug, Clone, Serialize)]

@@ -10,6 +10,7 @@ use timbre_nn::separation::{Config, Roformer, RoformerKind};
 use super::*;
 use crate::clean::IsolateHandler;
 use crate::db::jobs::JobState;
+use crate::db::takes;
 use crate::jobs::{JobHandler, JobSystem};
 
 /// 2048-sample chunks, normalised: small enough for debug builds, and the statistics pass runs.

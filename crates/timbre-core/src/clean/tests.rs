@@ -3,6 +3,7 @@ use crate::db::jobs::{Job, JobState};
 use crate::jobs::JobSystem;
 use serde_json::json;
 use std::sync::Arc;
+use timbre_audio::SampleFormat;
 use timbre_audio::signal::{backing_track, speech_like, white_noise};
 
 fn setup() -> (tempfile::TempDir, Arc<JobSystem>) {

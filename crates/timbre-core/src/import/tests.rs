@@ -1,6 +1,7 @@
 use super::*;
 use crate::db::jobs::JobState;
 use crate::jobs::JobSystem;
+use serde_json::json;
 use std::sync::Arc;
 use timbre_audio::signal::sine;
 
