@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use timbre_test_support::reference_python;
 use timbre_integration_tests::{Sandbox, rvc_parity_fixtures, separation_fixtures, write_sine_wav};
+use timbre_test_support::reference_python;
 
 const GOOD_MODEL: &str = "synth_v2_f0_40k/model.pth";
 

@@ -18,8 +18,8 @@ use std::path::Path;
 use timbre_audio::record::InputDevice;
 use timbre_core::clean::{PreviewInfo, SeparationModel};
 use timbre_core::db::{
-    conversions::Conversion, job_events::JobEvent, jobs::Job, listening_tests::ListeningTest,
-    models::Model, takes::Take, training_metrics::TrainingMetric,
+    conversions::Conversion, datasets::Dataset, job_events::JobEvent, jobs::Job,
+    listening_tests::ListeningTest, models::Model, takes::Take, training_metrics::TrainingMetric,
     training_previews::TrainingPreview, trainings::Training, voices::Voice,
 };
 use timbre_core::devices::DeviceReport;
@@ -53,6 +53,7 @@ fn export_contract(dir: &Path) -> Result<(), ts_rs::ExportError> {
         ListeningTest,
         DerivedResult,
         DatasetRow,
+        Dataset,
         Training,
         TrainingMetric,
         TrainingPreview,

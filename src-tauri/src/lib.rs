@@ -30,7 +30,6 @@ pub fn run() {
             commands::jobs::list_job_events,
             commands::jobs::cancel_job,
             commands::jobs::retry_job,
-            commands::jobs::list_waiting_jobs,
             commands::jobs::resume_job,
             commands::jobs::drop_job,
             commands::jobs::get_job_report,

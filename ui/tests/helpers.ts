@@ -86,6 +86,8 @@ export function makeJob(over: Partial<Job> = {}): Job {
     error: null,
     worker: null,
     cancel_requested: false,
+    crashes: 0,
+    recovered: false,
     params: { paths: [] },
     result: null,
     created_at: '2026-11-20T10:00:00Z',

@@ -45,7 +45,7 @@ describe('Jobs page', () => {
     const waiting = makeJob({ id: 4, state: 'queued', recovered: true, crashes: 1 });
     const be = mockBackend({
       list_jobs: () => [...jobs, waiting],
-      resource_snapshot: () => snapshot,
+      get_resource_snapshot: () => snapshot,
       resume_job: (a) => ({ ...waiting, id: a.id, recovered: false }),
     });
     render(Jobs);

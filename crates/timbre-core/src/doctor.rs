@@ -8,9 +8,9 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::assets::{self, AssetState, AssetStatus, Catalog};
-use crate::models_folder;
 use crate::devices::{self, DeviceReport};
 use crate::library::Library;
+use crate::models_folder;
 
 #[derive(Debug, Serialize)]
 pub struct Report {

@@ -29,12 +29,6 @@ pub fn retry_job(state: State<'_, AppState>, id: i64) -> CommandResult<jobs::Job
     Ok(state.jobs.retry(id)?)
 }
 
-/// Jobs re-queued after the app stopped while they ran, waiting for resume or drop.
-#[tauri::command]
-pub fn list_waiting_jobs(state: State<'_, AppState>) -> CommandResult<Vec<jobs::Job>> {
-    Ok(state.jobs.waiting_after_crash()?)
-}
-
 #[tauri::command]
 pub fn resume_job(state: State<'_, AppState>, id: i64) -> CommandResult<jobs::Job> {
     Ok(state.jobs.resume(id)?)

@@ -197,6 +197,8 @@ const ERROR_KINDS: Record<ErrorKind, true> = {
   io: true,
   cancelled: true,
   internal: true,
+  disk_full: true,
+  damaged: true,
 };
 
 function isErrorKind(value: unknown): value is ErrorKind {

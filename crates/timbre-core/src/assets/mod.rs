@@ -21,7 +21,6 @@ pub use download::Downloaded;
 pub use job::{DownloadHandler, DownloadRequest, start_download};
 pub use state::AssetState;
 
-
 /// One asset and its state, for listings.
 #[derive(Debug, Clone, Serialize)]
 pub struct AssetStatus {

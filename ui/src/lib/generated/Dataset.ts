@@ -2,4 +2,12 @@
 import type { DatasetReport } from "./DatasetReport";
 import type { JsonValue } from "./serde_json/JsonValue";
 
-export type Dataset = { id: number, voice_id: number | null, name: string, take_count: number, created_at: string, params: JsonValue, status: "preparing" | "ready" | "failed", report: DatasetReport | null, piece_count: number, total_secs: number, updated_at: string | null, };
+export type Dataset = { id: number, voice_id: number | null, name: string, take_count: number, created_at: string, params: JsonValue, status: "preparing" | "ready" | "failed", 
+/**
+ * The `timbre_audio::dataset::DatasetReport` of the last successful preparation.
+ */
+report: DatasetReport | null, piece_count: number, 
+/**
+ * Seconds of audio in the pieces (at the model rate).
+ */
+total_secs: number, updated_at: string | null, };

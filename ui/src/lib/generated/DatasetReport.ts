@@ -3,4 +3,20 @@ import type { DatasetWarning } from "./DatasetWarning";
 import type { FileReport } from "./FileReport";
 import type { PitchRange } from "./PitchRange";
 
-export type DatasetReport = { files: Array<FileReport>, input_seconds: number, sliced_seconds: number, kept_seconds: number, pieces: number, filtered: number, silent_pieces: number, clipping_ratio: number, silence_ratio: number, pitch: PitchRange | null, snr_db: number | null, speech_band_ratio: number | null, warnings: Array<DatasetWarning>, };
+export type DatasetReport = { files: Array<FileReport>, input_seconds: number, sliced_seconds: number, kept_seconds: number, pieces: number, filtered: number, silent_pieces: number, 
+/**
+ * Share of input samples at or above [`CLIP_LEVEL`].
+ */
+clipping_ratio: number, 
+/**
+ * Share of the (high-passed) input the slicer dropped.
+ */
+silence_ratio: number, pitch: PitchRange | null, 
+/**
+ * 95th over 10th percentile of 30 ms frame energies of the high-passed input, in dB.
+ */
+snr_db: number | null, 
+/**
+ * Share of the kept pieces' energy (at 16 kHz) within [`SPEECH_BAND_HZ`].
+ */
+speech_band_ratio: number | null, warnings: Array<DatasetWarning>, };

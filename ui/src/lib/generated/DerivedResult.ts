@@ -2,4 +2,7 @@
 import type { DerivedTake } from "./DerivedTake";
 import type { Take } from "./Take";
 
+/**
+ * A result and its link to the source.
+ */
 export type DerivedResult = { take: Take, link: DerivedTake, };

@@ -3,4 +3,8 @@ import type { JobLane } from "./JobLane";
 import type { JobState } from "./JobState";
 import type { JsonValue } from "./serde_json/JsonValue";
 
-export type Job = { id: number, kind: string, lane: JobLane, state: JobState, params: JsonValue, result: JsonValue | null, progress: number, message: string, attempts: number, max_retries: number, batch_scale: number, error: string | null, worker: string | null, cancel_requested: boolean, created_at: string, started_at: string | null, finished_at: string | null, };
+export type Job = { id: number, kind: string, lane: JobLane, state: JobState, params: JsonValue, result: JsonValue | null, progress: number, message: string, attempts: number, max_retries: number, batch_scale: number, error: string | null, worker: string | null, cancel_requested: boolean, crashes: number, 
+/**
+ * Re-queued after the process running it died; workers leave it until it is resumed.
+ */
+recovered: boolean, created_at: string, started_at: string | null, finished_at: string | null, };

@@ -32,7 +32,6 @@ export type { PitchRange } from './PitchRange';
 export type { PreviewInfo } from './PreviewInfo';
 export type { ResourceSnapshot } from './ResourceSnapshot';
 export type { SeparationModel } from './SeparationModel';
-export type { StepLosses } from './StepLosses';
 export type { Take } from './Take';
 export type { TakeOrigin } from './TakeOrigin';
 export type { Training } from './Training';
