@@ -82,10 +82,11 @@ export const config = {
   connectionRetryCount: 2,
   framework: 'mocha',
   reporters: ['spec'],
-  // No per-test time limit: each wait has its own ceiling (waits on backend work the generous
-  // BACKEND_WORK_TIMEOUT of specs/helpers.mjs), and run.sh's E2E_TIMEOUT bounds the run; a fixed
-  // limit per test failed the long ones on a loaded machine.
-  mochaOpts: { ui: 'bdd', timeout: 0 },
+  // A per-test limit above every wait's own ceiling (waits on backend work use the generous
+  // BACKEND_WORK_TIMEOUT of specs/helpers.mjs), so only a hang reaches it; run.sh's E2E_TIMEOUT
+  // bounds the run. A fixed 60 s failed the long tests on a loaded machine. (wdio's mocha
+  // wrapper turns `timeout: 0` into an immediate "Timeout after -3ms", so it is not "none".)
+  mochaOpts: { ui: 'bdd', timeout: 20 * 60 * 1000 },
 
   async onPrepare() {
     fs.mkdirSync(logDir, { recursive: true });

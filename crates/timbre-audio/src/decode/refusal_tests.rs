@@ -178,3 +178,33 @@ fn non_finite_or_absurd_float_samples_are_refused_by_every_path() {
         assert!(err.detail.contains(words), "{err}");
     }
 }
+
+/// The inputs `make fuzz` found panicking inside symphonia's RIFF reader (a PCM `fmt ` chunk
+/// whose channel count overflows its block-align arithmetic): refused by our header check
+/// before symphonia reads them.
+#[test]
+fn fuzz_found_fmt_chunks_are_refused_before_symphonia_reads_them() {
+    let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/fuzz");
+    let options = DecodeOptions {
+        max_duration_secs: Some(600.0),
+    };
+    // The audio_decode target's input: a hint byte (0 = wav), then the file.
+    let decoded = std::fs::read(testdata.join("riff-fmt-multiply-overflow.wav.bin")).unwrap();
+    // The wav_header target's input: 16 `fmt ` bytes, the data size, then the samples.
+    let fields =
+        std::fs::read(testdata.join("pcm-block-align-multiply-overflow.fields.bin")).unwrap();
+    let (fmt, rest) = fields.split_at(16);
+    let (data_size, samples) = rest.split_at(4);
+    let mut wav = b"RIFF".to_vec();
+    wav.extend((36 + samples.len() as u32).to_le_bytes());
+    wav.extend(b"WAVEfmt ");
+    wav.extend(16u32.to_le_bytes());
+    wav.extend(fmt);
+    wav.extend(b"data");
+    wav.extend(data_size);
+    wav.extend(samples);
+    for bytes in [decoded[1..].to_vec(), wav] {
+        let err = decode_bytes(bytes, Some("wav"), &options).unwrap_err();
+        assert!(err.to_string().contains("channels"), "{err}");
+    }
+}
