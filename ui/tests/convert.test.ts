@@ -9,8 +9,8 @@ import { FakeAudioContext, installFakeAudio, makeConversion, makeJob, makeModel,
 const files = (rmvpe: boolean): ModelFiles => ({
   dir: '/data/models',
   files: [
-    { name: 'hubert_base.pt', role: 'content-features', description: '', location: 'hubert_base.pt', present: true, needed_for: ['convert'] },
-    { name: 'rmvpe.pt', role: 'pitch', description: '', location: 'rmvpe.pt', present: rmvpe, needed_for: ['convert (rmvpe f0)'] },
+    { name: 'hubert', role: 'content-features', description: '', location: 'hubert_base.pt', present: true, needed_for: ['convert'] },
+    { name: 'rmvpe', role: 'pitch', description: '', location: 'rmvpe.pt', present: rmvpe, needed_for: ['convert (rmvpe f0)'] },
   ],
 });
 

@@ -59,7 +59,7 @@ class StudioState {
   get rmvpePresent(): boolean | null {
     const files = this.modelFiles?.files;
     if (!files) return null;
-    return files.some((f) => f.name === 'rmvpe.pt' && f.present);
+    return files.some((f) => f.location === 'rmvpe.pt' && f.present);
   }
 
   modelName(id: number | null): string {
