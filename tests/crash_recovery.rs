@@ -23,19 +23,6 @@ mod sha2_free {
 
 const FILES: usize = 200;
 
-fn reported_files(sb: &Sandbox) -> i64 {
-    sb.db()
-        .and_then(|db| {
-            db.query_row(
-                "SELECT COUNT(*) FROM job_events WHERE kind = 'file'",
-                [],
-                |r| r.get(0),
-            )
-            .ok()
-        })
-        .unwrap_or(0)
-}
-
 #[test]
 fn kill_9_during_a_200_file_import_then_restart() {
     let sb = Sandbox::new();
@@ -51,7 +38,7 @@ fn kill_9_during_a_200_file_import_then_restart() {
 
     let mut child = sb.command().arg("import").args(&paths).spawn().unwrap();
     let started = Instant::now();
-    while reported_files(&sb) < 10 {
+    while sb.reported_files() < 10 {
         assert!(
             started.elapsed() < Duration::from_secs(60),
             "the import never got going"
@@ -64,7 +51,7 @@ fn kill_9_during_a_200_file_import_then_restart() {
     }
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
-    let reported_at_kill = reported_files(&sb);
+    let reported_at_kill = sb.reported_files();
     assert!(
         reported_at_kill < FILES as i64,
         "killed too late to test anything"

@@ -7,19 +7,6 @@ use timbre_integration_tests::{Sandbox, write_sine_wav};
 
 const FILES: usize = 200;
 
-fn reported_files(sb: &Sandbox) -> i64 {
-    sb.db()
-        .and_then(|db| {
-            db.query_row(
-                "SELECT COUNT(*) FROM job_events WHERE kind = 'file'",
-                [],
-                |r| r.get(0),
-            )
-            .ok()
-        })
-        .unwrap_or(0)
-}
-
 fn inputs(sb: &Sandbox) -> Vec<String> {
     let dir = sb.path("inputs");
     std::fs::create_dir(&dir).unwrap();
@@ -34,9 +21,9 @@ fn inputs(sb: &Sandbox) -> Vec<String> {
 
 /// Kills the process with SIGKILL once it has reported 10 more files.
 fn kill_after_progress(sb: &Sandbox, mut child: Child) {
-    let from = reported_files(sb);
+    let from = sb.reported_files();
     let started = Instant::now();
-    while reported_files(sb) < from + 10 {
+    while sb.reported_files() < from + 10 {
         assert!(
             started.elapsed() < Duration::from_secs(60),
             "the job never got going"
@@ -49,7 +36,7 @@ fn kill_after_progress(sb: &Sandbox, mut child: Child) {
     }
     child.kill().unwrap();
     child.wait().unwrap();
-    assert!(reported_files(sb) < FILES as i64, "killed too late");
+    assert!(sb.reported_files() < FILES as i64, "killed too late");
 }
 
 fn interrupted_import(sb: &Sandbox) {
@@ -113,9 +100,9 @@ fn a_job_that_crashed_the_app_three_times_fails_and_is_not_rerun() {
     assert_eq!(job["job"]["crashes"], 3);
     let error = job["job"]["error"].as_str().unwrap();
     assert!(error.contains("crashed the app 3 times"), "{error}");
-    let reported = reported_files(&sb);
+    let reported = sb.reported_files();
     assert_eq!(sb.json(&["jobs", "run"])["ran"], 0);
-    assert_eq!(reported_files(&sb), reported, "not run again");
+    assert_eq!(sb.reported_files(), reported, "not run again");
     let listed = sb.run(&["jobs", "list"]);
     assert!(String::from_utf8_lossy(&listed.stdout).contains("crashed the app 3 times"));
 }

@@ -159,6 +159,20 @@ impl Sandbox {
         let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY;
         rusqlite::Connection::open_with_flags(self.data_dir().join("library.sqlite3"), flags).ok()
     }
+
+    /// How many files import jobs have reported so far (0 before the library exists).
+    pub fn reported_files(&self) -> i64 {
+        self.db()
+            .and_then(|db| {
+                db.query_row(
+                    "SELECT COUNT(*) FROM job_events WHERE kind = 'file'",
+                    [],
+                    |r| r.get(0),
+                )
+                .ok()
+            })
+            .unwrap_or(0)
+    }
 }
 
 pub fn write_sine_wav(path: &Path, seconds: f64, freq: f32) {
