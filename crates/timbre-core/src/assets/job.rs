@@ -3,7 +3,6 @@
 //! `.part` file.
 
 use anyhow::Result;
-use rusqlite::OptionalExtension;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -26,18 +25,10 @@ pub struct DownloadRequest {
 pub fn start_download(system: &JobSystem, request: DownloadRequest) -> Result<Job> {
     let catalog = Catalog::load()?;
     let name = catalog.find(&request.asset)?.name.clone();
-    let unfinished: Option<i64> = system
-        .library()
-        .conn()
-        .query_row(
-            "SELECT id FROM jobs WHERE kind = ?1 AND state IN ('queued', 'running')
-             AND json_extract(params, '$.asset') = ?2 ORDER BY id LIMIT 1",
-            [KIND, name.as_str()],
-            |row| row.get(0),
-        )
-        .optional()?;
+    let unfinished =
+        job_rows::unfinished_with_param(&system.library().conn(), KIND, "asset", &name)?;
     match unfinished {
-        Some(id) => job_rows::require(&system.library().conn(), id),
+        Some(job) => Ok(job),
         None => system.submit(KIND, serde_json::to_value(DownloadRequest { asset: name })?),
     }
 }

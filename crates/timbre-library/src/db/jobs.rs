@@ -191,6 +191,25 @@ pub fn require(conn: &Connection, id: i64) -> Result<Job> {
     get(conn, id)?.ok_or_else(|| crate::error::not_found(format!("job {id} does not exist")))
 }
 
+/// The oldest queued or running job of `kind` whose parameter `key` is `value`.
+pub fn unfinished_with_param(
+    conn: &Connection,
+    kind: &str,
+    key: &str,
+    value: &str,
+) -> Result<Option<Job>> {
+    Ok(conn
+        .query_row(
+            &format!(
+                "{SELECT} WHERE kind = ?1 AND state IN ('queued', 'running')
+                 AND json_extract(params, '$.' || ?2) = ?3 ORDER BY id LIMIT 1"
+            ),
+            [kind, key, value],
+            row,
+        )
+        .optional()?)
+}
+
 pub fn list(conn: &Connection, limit: u32) -> Result<Vec<Job>> {
     let mut stmt = conn.prepare(&format!("{SELECT} ORDER BY id DESC LIMIT ?1"))?;
     Ok(stmt
