@@ -23,6 +23,7 @@ use timbre_core::db::{
     training_previews::TrainingPreview, trainings::Training, voices::Voice,
 };
 use timbre_core::devices::DeviceReport;
+use timbre_core::model_cache::ModelCacheReport;
 use timbre_core::monitor::ResourceSnapshot;
 use timbre_core::train::session::EpochProfile;
 use timbre_core::{ErrorReport, Notification};
@@ -58,6 +59,7 @@ fn export_contract(dir: &Path) -> Result<(), ts_rs::ExportError> {
         TrainingMetric,
         TrainingPreview,
         EpochProfile,
+        ModelCacheReport,
         ResourceSnapshot,
         DeviceReport,
         InputDevice,

@@ -7,15 +7,17 @@ mod state;
 use std::sync::Arc;
 use timbre_core::Library;
 use timbre_core::jobs::JobSystem;
+use timbre_core::model_cache::ModelCache;
 
 pub fn run() {
-    let jobs = open_job_system().unwrap_or_else(|err| {
+    let models = Arc::new(ModelCache::default());
+    let jobs = open_job_system(&models).unwrap_or_else(|err| {
         eprintln!("Timbre Studio cannot open its library: {err:#}");
         std::process::exit(1);
     });
     tauri::Builder::default()
         .plugin(tauri_plugin_dialog::init())
-        .manage(state::AppState::new(Arc::clone(&jobs)))
+        .manage(state::AppState::new(Arc::clone(&jobs), models))
         .invoke_handler(tauri::generate_handler![
             commands::library::list_voices,
             commands::library::create_voice,
@@ -35,6 +37,8 @@ pub fn run() {
             commands::jobs::get_job_report,
             commands::jobs::subscribe_notifications,
             commands::jobs::get_resource_snapshot,
+            commands::jobs::get_model_cache,
+            commands::jobs::free_model_cache,
             commands::devices::get_device_report,
             commands::devices::set_devices,
             commands::record::list_input_devices,
@@ -78,10 +82,10 @@ pub fn run() {
     jobs.shutdown();
 }
 
-fn open_job_system() -> anyhow::Result<Arc<JobSystem>> {
+fn open_job_system(models: &Arc<ModelCache>) -> anyhow::Result<Arc<JobSystem>> {
     let dir = timbre_core::library::resolve_data_dir(None)?;
     let library = Arc::new(Library::open(&dir)?);
-    let jobs = JobSystem::new(library, timbre_core::job_handlers())?;
+    let jobs = JobSystem::new(library, timbre_core::job_handlers(models))?;
     jobs.start_workers()?;
     Ok(jobs)
 }

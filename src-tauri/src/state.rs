@@ -3,19 +3,23 @@ use crate::commands::record::ActiveRecording;
 use std::sync::{Arc, Mutex};
 use timbre_core::Library;
 use timbre_core::jobs::JobSystem;
+use timbre_core::model_cache::ModelCache;
 use timbre_core::monitor::ResourceMonitor;
 
 pub struct AppState {
     pub jobs: Arc<JobSystem>,
+    /// The models every job and the previews load, shared.
+    pub models: Arc<ModelCache>,
     pub recording: Mutex<Option<ActiveRecording>>,
     pub monitor: Mutex<ResourceMonitor>,
     pub previews: Arc<PreviewState>,
 }
 
 impl AppState {
-    pub fn new(jobs: Arc<JobSystem>) -> Self {
+    pub fn new(jobs: Arc<JobSystem>, models: Arc<ModelCache>) -> Self {
         AppState {
             jobs,
+            models,
             recording: Mutex::new(None),
             monitor: Mutex::new(ResourceMonitor::new()),
             previews: Arc::default(),

@@ -36,6 +36,7 @@ describe('App shell', () => {
       list_conversions: () => [],
       list_listening_tests: () => [],
       get_resource_snapshot: () => ({ cpu_percent: 5, ram_used_bytes: 0, ram_total_bytes: 1, gpus: [] }),
+      get_model_cache: () => ({ budget_bytes: 1, used_bytes: 0, hits: 0, misses: 0, evictions: 0, models: [] }),
     });
     render(App);
     expect(await screen.findByTestId('library-empty')).toBeInTheDocument();
@@ -127,6 +128,7 @@ describe('App shell', () => {
       list_jobs: () => [],
       subscribe_notifications: () => null,
       get_resource_snapshot: () => ({ cpu_percent: 5, ram_used_bytes: 0, ram_total_bytes: 1, gpus: [] }),
+      get_model_cache: () => ({ budget_bytes: 1, used_bytes: 0, hits: 0, misses: 0, evictions: 0, models: [] }),
     });
     render(App);
     await screen.findAllByTestId('take-row');

@@ -17,8 +17,15 @@ const snapshot = {
   gpus: [{ name: 'H100', memory_used_bytes: 1024 ** 3, memory_total_bytes: 80 * 1024 ** 3, utilization_percent: 3, temperature_c: 40 }],
 };
 
+const emptyCache = { budget_bytes: 4096 * 1024 ** 2, used_bytes: 0, hits: 0, misses: 0, evictions: 0, models: [] };
+
 function backend(extra: Record<string, (a: any) => unknown> = {}) {
-  return mockBackend({ list_jobs: () => jobs, get_resource_snapshot: () => snapshot, ...extra });
+  return mockBackend({
+    list_jobs: () => jobs,
+    get_resource_snapshot: () => snapshot,
+    get_model_cache: () => emptyCache,
+    ...extra,
+  });
 }
 
 describe('Jobs page', () => {
@@ -46,6 +53,7 @@ describe('Jobs page', () => {
     const be = mockBackend({
       list_jobs: () => [...jobs, waiting],
       get_resource_snapshot: () => snapshot,
+      get_model_cache: () => emptyCache,
       resume_job: (a) => ({ ...waiting, id: a.id, recovered: false }),
     });
     render(Jobs);
@@ -124,5 +132,33 @@ describe('Jobs page', () => {
     await waitFor(() => expect(strip).toHaveTextContent('13%'));
     expect(strip).toHaveTextContent('4.0 GiB / 16.0 GiB');
     expect(strip).toHaveTextContent('1.0 GiB / 80.0 GiB');
+  });
+
+  it('shows the models in memory and unloads them through free_model_cache', async () => {
+    const loaded = {
+      budget_bytes: 4096 * 1024 ** 2,
+      used_bytes: 400 * 1024 ** 2,
+      hits: 3,
+      misses: 2,
+      evictions: 1,
+      models: [
+        { kind: 'voice', name: 'Alto', device: 'Cpu', precision: 'fp32', bytes: 110 * 1024 ** 2, hits: 2, in_use: true },
+        { kind: 'hubert', name: 'hubert_base.pt', device: 'Cpu', precision: 'fp32', bytes: 290 * 1024 ** 2, hits: 1, in_use: false },
+      ],
+    };
+    const be = backend({ get_model_cache: () => loaded, free_model_cache: () => emptyCache });
+    render(Jobs);
+    const summary = await screen.findByTestId('model-cache-summary');
+    expect(summary).toHaveTextContent('2 loaded · 400.0 MiB of 4.0 GiB');
+    expect(summary).toHaveTextContent('3 of 5 lookups served without loading · 1 evicted');
+    const entries = screen.getAllByTestId('model-cache-entry');
+    expect(entries.map((e) => e.dataset.kind)).toEqual(['voice', 'hubert']);
+    expect(entries[0]).toHaveTextContent('Alto');
+    expect(entries[0]).toHaveTextContent('in use');
+    expect(entries[1]).not.toHaveTextContent('in use');
+    await fireEvent.click(screen.getByTestId('model-cache-free'));
+    await waitFor(() => expect(be.argsOf('free_model_cache')).toHaveLength(1));
+    await waitFor(() => expect(screen.queryAllByTestId('model-cache-entry')).toHaveLength(0));
+    expect(screen.getByTestId('model-cache')).toHaveTextContent('No model is loaded');
   });
 });

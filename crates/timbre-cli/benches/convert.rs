@@ -131,7 +131,10 @@ fn prepare(paths: &Paths) -> Result<()> {
 
 /// Runs in a fresh process: the cold, warm and second-model conversion jobs.
 fn conversion_jobs(paths: &Paths) -> Result<Value> {
-    let system = JobSystem::new(Arc::new(Library::open(&paths.library)?), job_handlers())?;
+    let system = JobSystem::new(
+        Arc::new(Library::open(&paths.library)?),
+        job_handlers(&Default::default()),
+    )?;
     let cold = run_job(&system, &paths.input, "voice_a")?;
     let since_exec = seconds_since_exec()?;
     let startup = since_exec - cold["wall_seconds"].as_f64().unwrap_or_default();

@@ -62,7 +62,7 @@ pub fn report(library: &Library) -> Result<Report> {
         Ok(inputs) => (inputs, None),
         Err(err) => (Vec::new(), Some(format!("{err:#}"))),
     };
-    let jobs = crate::job_handlers()
+    let jobs = crate::job_handlers(&Default::default())
         .iter()
         .map(|handler| readiness(handler.kind(), &models_dir, &devices, &statuses))
         .collect();

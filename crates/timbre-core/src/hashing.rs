@@ -59,6 +59,17 @@ pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Bytes `path` (a file, or a folder's files) takes on disk; 0 when it cannot be read.
+pub fn disk_bytes(path: &Path) -> u64 {
+    files_of(path).map_or(0, |files| {
+        files
+            .iter()
+            .filter_map(|f| std::fs::metadata(f).ok())
+            .map(|m| m.len())
+            .sum()
+    })
+}
+
 fn files_of(path: &Path) -> Result<Vec<PathBuf>> {
     if !path.is_dir() {
         return Ok(vec![path.to_path_buf()]);

@@ -11,6 +11,7 @@ pub mod doctor;
 pub mod hashing;
 pub mod import;
 pub mod input;
+pub mod model_cache;
 pub mod models_folder;
 pub mod output_format;
 pub mod train;
@@ -22,14 +23,14 @@ use std::sync::Arc;
 pub use error::{ErrorKind, ErrorReport};
 pub use library::{Library, Notification};
 
-/// Every job kind this build can run.
-pub fn job_handlers() -> Vec<Arc<dyn jobs::JobHandler>> {
+/// Every job kind this build can run, the model-loading ones sharing `models`.
+pub fn job_handlers(models: &Arc<model_cache::ModelCache>) -> Vec<Arc<dyn jobs::JobHandler>> {
     vec![
         Arc::new(import::ImportHandler),
-        Arc::new(convert::ConvertHandler::new()),
+        Arc::new(convert::ConvertHandler::new(models.clone())),
         Arc::new(clean::EnhanceHandler),
-        Arc::new(clean::IsolateHandler::new()),
-        Arc::new(dataset::DatasetHandler::default()),
+        Arc::new(clean::IsolateHandler::new(models.clone())),
+        Arc::new(dataset::DatasetHandler::new(models.clone())),
         Arc::new(train::TrainHandler),
         Arc::new(assets::DownloadHandler),
     ]

@@ -13,7 +13,6 @@ use tauri::ipc::Response;
 use timbre_audio::enhance::{EnhanceOptions, Preset};
 use timbre_core::clean::{
     self, CleanRequest, IsolationMethod, Preview, PreviewInfo, PreviewRequest, SeparationModel,
-    SeparatorCache,
 };
 use timbre_core::db::derived_takes::{self, DerivedTake};
 use timbre_core::db::takes::{self, Take};
@@ -22,10 +21,9 @@ use timbre_core::input::AudioInput;
 use timbre_core::models_folder;
 use timbre_core::output_format::OutputFormat;
 
-/// The preview's separation model (kept loaded between previews) and its last result.
+/// The last preview's result.
 #[derive(Default)]
 pub struct PreviewState {
-    separators: SeparatorCache,
     last: Mutex<Option<Preview>>,
 }
 
@@ -120,8 +118,9 @@ pub async fn preview_cleaning(
 ) -> CommandResult<PreviewInfo> {
     let jobs = Arc::clone(&state.jobs);
     let previews = Arc::clone(&state.previews);
+    let models = Arc::clone(&state.models);
     let info = tauri::async_runtime::spawn_blocking(move || {
-        let preview = clean::preview(jobs.library(), &previews.separators, &request)?;
+        let preview = clean::preview(jobs.library(), &models, &request)?;
         let info = preview.info.clone();
         *previews.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(preview);
         anyhow::Ok(info)

@@ -4,6 +4,7 @@ use tauri::State;
 use tauri::ipc::Channel;
 use timbre_core::Notification;
 use timbre_core::db::{job_events, jobs};
+use timbre_core::model_cache::ModelCacheReport;
 use timbre_core::monitor::ResourceSnapshot;
 
 #[tauri::command]
@@ -68,4 +69,17 @@ pub fn get_resource_snapshot(state: State<'_, AppState>) -> CommandResult<Resour
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .snapshot())
+}
+
+/// The models loaded for the jobs and previews, and how often the cache spared a load.
+#[tauri::command]
+pub fn get_model_cache(state: State<'_, AppState>) -> CommandResult<ModelCacheReport> {
+    Ok(state.models.report())
+}
+
+/// Unloads every cached model (jobs running keep theirs until they finish).
+#[tauri::command]
+pub fn free_model_cache(state: State<'_, AppState>) -> CommandResult<ModelCacheReport> {
+    state.models.clear();
+    Ok(state.models.report())
 }

@@ -22,6 +22,7 @@ import type {
   LevelUpdate,
   ListeningMode,
   ListeningTest,
+  ModelCacheReport,
   ModelFiles,
   Notification,
   PreviewInfo,
@@ -293,6 +294,8 @@ export const retryJob = (id: number) => call<Job>('retry_job', { id });
 export const resumeJob = (id: number) => call<Job>('resume_job', { id });
 export const dropJob = (id: number) => call<Job>('drop_job', { id });
 export const jobReport = (id: number) => call<unknown>('get_job_report', { id });
+export const modelCache = () => call<ModelCacheReport>('get_model_cache');
+export const freeModelCache = () => call<ModelCacheReport>('free_model_cache');
 
 /** Subscribe to live app events; keep the returned channel referenced. */
 export async function subscribe(onEvent: (e: Notification) => void): Promise<Channel<Notification>> {

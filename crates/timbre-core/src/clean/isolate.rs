@@ -5,7 +5,7 @@
 //! `timbre_audio::enhance` (the Clean page's isolation + enhancement in one job).
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -14,13 +14,13 @@ use serde_json::{Value, json};
 use tch::{Device, Tensor};
 use timbre_audio::enhance::{EnhanceOptions, EnhanceReport, enhance};
 use timbre_audio::{AudioBuffer, analysis};
-use timbre_nn::device::Precision;
 use timbre_nn::separation::{Separator, instrumental};
 
 use super::{Derived, Output, ProgressBridge, SavedTake, Source};
 use crate::db::jobs::Lane;
 use crate::input::AudioInput;
 use crate::jobs::{JobContext, JobHandler};
+use crate::model_cache::{ModelCache, Shared};
 use crate::output_format::OutputFormat;
 
 /// The job kind.
@@ -106,44 +106,25 @@ pub fn separation_models(models_dir: &Path) -> Vec<SeparationModel> {
     found
 }
 
-/// Keeps the last separation model loaded, so a batch of files (or of previews) loads it once.
-#[derive(Default)]
-pub struct SeparatorCache {
-    loaded: Mutex<Option<(PathBuf, Separator)>>,
-    /// Where models load; until set, `timbre_nn::device::default_device`.
-    device: Mutex<Option<Device>>,
+/// The separation models of one run: from the process's model cache, on the run's device.
+pub struct Separators<'a> {
+    models: &'a ModelCache,
+    device: Device,
 }
 
-impl SeparatorCache {
-    pub fn clear(&self) {
-        *self.loaded.lock().unwrap_or_else(|p| p.into_inner()) = None;
-    }
-
-    /// Loads models on `device` from now on, dropping one loaded elsewhere.
-    pub fn use_device(&self, device: Device) {
-        let mut current = self.device.lock().unwrap_or_else(|p| p.into_inner());
-        if *current != Some(device) {
-            self.clear();
-            *current = Some(device);
-        }
-    }
-
-    fn device(&self) -> Result<Device> {
-        match *self.device.lock().unwrap_or_else(|p| p.into_inner()) {
-            Some(device) => Ok(device),
-            None => timbre_nn::device::default_device(),
-        }
+impl<'a> Separators<'a> {
+    pub fn new(models: &'a ModelCache, device: Device) -> Self {
+        Self { models, device }
     }
 }
 
-#[derive(Default)]
 pub struct IsolateHandler {
-    separators: SeparatorCache,
+    models: Arc<ModelCache>,
 }
 
 impl IsolateHandler {
-    pub fn new() -> Self {
-        Self::default()
+    pub fn new(models: Arc<ModelCache>) -> Self {
+        Self { models }
     }
 }
 
@@ -168,8 +149,9 @@ impl JobHandler for IsolateHandler {
         let library = ctx.library();
         let started = Instant::now();
         let settings = library.settings()?;
-        self.separators
-            .use_device(crate::devices::Devices::of(&settings)?.main);
+        self.models.set_budget_mb(settings.model_cache_mb);
+        let separators =
+            Separators::new(&self.models, crate::devices::Devices::of(&settings)?.main);
         let model = choose_model(&params.method, &crate::models_folder::of(library)?)?;
         let mut notes = Vec::new();
         let share = if params.enhance.is_some() { 0.7 } else { 0.9 };
@@ -177,13 +159,7 @@ impl JobHandler for IsolateHandler {
             (Some(model), None) => {
                 let report_progress = |f: f64, message: String| ctx.progress(share * f, message);
                 let mut bridge = ProgressBridge::new(&report_progress);
-                self.separators.separate_streamed(
-                    library,
-                    model,
-                    &params,
-                    &mut bridge,
-                    &mut notes,
-                )?
+                separators.separate_streamed(library, model, &params, &mut bridge, &mut notes)?
             }
             _ => None,
         };
@@ -196,7 +172,7 @@ impl JobHandler for IsolateHandler {
             ),
             None => {
                 let (source, vocals, accompaniment, report) =
-                    self.separate_in_memory(ctx, &params, model.as_ref(), &mut notes)?;
+                    separate_in_memory(ctx, &separators, &params, model.as_ref(), &mut notes)?;
                 (
                     source,
                     Output::Audio(vocals),
@@ -276,63 +252,61 @@ impl JobHandler for IsolateHandler {
     }
 
     fn free_caches(&self) {
-        self.separators.clear();
+        self.models.clear();
     }
 }
 
-impl IsolateHandler {
-    /// The whole input decoded and separated in memory: the rough preview, and vocals to be
-    /// enhanced.
-    fn separate_in_memory(
-        &self,
-        ctx: &JobContext,
-        params: &IsolateParams,
-        model: Option<&SeparationModel>,
-        notes: &mut Vec<String>,
-    ) -> Result<(Source, AudioBuffer, AudioBuffer, Option<EnhanceReport>)> {
-        let library = ctx.library();
-        let share = if params.enhance.is_some() { 0.7 } else { 0.9 };
-        let (source, audio) = Source::load(library, &params.input)?;
-        let audio = match params.preview_secs {
-            Some(secs) => middle(audio, secs, notes),
-            None => audio,
+/// The whole input decoded and separated in memory: the rough preview, and vocals to be
+/// enhanced.
+fn separate_in_memory(
+    ctx: &JobContext,
+    separators: &Separators,
+    params: &IsolateParams,
+    model: Option<&SeparationModel>,
+    notes: &mut Vec<String>,
+) -> Result<(Source, AudioBuffer, AudioBuffer, Option<EnhanceReport>)> {
+    let library = ctx.library();
+    let share = if params.enhance.is_some() { 0.7 } else { 0.9 };
+    let (source, audio) = Source::load(library, &params.input)?;
+    let audio = match params.preview_secs {
+        Some(secs) => middle(audio, secs, notes),
+        None => audio,
+    };
+    if model.is_none() && audio.channels.len() == 1 {
+        notes.push("mono input: no stereo centre to use, repetition alone separates".into());
+    }
+    if analysis::peak(&audio) == 0.0 {
+        notes.push("the input is silent: so are both results".to_string());
+    }
+    let report_progress = |f: f64, message: String| ctx.progress(share * f, message);
+    let mut bridge = ProgressBridge::new(&report_progress);
+    let label = source.name.clone();
+    let separated = separate_audio(separators, model, audio, &mut bridge, &label, notes);
+    let separated = separated.and_then(|(vocals, accompaniment)| {
+        let Some(options) = &params.enhance else {
+            return Ok((vocals, accompaniment, None));
         };
-        if model.is_none() && audio.channels.len() == 1 {
-            notes.push("mono input: no stereo centre to use, repetition alone separates".into());
-        }
-        if analysis::peak(&audio) == 0.0 {
-            notes.push("the input is silent: so are both results".to_string());
-        }
-        let report_progress = |f: f64, message: String| ctx.progress(share * f, message);
+        let report_progress = |f: f64, m: String| ctx.progress(share + (0.9 - share) * f, m);
         let mut bridge = ProgressBridge::new(&report_progress);
-        let label = source.name.clone();
-        let separated = separate_audio(&self.separators, model, audio, &mut bridge, &label, notes);
-        let separated = separated.and_then(|(vocals, accompaniment)| {
-            let Some(options) = &params.enhance else {
-                return Ok((vocals, accompaniment, None));
-            };
-            let report_progress = |f: f64, m: String| ctx.progress(share + (0.9 - share) * f, m);
-            let mut bridge = ProgressBridge::new(&report_progress);
-            let (vocals, report) = enhance(vocals, options, &mut |f, step| {
-                bridge.report(f, format!("{label}: {step}"))
-            })
-            .map_err(|err| bridge.error(err))?;
-            notes.extend(report.notes.iter().cloned());
-            Ok((vocals, accompaniment, Some(report)))
-        });
-        match separated {
-            Ok((vocals, accompaniment, report)) => Ok((source, vocals, accompaniment, report)),
-            Err(err) => {
-                source.discard(library)?;
-                Err(err.context(source.label()))
-            }
+        let (vocals, report) = enhance(vocals, options, &mut |f, step| {
+            bridge.report(f, format!("{label}: {step}"))
+        })
+        .map_err(|err| bridge.error(err))?;
+        notes.extend(report.notes.iter().cloned());
+        Ok((vocals, accompaniment, Some(report)))
+    });
+    match separated {
+        Ok((vocals, accompaniment, report)) => Ok((source, vocals, accompaniment, report)),
+        Err(err) => {
+            source.discard(library)?;
+            Err(err.context(source.label()))
         }
     }
 }
 
 /// Vocals and instrumental of `audio`: by `model`, or the rough preview without one.
 pub(crate) fn separate_audio(
-    separators: &SeparatorCache,
+    separators: &Separators,
     model: Option<&SeparationModel>,
     audio: AudioBuffer,
     bridge: &mut ProgressBridge<'_>,
@@ -402,29 +376,16 @@ fn middle(mut audio: AudioBuffer, secs: f64, notes: &mut Vec<String>) -> AudioBu
     audio
 }
 
-impl SeparatorCache {
-    /// The separator of `model`, loaded unless it is the last one used.
+impl Separators<'_> {
+    /// The separator of `model`, from the cache or loaded.
     pub(super) fn loaded(
         &self,
         model: &SeparationModel,
         bridge: &mut ProgressBridge<'_>,
         label: &str,
-    ) -> Result<std::sync::MutexGuard<'_, Option<(PathBuf, Separator)>>> {
-        let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
-        if loaded
-            .as_ref()
-            .is_none_or(|(path, _)| path != &model.checkpoint)
-        {
-            *loaded = None;
-            bridge.report(0.0, format!("{label}: loading {}", model.name));
-            let device = self.device()?;
-            let weight_kind = Precision::default_for(device)?.weight_kind();
-            let separator =
-                Separator::load_on(&model.checkpoint, &model.config, None, device, weight_kind)
-                    .with_context(|| format!("loading the separation model {}", model.name))?;
-            *loaded = Some((model.checkpoint.clone(), separator));
-        }
-        Ok(loaded)
+    ) -> Result<Shared<Separator>> {
+        bridge.report(0.0, format!("{label}: loading {}", model.name));
+        Ok(self.models.separator(model, self.device)?.0)
     }
 
     /// Vocals and instrumental by the model, at the model's sample rate.
@@ -436,8 +397,8 @@ impl SeparatorCache {
         label: &str,
         notes: &mut Vec<String>,
     ) -> Result<(AudioBuffer, AudioBuffer)> {
-        let loaded = self.loaded(model, bridge, label)?;
-        let (_, separator) = loaded.as_ref().expect("loaded above");
+        let separator = self.loaded(model, bridge, label)?;
+        let separator = separator.lock();
         let rate = u32::try_from(separator.sample_rate()).context("the model's sample rate")?;
         if audio.channels.len() > 2 {
             notes.push(format!(

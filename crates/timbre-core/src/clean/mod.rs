@@ -14,7 +14,7 @@ mod tests;
 
 pub use enhance::{EnhanceHandler, EnhanceParams, EnhanceResult};
 pub use isolate::{
-    IsolateHandler, IsolateParams, IsolateResult, IsolationMethod, SeparationModel, SeparatorCache,
+    IsolateHandler, IsolateParams, IsolateResult, IsolationMethod, SeparationModel, Separators,
     separation_models,
 };
 pub use preview::{Preview, PreviewInfo, PreviewRequest, preview};

@@ -6,10 +6,11 @@ use serde::{Deserialize, Serialize};
 use timbre_audio::enhance::{EnhanceOptions, enhance};
 use timbre_audio::{AudioBuffer, DecodeOptions};
 
-use super::isolate::{SeparatorCache, choose_model, separate_audio};
+use super::isolate::{Separators, choose_model, separate_audio};
 use super::{IsolationMethod, ProgressBridge};
 use crate::input::AudioInput;
 use crate::library::Library;
+use crate::model_cache::ModelCache;
 
 /// The excerpt's length unless asked otherwise.
 pub const PREVIEW_SECS: f64 = 10.0;
@@ -110,7 +111,7 @@ pub fn excerpt(audio: &AudioBuffer, start: usize, frames: usize) -> AudioBuffer 
 /// Runs the request's steps on its excerpt. Nothing is stored: a file input is only read.
 pub fn preview(
     library: &Library,
-    separators: &SeparatorCache,
+    models: &ModelCache,
     request: &PreviewRequest,
 ) -> Result<Preview> {
     if request.isolation.is_none() && request.enhance.is_none() {
@@ -124,7 +125,8 @@ pub fn preview(
         super::check_enhance_options(options)?;
     }
     let settings = library.settings()?;
-    separators.use_device(crate::devices::Devices::of(&settings)?.main);
+    models.set_budget_mb(settings.model_cache_mb);
+    let separators = Separators::new(models, crate::devices::Devices::of(&settings)?.main);
     let model = match &request.isolation {
         Some(method) => choose_model(method, &crate::models_folder::of(library)?)?,
         None => None,
@@ -160,7 +162,7 @@ pub fn preview(
     if request.isolation.is_some() {
         let label = "preview";
         let separated = separate_audio(
-            separators,
+            &separators,
             model.as_ref(),
             cleaned,
             &mut bridge,

@@ -11,7 +11,7 @@ use timbre_audio::resample::StreamResampler;
 use timbre_audio::{AudioBuffer, AudioInfo, DecodeOptions, SampleFormat, WavStreamWriter};
 use timbre_nn::separation::{MixStats, Separated, Separator};
 
-use super::isolate::{IsolateParams, SeparationModel, SeparatorCache};
+use super::isolate::{IsolateParams, SeparationModel, Separators};
 use super::{ProgressBridge, Source};
 use crate::db::takes::{NewTake, Origin};
 use crate::input::AudioInput;
@@ -127,7 +127,7 @@ pub(crate) fn separate_file(
     })
 }
 
-impl SeparatorCache {
+impl Separators<'_> {
     /// Separates the input block by block (resampled to the model's rate as it goes) into two
     /// complete WAV files, or None, having stored nothing, when it needs the in-memory path
     /// (FLAC output, a sample of a file whose length is unknown before decoding).
@@ -143,8 +143,8 @@ impl SeparatorCache {
             return Ok(None);
         };
         let (path, name, info) = probe_input(library, &params.input)?;
-        let loaded = self.loaded(model, bridge, &name)?;
-        let (_, separator) = loaded.as_ref().expect("loaded above");
+        let separator = self.loaded(model, bridge, &name)?;
+        let separator = separator.lock();
         let mut span = Span {
             path: &path,
             info: &info,
@@ -188,7 +188,7 @@ impl SeparatorCache {
             ));
         }
         let tmp = super::scratch_dir(library);
-        match separate_file(separator, &span, &tmp, format, bridge, &name) {
+        match separate_file(&separator, &span, &tmp, format, bridge, &name) {
             Ok(files) => {
                 if files.silent {
                     notes.push("the input is silent: so are both results".to_string());

@@ -12,6 +12,7 @@ use crate::clean::IsolateHandler;
 use crate::db::jobs::JobState;
 use crate::db::takes;
 use crate::jobs::{JobHandler, JobSystem};
+use crate::model_cache::{ModelCache, Shared};
 
 /// 2048-sample chunks, normalised: small enough for debug builds, and the statistics pass runs.
 const TINY: &str = "
@@ -57,7 +58,8 @@ fn setup() -> (tempfile::TempDir, Arc<JobSystem>, SeparationModel) {
         .collect();
     let checkpoint = folder.join("tiny.ckpt");
     write_torch_file(&checkpoint, &Value::ordered_dict(entries)).unwrap();
-    let handlers: Vec<Arc<dyn JobHandler>> = vec![Arc::new(IsolateHandler::new())];
+    let handlers: Vec<Arc<dyn JobHandler>> =
+        vec![Arc::new(IsolateHandler::new(Default::default()))];
     let system = JobSystem::new(library, handlers).unwrap();
     let model = SeparationModel {
         name: "tiny".into(),
@@ -109,12 +111,13 @@ fn separate(
     start: u64,
     frames: Option<u64>,
     block_frames: usize,
-) -> (SeparatedFiles, Separator) {
+) -> (SeparatedFiles, Shared<Separator>) {
     let info = timbre_audio::probe_file(path).unwrap();
-    let separators = SeparatorCache::default();
+    let models = ModelCache::default();
+    let separators = Separators::new(&models, tch::Device::Cpu);
     let report = |_: f64, _: String| Ok(());
     let mut bridge = ProgressBridge::new(&report);
-    let mut loaded = separators.loaded(model, &mut bridge, "mix").unwrap();
+    let loaded = separators.loaded(model, &mut bridge, "mix").unwrap();
     let span = Span {
         path,
         info: &info,
@@ -125,9 +128,9 @@ fn separate(
     };
     let scratch = crate::clean::scratch_dir(system.library());
     let files = {
-        let separator = &loaded.as_ref().unwrap().1;
+        let separator = loaded.lock();
         separate_file(
-            separator,
+            &separator,
             &span,
             &scratch,
             SampleFormat::Float32,
@@ -136,7 +139,7 @@ fn separate(
         )
         .unwrap()
     };
-    (files, loaded.take().unwrap().1)
+    (files, loaded)
 }
 
 #[test]
@@ -146,7 +149,7 @@ fn blocks_and_a_span_of_a_file_separate_as_that_audio_whole() {
     let mix = decode(&path);
     let (files, separator) = separate(&system, &model, &path, 5000, Some(60_000), 7000);
     let excerpt = as_tensor(&mix).narrow(1, 5000, 60_000);
-    let whole = separator.vocals(&excerpt, |_, _| true).unwrap();
+    let whole = separator.lock().vocals(&excerpt, |_, _| true).unwrap();
     let vocals = as_tensor(&decode(&files.vocals));
     let instrumental = as_tensor(&decode(&files.instrumental));
     assert_eq!(vocals.size(), [2, 60_000]);
@@ -167,7 +170,7 @@ fn a_file_at_another_rate_is_resampled_as_it_streams() {
     timbre_audio::write_wav(&path, &low, SampleFormat::Float32).unwrap();
     let (files, separator) = separate(&system, &model, &path, 0, None, 1500);
     let whole_mix = as_tensor(&timbre_audio::resample(&decode(&path), 44100).unwrap());
-    let whole = separator.vocals(&whole_mix, |_, _| true).unwrap();
+    let whole = separator.lock().vocals(&whole_mix, |_, _| true).unwrap();
     let vocals = decode(&files.vocals);
     assert_eq!(vocals.sample_rate, 44100);
     let vocals = as_tensor(&vocals);

@@ -9,8 +9,10 @@ use timbre_audio::signal::{backing_track, speech_like, white_noise};
 fn setup() -> (tempfile::TempDir, Arc<JobSystem>) {
     let dir = tempfile::tempdir().unwrap();
     let library = Arc::new(Library::open(&dir.path().join("data")).unwrap());
-    let handlers: Vec<Arc<dyn crate::jobs::JobHandler>> =
-        vec![Arc::new(EnhanceHandler), Arc::new(IsolateHandler::new())];
+    let handlers: Vec<Arc<dyn crate::jobs::JobHandler>> = vec![
+        Arc::new(EnhanceHandler),
+        Arc::new(IsolateHandler::new(Default::default())),
+    ];
     let system = JobSystem::new(library, handlers).unwrap();
     (dir, system)
 }
@@ -205,7 +207,7 @@ fn a_preview_cleans_an_excerpt_and_stores_nothing() {
     let (dir, system) = setup();
     let library = system.library();
     let path = write_speech(dir.path(), "long.wav", 14.0);
-    let separators = SeparatorCache::default();
+    let models = crate::model_cache::ModelCache::default();
     let natural = timbre_audio::enhance::Preset::Natural.options();
     let request = PreviewRequest {
         input: AudioInput::File(path.clone()),
@@ -214,7 +216,7 @@ fn a_preview_cleans_an_excerpt_and_stores_nothing() {
         isolation: None,
         enhance: Some(natural.clone()),
     };
-    let done = preview(library, &separators, &request).unwrap();
+    let done = preview(library, &models, &request).unwrap();
     assert_eq!(done.info.start_secs, 2.0);
     assert_eq!(done.original.frames(), 160_000);
     assert_eq!(done.cleaned.frames(), 160_000, "natural keeps the pauses");
@@ -225,10 +227,7 @@ fn a_preview_cleans_an_excerpt_and_stores_nothing() {
         ..request.clone()
     };
     assert_eq!(
-        preview(library, &separators, &late)
-            .unwrap()
-            .info
-            .start_secs,
+        preview(library, &models, &late).unwrap().info.start_secs,
         4.0
     );
     // Rough isolation, then enhancement; no start: the loudest stretch.
@@ -237,7 +236,7 @@ fn a_preview_cleans_an_excerpt_and_stores_nothing() {
         isolation: Some(IsolationMethod::Rough),
         ..request.clone()
     };
-    let done = preview(library, &separators, &both).unwrap();
+    let done = preview(library, &models, &both).unwrap();
     assert!(done.info.rough_preview);
     assert!((0.0..=4.0).contains(&done.info.start_secs));
     assert_eq!(done.cleaned.frames(), 160_000);
@@ -245,7 +244,7 @@ fn a_preview_cleans_an_excerpt_and_stores_nothing() {
         enhance: None,
         ..request
     };
-    assert!(preview(library, &separators, &neither).is_err());
+    assert!(preview(library, &models, &neither).is_err());
     assert!(takes::list(&library.conn(), None).unwrap().is_empty());
     assert_eq!(stored_objects(dir.path()), 0);
 }

@@ -7,11 +7,12 @@ pub mod model_import;
 mod output;
 mod request;
 
-pub use engine::{CacheUse, Engine};
+pub use crate::model_cache::CacheUse;
+pub use engine::Engine;
 pub use request::{ConvertRequest, ConvertResult, check_options, submit};
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -28,6 +29,7 @@ use crate::db::models;
 use crate::input::AudioInput;
 use crate::jobs::{JobContext, JobHandler};
 use crate::library::Library;
+use crate::model_cache::{ModelCache, StoredFile};
 use crate::output_format::OutputFormat;
 
 /// The job kind.
@@ -48,20 +50,16 @@ pub struct ConvertParams {
 }
 
 pub struct ConvertHandler {
+    models: Arc<ModelCache>,
     engine: Mutex<Option<Engine>>,
 }
 
 impl ConvertHandler {
-    pub fn new() -> Self {
+    pub fn new(models: Arc<ModelCache>) -> Self {
         Self {
+            models,
             engine: Mutex::new(None),
         }
-    }
-}
-
-impl Default for ConvertHandler {
-    fn default() -> Self {
-        Self::new()
     }
 }
 
@@ -88,14 +86,14 @@ impl JobHandler for ConvertHandler {
         if engine.as_ref().is_none_or(|e| e.device() != device) {
             *engine = None;
             let precision = Precision::default_for(device)?;
-            let budget = settings.model_cache_mb * 1024 * 1024;
             *engine = Some(Engine::new(
                 device,
                 precision,
-                budget,
+                self.models.clone(),
                 &library.data_dir().join("cache"),
             ));
         }
+        self.models.set_budget_mb(settings.model_cache_mb);
         let engine = engine
             .as_mut()
             .context("the conversion engine is not ready")?;
@@ -112,6 +110,7 @@ impl JobHandler for ConvertHandler {
     }
 
     fn free_caches(&self) {
+        self.models.clear();
         if let Some(engine) = self
             .engine
             .lock()
@@ -209,15 +208,20 @@ pub fn convert(
     let request = engine::Request {
         input_sha256: &input.sha256,
         audio_16k: &input.audio_16k,
-        voice: engine::StoredFile {
+        voice: StoredFile {
             sha256: &model.weights_sha256,
             path: &weights_path,
+            name: &model.name,
         },
         index: model
             .index_sha256
             .as_deref()
             .zip(index_path.as_deref())
-            .map(|(sha256, path)| engine::StoredFile { sha256, path }),
+            .map(|(sha256, path)| StoredFile {
+                sha256,
+                path,
+                name: &model.name,
+            }),
         options: &params.options,
         models_dir,
     };

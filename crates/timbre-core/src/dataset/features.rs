@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
@@ -16,7 +17,8 @@ use timbre_nn::pipeline::pitch::coarse;
 use timbre_nn::pipeline::{F0Method, PitchTracker};
 use timbre_nn::rmvpe::Rmvpe;
 
-use crate::clean::SeparatorCache;
+use crate::clean::Separators;
+use crate::model_cache::{ModelCache, Shared};
 use crate::{hashing, models_folder};
 
 /// Bumped when what a cache entry holds, or how it is computed, changes.
@@ -31,20 +33,24 @@ pub struct ExtractorFiles {
     pub rmvpe_sha256: Option<String>,
 }
 
-/// HuBERT and RMVPE, loaded on first use and kept while their files stay the same, and the
-/// content hashes of those files (hashed once per file version).
-#[derive(Default)]
+/// HuBERT, RMVPE and the separation models from the process's model cache, on the extraction
+/// device, and the content hashes of the extractor files (hashed once per file version).
 pub struct Extractors {
-    /// The separation model of the isolation step, kept loaded between inputs.
-    pub separators: SeparatorCache,
-    hubert: Option<(String, Hubert)>,
-    rmvpe: Option<(String, Rmvpe)>,
+    models: Arc<ModelCache>,
     hashes: HashMap<String, String>,
     /// Where models load; until set, `timbre_nn::device::default_device`.
     device: Option<Device>,
 }
 
 impl Extractors {
+    pub fn new(models: Arc<ModelCache>) -> Extractors {
+        Extractors {
+            models,
+            hashes: HashMap::new(),
+            device: None,
+        }
+    }
+
     /// Finds the files the method needs in `models_dir`, refusing clearly when one is missing.
     pub fn files(&mut self, models_dir: &Path, method: Option<F0Method>) -> Result<ExtractorFiles> {
         let hubert = models_folder::require_hubert(models_dir)?;
@@ -65,65 +71,37 @@ impl Extractors {
         })
     }
 
-    /// Loads models on `device` from now on, the separators' too, dropping those loaded
-    /// elsewhere.
+    /// Loads models on `device` from now on.
     pub fn use_device(&mut self, device: Device) {
-        if self.device != Some(device) {
-            self.free();
-            self.device = Some(device);
+        self.device = Some(device);
+    }
+
+    fn device(&self) -> Result<Device> {
+        match self.device {
+            Some(device) => Ok(device),
+            None => timbre_nn::device::default_device(),
         }
-        self.separators.use_device(device);
     }
 
-    /// Loads what `files` names (a no-op when already loaded).
-    pub fn load(&mut self, files: &ExtractorFiles) -> Result<()> {
-        let device = match self.device {
-            Some(device) => device,
-            None => timbre_nn::device::default_device()?,
-        };
-        if self
-            .hubert
-            .as_ref()
-            .is_none_or(|(sha, _)| *sha != files.hubert_sha256)
-        {
-            self.hubert = None;
-            let model = Hubert::load(&files.hubert, device)?;
-            self.hubert = Some((files.hubert_sha256.clone(), model));
-        }
-        if let (Some(path), Some(sha)) = (&files.rmvpe, &files.rmvpe_sha256)
-            && self.rmvpe.as_ref().is_none_or(|(s, _)| s != sha)
-        {
-            self.rmvpe = None;
-            self.rmvpe = Some((sha.clone(), Rmvpe::load(path, device)?));
-        }
-        Ok(())
+    pub fn models(&self) -> &ModelCache {
+        &self.models
     }
 
-    pub fn hubert(&self) -> Result<&Hubert> {
-        self.hubert
-            .as_ref()
-            .map(|(_, m)| m)
-            .context("HuBERT is not loaded")
+    pub fn separators(&self) -> Result<Separators<'_>> {
+        Ok(Separators::new(&self.models, self.device()?))
     }
 
-    pub fn tracker(&self, method: F0Method) -> Result<PitchTracker<'_>> {
-        Ok(match method {
-            F0Method::Rmvpe => PitchTracker::Rmvpe(
-                self.rmvpe
-                    .as_ref()
-                    .map(|(_, m)| m)
-                    .context("RMVPE is not loaded")?,
-            ),
-            F0Method::Pm => PitchTracker::Pm,
-            F0Method::Yin => PitchTracker::Yin,
-        })
+    pub fn hubert(&self, files: &ExtractorFiles) -> Result<Shared<Hubert>> {
+        Ok(self.models.hubert(&files.hubert, self.device()?)?.0)
     }
 
-    /// Drops the models (after an out-of-memory failure); the hashes stay.
-    pub fn free(&mut self) {
-        self.hubert = None;
-        self.rmvpe = None;
-        self.separators.clear();
+    /// RMVPE when `files` has it (the pitch method is rmvpe).
+    pub fn rmvpe(&self, files: &ExtractorFiles) -> Result<Option<Shared<Rmvpe>>> {
+        files
+            .rmvpe
+            .as_deref()
+            .map(|path| Ok(self.models.rmvpe(path, self.device()?)?.0))
+            .transpose()
     }
 
     fn content_hash(&mut self, path: &Path) -> Result<String> {
@@ -205,6 +183,15 @@ impl FeatureCache {
             .with_context(|| format!("{}: cannot write", path.display()))?;
         Ok(path)
     }
+}
+
+/// The tracker of `method`; RMVPE's model must be given for rmvpe.
+pub fn tracker(method: F0Method, rmvpe: Option<&Rmvpe>) -> Result<PitchTracker<'_>> {
+    Ok(match method {
+        F0Method::Rmvpe => PitchTracker::Rmvpe(rmvpe.context("RMVPE is not loaded")?),
+        F0Method::Pm => PitchTracker::Pm,
+        F0Method::Yin => PitchTracker::Yin,
+    })
 }
 
 /// A piece's f0 in Hz, one value per 10 ms frame (`samples / 160 + 1`), unvoiced frames 0.

@@ -12,10 +12,10 @@ mod tests;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use timbre_audio::dataset::{DatasetPreparer, DatasetReport, PrepareConfig};
@@ -24,12 +24,13 @@ use timbre_audio::{AudioBuffer, DecodeOptions};
 use timbre_nn::hubert::FeatureVersion;
 use timbre_nn::pipeline::F0Method;
 
-use crate::clean::{self, IsolationMethod, ProgressBridge, SeparationModel, SeparatorCache};
+use crate::clean::{self, IsolationMethod, ProgressBridge, SeparationModel, Separators};
 use crate::db::datasets::{self, Dataset, Prepared};
 use crate::db::jobs::{Job, Lane};
 use crate::input::{self, AudioInput};
 use crate::jobs::{JobContext, JobHandler, JobSystem};
 use crate::library::Library;
+use crate::model_cache::ModelCache;
 use crate::settings::Settings;
 use features::{ExtractorFiles, Extractors, FeatureCache};
 use layout::{Layout, Manifest, ManifestPiece};
@@ -95,9 +96,16 @@ fn default_f0() -> Option<F0Method> {
     Some(F0Method::Rmvpe)
 }
 
-#[derive(Default)]
 pub struct DatasetHandler {
     extractors: Mutex<Extractors>,
+}
+
+impl DatasetHandler {
+    pub fn new(models: Arc<ModelCache>) -> Self {
+        Self {
+            extractors: Mutex::new(Extractors::new(models)),
+        }
+    }
 }
 
 impl JobHandler for DatasetHandler {
@@ -137,7 +145,8 @@ impl JobHandler for DatasetHandler {
         self.extractors
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .free();
+            .models()
+            .clear();
     }
 }
 
@@ -197,6 +206,7 @@ pub fn prepare(
     let started = Instant::now();
     let settings = library.settings()?;
     extractors.use_device(crate::devices::Devices::of(&settings)?.extraction);
+    extractors.models().set_budget_mb(settings.model_cache_mb);
     let models_dir = crate::models_folder::of(library)?;
     let files = extractors.files(&models_dir, params.f0_method)?;
     let isolation = params
@@ -303,7 +313,7 @@ fn run(
     let (files, layout) = (stages.files, stages.layout);
     layout.create()?;
     let (sliced, report, take_ids) =
-        slice(library, params, stages, &extractors.separators, progress)?;
+        slice(library, params, stages, &extractors.separators()?, progress)?;
     let cache = FeatureCache::new(&library.data_dir().join("cache"));
     let mut seen = HashSet::new();
     let todo: Vec<&Sliced> = sliced
@@ -311,9 +321,6 @@ fn run(
         .filter(|p| !cache.contains(&p.key) && seen.insert(p.key.as_str()))
         .collect();
     let (computed, cached) = (todo.len(), sliced.len() - todo.len());
-    if !todo.is_empty() {
-        extractors.load(files)?;
-    }
     let read_16k = |piece: &Sliced| -> Result<Vec<f32>> {
         let decoded = timbre_audio::decode_file(
             &layout.path(&piece.entry.wav_16k),
@@ -322,8 +329,12 @@ fn run(
         Ok(decoded.channels.into_iter().next().unwrap_or_default())
     };
     let mut f0s = Vec::with_capacity(todo.len());
-    if let Some(method) = params.f0_method {
-        let tracker = extractors.tracker(method)?;
+    if let Some(method) = params.f0_method
+        && !todo.is_empty()
+    {
+        let rmvpe = extractors.rmvpe(files)?;
+        let rmvpe = rmvpe.as_ref().map(|r| r.lock());
+        let tracker = features::tracker(method, rmvpe.as_deref())?;
         for (i, piece) in todo.iter().enumerate() {
             progress(
                 0.3 + 0.2 * i as f64 / todo.len() as f64,
@@ -334,12 +345,18 @@ fn run(
     }
     f0s.resize(todo.len(), None);
     let version = params.version.features();
+    let hubert = match todo.is_empty() {
+        true => None,
+        false => Some(extractors.hubert(files)?),
+    };
+    let hubert = hubert.as_ref().map(|h| h.lock());
     for (i, (piece, f0)) in todo.iter().zip(&f0s).enumerate() {
         progress(
             0.5 + 0.45 * i as f64 / todo.len() as f64,
             format!("features {}/{}", i + 1, todo.len()),
         )?;
-        let feats = features::features(extractors.hubert()?, &read_16k(piece)?, version)?;
+        let hubert = hubert.as_deref().context("HuBERT is not loaded")?;
+        let feats = features::features(hubert, &read_16k(piece)?, version)?;
         cache.store(&piece.key, &feats, f0.as_deref())?;
     }
     drop(todo);
@@ -378,7 +395,7 @@ fn slice(
     library: &Library,
     params: &PrepareRequest,
     stages: &Stages<'_>,
-    separators: &SeparatorCache,
+    separators: &Separators,
     progress: &dyn Fn(f64, String) -> Result<()>,
 ) -> Result<(Vec<Sliced>, DatasetReport, Vec<i64>)> {
     let (files, layout) = (stages.files, stages.layout);

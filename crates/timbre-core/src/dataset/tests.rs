@@ -94,7 +94,7 @@ fn cache_keys_change_with_content_weights_and_parameters() {
 #[test]
 fn invalid_parameters_and_missing_rmvpe_are_refused_before_any_work() {
     let (_dir, library, audio) = setup(1.0);
-    let mut extractors = Extractors::default();
+    let mut extractors = Extractors::new(Default::default());
     let mut bad_rate = params(&audio, ModelVersion::V2);
     bad_rate.sample_rate = 44_100;
     let err = check(&bad_rate).unwrap_err();
@@ -112,7 +112,7 @@ fn invalid_parameters_and_missing_rmvpe_are_refused_before_any_work() {
 #[test]
 fn a_cut_off_preparation_keeps_the_previous_dataset_and_resumes_where_it_stopped() {
     let (_dir, library, audio) = setup(12.0);
-    let mut extractors = Extractors::default();
+    let mut extractors = Extractors::new(Default::default());
     let first = prepare(
         &library,
         &mut extractors,
@@ -167,7 +167,7 @@ fn a_cut_off_preparation_keeps_the_previous_dataset_and_resumes_where_it_stopped
 #[test]
 fn isolation_runs_before_slicing_and_a_missing_model_is_refused_first() {
     let (_dir, library, audio) = setup(6.0);
-    let mut extractors = Extractors::default();
+    let mut extractors = Extractors::new(Default::default());
     let mut missing = params(&audio, ModelVersion::V2);
     missing.isolate = Some(IsolationMethod::Model("kim".into()));
     let err = format!(
@@ -201,4 +201,60 @@ fn isolation_runs_before_slicing_and_a_missing_model_is_refused_first() {
 fn piece_names(library: &Library, result: PrepareResult) -> Vec<String> {
     let manifest = manifest(library.data_dir(), result.dataset.id).unwrap();
     manifest.pieces.into_iter().map(|p| p.gt_wav).collect()
+}
+
+#[test]
+fn a_preparation_and_a_conversion_share_one_loaded_hubert() {
+    let (_dir, library, audio) = setup(3.0);
+    let models = std::sync::Arc::new(crate::model_cache::ModelCache::default());
+    let system =
+        JobSystem::new(std::sync::Arc::new(library), crate::job_handlers(&models)).unwrap();
+    // v1: the tiny HuBERT fixture's final projection is what the v1 fixture voice reads.
+    submit(&system, params(&audio, ModelVersion::V1)).unwrap();
+    let voice = crate::convert::model_import::import_model(
+        system.library(),
+        &rvc_parity_fixtures().join("synth_v1_f0_40k/model.pth"),
+        None,
+        Some("fixture"),
+        None,
+    )
+    .unwrap();
+    let options = timbre_nn::pipeline::ConvertOptions {
+        f0_method: F0Method::Pm,
+        ..Default::default()
+    };
+    crate::convert::submit(
+        &system,
+        crate::convert::ConvertRequest {
+            inputs: vec![AudioInput::File(audio.clone())],
+            model_ids: vec![voice.id],
+            options,
+            format: Default::default(),
+            out_dir: None,
+        },
+    )
+    .unwrap();
+    assert_eq!(system.run_queue().unwrap(), 2);
+    for job in crate::db::jobs::list(&system.library().conn(), 10).unwrap() {
+        assert_eq!(job.state, crate::db::jobs::JobState::Succeeded, "{job:?}");
+    }
+    let report = models.report();
+    let hubert: Vec<_> = report
+        .models
+        .iter()
+        .filter(|m| m.kind == crate::model_cache::ModelKind::Hubert)
+        .collect();
+    assert_eq!(hubert.len(), 1, "{report:?}");
+    assert_eq!(
+        hubert[0].hits, 1,
+        "the conversion found the preparation's HuBERT"
+    );
+    assert_eq!(hubert[0].name, "hubert_base.pt");
+    assert!(
+        report
+            .models
+            .iter()
+            .any(|m| m.kind == crate::model_cache::ModelKind::Voice)
+    );
+    assert_eq!((report.hits, report.misses), (1, 2));
 }

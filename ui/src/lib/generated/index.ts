@@ -1,3 +1,4 @@
+export type { CachedModel } from './CachedModel';
 export type { Conversion } from './Conversion';
 export type { Dataset } from './Dataset';
 export type { DatasetReport } from './DatasetReport';
@@ -26,7 +27,9 @@ export type { KnownFile } from './KnownFile';
 export type { LevelUpdate } from './LevelUpdate';
 export type { ListeningMode } from './ListeningMode';
 export type { ListeningTest } from './ListeningTest';
+export type { ModelCacheReport } from './ModelCacheReport';
 export type { ModelFiles } from './ModelFiles';
+export type { ModelKind } from './ModelKind';
 export type { Notification } from './Notification';
 export type { PitchRange } from './PitchRange';
 export type { PreviewInfo } from './PreviewInfo';

@@ -1,0 +1,234 @@
+//! One cache of loaded models for the whole process: HuBERT, RMVPE, voices, indexes and
+//! separation models, shared by every job kind and by the app's previews, so a model that one
+//! job loaded is a hit for the next whatever its kind. Entries are keyed by kind, the identity
+//! of the file (its content hash where the library knows it, else path, size and time), the
+//! device and the weights' precision; the whole cache is bounded by the `model_cache_mb`
+//! setting, least recently used first out; the out-of-memory path empties it.
+//!
+//! A model is handed out as [`Shared`]: the cache and every user hold it together, so evicting
+//! a model that a job is still running frees it when that job lets go.
+
+mod loaders;
+
+pub use loaders::StoredFile;
+
+use std::any::Any;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use anyhow::{Result, anyhow};
+use lru::LruCache;
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+/// Whether a lookup was served from a cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheUse {
+    Memory,
+    Disk,
+    Computed,
+}
+
+impl CacheUse {
+    pub fn name(self) -> &'static str {
+        match self {
+            CacheUse::Memory => "memory",
+            CacheUse::Disk => "disk",
+            CacheUse::Computed => "computed",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelKind {
+    Hubert,
+    Rmvpe,
+    Voice,
+    Index,
+    Separator,
+}
+
+/// What makes two loads the same model.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ModelKey {
+    pub kind: ModelKind,
+    pub identity: String,
+    pub device: String,
+    pub precision: String,
+}
+
+/// A model the cache holds, shared with the jobs using it; one user at a time runs it.
+pub struct Shared<T>(Arc<Mutex<T>>);
+
+impl<T> Shared<T> {
+    pub fn lock(&self) -> MutexGuard<'_, T> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl<T> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        Shared(self.0.clone())
+    }
+}
+
+struct Entry {
+    model: Arc<dyn Any + Send + Sync>,
+    name: String,
+    bytes: u64,
+    hits: u64,
+}
+
+struct State {
+    budget: u64,
+    entries: LruCache<ModelKey, Entry>,
+    hits: u64,
+    misses: u64,
+    evictions: u64,
+}
+
+pub struct ModelCache {
+    state: Mutex<State>,
+}
+
+/// One cached model, as the Jobs page lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct CachedModel {
+    pub kind: ModelKind,
+    pub name: String,
+    pub device: String,
+    pub precision: String,
+    pub bytes: u64,
+    pub hits: u64,
+    /// A job holds it now.
+    pub in_use: bool,
+}
+
+/// What the cache holds and how well it has served, most recently used model first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ModelCacheReport {
+    pub budget_bytes: u64,
+    pub used_bytes: u64,
+    pub hits: u64,
+    pub misses: u64,
+    pub evictions: u64,
+    pub models: Vec<CachedModel>,
+}
+
+/// Bounded by the setting's default until a job reads the library's settings.
+impl Default for ModelCache {
+    fn default() -> Self {
+        ModelCache::with_budget_mb(crate::settings::Settings::default().model_cache_mb)
+    }
+}
+
+impl ModelCache {
+    pub fn new(budget_bytes: u64) -> ModelCache {
+        ModelCache {
+            state: Mutex::new(State {
+                budget: budget_bytes,
+                entries: LruCache::unbounded(),
+                hits: 0,
+                misses: 0,
+                evictions: 0,
+            }),
+        }
+    }
+
+    /// A cache bounded by the `model_cache_mb` setting.
+    pub fn with_budget_mb(mb: u64) -> ModelCache {
+        ModelCache::new(mb.saturating_mul(1 << 20))
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Follows a changed `model_cache_mb` setting, evicting what no longer fits.
+    pub fn set_budget_mb(&self, mb: u64) {
+        let mut state = self.state();
+        state.budget = mb.saturating_mul(1 << 20);
+        state.evict_to_budget();
+    }
+
+    /// The model under `key`, or the one `load` gives (with the bytes it takes), kept for next
+    /// time. Loads run under the cache's lock, so two jobs asking for one model load it once.
+    pub fn get_or_load<T: Send + 'static>(
+        &self,
+        key: ModelKey,
+        name: &str,
+        load: impl FnOnce() -> Result<(T, u64)>,
+    ) -> Result<(Shared<T>, CacheUse)> {
+        let mut state = self.state();
+        if let Some(entry) = state.entries.get_mut(&key) {
+            entry.hits += 1;
+            let model = entry.model.clone().downcast::<Mutex<T>>().map_err(|_| {
+                anyhow!("the model cache holds {name} as another type than asked for")
+            })?;
+            state.hits += 1;
+            return Ok((Shared(model), CacheUse::Memory));
+        }
+        state.misses += 1;
+        let (model, bytes) = load()?;
+        let model = Arc::new(Mutex::new(model));
+        state.entries.put(
+            key,
+            Entry {
+                model: model.clone(),
+                name: name.to_string(),
+                bytes,
+                hits: 0,
+            },
+        );
+        state.evict_to_budget();
+        Ok((Shared(model), CacheUse::Computed))
+    }
+
+    /// Drops every model (after an out-of-memory failure, or on request); jobs holding one keep
+    /// it until they finish.
+    pub fn clear(&self) {
+        self.state().entries.clear();
+    }
+
+    pub fn report(&self) -> ModelCacheReport {
+        let state = self.state();
+        ModelCacheReport {
+            budget_bytes: state.budget,
+            used_bytes: state.used_bytes(),
+            hits: state.hits,
+            misses: state.misses,
+            evictions: state.evictions,
+            models: state
+                .entries
+                .iter()
+                .map(|(key, entry)| CachedModel {
+                    kind: key.kind,
+                    name: entry.name.clone(),
+                    device: key.device.clone(),
+                    precision: key.precision.clone(),
+                    bytes: entry.bytes,
+                    hits: entry.hits,
+                    in_use: Arc::strong_count(&entry.model) > 1,
+                })
+                .collect(),
+        }
+    }
+}
+
+impl State {
+    fn used_bytes(&self) -> u64 {
+        self.entries.iter().map(|(_, e)| e.bytes).sum()
+    }
+
+    /// Least recently used first; the most recent model stays even when it alone is over.
+    fn evict_to_budget(&mut self) {
+        while self.entries.len() > 1 && self.used_bytes() > self.budget {
+            self.entries.pop_lru();
+            self.evictions += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
