@@ -392,3 +392,39 @@ fn https_proxy_from_the_environment_is_used() {
         "the proxy saw {seen:?}"
     );
 }
+
+#[test]
+fn a_mirror_set_in_the_settings_serves_what_the_primary_endpoint_lacks() {
+    let bytes = fixture(9);
+    let setup = Setup::new(&[entry("rmvpe", "rmvpe.pt", &["r/rmvpe.pt"], &bytes)]);
+    setup
+        .server
+        .serve("/mirror/r/rmvpe.pt", &bytes, Fault::None);
+    let mirrors = serde_json::json!([setup.url("/mirror")]).to_string();
+    let set = setup.run(&["settings", "set", "download_mirrors", &mirrors]);
+    assert!(
+        set.status.success(),
+        "{}",
+        String::from_utf8_lossy(&set.stderr)
+    );
+    // The endpoint comes from the setting too: the variable is not set.
+    let endpoint = setup.url("/nothing-here");
+    let set = setup.run(&["settings", "set", "download_endpoint", &endpoint]);
+    assert!(
+        set.status.success(),
+        "{}",
+        String::from_utf8_lossy(&set.stderr)
+    );
+    let out = setup
+        .command()
+        .env_remove("TIMBRE_DOWNLOAD_ENDPOINT")
+        .args(["--json", "assets", "download", "rmvpe"])
+        .output()
+        .unwrap();
+    let results: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(results[0]["ok"], true, "{results}");
+    assert_eq!(results[0]["result"]["url"], setup.url("/mirror/r/rmvpe.pt"));
+    assert_verified(&setup.models().join("rmvpe.pt"), &bytes);
+    let tried: Vec<String> = setup.server.seen().iter().map(|s| s.path.clone()).collect();
+    assert_eq!(tried[0], "/nothing-here/r/rmvpe.pt");
+}

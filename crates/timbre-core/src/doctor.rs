@@ -55,7 +55,7 @@ pub struct JobReadiness {
 pub fn report(library: &Library) -> Result<Report> {
     let settings = library.settings()?;
     let models_dir = crate::models_folder::of(library)?;
-    let catalog = Catalog::load()?;
+    let catalog = Catalog::read()?;
     let statuses = assets::inspect(&models_dir, &catalog.assets, false)?;
     let devices = devices::report(&settings);
     let (audio_inputs, audio_problem) = match timbre_audio::record::list_input_devices() {
@@ -172,7 +172,7 @@ mod tests {
     #[test]
     fn conversion_lacks_hubert_until_it_is_there() {
         let dir = tempfile::tempdir().unwrap();
-        let catalog = Catalog::load().unwrap();
+        let catalog = Catalog::read().unwrap();
         let devices = DeviceReport {
             available: vec!["cpu".into()],
             device: String::new(),

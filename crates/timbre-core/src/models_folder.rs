@@ -77,7 +77,7 @@ pub struct KnownFile {
 /// The files the asset catalogue (`models/models.json`, see `assets::catalog`) lists, each
 /// marked present or missing in `dir`.
 pub fn known_files(dir: &Path) -> Result<Vec<KnownFile>> {
-    let catalog = crate::assets::Catalog::load()?;
+    let catalog = crate::assets::Catalog::read()?;
     Ok(catalog
         .assets
         .into_iter()

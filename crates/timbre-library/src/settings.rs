@@ -28,6 +28,12 @@ pub struct Settings {
     /// Where dataset preparation and a training's data work run; empty: on `device`. Naming
     /// a second GPU lets a dataset be prepared while a model trains.
     pub extraction_device: String,
+    /// Base URL the model catalogue's files are downloaded from instead of its own (a mirror
+    /// of Hugging Face, say); empty: the catalogue's. `TIMBRE_DOWNLOAD_ENDPOINT` overrides it.
+    pub download_endpoint: String,
+    /// More base URLs, tried in order after the endpoint. HTTPS, or plain HTTP for a mirror on
+    /// the local network. The HTTPS proxy comes from the environment (`HTTPS_PROXY`).
+    pub download_mirrors: Vec<String>,
 }
 
 impl Default for Settings {
@@ -46,6 +52,8 @@ impl Default for Settings {
             model_cache_mb: 4096,
             device: String::new(),
             extraction_device: String::new(),
+            download_endpoint: String::new(),
+            download_mirrors: Vec::new(),
         }
     }
 }

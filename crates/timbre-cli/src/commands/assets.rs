@@ -34,7 +34,7 @@ pub enum Command {
 }
 
 pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCode> {
-    let catalog = Catalog::load()?;
+    let catalog = Catalog::read()?;
     match cmd {
         Command::List => {
             let library = open_library(data_dir)?;

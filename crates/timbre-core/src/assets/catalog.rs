@@ -7,9 +7,12 @@ use std::path::{Component, Path};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::settings::Settings;
+
 /// Replaces the shipped catalogue with the file it names.
 pub const CATALOG_ENV: &str = "TIMBRE_ASSET_CATALOG";
-/// Replaces the catalogue's endpoints: the base URL its relative URLs resolve against.
+/// Replaces the catalogue's endpoints (and the `download_endpoint` setting): the base URL its
+/// relative URLs resolve against.
 pub const ENDPOINT_ENV: &str = "TIMBRE_DOWNLOAD_ENDPOINT";
 
 const SHIPPED: &str = include_str!("../../../../models/models.json");
@@ -23,6 +26,10 @@ pub struct Catalog {
     /// Where the catalogue was read from, for messages.
     #[serde(skip)]
     pub origin: String,
+    /// `scheme://host:port` of the plain-HTTP endpoints the user configured, the only places
+    /// fetched without TLS.
+    #[serde(skip)]
+    plain_http: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -43,8 +50,36 @@ pub struct Asset {
 }
 
 impl Catalog {
-    /// `TIMBRE_ASSET_CATALOG` when set, else the shipped catalogue.
-    pub fn load() -> Result<Catalog> {
+    /// `TIMBRE_ASSET_CATALOG` when set, else the shipped catalogue, with its endpoints as the
+    /// settings and `TIMBRE_DOWNLOAD_ENDPOINT` configure them: the endpoint replaces the
+    /// catalogue's (the variable over the setting), the mirrors are tried after it.
+    pub fn load(settings: &Settings) -> Result<Catalog> {
+        let mut catalog = Catalog::read()?;
+        let endpoint = configured_endpoint().or_else(|| {
+            Some(settings.download_endpoint.trim().to_string()).filter(|e| !e.is_empty())
+        });
+        let mirrors: Vec<String> = settings
+            .download_mirrors
+            .iter()
+            .map(|m| m.trim().to_string())
+            .filter(|m| !m.is_empty())
+            .collect();
+        if let Some(endpoint) = &endpoint {
+            catalog.endpoints = vec![endpoint.clone()];
+        }
+        catalog.endpoints.extend(mirrors.iter().cloned());
+        catalog.plain_http = endpoint
+            .iter()
+            .chain(&mirrors)
+            .filter(|e| e.starts_with("http://"))
+            .map(|e| origin(e))
+            .collect();
+        Ok(catalog)
+    }
+
+    /// The catalogue's assets, its endpoints unconfigured: for what is present, not for
+    /// downloading.
+    pub fn read() -> Result<Catalog> {
         match std::env::var_os(CATALOG_ENV) {
             Some(path) => {
                 let path = Path::new(&path);
@@ -129,18 +164,13 @@ impl Catalog {
         self.assets.iter().filter(|a| a.essential)
     }
 
-    /// Where `asset` is downloaded from, in the order tried: each relative URL at each endpoint
-    /// (`TIMBRE_DOWNLOAD_ENDPOINT` instead of the catalogue's when set), then absolute ones.
+    /// Where `asset` is downloaded from, in the order tried: each relative URL at each endpoint,
+    /// then absolute ones.
     pub fn sources(&self, asset: &Asset) -> Vec<String> {
-        let configured = configured_endpoint();
-        let endpoints = match &configured {
-            Some(endpoint) => std::slice::from_ref(endpoint),
-            None => self.endpoints.as_slice(),
-        };
         let (absolute, relative): (Vec<&String>, Vec<&String>) =
             asset.urls.iter().partition(|u| u.contains("://"));
         let mut out = Vec::new();
-        for endpoint in endpoints {
+        for endpoint in &self.endpoints {
             for path in &relative {
                 out.push(format!(
                     "{}/{}",
@@ -162,21 +192,16 @@ fn configured_endpoint() -> Option<String> {
         .filter(|e| !e.is_empty())
 }
 
-/// Which URLs may be fetched: HTTPS, or plain HTTP on the host and port of an endpoint the user
-/// configured as `http://…` (a local mirror; the tests' server).
-pub fn check_url(url: &str) -> Result<()> {
-    if url.starts_with("https://") {
-        return Ok(());
-    }
-    let allowed = configured_endpoint()
-        .filter(|e| e.starts_with("http://"))
-        .is_some_and(|endpoint| origin(&endpoint) == origin(url));
-    if allowed {
-        Ok(())
-    } else {
+impl Catalog {
+    /// Which URLs may be fetched: HTTPS, or plain HTTP on the host and port of an endpoint the
+    /// user configured as `http://…` (a local mirror; the tests' server).
+    pub fn check_url(&self, url: &str) -> Result<()> {
+        if url.starts_with("https://") || self.plain_http.contains(&origin(url)) {
+            return Ok(());
+        }
         Err(crate::error::invalid_input(format!(
             "{url} is not an HTTPS URL; plain HTTP is only used from an http:// endpoint \
-             configured in {ENDPOINT_ENV}"
+             configured in the download_endpoint or download_mirrors setting, or {ENDPOINT_ENV}"
         )))
     }
 }
@@ -235,6 +260,28 @@ mod tests {
     }
 
     #[test]
+    fn the_endpoint_setting_replaces_the_catalogues_and_mirrors_come_after() {
+        if std::env::var_os(ENDPOINT_ENV).is_some() || std::env::var_os(CATALOG_ENV).is_some() {
+            panic!("run this test without {ENDPOINT_ENV} and {CATALOG_ENV}");
+        }
+        let settings = Settings {
+            download_endpoint: "https://hf-mirror.com/".into(),
+            download_mirrors: vec!["https://mirror.example/models".into()],
+            ..Settings::default()
+        };
+        let catalog = Catalog::load(&settings).unwrap();
+        let sources = catalog.sources(catalog.find("rmvpe").unwrap());
+        assert_eq!(
+            sources[..3],
+            [
+                "https://hf-mirror.com/lj1995/VoiceConversionWebUI/resolve/main/rmvpe.pt",
+                "https://hf-mirror.com/licyk/rvc-model/resolve/main/rmvpe/rmvpe.pt",
+                "https://mirror.example/models/lj1995/VoiceConversionWebUI/resolve/main/rmvpe.pt",
+            ]
+        );
+    }
+
+    #[test]
     fn bad_catalogues_are_refused_naming_the_asset() {
         let entry = |path: &str, sha: &str| {
             format!(
@@ -252,8 +299,16 @@ mod tests {
 
     #[test]
     fn only_https_is_fetched_unless_the_endpoint_is_plain_http() {
-        assert!(check_url("https://huggingface.co/x").is_ok());
-        assert!(check_url("http://example.com/x").is_err());
+        let shipped = Catalog::parse(SHIPPED, "shipped").unwrap();
+        assert!(shipped.check_url("https://huggingface.co/x").is_ok());
+        assert!(shipped.check_url("http://example.com/x").is_err());
+        let settings = Settings {
+            download_mirrors: vec!["http://127.0.0.1:8000/mirror".into()],
+            ..Settings::default()
+        };
+        let mirrored = Catalog::load(&settings).unwrap();
+        assert!(mirrored.check_url("http://127.0.0.1:8000/x").is_ok());
+        assert!(mirrored.check_url("http://127.0.0.1:8001/x").is_err());
         assert_eq!(origin("http://127.0.0.1:80/a?b"), "http://127.0.0.1:80");
         assert_ne!(
             origin("http://127.0.0.1:81/a"),

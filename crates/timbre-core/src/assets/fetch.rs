@@ -11,8 +11,6 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use super::catalog::check_url;
-
 const MAX_REDIRECTS: usize = 8;
 const CHUNK: usize = 64 * 1024;
 
@@ -46,6 +44,7 @@ pub fn agent() -> ureq::Agent {
 pub fn attempt(
     agent: &ureq::Agent,
     url: &str,
+    check_url: &dyn Fn(&str) -> Result<()>,
     part: &mut File,
     on_chunk: &mut dyn FnMut(u64) -> Result<()>,
 ) -> Result<Attempt> {

@@ -23,7 +23,7 @@ pub struct DownloadRequest {
 /// download of the same asset (one a killed process left, re-queued when the job system
 /// started) is returned instead of a second one.
 pub fn start_download(system: &JobSystem, request: DownloadRequest) -> Result<Job> {
-    let catalog = Catalog::load()?;
+    let catalog = Catalog::read()?;
     let name = catalog.find(&request.asset)?.name.clone();
     let unfinished =
         job_rows::unfinished_with_param(&system.library().conn(), KIND, "asset", &name)?;
@@ -46,7 +46,7 @@ impl JobHandler for DownloadHandler {
 
     fn run(&self, ctx: &JobContext) -> Result<Value> {
         let request: DownloadRequest = ctx.params()?;
-        let catalog = Catalog::load()?;
+        let catalog = Catalog::load(&ctx.library().settings()?)?;
         let asset = catalog.find(&request.asset)?;
         let models_dir = crate::models_folder::of(ctx.library())?;
         let done = download(&models_dir, &catalog, asset, &mut |progress| {
