@@ -4,16 +4,15 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::UNIX_EPOCH;
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 const FILE_NAME: &str = ".timbre-assets.json";
-
-/// Parallel downloads record into one file: a read-modify-write at a time.
-static WRITE: Mutex<()> = Mutex::new(());
+/// Held (an exclusive file lock) around each read-modify-write of the ledger, so downloads in
+/// this process and in others (the app and a `timbre` beside it) never drop each other's records.
+const LOCK_NAME: &str = ".timbre-assets.lock";
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Record {
@@ -76,11 +75,19 @@ impl Ledger {
 
     /// Records `record` for `path`, replacing the ledger file atomically.
     pub fn update(models_dir: &Path, path: &str, record: Record) -> Result<()> {
-        let _guard = WRITE.lock().unwrap_or_else(|p| p.into_inner());
+        let lock_path = models_dir.join(LOCK_NAME);
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .with_context(|| format!("opening {}", lock_path.display()))?;
+        lock.lock()
+            .with_context(|| format!("locking {}", lock_path.display()))?;
         let mut ledger = Ledger::read(models_dir);
         ledger.records.insert(path.to_string(), record);
         let file = Ledger::file(models_dir);
-        let temp = file.with_extension(format!("{}.tmp", std::process::id()));
+        let temp = file.with_extension(format!("{}.tmp", uuid::Uuid::new_v4()));
         std::fs::write(&temp, serde_json::to_vec_pretty(&ledger)?)
             .and_then(|()| std::fs::rename(&temp, &file))
             .with_context(|| format!("writing {}", file.display()))
@@ -103,5 +110,49 @@ mod tests {
         std::fs::write(&file, b"abcd").unwrap();
         assert!(!record.matches(&file));
         assert!(Ledger::read(dir.path()).get("b.pt").is_none());
+    }
+
+    #[test]
+    fn writers_at_once_keep_every_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.pt");
+        std::fs::write(&file, b"abc").unwrap();
+        std::thread::scope(|scope| {
+            for i in 0..16 {
+                let (dir, file) = (dir.path(), &file);
+                scope.spawn(move || {
+                    for j in 0..5 {
+                        let record = Record::of(file, &format!("{i}-{j}")).unwrap();
+                        Ledger::update(dir, &format!("{i}/{j}.pt"), record).unwrap();
+                    }
+                });
+            }
+        });
+        let ledger = Ledger::read(dir.path());
+        assert_eq!(ledger.records.len(), 80);
+        assert_eq!(ledger.get("7/3.pt").unwrap().sha256, "7-3");
+    }
+
+    #[test]
+    fn a_writer_waits_while_another_process_holds_the_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.pt");
+        std::fs::write(&file, b"abc").unwrap();
+        // What another process holds: an exclusive lock of the lock file.
+        let held = std::fs::File::create(dir.path().join(LOCK_NAME)).unwrap();
+        held.lock().unwrap();
+        let (sender, done) = std::sync::mpsc::channel();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                Ledger::update(dir.path(), "a.pt", Record::of(&file, "h").unwrap()).unwrap();
+                sender.send(()).unwrap();
+            });
+            let waited = done.recv_timeout(std::time::Duration::from_millis(300));
+            assert!(waited.is_err(), "the update ran while the lock was held");
+            held.unlock().unwrap();
+            done.recv_timeout(std::time::Duration::from_secs(10))
+                .expect("the update runs once the lock is free");
+        });
+        assert!(Ledger::read(dir.path()).get("a.pt").is_some());
     }
 }
