@@ -17,7 +17,8 @@ debian_packages=(
   gstreamer1.0-libav gstreamer1.0-plugins-good
   python3 python3-venv python3-pip
 )
-$want_test_tools && debian_packages+=(xvfb xauth dbus dbus-x11 webkit2gtk-driver alsa-utils xdotool)
+# espeak-ng: real speech for the pitch parity tests.
+$want_test_tools && debian_packages+=(xvfb xauth dbus dbus-x11 webkit2gtk-driver alsa-utils xdotool espeak-ng)
 missing=()
 for pkg in "${debian_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

@@ -6,6 +6,7 @@
 pub mod checkpoint;
 pub mod device;
 pub mod export;
+pub mod fcpe;
 pub mod hubert;
 pub mod index;
 pub mod layers;
