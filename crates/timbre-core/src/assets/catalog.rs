@@ -25,7 +25,7 @@ pub struct Catalog {
     pub origin: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct Asset {
     pub name: String,
     pub role: String,
