@@ -35,9 +35,14 @@ pub fn list_assets(state: State<'_, AppState>) -> CommandResult<AssetList> {
 }
 
 /// Queues one `download` job per asset (by name or path) and returns them at once; an asset
-/// already downloading returns its unfinished job.
+/// already downloading returns its unfinished job. An unknown name starts nothing.
 #[tauri::command]
 pub fn download_assets(state: State<'_, AppState>, names: Vec<String>) -> CommandResult<Vec<Job>> {
+    // Every name checked before any download starts.
+    let catalog = Catalog::load()?;
+    for name in &names {
+        catalog.find(name)?;
+    }
     let jobs = names
         .into_iter()
         .map(|asset| assets::start_download(&state.jobs, DownloadRequest { asset }))
