@@ -33,7 +33,8 @@ test-ui:
 test-e2e: app
 	tests/e2e/run.sh
 
-# The UI's TypeScript types written anew from the Rust types (src-tauri/src/bindings.rs).
+# The UI's TypeScript types written anew from the Rust types, and the UI tests' fixture of the
+# defaults commands' answers (src-tauri/src/bindings.rs).
 bindings:
 	TIMBRE_WRITE_BINDINGS=1 cargo test -p timbre-studio --lib bindings
 

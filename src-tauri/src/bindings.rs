@@ -8,10 +8,12 @@
 //! Tauri's ecosystem). The test below fails when the committed files differ from what the types
 //! give; `make bindings` writes them anew.
 
+use crate::commands::assets::AssetList;
 use crate::commands::clean::{DerivedResult, EnhancePresets, IsolationModels};
+use crate::commands::convert::ConversionDefaults;
 use crate::commands::datasets::DatasetRow;
-use crate::commands::models::ModelFiles;
 use crate::commands::record::LevelUpdate;
+use crate::commands::train::TrainingDefaults;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
@@ -23,6 +25,7 @@ use timbre_core::db::{
     training_previews::TrainingPreview, trainings::Training, voices::Voice,
 };
 use timbre_core::devices::DeviceReport;
+use timbre_core::doctor;
 use timbre_core::model_cache::ModelCacheReport;
 use timbre_core::monitor::ResourceSnapshot;
 use timbre_core::train::session::EpochProfile;
@@ -64,7 +67,10 @@ fn export_contract(dir: &Path) -> Result<(), ts_rs::ExportError> {
         DeviceReport,
         InputDevice,
         LevelUpdate,
-        ModelFiles,
+        AssetList,
+        doctor::Report,
+        ConversionDefaults,
+        TrainingDefaults,
         IsolationModels,
         SeparationModel,
         EnhancePresets,
@@ -137,5 +143,44 @@ fn committed_typescript_is_what_the_rust_types_generate() {
         differing.is_empty(),
         "ui/src/lib/generated differs from what the Rust types generate in {differing:?}: \
          run `make bindings` and commit the result"
+    );
+}
+
+const DEFAULTS_FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../ui/tests/fixtures/command-defaults.json"
+);
+
+/// What the defaults commands answer, by command name: the UI tests' IPC mock answers with this
+/// file, so the UI's defaults in tests are the backend's, written once in Rust.
+/// Serialized as the commands' answers are (an f32 through `serde_json::Value` would gain
+/// digits: 0.33 as 0.33000001311302185).
+fn command_defaults() -> String {
+    #[derive(serde::Serialize)]
+    struct Answers {
+        get_conversion_defaults: ConversionDefaults,
+        get_training_defaults: TrainingDefaults,
+    }
+    let answers = Answers {
+        get_conversion_defaults: crate::commands::convert::get_conversion_defaults(),
+        get_training_defaults: crate::commands::train::get_training_defaults(),
+    };
+    serde_json::to_string_pretty(&answers).expect("defaults as JSON") + "\n"
+}
+
+#[test]
+fn committed_defaults_fixture_is_what_the_commands_answer() {
+    let answers = command_defaults();
+    if std::env::var_os("TIMBRE_WRITE_BINDINGS").is_some() {
+        fs::create_dir_all(Path::new(DEFAULTS_FIXTURE).parent().unwrap())
+            .expect("creating the fixtures folder");
+        fs::write(DEFAULTS_FIXTURE, answers).expect("writing the defaults fixture");
+        return;
+    }
+    let committed = fs::read_to_string(DEFAULTS_FIXTURE).unwrap_or_default();
+    assert_eq!(
+        committed, answers,
+        "ui/tests/fixtures/command-defaults.json differs from what the defaults commands \
+         answer: run `make bindings` and commit the result"
     );
 }

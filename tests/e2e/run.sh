@@ -51,8 +51,9 @@ logs="$here/logs"
 rm -rf "$logs"
 mkdir -p "$logs" "$tmp/home" "$tmp/library"
 mic_pid=""
+server_pid=""
 cleanup() {
-  if [[ -n "$mic_pid" ]]; then kill "$mic_pid" 2>/dev/null || true; wait "$mic_pid" 2>/dev/null || true; fi
+  for pid in $mic_pid $server_pid; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
   if [[ "${E2E_KEEP_TMP:-0}" == 1 ]]; then echo "run.sh: kept $tmp"; else rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
@@ -114,8 +115,42 @@ ln -s "$parity/hubert_tiny/hubert_fairseq.pt" "$tmp/models/hubert_base.pt"
 ln -s "$parity/rmvpe_tiny/rmvpe.pt" "$tmp/models/rmvpe.pt"
 export TIMBRE_MODELS_DIR="$tmp/models" E2E_PARITY_DIR="$parity"
 
+# Downloads (first-run.e2e.mjs): an HTTP server on 127.0.0.1 serving the same tiny HuBERT and
+# RMVPE, and a test catalogue (TIMBRE_ASSET_CATALOG) that is the shipped one with these two
+# entries' URLs, sizes and SHA-256 made the fixtures', served from TIMBRE_DOWNLOAD_ENDPOINT.
+# Every spec sees this catalogue: the linked fixtures above are the right size for it. The
+# first-run spec starts the app on an empty models folder (app.sh, wdio.conf.mjs).
+mkdir -p "$tmp/served/e2e"
+ln -s "$parity/hubert_tiny/hubert_fairseq.pt" "$tmp/served/e2e/hubert_base.pt"
+ln -s "$parity/rmvpe_tiny/rmvpe.pt" "$tmp/served/e2e/rmvpe.pt"
+python3 - "$root/models/models.json" "$tmp/served/e2e" "$tmp/catalog.json" <<'EOF_CATALOG'
+import hashlib, json, os, sys
+shipped, served, out = sys.argv[1:]
+catalog = json.load(open(shipped))
+for asset in catalog["models"]:
+    if asset["path"] in ("hubert_base.pt", "rmvpe.pt"):
+        data = open(os.path.join(served, asset["path"]), "rb").read()
+        asset.update(urls=["e2e/" + asset["path"]], size_bytes=len(data), sha256=hashlib.sha256(data).hexdigest())
+json.dump(catalog, open(out, "w"), indent=1)
+EOF_CATALOG
+python3 - "$tmp/served" "$tmp/asset-server.port" 2>"$logs/asset-server.log" <<'EOF_SERVER' &
+import functools, http.server, os, sys
+served, port_file = sys.argv[1:]
+handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=served)
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+with open(port_file + ".tmp", "w") as f:
+    f.write(str(server.server_address[1]))
+os.rename(port_file + ".tmp", port_file)
+server.serve_forever()
+EOF_SERVER
+server_pid=$!
+for _ in $(seq 50); do [[ -s "$tmp/asset-server.port" ]] && break; sleep 0.1; done
+[[ -s "$tmp/asset-server.port" ]] || { echo "run.sh: the asset server did not start (see $logs/asset-server.log)" >&2; exit 2; }
+export TIMBRE_ASSET_CATALOG="$tmp/catalog.json" TIMBRE_DOWNLOAD_ENDPOINT="http://127.0.0.1:$(cat "$tmp/asset-server.port")"
+export NO_PROXY="127.0.0.1${NO_PROXY:+,$NO_PROXY}" no_proxy="127.0.0.1${no_proxy:+,$no_proxy}"
+
 export TIMBRE_DATA_DIR="$tmp/library"
-export E2E_APP="$app" E2E_AUDIO="$audio" E2E_DATA_DIR="$TIMBRE_DATA_DIR" E2E_TMP="$tmp"
+export E2E_APP="$app" E2E_APP_LAUNCHER="$here/app.sh" E2E_AUDIO="$audio" E2E_DATA_DIR="$TIMBRE_DATA_DIR" E2E_TMP="$tmp"
 export E2E_LOG_DIR="$logs" E2E_RESULTS="$logs/results.jsonl" E2E_SCREENSHOT_DIR="${E2E_SCREENSHOT_DIR:-$logs}"
 export TAURI_DRIVER="$tauri_driver" E2E_NATIVE_DRIVER="$native_driver"
 export WEBKIT_DISABLE_DMABUF_RENDERER=1 NO_AT_BRIDGE=1

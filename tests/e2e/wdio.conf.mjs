@@ -19,6 +19,9 @@ const resultsFile = process.env.E2E_RESULTS ?? path.join(logDir, 'results.jsonl'
 const HOST = '127.0.0.1';
 const PORT = 4444;
 
+/** Specs whose app starts on a models folder of its own, empty at first (the first run). */
+const FRESH_MODELS_SPECS = ['first-run.e2e.mjs'];
+
 let tauriDriver;
 let driverExited = false;
 
@@ -114,6 +117,19 @@ export const config = {
       if (!driverExited) tauriDriver.kill('SIGTERM');
     });
     await waitForPort(PORT, 20000);
+  },
+
+  // The app's environment is tauri-driver's, fixed at onPrepare: a spec that needs another
+  // models folder starts the app through app.sh, which takes it as an argument.
+  beforeSession(_config, capabilities, specs) {
+    const names = specs.map((s) => path.basename(s.startsWith('file:') ? fileURLToPath(s) : s));
+    if (!names.some((n) => FRESH_MODELS_SPECS.includes(n))) return;
+    const tmp = process.env.E2E_TMP;
+    if (!tmp || !process.env.E2E_APP_LAUNCHER) throw new Error('E2E_TMP and E2E_APP_LAUNCHER are set by run.sh');
+    capabilities['tauri:options'] = {
+      application: process.env.E2E_APP_LAUNCHER,
+      args: [`--models-dir=${path.join(tmp, 'fresh-models')}`],
+    };
   },
 
   onComplete() {

@@ -3,7 +3,18 @@ import { fireEvent, render, screen, waitFor, within } from '@testing-library/sve
 import { emit } from '@tauri-apps/api/event';
 import App from '../src/App.svelte';
 import { app } from '../src/lib/stores.svelte';
-import { FakeAudioContext, installFakeAudio, makeJob, makeModel, makeTake, makeVoice, mockBackend } from './helpers';
+import {
+  FakeAudioContext,
+  assetList,
+  doctorReport,
+  essentialAssets,
+  installFakeAudio,
+  makeJob,
+  makeModel,
+  makeTake,
+  makeVoice,
+  mockBackend,
+} from './helpers';
 
 describe('App shell', () => {
   it('shows a rejected command message in the error banner', async () => {
@@ -14,6 +25,7 @@ describe('App shell', () => {
       },
       list_jobs: () => [],
       subscribe_notifications: () => null,
+      list_assets: () => assetList(essentialAssets(true, true)),
     });
     render(App);
     const banner = await screen.findByTestId('error-banner');
@@ -30,9 +42,10 @@ describe('App shell', () => {
       list_takes: () => [],
       list_jobs: () => [],
       subscribe_notifications: () => null,
+      list_assets: () => assetList(essentialAssets(true, true)),
+      get_doctor_report: () => doctorReport(essentialAssets(true, true)),
       list_input_devices: () => [],
       list_models: () => [],
-      list_model_files: () => ({ dir: '/models', files: [] }),
       list_conversions: () => [],
       list_listening_tests: () => [],
       get_resource_snapshot: () => ({ cpu_percent: 5, ram_used_bytes: 0, ram_total_bytes: 1, gpus: [] }),
@@ -56,7 +69,14 @@ describe('App shell', () => {
 
   it('imports dropped files into the current voice filter', async () => {
     const be = mockBackend(
-      { list_voices: () => [], list_takes: () => [], list_jobs: () => [], subscribe_notifications: () => null, import_files: () => 42 },
+      {
+        list_voices: () => [],
+        list_takes: () => [],
+        list_jobs: () => [],
+        subscribe_notifications: () => null,
+        list_assets: () => assetList(essentialAssets(true, true)),
+        import_files: () => 42,
+      },
       { windows: true },
     );
     render(App);
@@ -93,10 +113,10 @@ describe('App shell', () => {
         list_takes: () => [],
         list_jobs: () => [],
       subscribe_notifications: () => null,
+      list_assets: () => assetList(essentialAssets(true, true)),
         import_files: () => 43,
         list_models: () => [],
-        list_model_files: () => ({ dir: '/models', files: [] }),
-        import_model: () => makeModel({ id: 5, name: 'Ada', version: 'v1', sample_rate: 40000, index_sha256: 'aa' }),
+          import_model: () => makeModel({ id: 5, name: 'Ada', version: 'v1', sample_rate: 40000, index_sha256: 'aa' }),
       },
       { windows: true },
     );
@@ -127,6 +147,7 @@ describe('App shell', () => {
       list_takes: () => takes,
       list_jobs: () => [],
       subscribe_notifications: () => null,
+      list_assets: () => assetList(essentialAssets(true, true)),
       get_resource_snapshot: () => ({ cpu_percent: 5, ram_used_bytes: 0, ram_total_bytes: 1, gpus: [] }),
       get_model_cache: () => ({ budget_bytes: 1, used_bytes: 0, hits: 0, misses: 0, evictions: 0, models: [] }),
     });
@@ -153,6 +174,7 @@ describe('App shell', () => {
       list_takes: () => [makeTake({ id: 9, name: 'Hum' })],
       list_jobs: () => [],
       subscribe_notifications: () => null,
+      list_assets: () => assetList(essentialAssets(true, true)),
       get_take_audio: () => new Uint8Array([82, 73, 70, 70]),
     });
     render(App);
@@ -182,6 +204,7 @@ describe('App shell', () => {
       list_takes: () => [makeTake({ id: 9, name: 'Hum' })],
       list_jobs: () => [],
       subscribe_notifications: () => null,
+      list_assets: () => assetList(essentialAssets(true, true)),
       get_take_audio: () => {
         throw { kind: 'not_found', message: 'audio file missing on disk' };
       },

@@ -3,16 +3,18 @@ import { fireEvent, render, screen, waitFor, within } from '@testing-library/sve
 import Convert from '../src/pages/Convert.svelte';
 import { app } from '../src/lib/stores.svelte';
 import { studio } from '../src/lib/studio.svelte';
-import type { ModelFiles } from '../src/lib/api';
-import { FakeAudioContext, installFakeAudio, makeConversion, makeJob, makeModel, makeTake, mockBackend } from './helpers';
-
-const files = (rmvpe: boolean): ModelFiles => ({
-  dir: '/data/models',
-  files: [
-    { name: 'hubert', role: 'content-features', description: '', location: 'hubert_base.pt', present: true, needed_for: ['convert'] },
-    { name: 'rmvpe', role: 'pitch', description: '', location: 'rmvpe.pt', present: rmvpe, needed_for: ['convert (rmvpe f0)'] },
-  ],
-});
+import {
+  BACKEND_DEFAULTS,
+  FakeAudioContext,
+  assetList,
+  essentialAssets,
+  installFakeAudio,
+  makeConversion,
+  makeJob,
+  makeModel,
+  makeTake,
+  mockBackend,
+} from './helpers';
 
 const models = [
   makeModel({ id: 1, name: 'Ada', index_sha256: null }),
@@ -21,7 +23,7 @@ const models = [
 
 function backend(extra: Record<string, (a: any) => unknown> = {}, rmvpe = true) {
   app.takes = [makeTake({ id: 7, name: 'Verse', sha256: 'aa'.repeat(32) }), makeTake({ id: 8, name: 'Chorus' })];
-  return mockBackend({ list_models: () => models, list_model_files: () => files(rmvpe), ...extra });
+  return mockBackend({ list_models: () => models, list_assets: () => assetList(essentialAssets(true, rmvpe)), ...extra });
 }
 
 async function chooseModel(name: string) {
@@ -51,7 +53,7 @@ describe('Convert page', () => {
     expect(be.argsOf('submit_conversions')[0]).toEqual({
       inputs: [{ take: 7 }, { file: '/audio/song.flac' }],
       modelIds: [1, 2],
-      options: { speaker_id: 0, transpose: -5, f0_method: 'yin', index_rate: 0.75, protect: 0.2, rms_mix_rate: 0.25 },
+      options: { ...BACKEND_DEFAULTS.get_conversion_defaults, transpose: -5, f0_method: 'yin', protect: 0.2 },
       format: 'flac',
       outDir: '/out',
     });
@@ -66,7 +68,7 @@ describe('Convert page', () => {
     const select = screen.getByTestId('param-f0-method') as HTMLSelectElement;
     expect((select.querySelector('option[value="rmvpe"]') as HTMLOptionElement).disabled).toBe(true);
     await waitFor(() => expect(select.value).toBe('pm'));
-    expect(studio.options.f0_method).toBe('pm');
+    expect(studio.options?.f0_method).toBe('pm');
   });
 
   it('enables the index rate only for a model with an index, and the speaker for multi-speaker ones', async () => {
@@ -79,11 +81,11 @@ describe('Convert page', () => {
     await chooseModel('Bo');
     expect(screen.getByTestId('param-index-rate')).toBeEnabled();
     expect(screen.getByTestId('param-speaker')).toHaveAttribute('max', '3');
-    // The reference defaults come back on reset.
+    // The backend's defaults come back on reset.
     await fireEvent.input(screen.getByTestId('param-rms-mix'), { target: { value: '1' } });
-    expect(studio.options.rms_mix_rate).toBe(1);
+    expect(studio.options?.rms_mix_rate).toBe(1);
     await fireEvent.click(screen.getByTestId('params-reset'));
-    expect(studio.options.rms_mix_rate).toBe(0.25);
+    expect(studio.options).toEqual(BACKEND_DEFAULTS.get_conversion_defaults);
   });
 
   it('follows queued jobs live: progress, the error message, then play and compare the results', async () => {

@@ -5,7 +5,7 @@ import Convert from '../src/pages/Convert.svelte';
 import Models from '../src/pages/Models.svelte';
 import { app } from '../src/lib/stores.svelte';
 import { studio } from '../src/lib/studio.svelte';
-import { makeJob, makeModel, mockBackend } from './helpers';
+import { doctorReport, makeJob, makeModel, mockBackend } from './helpers';
 
 /** The dialog plugin's command, answered with `picked` (null: cancelled), and an empty library. */
 const dialog = (picked: string[] | string | null) => ({
@@ -56,7 +56,7 @@ describe('Browse buttons (the native file dialog)', () => {
   it('adds picked files to the Convert inputs and picks the output folder as a directory', async () => {
     const be = mockBackend({
       list_models: () => [makeModel({ id: 1, name: 'Ada' })],
-      list_model_files: () => ({ dir: '/data/models', files: [] }),
+      list_assets: () => ({ models_dir: '/data/models', catalog: 'test', assets: [] }),
       'plugin:dialog|open': ({ options }: any) => (options.directory ? '/home/me/out' : ['/home/me/song.flac']),
     });
     render(Convert);
@@ -75,7 +75,8 @@ describe('Browse buttons (the native file dialog)', () => {
     const picks = ['/home/me/voice.pth', '/home/me/added_IVF1_Flat_voice_v2.index'];
     const be = mockBackend({
       list_models: () => [],
-      list_model_files: () => ({ dir: '/data/models', files: [] }),
+      list_assets: () => ({ models_dir: '/data/models', catalog: 'test', assets: [] }),
+      get_doctor_report: () => doctorReport([]),
       'plugin:dialog|open': () => picks.shift(),
       import_model: () => makeModel({ id: 3, name: 'voice' }),
     });

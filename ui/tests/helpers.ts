@@ -1,5 +1,12 @@
 import { mockIPC, mockWindows } from '@tauri-apps/api/mocks';
-import type { Conversion, Job, Take, Voice, VoiceModel } from '../src/lib/api';
+import type { AssetStatus, Conversion, DoctorReport, Job, Take, Voice, VoiceModel } from '../src/lib/api';
+import commandDefaults from './fixtures/command-defaults.json';
+
+/** What the defaults commands answer, as Rust writes it (`make bindings` regenerates the file). */
+export const BACKEND_DEFAULTS = commandDefaults as {
+  get_conversion_defaults: import('../src/lib/api').ConversionDefaults;
+  get_training_defaults: import('../src/lib/api').TrainingDefaults;
+};
 
 export type Handler = (args: any) => unknown;
 
@@ -9,11 +16,17 @@ export interface Backend {
   argsOf(cmd: string): any[];
 }
 
+const defaultHandlers: Record<string, Handler> = {
+  get_conversion_defaults: () => BACKEND_DEFAULTS.get_conversion_defaults,
+  get_training_defaults: () => BACKEND_DEFAULTS.get_training_defaults,
+};
+
 /** Commands called that no handler answers, since the last `takeUnansweredCommands`. */
 let unanswered: string[] = [];
 
 /**
- * Mock the Tauri backend: `handlers` answer commands by name; a handler that
+ * Mock the Tauri backend: `handlers` answer commands by name (the defaults commands answer
+ * with the backend's defaults unless a handler says otherwise); a handler that
  * throws makes the command reject with the thrown value (like a Rust Err).
  * A command without a handler rejects, and the test fails after it ends (setup.ts), even when
  * the page caught the rejection: a renamed or misspelt command cannot pass.
@@ -24,7 +37,7 @@ export function mockBackend(handlers: Record<string, Handler>, opts: { windows?:
   mockIPC(
     (cmd, args) => {
       calls.push({ cmd, args });
-      const h = handlers[cmd];
+      const h = handlers[cmd] ?? defaultHandlers[cmd];
       if (!h) {
         unanswered.push(cmd);
         throw new Error(`no mock answers the command ${cmd}`);
@@ -225,5 +238,59 @@ export function makeConversion(over: Partial<Conversion> = {}): Conversion {
     seconds_taken: 0.8,
     created_at: '2026-11-20T10:05:00Z',
     ...over,
+  };
+}
+
+/** A catalogue asset with its state (by default the shipped RMVPE entry, missing). */
+export function makeAsset(over: Partial<AssetStatus> = {}): AssetStatus {
+  return {
+    name: 'rmvpe',
+    role: 'pitch',
+    description: 'RMVPE pitch estimator: the best pitch tracker.',
+    path: 'rmvpe.pt',
+    urls: ['lj1995/VoiceConversionWebUI/resolve/main/rmvpe.pt'],
+    size_bytes: 181184272,
+    sha256: '6d62215f4306e3ca278246188607209f09af3dc77ed4232efdd069798c4ec193',
+    needed_for: ['convert (rmvpe f0)', 'dataset (rmvpe f0)'],
+    essential: true,
+    bytes_on_disk: 0,
+    state: 'missing',
+    ...over,
+  } as AssetStatus;
+}
+
+/** HuBERT and RMVPE as the catalogue lists them, each present or not. */
+export function essentialAssets(hubert: boolean, rmvpe: boolean): AssetStatus[] {
+  return [
+    makeAsset({
+      name: 'hubert',
+      role: 'content-features',
+      description: 'HuBERT base as the fairseq checkpoint RVC ships.',
+      path: 'hubert_base.pt',
+      size_bytes: 189507909,
+      sha256: 'f54b40fd2802423a5643779c4861af1e9ee9c1564dc9d32f54f20b5ffba7db96',
+      needed_for: ['convert', 'dataset', 'train'],
+      state: hubert ? 'verified' : 'missing',
+    }),
+    makeAsset({ state: rmvpe ? 'present' : 'missing' }),
+  ];
+}
+
+export function assetList(list: AssetStatus[], modelsDir = '/data/models') {
+  return { models_dir: modelsDir, catalog: 'the shipped models/models.json', assets: list };
+}
+
+/** The doctor's report on a CPU-only machine, with `jobs` as what each job kind lacks. */
+export function doctorReport(assets: AssetStatus[], jobs: DoctorReport['jobs'] = []): DoctorReport {
+  return {
+    libtorch: { cuda: false, cudnn: false, gpus: [] },
+    devices: { available: ['cpu'], device: '', extraction_device: '', main: 'cpu', extraction: 'cpu', problem: null },
+    audio_inputs: [],
+    audio_problem: null,
+    data_dir: '/data',
+    data_dir_free_bytes: 50e9,
+    models_dir: '/data/models',
+    assets,
+    jobs,
   };
 }

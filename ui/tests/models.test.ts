@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { fireEvent, render, screen, waitFor, within } from '@testing-library/svelte';
 import Models from '../src/pages/Models.svelte';
 import { app } from '../src/lib/stores.svelte';
-import { makeModel, mockBackend } from './helpers';
+import { assetList, doctorReport, essentialAssets, makeModel, mockBackend } from './helpers';
 
 const ada = makeModel({ id: 1, name: 'Ada', version: 'v2', sample_rate: 40000, f0: true, index_sha256: null });
 const bo = makeModel({
@@ -18,13 +18,8 @@ const bo = makeModel({
 function backend(extra: Record<string, (a: any) => unknown> = {}) {
   return mockBackend({
     list_models: () => [ada, bo],
-    list_model_files: () => ({
-      dir: '/data/models',
-      files: [
-        { name: 'hubert_base.pt', role: 'content-features', description: 'HuBERT', location: 'hubert_base.pt', present: true, needed_for: ['convert', 'train'] },
-        { name: 'rmvpe.pt', role: 'pitch', description: 'RMVPE', location: 'rmvpe.pt', present: false, needed_for: ['convert (rmvpe f0)'] },
-      ],
-    }),
+    list_assets: () => assetList(essentialAssets(true, false)),
+    get_doctor_report: () => doctorReport(essentialAssets(true, false)),
     ...extra,
   });
 }
@@ -32,7 +27,7 @@ function backend(extra: Record<string, (a: any) => unknown> = {}) {
 const row = (name: string) => screen.getAllByTestId('model-row').find((r) => r.dataset.modelName === name)!;
 
 describe('Models page', () => {
-  it('lists voice models with what their files say, and the shared files with the folder', async () => {
+  it('lists voice models with what their files say, and the catalogue assets with the folder', async () => {
     backend();
     render(Models);
     await waitFor(() => expect(screen.getAllByTestId('model-row')).toHaveLength(2));
@@ -47,12 +42,12 @@ describe('Models page', () => {
     expect(row('Bo')).toHaveTextContent('author Kim');
 
     expect(await screen.findByTestId('models-dir')).toHaveTextContent('/data/models');
-    const files = screen.getAllByTestId('model-file');
-    expect(files.map((f) => [f.dataset.name, f.dataset.present])).toEqual([
-      ['hubert_base.pt', 'true'],
-      ['rmvpe.pt', 'false'],
+    const files = screen.getAllByTestId('asset-row');
+    expect(files.map((f) => [f.dataset.name, f.dataset.state])).toEqual([
+      ['hubert', 'verified'],
+      ['rmvpe', 'missing'],
     ]);
-    expect(files[1]).toHaveTextContent('missing');
+    expect(files[1]).toHaveTextContent('rmvpe.pt');
     expect(files[1]).toHaveTextContent('convert (rmvpe f0)');
   });
 

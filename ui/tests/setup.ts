@@ -8,6 +8,8 @@ import { studio } from '../src/lib/studio.svelte';
 import { cleaner } from '../src/lib/cleaner.svelte';
 import { trainer } from '../src/lib/trainer.svelte';
 import { resources } from '../src/lib/resources.svelte';
+import { defaults } from '../src/lib/defaults.svelte';
+import { assets } from '../src/lib/assets.svelte';
 import { takeUnansweredCommands } from './helpers';
 
 // jsdom has no Web Audio; tests that need it install a fake (see helpers.ts).
@@ -19,6 +21,8 @@ afterEach(() => {
   cleaner.reset();
   trainer.reset();
   resources.reset();
+  defaults.reset();
+  assets.reset();
   clearMocks();
   vi.useRealTimers();
   delete (globalThis as any).AudioContext;

@@ -7,7 +7,7 @@ import { studio } from '../src/lib/studio.svelte';
 import { trainer } from '../src/lib/trainer.svelte';
 import {
   defaultPrepareForm,
-  defaultTrainingForm,
+  trainingForm,
   lossPoints,
   prepareParams,
   prepareProblem,
@@ -20,7 +20,7 @@ import {
   trainingRequest,
 } from '../src/lib/train';
 import type { DatasetReport, DatasetRow, DeviceReport, TrainingMetric, TrainingRow } from '../src/lib/api';
-import { installFakeAudio, makeJob, makeModel, makeTake, makeVoice, mockBackend } from './helpers';
+import { BACKEND_DEFAULTS, installFakeAudio, makeJob, makeModel, makeTake, makeVoice, mockBackend } from './helpers';
 
 function makeDataset(over: Partial<DatasetRow> = {}): DatasetRow {
   return {
@@ -91,22 +91,24 @@ describe('form → request', () => {
   });
 
   it('maps the training settings onto the request: auto batch, preview every = save every', () => {
-    expect(trainingRequest(defaultTrainingForm(' Alto '), 3)).toEqual({
+    const { epochs, save_every, keep_checkpoints } = BACKEND_DEFAULTS.get_training_defaults;
+    expect(trainingRequest(trainingForm(BACKEND_DEFAULTS.get_training_defaults, ' Alto '), 3)).toEqual({
       dataset_id: 3,
       name: 'Alto',
-      epochs: 200,
-      save_every: 10,
-      keep_checkpoints: 3,
+      epochs,
+      save_every,
+      keep_checkpoints,
       batch_size: null,
       pretrained: 'auto',
-      preview_every: 10,
+      preview_every: save_every,
     });
-    const custom = { ...defaultTrainingForm('A'), saveEvery: 5, batchSize: 12, previewEvery: 20, pretrained: 'none' as const };
+    const custom = { ...trainingForm(BACKEND_DEFAULTS.get_training_defaults, 'A'), saveEvery: 5, batchSize: 12, previewEvery: 20, pretrained: 'none' as const };
     expect(trainingRequest(custom, 1)).toMatchObject({ save_every: 5, batch_size: 12, preview_every: 20, pretrained: 'none' });
   });
 
   it('says what is wrong with the settings', () => {
-    const ok = defaultTrainingForm('A');
+    const ok = trainingForm(BACKEND_DEFAULTS.get_training_defaults, 'A');
+    expect(trainingProblem(trainingForm(null, 'A'))).toMatch(/Epochs/);
     expect(trainingProblem(ok)).toBeNull();
     expect(trainingProblem({ ...ok, name: ' ' })).toMatch(/Name/);
     expect(trainingProblem({ ...ok, epochs: null })).toMatch(/Epochs/);
@@ -244,6 +246,21 @@ describe('Train page', () => {
     expect(trainer.prepare.inputs).toEqual([]);
   });
 
+  it('fills the settings with what get_training_defaults answers, once', async () => {
+    const be = backend({ get_training_defaults: () => ({ epochs: 77, save_every: 7, keep_checkpoints: 2 }) });
+    const view = render(Train);
+    await waitFor(() => expect(screen.getByTestId('training-epochs')).toHaveValue(77));
+    expect(screen.getByTestId('training-save-every')).toHaveValue(7);
+    expect(screen.getByTestId('training-keep')).toHaveValue(2);
+    // A field the user emptied stays empty when the page opens again; the defaults are not asked again.
+    await fireEvent.input(screen.getByTestId('training-epochs'), { target: { value: '' } });
+    view.unmount();
+    render(Train);
+    await waitFor(() => expect(be.argsOf('list_datasets')).toHaveLength(2));
+    expect(screen.getByTestId('training-epochs')).toHaveValue(null);
+    expect(be.argsOf('get_training_defaults')).toHaveLength(1);
+  });
+
   it('lists datasets with their warnings and starts a run on the chosen ready one', async () => {
     const report: DatasetReport = {
       files: [], input_seconds: 50, sliced_seconds: 45, kept_seconds: 40, pieces: 12, filtered: 0, silent_pieces: 0,
@@ -272,7 +289,16 @@ describe('Train page', () => {
     await fireEvent.click(screen.getByTestId('training-start'));
     await waitFor(() => expect(be.argsOf('start_training')).toHaveLength(1));
     expect(be.argsOf('start_training')[0]).toEqual({
-      request: { dataset_id: 3, name: 'Alto spoken', epochs: 50, save_every: 10, keep_checkpoints: 3, batch_size: 6, pretrained: 'auto', preview_every: 10 },
+      request: {
+        dataset_id: 3,
+        name: 'Alto spoken',
+        epochs: 50,
+        save_every: BACKEND_DEFAULTS.get_training_defaults.save_every,
+        keep_checkpoints: BACKEND_DEFAULTS.get_training_defaults.keep_checkpoints,
+        batch_size: 6,
+        pretrained: 'auto',
+        preview_every: BACKEND_DEFAULTS.get_training_defaults.save_every,
+      },
     });
     const run = await screen.findByTestId('training-run');
     expect(run).toHaveAttribute('data-status', 'queued');

@@ -12,7 +12,8 @@ use crate::devices::{self, DeviceReport};
 use crate::library::Library;
 use crate::models_folder;
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ts_rs::TS)]
+#[ts(rename = "DoctorReport")]
 pub struct Report {
     pub libtorch: Libtorch,
     pub devices: DeviceReport,
@@ -26,14 +27,14 @@ pub struct Report {
     pub jobs: Vec<JobReadiness>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ts_rs::TS)]
 pub struct Libtorch {
     pub cuda: bool,
     pub cudnn: bool,
     pub gpus: Vec<Gpu>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ts_rs::TS)]
 pub struct Gpu {
     pub device: String,
     /// From NVML, when it answers.
@@ -41,7 +42,7 @@ pub struct Gpu {
     pub memory_bytes: Option<u64>,
 }
 
-#[derive(Debug, Serialize, PartialEq)]
+#[derive(Debug, Serialize, PartialEq, ts_rs::TS)]
 pub struct JobReadiness {
     pub kind: String,
     /// Whether a job of this kind can run now.

@@ -1,6 +1,7 @@
 use crate::commands::library::wav_response;
 use crate::error::CommandResult;
 use crate::state::AppState;
+use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tauri::State;
@@ -10,7 +11,20 @@ use timbre_core::db::{conversions, takes};
 use timbre_core::error::not_found;
 use timbre_core::input::AudioInput;
 use timbre_core::output_format::OutputFormat;
-use timbre_nn::pipeline::ConvertOptions;
+use timbre_nn::pipeline::{ConvertOptions, F0Method};
+
+/// The conversion parameters the Convert page sets, at the pipeline's defaults; the page sends
+/// them back as `options` (every other option keeps its default).
+#[derive(Serialize, ts_rs::TS)]
+pub struct ConversionDefaults {
+    speaker_id: i64,
+    /// Semitones.
+    transpose: f32,
+    f0_method: F0Method,
+    index_rate: f32,
+    protect: f32,
+    rms_mix_rate: f32,
+}
 
 /// Queues one `convert` job per (input, model) and returns their ids at once.
 #[tauri::command]
@@ -35,8 +49,16 @@ pub fn submit_conversions(
 
 /// The options a conversion takes unless told otherwise, for the Convert page's form.
 #[tauri::command]
-pub fn get_conversion_defaults() -> ConvertOptions {
-    ConvertOptions::default()
+pub fn get_conversion_defaults() -> ConversionDefaults {
+    let defaults = ConvertOptions::default();
+    ConversionDefaults {
+        speaker_id: defaults.speaker_id,
+        transpose: defaults.transpose,
+        f0_method: defaults.f0_method,
+        index_rate: defaults.index_rate,
+        protect: defaults.protect,
+        rms_mix_rate: defaults.rms_mix_rate,
+    }
 }
 
 /// Every conversion, newest first, or those of one input (by content hash).

@@ -1,3 +1,4 @@
+pub mod assets;
 pub mod clean;
 pub mod compare;
 pub mod convert;

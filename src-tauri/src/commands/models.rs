@@ -1,19 +1,10 @@
 use crate::error::CommandResult;
 use crate::state::AppState;
-use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tauri::State;
 use timbre_core::convert::model_import;
 use timbre_core::db::models::{self, Model};
-use timbre_core::models_folder;
-
-/// The models folder and the shared weight files it holds or lacks.
-#[derive(Serialize, ts_rs::TS)]
-pub struct ModelFiles {
-    dir: PathBuf,
-    files: Vec<models_folder::KnownFile>,
-}
 
 #[tauri::command]
 pub fn list_models(state: State<'_, AppState>) -> CommandResult<Vec<Model>> {
@@ -70,12 +61,4 @@ pub async fn attach_model_index(
     })
     .await??;
     Ok(model)
-}
-
-#[tauri::command]
-pub fn list_model_files(state: State<'_, AppState>) -> CommandResult<ModelFiles> {
-    let library = state.library();
-    let dir = models_folder::of(library)?;
-    let files = models_folder::known_files(&dir)?;
-    Ok(ModelFiles { dir, files })
 }

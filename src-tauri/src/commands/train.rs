@@ -16,7 +16,7 @@ use timbre_core::db::trainings::{self, Training};
 use timbre_core::train::{self, TrainRequest};
 
 /// What a training runs unless told otherwise, for the Train page's form.
-#[derive(Serialize)]
+#[derive(Serialize, ts_rs::TS)]
 pub struct TrainingDefaults {
     epochs: i64,
     save_every: i64,

@@ -62,7 +62,8 @@ describe('convert and compare', () => {
     await waitFor(async () => (await $$(byTestId('model-row')).length) === 2, { timeout: 5000, message: 'the Models page does not list both models' });
     assert.equal(await $(byTestId('models-dir')).getText(), requireEnv('TIMBRE_MODELS_DIR'));
     for (const name of ['hubert', 'rmvpe']) {
-      assert.equal(await $(`${byTestId('model-file')}[data-name="${name}"]`).getAttribute('data-present'), 'true', `${name} is not found`);
+      const state = await $(`${byTestId('asset-row')}[data-name="${name}"]`).getAttribute('data-state');
+      assert.ok(['present', 'verified'].includes(state), `${name} is ${state}`);
     }
     await screenshot('e2e-models.png');
 

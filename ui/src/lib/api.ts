@@ -3,11 +3,15 @@
 // are camelCase (Tauri v2 converts them to the Rust parameter names).
 import { Channel, invoke, type InvokeArgs } from '@tauri-apps/api/core';
 import type {
+  AssetList,
+  AssetStatus,
   Conversion,
+  ConversionDefaults,
   Dataset,
   DatasetRow,
   DerivedResult,
   DeviceReport,
+  DoctorReport,
   EnhanceOptions,
   EnhancePresets,
   EpochProfile,
@@ -23,12 +27,12 @@ import type {
   ListeningMode,
   ListeningTest,
   ModelCacheReport,
-  ModelFiles,
   Notification,
   PreviewInfo,
   ResourceSnapshot,
   Take,
   Training,
+  TrainingDefaults,
   TrainingMetric,
   TrainingPreview,
   Voice,
@@ -51,16 +55,9 @@ export interface FileEventData {
 
 export type OutputFormat = 'wav16' | 'wav24' | 'wav_float' | 'flac';
 
-/** The conversion parameters the UI sets; the backend defaults every other one. */
-export interface ConvertOptions {
-  speaker_id: number;
-  /** Semitones. */
-  transpose: number;
-  f0_method: F0Method;
-  index_rate: number;
-  protect: number;
-  rms_mix_rate: number;
-}
+/** The conversion parameters the UI sets (the backend's defaults for them come from
+ * `get_conversion_defaults`); the backend defaults every other one. */
+export type ConvertOptions = ConversionDefaults;
 
 export type ConvertInput = { take: number } | { file: string };
 
@@ -329,9 +326,18 @@ export const importModel = (weights: string, index: string | null, name: string 
 export const renameModel = (id: number, name: string) => call<VoiceModel>('rename_model', { id, name });
 export const deleteModel = (id: number) => call<null>('delete_model', { id });
 export const attachModelIndex = (id: number, index: string) => call<VoiceModel>('attach_model_index', { id, index });
-export const modelFiles = () => call<ModelFiles>('list_model_files');
+
+// ---- downloadable assets (the models folder's shared weights) ----
+export const listAssets = () => call<AssetList>('list_assets');
+/** Queues one `download` job per asset and resolves to them at once. */
+export const downloadAssets = (names: string[]) => call<Job[]>('download_assets', { names });
+/** Hashes the assets' files and resolves to their states. */
+export const verifyAssets = (names: string[]) => call<AssetStatus[]>('verify_assets', { names });
+export const removeAsset = (name: string) => call<AssetStatus>('remove_asset', { name });
+export const doctorReport = () => call<DoctorReport>('get_doctor_report');
 
 // ---- conversion ----
+export const conversionDefaults = () => call<ConversionDefaults>('get_conversion_defaults');
 /** Queues one convert job per (input, model) and resolves to their ids at once. */
 export const submitConversions = (
   inputs: ConvertInput[],
@@ -366,6 +372,7 @@ export const previewAudio = async (part: 'original' | 'cleaned') =>
   toArrayBuffer(await call<unknown>('get_preview_audio', { part }), 'get_preview_audio');
 
 // ---- training ----
+export const trainingDefaults = () => call<TrainingDefaults>('get_training_defaults');
 export const listDatasets = () => call<DatasetRow[]>('list_datasets');
 /** Queues the `dataset` job and resolves to it. */
 export const prepareDataset = (params: PrepareParams) => call<Job>('prepare_dataset', { params });

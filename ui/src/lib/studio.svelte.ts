@@ -5,7 +5,6 @@ import type {
   Conversion,
   ConvertInput,
   ConvertOptions,
-  ModelFiles,
   OutputFormat,
   VoiceModel,
 } from './api';
@@ -14,16 +13,8 @@ import { planDrop } from './dropRouting';
 import { cleaner } from './cleaner.svelte';
 import { trainer } from './trainer.svelte';
 import { basename, plural } from './format';
-
-/** The reference pipeline's defaults. */
-export const DEFAULT_OPTIONS: ConvertOptions = {
-  speaker_id: 0,
-  transpose: 0,
-  f0_method: 'rmvpe',
-  index_rate: 0.75,
-  protect: 0.33,
-  rms_mix_rate: 0.25,
-};
+import { defaults } from './defaults.svelte';
+import { assets } from './assets.svelte';
 
 export function sameInput(a: ConvertInput, b: ConvertInput): boolean {
   return 'take' in a ? 'take' in b && a.take === b.take : 'file' in b && a.file === b.file;
@@ -38,14 +29,14 @@ export function speakersOf(model: VoiceModel): number {
 class StudioState {
   models = $state<VoiceModel[]>([]);
   modelsLoaded = $state(false);
-  modelFiles = $state<ModelFiles | null>(null);
   /** Model imports in flight (each loads the .pth to check it). */
   importingModels = $state(0);
   conversions = $state<Conversion[]>([]);
 
   inputs = $state<ConvertInput[]>([]);
   modelIds = $state<number[]>([]);
-  options = $state<ConvertOptions>({ ...DEFAULT_OPTIONS });
+  /** The Convert page's parameters: null until the backend's defaults are loaded. */
+  options = $state<ConvertOptions | null>(null);
   format = $state<OutputFormat>('wav16');
   outDir = $state('');
   /** Convert jobs queued from this window, oldest first. */
@@ -55,11 +46,19 @@ class StudioState {
   compareInput = $state<string | null>(null);
   compareIds = $state<number[]>([]);
 
-  /** Whether rmvpe.pt is in the models folder; null until known. */
+  /** Whether rmvpe.pt, where conversion looks for it, is usable; null until known. */
   get rmvpePresent(): boolean | null {
-    const files = this.modelFiles?.files;
-    if (!files) return null;
-    return files.some((f) => f.location === 'rmvpe.pt' && f.present);
+    return assets.usableAt('rmvpe.pt');
+  }
+
+  /** The options at the backend's defaults, unless they are set already. */
+  async loadOptions(): Promise<void> {
+    try {
+      const { conversion } = await defaults.load();
+      this.options ??= { ...conversion };
+    } catch (err) {
+      app.reportError(err, 'Could not load the conversion defaults');
+    }
   }
 
   modelName(id: number | null): string {
@@ -80,14 +79,6 @@ class StudioState {
       this.modelIds = this.modelIds.filter((id) => known.has(id));
     } catch (err) {
       app.reportError(err, 'Could not load the voice models');
-    }
-  }
-
-  async refreshModelFiles(): Promise<void> {
-    try {
-      this.modelFiles = await api.modelFiles();
-    } catch (err) {
-      app.reportError(err, 'Could not read the models folder');
     }
   }
 
@@ -141,8 +132,10 @@ class StudioState {
   /** Queues a conversion of every input with every chosen model; returns the job ids. */
   async convert(inputs: ConvertInput[] = this.inputs, modelIds: number[] = this.modelIds): Promise<number[]> {
     try {
+      // The Compare page queues conversions without the Convert page's form having opened.
+      const options = { ...(this.options ?? (await defaults.load()).conversion) };
       const outDir = this.outDir.trim() || null;
-      const ids = await api.submitConversions(inputs, modelIds, { ...this.options }, this.format, outDir);
+      const ids = await api.submitConversions(inputs, modelIds, options, this.format, outDir);
       this.convertJobIds.push(...ids);
       return ids;
     } catch (err) {
@@ -194,12 +187,11 @@ class StudioState {
   reset() {
     this.models = [];
     this.modelsLoaded = false;
-    this.modelFiles = null;
     this.importingModels = 0;
     this.conversions = [];
     this.inputs = [];
     this.modelIds = [];
-    this.options = { ...DEFAULT_OPTIONS };
+    this.options = null;
     this.format = 'wav16';
     this.outDir = '';
     this.convertJobIds = [];

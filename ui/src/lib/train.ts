@@ -13,6 +13,7 @@ import type {
   TrainingProfile,
   TrainingRequest,
   TrainingRow,
+  TrainingDefaults,
   TrainingSampleRate,
 } from './api';
 import { isolationMethod, type Isolation } from './clean';
@@ -77,8 +78,18 @@ export interface TrainingForm {
   previewEvery: number | null;
 }
 
-export function defaultTrainingForm(name = ''): TrainingForm {
-  return { name, epochs: 200, saveEvery: 10, keepCheckpoints: 3, batchSize: null, pretrained: 'auto', previewEvery: null };
+/** The form at the backend's defaults (`get_training_defaults`); empty numbers until they are
+ * known. */
+export function trainingForm(defaults: TrainingDefaults | null, name = ''): TrainingForm {
+  return {
+    name,
+    epochs: defaults?.epochs ?? null,
+    saveEvery: defaults?.save_every ?? null,
+    keepCheckpoints: defaults?.keep_checkpoints ?? null,
+    batchSize: null,
+    pretrained: 'auto',
+    previewEvery: null,
+  };
 }
 
 const wholeAtLeast = (n: number | null, min: number): n is number => n !== null && Number.isInteger(n) && n >= min;

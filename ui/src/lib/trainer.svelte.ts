@@ -14,9 +14,10 @@ import type {
 import { app } from './stores.svelte';
 import { sameInput } from './studio.svelte';
 import { basename } from './format';
+import { defaults } from './defaults.svelte';
 import {
   defaultPrepareForm,
-  defaultTrainingForm,
+  trainingForm,
   prepareParams,
   trainingRequest,
   type PrepareForm,
@@ -34,7 +35,7 @@ class TrainerState {
   runs = $state<TrainingRow[]>([]);
   isolationModels = $state<SeparationModel[]>([]);
   prepare = $state<PrepareForm>(defaultPrepareForm());
-  settings = $state<TrainingForm>(defaultTrainingForm());
+  settings = $state<TrainingForm>(trainingForm(null));
   /** The dataset the settings train on. */
   datasetId = $state<number | null>(null);
   /** The run whose losses, previews and profile are shown. */
@@ -46,6 +47,7 @@ class TrainerState {
   submitting = $state(false);
 
   private refreshTimer: ReturnType<typeof setTimeout> | null = null;
+  private settingsDefaulted = false;
   /** Bumped when the selected run changes, so a late answer for the old one is dropped. */
   private runSeq = 0;
 
@@ -76,7 +78,22 @@ class TrainerState {
   }
 
   async load(): Promise<void> {
-    await Promise.all([this.refreshDatasets(), this.refreshRuns(), this.loadIsolationModels()]);
+    await Promise.all([this.refreshDatasets(), this.refreshRuns(), this.loadIsolationModels(), this.loadDefaults()]);
+  }
+
+  /** Fills the settings' empty numbers with the backend's defaults (asked for once, at
+   * start-up), the first time the page opens. */
+  private async loadDefaults() {
+    if (this.settingsDefaulted) return;
+    try {
+      const filled = trainingForm((await defaults.load()).training);
+      this.settingsDefaulted = true;
+      this.settings.epochs ??= filled.epochs;
+      this.settings.saveEvery ??= filled.saveEvery;
+      this.settings.keepCheckpoints ??= filled.keepCheckpoints;
+    } catch (err) {
+      app.reportError(err, 'Could not load the training defaults');
+    }
   }
 
   private async loadIsolationModels() {
@@ -259,7 +276,8 @@ class TrainerState {
     this.runs = [];
     this.isolationModels = [];
     this.prepare = defaultPrepareForm();
-    this.settings = defaultTrainingForm();
+    this.settings = trainingForm(null);
+    this.settingsDefaulted = false;
     this.datasetId = null;
     this.runId = null;
     this.metrics = [];

@@ -32,7 +32,7 @@ pub struct Catalog {
     plain_http: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct Asset {
     pub name: String,
     pub role: String,

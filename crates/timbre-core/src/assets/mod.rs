@@ -22,7 +22,7 @@ pub use job::{DownloadHandler, DownloadRequest, start_download};
 pub use state::AssetState;
 
 /// One asset and its state, for listings.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 pub struct AssetStatus {
     #[serde(flatten)]
     pub asset: Asset,

@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use super::catalog::Asset;
 use super::ledger::{Ledger, Record};
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum AssetState {
     Missing,
