@@ -58,6 +58,9 @@ enum Command {
     Assets(commands::assets::Command),
     /// What this machine can do: libtorch and GPUs, audio inputs, assets, disk, each job kind.
     Doctor,
+    /// Look inside audio as the converter does.
+    #[command(subcommand)]
+    Analyze(commands::analyze::Command),
 }
 
 fn main() -> ExitCode {
@@ -82,6 +85,7 @@ fn main() -> ExitCode {
         Command::Settings(cmd) => commands::settings::run(cli.data_dir.as_deref(), &out, cmd),
         Command::Assets(cmd) => commands::assets::run(cli.data_dir.as_deref(), &out, cmd),
         Command::Doctor => commands::doctor::run(cli.data_dir.as_deref(), &out),
+        Command::Analyze(cmd) => commands::analyze::run(cli.data_dir.as_deref(), &out, cmd),
     };
     match result {
         Ok(code) => code,

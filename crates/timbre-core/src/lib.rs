@@ -14,6 +14,7 @@ pub mod input;
 pub mod model_cache;
 pub mod models_folder;
 pub mod output_format;
+pub mod pitch;
 pub mod train;
 
 pub use timbre_library::{db, error, jobs, library, monitor, settings, store};

@@ -52,6 +52,14 @@ pub fn find_rmvpe(dir: &Path) -> Option<PathBuf> {
     Some(dir.join("rmvpe.pt")).filter(|p| p.is_file())
 }
 
+/// FCPE's weights: `fcpe.pt`, else where the catalogue downloads them (`fcpe/fcpe_c_v001.pt`).
+pub fn find_fcpe(dir: &Path) -> Option<PathBuf> {
+    ["fcpe.pt", "fcpe/fcpe_c_v001.pt", "fcpe_c_v001.pt"]
+        .iter()
+        .map(|name| dir.join(name))
+        .find(|p| p.is_file())
+}
+
 /// The HuBERT file, or an error that says where to put one.
 pub fn require_hubert(dir: &Path) -> Result<PathBuf> {
     find_hubert(dir).ok_or_else(|| {

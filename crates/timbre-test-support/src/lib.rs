@@ -16,6 +16,28 @@ pub fn reference_python() -> PathBuf {
     python
 }
 
+/// FCPE's real weights, as torchfcpe 0.0.4 ships them in the project venv
+/// (`scripts/setup.sh --test` installs it). Panics when they are missing.
+pub fn fcpe_weights() -> PathBuf {
+    let site = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/lib");
+    std::fs::read_dir(&site)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|python| {
+            python
+                .path()
+                .join("site-packages/torchfcpe/assets/fcpe_c_v001.pt")
+        })
+        .find(|weights| weights.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "torchfcpe's fcpe_c_v001.pt is not in {}: `scripts/setup.sh --test` installs it",
+                site.display()
+            )
+        })
+}
+
 /// The RVC fixture set: `RVC_PARITY_DIR`, else `../shared/fixtures/rvc-parity` beside the
 /// repository.
 pub fn rvc_parity_fixtures() -> PathBuf {

@@ -51,6 +51,11 @@ class StudioState {
     return assets.usableAt('rmvpe.pt');
   }
 
+  /** Whether FCPE's weights, where the catalogue puts them, are usable; null until known. */
+  get fcpePresent(): boolean | null {
+    return assets.usableAt('fcpe/fcpe_c_v001.pt');
+  }
+
   /** The options at the backend's defaults, unless they are set already. */
   async loadOptions(): Promise<void> {
     try {

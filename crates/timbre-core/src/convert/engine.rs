@@ -18,12 +18,11 @@ use lru::LruCache;
 use tch::Device;
 use timbre_nn::device::Precision;
 use timbre_nn::hubert::FeatureVersion;
-use timbre_nn::pipeline::{
-    self, Analysis, ConvertOptions, F0Method, OutputSink, PitchTracker, Rendered,
-};
+use timbre_nn::pipeline::{self, Analysis, ConvertOptions, F0Method, OutputSink, Rendered};
 
 use crate::hashing;
 use crate::model_cache::{CacheUse, ModelCache, StoredFile};
+use crate::pitch::{self, PitchModel};
 
 /// Bytes of analyses kept in memory.
 pub const ANALYSIS_MEMORY_BUDGET: u64 = 256 << 20;
@@ -161,23 +160,18 @@ impl Engine {
     ) -> Result<(String, CacheUse, Option<Analysis>)> {
         let hubert_path = crate::models_folder::require_hubert(request.models_dir)?;
         let hubert_identity = hashing::identity(&hubert_path)?;
-        let rmvpe_path = match f0_method {
-            Some(F0Method::Rmvpe) => Some(crate::models_folder::find_rmvpe(request.models_dir).ok_or_else(|| {
-                crate::error::not_found(format!(
-                    "pitch method rmvpe needs rmvpe.pt in {}: put it there, or choose pm or yin",
-                    request.models_dir.display()
-                ))
-            })?),
-            _ => None,
+        let pitch_file = match f0_method {
+            Some(method) => pitch::model_file(request.models_dir, method)?,
+            None => None,
         };
-        let rmvpe_identity = rmvpe_path.as_deref().map(hashing::identity).transpose()?;
+        let pitch_identity = pitch_file.as_deref().map(hashing::identity).transpose()?;
         let chunking = request.options.chunking;
         let key = hashing::cache_key(&[
             request.input_sha256,
             &hubert_identity,
             &format!("{version:?}"),
             f0_method.map_or("none", F0Method::name),
-            rmvpe_identity.as_deref().unwrap_or("-"),
+            pitch_identity.as_deref().unwrap_or("-"),
             &serde_json::to_string(&chunking)?,
             // Features computed on another device or precision differ in their last bits.
             &format!("{:?} {}", self.device, self.precision.name()),
@@ -190,23 +184,21 @@ impl Engine {
             let uncached = self.keep_analysis(&key, analysis);
             return Ok((key, CacheUse::Disk, uncached));
         }
-        // HuBERT before RMVPE, as every job takes them, so two jobs never wait on each other.
+        // HuBERT before the pitch model, as every job takes them, so two jobs never wait on
+        // each other.
         let hubert = self.models.hubert(&hubert_path, self.device)?.0;
-        let rmvpe = match &rmvpe_path {
-            Some(path) => Some(self.models.rmvpe(path, self.device)?.0),
-            None => None,
+        let pitch_model = match (f0_method, &pitch_file) {
+            (Some(method), Some(file)) => {
+                PitchModel::load(&self.models, method, file, self.device)?
+            }
+            _ => None,
         };
         let hubert = hubert.lock();
-        let rmvpe = rmvpe.as_ref().map(|r| r.lock());
+        let pitch_model = pitch_model.as_ref().map(PitchModel::lock);
         let hubert = &*hubert;
-        let tracker = match f0_method {
-            None => None,
-            Some(F0Method::Rmvpe) => Some(PitchTracker::Rmvpe(
-                rmvpe.as_deref().context("RMVPE is not loaded")?,
-            )),
-            Some(F0Method::Pm) => Some(PitchTracker::Pm),
-            Some(F0Method::Yin) => Some(PitchTracker::Yin),
-        };
+        let tracker = f0_method
+            .map(|method| pitch::tracker(method, pitch_model.as_ref()))
+            .transpose()?;
         // Features go to the disk cache as they are computed, so a long input never holds
         // them all; without a cache folder they stay in memory.
         let analysis = match std::fs::create_dir_all(&self.analysis_dir) {

@@ -123,15 +123,19 @@ impl JobHandler for ConvertHandler {
 }
 
 /// The input as 16 kHz mono, with its content hash and where it came from.
-struct Input {
+pub(crate) struct Input {
     sha256: String,
-    audio_16k: Vec<f32>,
+    pub(crate) audio_16k: Vec<f32>,
     take_id: Option<i64>,
     path: PathBuf,
-    name: String,
+    pub(crate) name: String,
 }
 
-fn load_input(library: &Library, input: &AudioInput, max_duration_secs: f64) -> Result<Input> {
+pub(crate) fn load_input(
+    library: &Library,
+    input: &AudioInput,
+    max_duration_secs: f64,
+) -> Result<Input> {
     let resolved = input.resolve(library)?;
     let sha256 = match &resolved.take {
         Some(take) => take.sha256.clone(),

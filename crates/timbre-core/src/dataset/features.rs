@@ -15,10 +15,10 @@ use tch::{Device, Kind, Tensor};
 use timbre_nn::hubert::{FeatureVersion, Hubert};
 use timbre_nn::pipeline::pitch::coarse;
 use timbre_nn::pipeline::{F0Method, PitchTracker};
-use timbre_nn::rmvpe::Rmvpe;
 
 use crate::clean::Separators;
 use crate::model_cache::{ModelCache, Shared};
+use crate::pitch::{self, PitchModel};
 use crate::{hashing, models_folder};
 
 /// Bumped when what a cache entry holds, or how it is computed, changes.
@@ -29,8 +29,9 @@ const CACHE_FORMAT: &str = "dataset-features-1";
 pub struct ExtractorFiles {
     pub hubert: PathBuf,
     pub hubert_sha256: String,
-    pub rmvpe: Option<PathBuf>,
-    pub rmvpe_sha256: Option<String>,
+    /// The pitch method's weights (RMVPE, FCPE), None for the weight-free ones.
+    pub pitch_model: Option<PathBuf>,
+    pub pitch_model_sha256: Option<String>,
 }
 
 /// HuBERT, RMVPE and the separation models from the process's model cache, on the extraction
@@ -54,20 +55,18 @@ impl Extractors {
     /// Finds the files the method needs in `models_dir`, refusing clearly when one is missing.
     pub fn files(&mut self, models_dir: &Path, method: Option<F0Method>) -> Result<ExtractorFiles> {
         let hubert = models_folder::require_hubert(models_dir)?;
-        let rmvpe = match method {
-            Some(F0Method::Rmvpe) => Some(models_folder::find_rmvpe(models_dir).ok_or_else(|| {
-                crate::error::not_found(format!(
-                    "pitch method rmvpe needs rmvpe.pt in {}: put it there, or choose pm or yin",
-                    models_dir.display()
-                ))
-            })?),
-            _ => None,
+        let pitch_model = match method {
+            Some(method) => pitch::model_file(models_dir, method)?,
+            None => None,
         };
         Ok(ExtractorFiles {
             hubert_sha256: self.content_hash(&hubert)?,
-            rmvpe_sha256: rmvpe.as_deref().map(|p| self.content_hash(p)).transpose()?,
+            pitch_model_sha256: pitch_model
+                .as_deref()
+                .map(|p| self.content_hash(p))
+                .transpose()?,
             hubert,
-            rmvpe,
+            pitch_model,
         })
     }
 
@@ -95,13 +94,16 @@ impl Extractors {
         Ok(self.models.hubert(&files.hubert, self.device()?)?.0)
     }
 
-    /// RMVPE when `files` has it (the pitch method is rmvpe).
-    pub fn rmvpe(&self, files: &ExtractorFiles) -> Result<Option<Shared<Rmvpe>>> {
-        files
-            .rmvpe
-            .as_deref()
-            .map(|path| Ok(self.models.rmvpe(path, self.device()?)?.0))
-            .transpose()
+    /// The network of `method` when it has one.
+    pub fn pitch_model(
+        &self,
+        files: &ExtractorFiles,
+        method: F0Method,
+    ) -> Result<Option<PitchModel>> {
+        match &files.pitch_model {
+            Some(path) => PitchModel::load(&self.models, method, path, self.device()?),
+            None => Ok(None),
+        }
     }
 
     fn content_hash(&mut self, path: &Path) -> Result<String> {
@@ -138,7 +140,7 @@ pub fn cache_key(
         &files.hubert_sha256,
         &format!("{version:?}"),
         method.map_or("none", F0Method::name),
-        files.rmvpe_sha256.as_deref().unwrap_or("-"),
+        files.pitch_model_sha256.as_deref().unwrap_or("-"),
     ])
 }
 
@@ -183,15 +185,6 @@ impl FeatureCache {
             .with_context(|| format!("{}: cannot write", path.display()))?;
         Ok(path)
     }
-}
-
-/// The tracker of `method`; RMVPE's model must be given for rmvpe.
-pub fn tracker(method: F0Method, rmvpe: Option<&Rmvpe>) -> Result<PitchTracker<'_>> {
-    Ok(match method {
-        F0Method::Rmvpe => PitchTracker::Rmvpe(rmvpe.context("RMVPE is not loaded")?),
-        F0Method::Pm => PitchTracker::Pm,
-        F0Method::Yin => PitchTracker::Yin,
-    })
 }
 
 /// A piece's f0 in Hz, one value per 10 ms frame (`samples / 160 + 1`), unvoiced frames 0.

@@ -332,9 +332,9 @@ fn run(
     if let Some(method) = params.f0_method
         && !todo.is_empty()
     {
-        let rmvpe = extractors.rmvpe(files)?;
-        let rmvpe = rmvpe.as_ref().map(|r| r.lock());
-        let tracker = features::tracker(method, rmvpe.as_deref())?;
+        let model = extractors.pitch_model(files, method)?;
+        let model = model.as_ref().map(|m| m.lock());
+        let tracker = crate::pitch::tracker(method, model.as_ref())?;
         for (i, piece) in todo.iter().enumerate() {
             progress(
                 0.3 + 0.2 * i as f64 / todo.len() as f64,

@@ -57,8 +57,8 @@ fn cache_keys_change_with_content_weights_and_parameters() {
     let files = ExtractorFiles {
         hubert: "h".into(),
         hubert_sha256: "aa".into(),
-        rmvpe: None,
-        rmvpe_sha256: None,
+        pitch_model: None,
+        pitch_model_sha256: None,
     };
     let key = |sha: &str, files: &ExtractorFiles, v, m| features::cache_key(sha, files, v, m);
     let base = key("piece", &files, FeatureVersion::V2, Some(F0Method::Pm));
@@ -71,7 +71,7 @@ fn cache_keys_change_with_content_weights_and_parameters() {
         ..files.clone()
     };
     let with_rmvpe = ExtractorFiles {
-        rmvpe_sha256: Some("cc".into()),
+        pitch_model_sha256: Some("cc".into()),
         ..files.clone()
     };
     for other in [

@@ -7,6 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use tch::Device;
 use timbre_nn::device::Precision;
+use timbre_nn::fcpe::Fcpe;
 use timbre_nn::hubert::Hubert;
 use timbre_nn::index::IvfFlatIndex;
 use timbre_nn::rmvpe::Rmvpe;
@@ -54,6 +55,13 @@ impl ModelCache {
         let key = key(ModelKind::Rmvpe, hashing::identity(path)?, device, "fp32");
         self.get_or_load(key, &file_name(path), || {
             Ok((Rmvpe::load(path, device)?, hashing::disk_bytes(path)))
+        })
+    }
+
+    pub fn fcpe(&self, path: &Path, device: Device) -> Result<(Shared<Fcpe>, CacheUse)> {
+        let key = key(ModelKind::Fcpe, hashing::identity(path)?, device, "fp32");
+        self.get_or_load(key, &file_name(path), || {
+            Ok((Fcpe::load(path, device)?, hashing::disk_bytes(path)))
         })
     }
 

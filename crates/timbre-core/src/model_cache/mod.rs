@@ -44,6 +44,7 @@ impl CacheUse {
 pub enum ModelKind {
     Hubert,
     Rmvpe,
+    Fcpe,
     Voice,
     Index,
     Separator,

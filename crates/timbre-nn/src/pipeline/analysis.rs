@@ -12,12 +12,14 @@ use tch::{Kind, Tensor};
 use super::pitch;
 use super::segments::{self, Chunking, Segment, WINDOW};
 use super::store;
+use crate::fcpe::Fcpe;
 use crate::hubert::{FeatureVersion, Hubert};
 use crate::rmvpe::Rmvpe;
 
 /// A source of pitch at the 10 ms grid.
 pub enum PitchTracker<'a> {
     Rmvpe(&'a Rmvpe),
+    Fcpe(&'a Fcpe),
     Pm,
     Yin,
 }
@@ -37,10 +39,21 @@ impl PitchTracker<'_> {
                     f0.to_kind(Kind::Float).to_device(tch::Device::Cpu),
                 )?)
             }
+            PitchTracker::Fcpe(model) => model.f0(audio_16k, crate::fcpe::THRESHOLD),
             PitchTracker::Pm => Ok(timbre_audio::pitch::pm::track(audio_16k, F0_MIN, F0_MAX)),
             PitchTracker::Yin => Ok(timbre_audio::pitch::yin::track(audio_16k, F0_MIN, F0_MAX)),
         }
     }
+}
+
+/// The pitch the converter tracks for 16 kHz audio: over the 48 Hz high-passed input, Hz per
+/// 10 ms frame (`samples / 160 + 1` values), unvoiced frames 0 (conversion then fills them by
+/// interpolation).
+pub fn pitch_curve(audio_16k: &[f32], tracker: &PitchTracker) -> Result<Vec<f32>> {
+    ensure!(!audio_16k.is_empty(), "the input has no samples");
+    let mut f0 = tracker.track(&timbre_audio::filter::rvc_highpass(audio_16k))?;
+    f0.resize(audio_16k.len() / WINDOW + 1, 0.0);
+    Ok(f0)
 }
 
 pub struct Analysis {

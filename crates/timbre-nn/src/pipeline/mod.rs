@@ -20,7 +20,7 @@ mod tests;
 
 use serde::{Deserialize, Serialize};
 
-pub use analysis::{Analysis, PitchTracker, analyze, analyze_to_file};
+pub use analysis::{Analysis, PitchTracker, analyze, analyze_to_file, pitch_curve};
 pub use pitch::F0Method;
 pub use render::{Converted, OutputSink, Rendered, render, render_to};
 pub use segments::Chunking;

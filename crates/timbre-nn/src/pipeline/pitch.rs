@@ -13,6 +13,8 @@ const F0_MAX: f64 = 1100.0;
 pub enum F0Method {
     /// The RMVPE network (needs `rmvpe.pt`).
     Rmvpe,
+    /// The FCPE network (needs `fcpe.pt`): fast enough for live conversion.
+    Fcpe,
     /// Weight-free autocorrelation, close to Praat's (RVC's `pm`).
     Pm,
     /// Weight-free YIN.
@@ -23,6 +25,7 @@ impl F0Method {
     pub fn name(self) -> &'static str {
         match self {
             F0Method::Rmvpe => "rmvpe",
+            F0Method::Fcpe => "fcpe",
             F0Method::Pm => "pm",
             F0Method::Yin => "yin",
         }
@@ -31,9 +34,10 @@ impl F0Method {
     pub fn parse(name: &str) -> anyhow::Result<Self> {
         match name.to_ascii_lowercase().as_str() {
             "rmvpe" => Ok(F0Method::Rmvpe),
+            "fcpe" => Ok(F0Method::Fcpe),
             "pm" => Ok(F0Method::Pm),
             "yin" => Ok(F0Method::Yin),
-            other => anyhow::bail!("unknown pitch method `{other}`: use rmvpe, pm or yin"),
+            other => anyhow::bail!("unknown pitch method `{other}`: use rmvpe, fcpe, pm or yin"),
         }
     }
 }

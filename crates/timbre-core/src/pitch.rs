@@ -1,0 +1,131 @@
+//! The pitch methods that run a network (RMVPE, FCPE): the file each needs in the models folder,
+//! the model loaded through the process's model cache, and the tracker over it that conversion
+//! and dataset preparation use alike.
+
+use std::path::{Path, PathBuf};
+use std::sync::MutexGuard;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use tch::Device;
+use timbre_nn::fcpe::Fcpe;
+use timbre_nn::pipeline::{F0Method, PitchTracker};
+use timbre_nn::rmvpe::Rmvpe;
+
+use crate::input::AudioInput;
+use crate::library::Library;
+use crate::model_cache::{ModelCache, Shared};
+use crate::models_folder;
+
+/// The weights `method` runs on, or None for the weight-free methods; an error that says where
+/// to put them when they are missing.
+pub fn model_file(models_dir: &Path, method: F0Method) -> Result<Option<PathBuf>> {
+    let (found, wanted) = match method {
+        F0Method::Rmvpe => (models_folder::find_rmvpe(models_dir), "rmvpe.pt"),
+        F0Method::Fcpe => (models_folder::find_fcpe(models_dir), "fcpe.pt"),
+        F0Method::Pm | F0Method::Yin => return Ok(None),
+    };
+    found.map(Some).ok_or_else(|| {
+        crate::error::not_found(format!(
+            "pitch method {} needs {wanted} in {}: download it on the Models page (timbre \
+             assets download {}), put it there, or choose pm or yin",
+            method.name(),
+            models_dir.display(),
+            method.name()
+        ))
+    })
+}
+
+/// A pitch network from the model cache.
+pub enum PitchModel {
+    Rmvpe(Shared<Rmvpe>),
+    Fcpe(Shared<Fcpe>),
+}
+
+/// A pitch network held for one run.
+pub enum HeldPitchModel<'a> {
+    Rmvpe(MutexGuard<'a, Rmvpe>),
+    Fcpe(MutexGuard<'a, Fcpe>),
+}
+
+impl PitchModel {
+    /// The network of `method` from `file`, through the cache; None for weight-free methods.
+    pub fn load(
+        models: &ModelCache,
+        method: F0Method,
+        file: &Path,
+        device: Device,
+    ) -> Result<Option<PitchModel>> {
+        Ok(match method {
+            F0Method::Rmvpe => Some(PitchModel::Rmvpe(models.rmvpe(file, device)?.0)),
+            F0Method::Fcpe => Some(PitchModel::Fcpe(models.fcpe(file, device)?.0)),
+            F0Method::Pm | F0Method::Yin => None,
+        })
+    }
+
+    pub fn lock(&self) -> HeldPitchModel<'_> {
+        match self {
+            PitchModel::Rmvpe(model) => HeldPitchModel::Rmvpe(model.lock()),
+            PitchModel::Fcpe(model) => HeldPitchModel::Fcpe(model.lock()),
+        }
+    }
+}
+
+/// The tracker of `method`, over its held network when it has one.
+pub fn tracker<'a>(
+    method: F0Method,
+    model: Option<&'a HeldPitchModel<'_>>,
+) -> Result<PitchTracker<'a>> {
+    Ok(match (method, model) {
+        (F0Method::Pm, _) => PitchTracker::Pm,
+        (F0Method::Yin, _) => PitchTracker::Yin,
+        (F0Method::Rmvpe, Some(HeldPitchModel::Rmvpe(model))) => PitchTracker::Rmvpe(model),
+        (F0Method::Fcpe, Some(HeldPitchModel::Fcpe(model))) => PitchTracker::Fcpe(model),
+        (method, _) => anyhow::bail!("the {} model is not loaded", method.name()),
+    })
+}
+
+/// The pitch of an input as the converter tracks it, per 10 ms frame.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
+pub struct PitchCurve {
+    /// The input's name.
+    pub input: String,
+    pub method: F0Method,
+    pub frame_secs: f64,
+    /// Hz per frame, 0 where unvoiced (conversion fills those by interpolation).
+    pub f0: Vec<f32>,
+    pub voiced_frames: usize,
+    /// The median of the voiced frames.
+    pub median_hz: Option<f32>,
+}
+
+/// Tracks the pitch of `input` with `method`, its model from `models` on the library's device.
+pub fn analyze(
+    library: &Library,
+    models: &ModelCache,
+    input: &AudioInput,
+    method: F0Method,
+) -> Result<PitchCurve> {
+    let settings = library.settings()?;
+    let device = crate::devices::Devices::of(&settings)?.main;
+    let file = model_file(&models_folder::of(library)?, method)?;
+    let model = match &file {
+        Some(file) => PitchModel::load(models, method, file, device)?,
+        None => None,
+    };
+    let input = crate::convert::load_input(library, input, settings.max_import_duration_secs)?;
+    let held = model.as_ref().map(PitchModel::lock);
+    let tracker = tracker(method, held.as_ref())?;
+    let f0 = timbre_nn::pipeline::pitch_curve(&input.audio_16k, &tracker)
+        .with_context(|| format!("{}: tracking its pitch", input.name))?;
+    let mut voiced: Vec<f32> = f0.iter().copied().filter(|f| *f > 0.0).collect();
+    voiced.sort_by(f32::total_cmp);
+    Ok(PitchCurve {
+        input: input.name,
+        method,
+        frame_secs: 0.01,
+        voiced_frames: voiced.len(),
+        median_hz: voiced.get(voiced.len() / 2).copied(),
+        f0,
+    })
+}

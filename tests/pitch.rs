@@ -1,0 +1,117 @@
+//! `timbre analyze pitch` and FCPE in conversion, through the real binary: FCPE with its real
+//! weights (torchfcpe's, from the venv) as `models/fcpe.pt`, the weight-free methods beside it.
+
+use timbre_integration_tests::{Sandbox, rvc_parity_fixtures, write_sine_wav};
+use timbre_test_support::fcpe_weights;
+
+fn with_fcpe() -> Sandbox {
+    let sb = Sandbox::with_extractors(false);
+    std::fs::copy(fcpe_weights(), sb.models_dir().join("fcpe.pt")).unwrap();
+    sb
+}
+
+fn cents(a: f64, b: f64) -> f64 {
+    1200.0 * (a / b).log2().abs()
+}
+
+#[test]
+fn the_pitch_of_a_tone_is_where_it_was_generated_for_fcpe_and_pm() {
+    let sb = with_fcpe();
+    let tone = sb.path("tone.wav");
+    write_sine_wav(&tone, 2.0, 220.0);
+    for method in ["fcpe", "pm", "yin"] {
+        let out = sb
+            .cpu_command()
+            .args([
+                "--json",
+                "analyze",
+                "pitch",
+                tone.to_str().unwrap(),
+                "--f0-method",
+                method,
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{method}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let curve: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let f0 = curve["f0"].as_array().unwrap();
+        assert_eq!(f0.len(), 2 * 100 + 1, "{method}: one frame per 10 ms");
+        assert_eq!(curve["method"], method);
+        let median = curve["median_hz"].as_f64().unwrap();
+        assert!(cents(median, 220.0) < 20.0, "{method}: median {median} Hz");
+        assert!(
+            curve["voiced_frames"].as_u64().unwrap() > 180,
+            "{method}: {curve}"
+        );
+    }
+}
+
+#[test]
+fn fcpe_without_its_weights_says_where_to_put_them_and_a_conversion_runs_with_them() {
+    let sb = Sandbox::with_extractors(false);
+    let tone = sb.path("tone.wav");
+    write_sine_wav(&tone, 1.0, 220.0);
+    let out = sb
+        .cpu_command()
+        .args([
+            "analyze",
+            "pitch",
+            tone.to_str().unwrap(),
+            "--f0-method",
+            "fcpe",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("fcpe.pt") && err.contains(sb.models_dir().to_str().unwrap()),
+        "{err}"
+    );
+
+    std::fs::copy(fcpe_weights(), sb.models_dir().join("fcpe.pt")).unwrap();
+    let model = rvc_parity_fixtures().join("synth_v1_f0_40k/model.pth");
+    let import = sb
+        .cpu_command()
+        .args([
+            "models",
+            "import",
+            model.to_str().unwrap(),
+            "--name",
+            "pitched",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        import.status.success(),
+        "{}",
+        String::from_utf8_lossy(&import.stderr)
+    );
+    let out_dir = sb.path("out");
+    let convert = sb
+        .cpu_command()
+        .args([
+            "--json",
+            "convert",
+            "--model",
+            "pitched",
+            "--f0-method",
+            "fcpe",
+            "--out",
+        ])
+        .arg(&out_dir)
+        .arg(&tone)
+        .output()
+        .unwrap();
+    assert!(
+        convert.status.success(),
+        "{}",
+        String::from_utf8_lossy(&convert.stderr)
+    );
+    let written: Vec<_> = std::fs::read_dir(&out_dir).unwrap().flatten().collect();
+    assert_eq!(written.len(), 1);
+}
