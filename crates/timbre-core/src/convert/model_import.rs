@@ -36,6 +36,7 @@ pub fn import_model(
             weights,
             info: &info,
             source: &weights.display().to_string(),
+            file_name: &weights.file_name().unwrap_or_default().to_string_lossy(),
             index,
         },
         name,
@@ -44,11 +45,13 @@ pub fn import_model(
 }
 
 /// A voice model that passed [`check_model`], with the index checked to fit it; `source` is
-/// how the user knows the weights (their path, or an entry of an archive).
+/// how the user knows the weights (their path, or an entry of an archive), `file_name` the name
+/// of that file (the model's name when the file holds none).
 pub struct CheckedModel<'a> {
     pub weights: &'a Path,
     pub info: &'a ModelInfo,
     pub source: &'a str,
+    pub file_name: &'a str,
     pub index: Option<&'a Path>,
 }
 
@@ -70,7 +73,7 @@ pub fn store_checked(
     let chosen_name = name.map(str::trim).filter(|n| !n.is_empty());
     let name = chosen_name
         .map(str::to_string)
-        .unwrap_or_else(|| display_name(model.source, info));
+        .unwrap_or_else(|| display_name(model.file_name, info));
     library.edit(|conn| {
         if let Some(mut existing) = models::find_by_weights(conn, &stored_weights.sha256)? {
             if let Some(sha) = index_sha {
@@ -170,13 +173,13 @@ pub fn name_stored_files(error: anyhow::Error, stored: &[(&Path, String)]) -> an
     .into()
 }
 
-fn display_name(source: &str, info: &ModelInfo) -> String {
+fn display_name(file_name: &str, info: &ModelInfo) -> String {
     info.metadata
         .model_name
         .clone()
         .filter(|n| !n.trim().is_empty())
         .unwrap_or_else(|| {
-            Path::new(source)
+            Path::new(file_name)
                 .file_stem()
                 .map_or_else(|| "model".into(), |s| s.to_string_lossy().into_owned())
         })

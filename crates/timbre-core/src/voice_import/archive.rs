@@ -221,4 +221,4 @@ fn slash_path(path: &std::path::Path) -> Option<String> {
 
 #[cfg(test)]
 #[path = "archive_tests.rs"]
-mod tests;
+pub(super) mod tests;

@@ -145,6 +145,7 @@ pub fn import(library: &Library, request: &VoiceImportRequest, progress: &mut Pr
                 weights: &voice.file.path,
                 info: &voice.info,
                 source: &voice.file.shown,
+                file_name: voice.file.relative.rsplit('/').next().unwrap_or_default(),
                 index: index.as_deref(),
             },
             request.name.as_deref(),
