@@ -25,6 +25,7 @@ use timbre_core::db::{
 use timbre_core::devices::DeviceReport;
 use timbre_core::monitor::ResourceSnapshot;
 use timbre_core::train::session::EpochProfile;
+use timbre_core::voice_import::{VoiceImportReport, VoiceImportRequest};
 use timbre_core::{ErrorReport, Notification};
 use ts_rs::{Config, TS};
 
@@ -67,6 +68,8 @@ fn export_contract(dir: &Path) -> Result<(), ts_rs::ExportError> {
         SeparationModel,
         EnhancePresets,
         PreviewInfo,
+        VoiceImportRequest,
+        VoiceImportReport,
     );
     Ok(())
 }
