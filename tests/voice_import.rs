@@ -48,7 +48,11 @@ fn import(sb: &Sandbox, source: &str, extra: &[&str]) -> std::process::Output {
 }
 
 fn imported(out: &std::process::Output) -> Vec<Value> {
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).expect("the imported models as JSON")
 }
 
@@ -75,9 +79,15 @@ fn a_community_zip_imports_each_voice_with_its_index() {
         &zip,
         &[
             ("Alto and Bass/Alto/alto.pth", fixture(V1)),
-            ("Alto and Bass/Alto/added_IVF51_Flat_nprobe_1_alto_v1.index", v1_index.clone()),
+            (
+                "Alto and Bass/Alto/added_IVF51_Flat_nprobe_1_alto_v1.index",
+                v1_index.clone(),
+            ),
             ("Alto and Bass/Bass/bass.pth", fixture(V2)),
-            ("Alto and Bass/Bass/added_IVF38_Flat_nprobe_1_bass_v2.index", v2_index.clone()),
+            (
+                "Alto and Bass/Bass/added_IVF38_Flat_nprobe_1_bass_v2.index",
+                v2_index.clone(),
+            ),
             ("Alto and Bass/credits.txt", b"made with RVC".to_vec()),
         ],
     );
@@ -103,8 +113,14 @@ fn an_rvc_install_folder_imports_its_weights_with_the_indexes_of_their_logs() {
             ("assets/weights/alice.pth", fixture(V2)),
             ("assets/weights/bob.pth", fixture(V1)),
             ("assets/pretrained_v2/f0G40k.pth", fixture(NOT_A_VOICE)),
-            ("logs/alice/added_IVF38_Flat_nprobe_1_alice_v2.index", v2_index.clone()),
-            ("logs/bob/added_IVF51_Flat_nprobe_1_bob_v1.index", v1_index.clone()),
+            (
+                "logs/alice/added_IVF38_Flat_nprobe_1_alice_v2.index",
+                v2_index.clone(),
+            ),
+            (
+                "logs/bob/added_IVF51_Flat_nprobe_1_bob_v1.index",
+                v1_index.clone(),
+            ),
             ("logs/bob/config.json", b"{}".to_vec()),
         ],
     );
@@ -117,9 +133,16 @@ fn an_rvc_install_folder_imports_its_weights_with_the_indexes_of_their_logs() {
         ]
     );
     // Without --json the skipped pretrained file is noted on stderr.
-    let out = sb.cpu_command().args(["models", "import", install.to_str().unwrap()]).output().unwrap();
+    let out = sb
+        .cpu_command()
+        .args(["models", "import", install.to_str().unwrap()])
+        .output()
+        .unwrap();
     let notes = String::from_utf8_lossy(&out.stderr);
-    assert!(notes.contains("skipped   ") && notes.contains("f0G40k.pth: not an RVC voice model"), "{notes}");
+    assert!(
+        notes.contains("skipped   ") && notes.contains("f0G40k.pth: not an RVC voice model"),
+        "{notes}"
+    );
 }
 
 #[test]
@@ -129,7 +152,11 @@ fn ambiguous_indexes_are_named_and_the_choice_is_taken() {
     let zip = sb.path("two-indexes.zip");
     write_zip(
         &zip,
-        &[("voice.pth", fixture(V2)), ("old/added_a.index", index.clone()), ("new/added_b.index", index.clone())],
+        &[
+            ("voice.pth", fixture(V2)),
+            ("old/added_a.index", index.clone()),
+            ("new/added_b.index", index.clone()),
+        ],
     );
     let out = import(&sb, zip.to_str().unwrap(), &[]);
     assert!(!out.status.success());
@@ -137,8 +164,15 @@ fn ambiguous_indexes_are_named_and_the_choice_is_taken() {
     assert_eq!(error["kind"], "invalid_input");
     let message = error["message"].as_str().unwrap();
     assert!(message.contains("2 indexes fit the voice voice.pth: old/added_a.index (768-d), new/added_b.index (768-d)"), "{message}");
-    let models = imported(&import(&sb, zip.to_str().unwrap(), &["--use-index", "new/added_b.index"]));
-    assert_eq!(models[0]["index_sha256"].as_str(), Some(sha256_hex(&index).as_str()));
+    let models = imported(&import(
+        &sb,
+        zip.to_str().unwrap(),
+        &["--use-index", "new/added_b.index"],
+    ));
+    assert_eq!(
+        models[0]["index_sha256"].as_str(),
+        Some(sha256_hex(&index).as_str())
+    );
 }
 
 #[test]
@@ -146,10 +180,26 @@ fn a_hugging_face_blob_link_is_downloaded_from_its_resolve_url_and_imported() {
     let sb = Sandbox::new();
     let server = AssetServer::start();
     let zip = sb.path("served.zip");
-    write_zip(&zip, &[("singer/singer.pth", fixture(V2)), ("singer/added_IVF38_Flat_nprobe_1_singer_v2.index", fixture(V2_INDEX))]);
+    write_zip(
+        &zip,
+        &[
+            ("singer/singer.pth", fixture(V2)),
+            (
+                "singer/added_IVF38_Flat_nprobe_1_singer_v2.index",
+                fixture(V2_INDEX),
+            ),
+        ],
+    );
     let bytes = std::fs::read(&zip).unwrap();
     // A dropped connection half-way is resumed.
-    server.serve("/someone/voices/resolve/main/singer.zip", &bytes, Fault::Drop { at: bytes.len() / 2, times: 1 });
+    server.serve(
+        "/someone/voices/resolve/main/singer.zip",
+        &bytes,
+        Fault::Drop {
+            at: bytes.len() / 2,
+            times: 1,
+        },
+    );
     let link = "http://huggingface.co/someone/voices/blob/main/singer.zip";
     let out = sb
         .cpu_command()
@@ -169,8 +219,15 @@ fn a_hugging_face_blob_link_is_downloaded_from_its_resolve_url_and_imported() {
     );
     let seen = server.seen();
     assert!(seen.iter().all(|s| !s.path.contains("/blob/")), "{seen:?}");
-    assert!(seen.iter().any(|s| s.range_start == Some((bytes.len() / 2) as u64)), "not resumed: {seen:?}");
-    let tmp: Vec<PathBuf> = std::fs::read_dir(sb.data_dir().join("store/tmp")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert!(
+        seen.iter()
+            .any(|s| s.range_start == Some((bytes.len() / 2) as u64)),
+        "not resumed: {seen:?}"
+    );
+    let tmp: Vec<PathBuf> = std::fs::read_dir(sb.data_dir().join("store/tmp"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     assert!(tmp.is_empty(), "left in tmp: {tmp:?}");
 
     // A link that is not served names the link and the answer.
@@ -182,5 +239,8 @@ fn a_hugging_face_blob_link_is_downloaded_from_its_resolve_url_and_imported() {
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && err.contains("gone.zip: HTTP 404"), "{err}");
+    assert!(
+        !out.status.success() && err.contains("gone.zip: HTTP 404"),
+        "{err}"
+    );
 }

@@ -56,28 +56,37 @@ impl<R: Read + Seek> VoiceZip<R> {
     /// Lists the archive (`label` names it in messages), refusing bombs and encrypted voice
     /// files before any entry is inflated.
     pub fn open(reader: R, label: &str) -> Result<Self> {
-        let archive = ZipArchive::new(reader)
-            .map_err(|e| crate::error::invalid_input(format!("{label}: not a readable zip archive ({e})")))?;
+        let archive = ZipArchive::new(reader).map_err(|e| {
+            crate::error::invalid_input(format!("{label}: not a readable zip archive ({e})"))
+        })?;
         if archive.len() > MAX_ENTRIES {
             return Err(bomb(
                 label,
-                format!("it holds {} entries, more than {MAX_ENTRIES}", archive.len()),
+                format!(
+                    "it holds {} entries, more than {MAX_ENTRIES}",
+                    archive.len()
+                ),
             ));
         }
         let mut members = Vec::new();
         let mut ignored = Vec::new();
         let mut total = 0u64;
         for position in 0..archive.len() {
-            let entry = archive
-                .by_index_data(position)
-                .map_err(|e| crate::error::invalid_input(format!("{label}: entry {position} is unreadable ({e})")))?;
+            let entry = archive.by_index_data(position).map_err(|e| {
+                crate::error::invalid_input(format!(
+                    "{label}: entry {position} is unreadable ({e})"
+                ))
+            })?;
             let raw_name = String::from_utf8_lossy(entry.name_raw()).into_owned();
             let (size, packed) = (entry.size(), entry.compressed_size());
             total = total.saturating_add(size);
             if total > MAX_TOTAL_BYTES {
                 return Err(bomb(
                     label,
-                    format!("its entries inflate to more than {} GB", MAX_TOTAL_BYTES >> 30),
+                    format!(
+                        "its entries inflate to more than {} GB",
+                        MAX_TOTAL_BYTES >> 30
+                    ),
                 ));
             }
             if size > RATIO_FLOOR_BYTES && size / packed.max(1) > MAX_RATIO {
@@ -165,7 +174,10 @@ impl<R: Read + Seek> VoiceZip<R> {
             if written > limit {
                 return Err(bomb(
                     label,
-                    format!("{} inflates past the {} bytes it declares", member.name, member.size),
+                    format!(
+                        "{} inflates past the {} bytes it declares",
+                        member.name, member.size
+                    ),
                 ));
             }
             out.write_all(&buf[..n])?;

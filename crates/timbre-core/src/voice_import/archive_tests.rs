@@ -34,7 +34,10 @@ fn open(bytes: Vec<u8>) -> Result<VoiceZip<Cursor<Vec<u8>>>> {
 }
 
 fn names(zip: &VoiceZip<Cursor<Vec<u8>>>) -> Vec<(&str, MemberKind)> {
-    zip.members().iter().map(|m| (m.name.as_str(), m.kind)).collect()
+    zip.members()
+        .iter()
+        .map(|m| (m.name.as_str(), m.kind))
+        .collect()
 }
 
 #[test]
@@ -53,7 +56,10 @@ fn voice_files_are_found_among_nested_folders_and_junk() {
         names(&zip),
         [
             ("Alice/model/Alice.PTH", MemberKind::Weights),
-            ("Alice/added_IVF1_Flat_nprobe_1_Alice_v2.index", MemberKind::Index),
+            (
+                "Alice/added_IVF1_Flat_nprobe_1_Alice_v2.index",
+                MemberKind::Index
+            ),
         ]
     );
     assert!(zip.ignored().is_empty());
@@ -81,7 +87,10 @@ fn too_many_entries_are_refused() {
     let names: Vec<String> = (0..=MAX_ENTRIES).map(|i| format!("f{i}")).collect();
     let items: Vec<Item> = names.iter().map(|n| Item::File(n, b"")).collect();
     let err = open(zip_of(&items)).err().expect("opened").to_string();
-    assert!(err.contains(&format!("holds {} entries", MAX_ENTRIES + 1)), "{err}");
+    assert!(
+        err.contains(&format!("holds {} entries", MAX_ENTRIES + 1)),
+        "{err}"
+    );
 }
 
 #[test]
@@ -101,7 +110,11 @@ fn links_and_paths_leaving_the_archive_are_ignored_with_a_reason() {
         .collect();
     assert_eq!(ignored.len(), 3, "{ignored:?}");
     assert!(ignored.contains(&("../../outside.pth", "its path leads outside the archive")));
-    assert!(ignored.iter().any(|(n, r)| *n == "linked.pth" && r.starts_with("a symbolic link")));
+    assert!(
+        ignored
+            .iter()
+            .any(|(n, r)| *n == "linked.pth" && r.starts_with("a symbolic link"))
+    );
 }
 
 #[test]
@@ -122,6 +135,12 @@ fn an_encrypted_voice_file_is_refused_clearly() {
 
 #[test]
 fn a_file_that_is_no_zip_is_named() {
-    let err = open(b"not a zip at all".to_vec()).err().expect("opened").to_string();
-    assert!(err.starts_with("voices.zip: not a readable zip archive"), "{err}");
+    let err = open(b"not a zip at all".to_vec())
+        .err()
+        .expect("opened")
+        .to_string();
+    assert!(
+        err.starts_with("voices.zip: not a readable zip archive"),
+        "{err}"
+    );
 }

@@ -18,7 +18,7 @@ const MAX_PICKLE_BYTES: u64 = 64 << 20;
 /// What a `.pth` is to an import.
 pub enum Weights {
     /// A voice model that passed every check of import.
-    Voice(ModelInfo),
+    Voice(Box<ModelInfo>),
     /// Not a voice model: why, for the note.
     Other(String),
 }
@@ -36,14 +36,15 @@ pub fn weights(path: &Path) -> Result<Weights> {
             Ok(Weights::Other(why.into()))
         }
         _ => check_model(path)
-            .map(Weights::Voice)
+            .map(|info| Weights::Voice(Box::new(info)))
             .map_err(|e| crate::error::invalid_input(format!("{e:#}"))),
     }
 }
 
 /// An index's feature width, checked to be a faiss IVF-Flat index that holds vectors.
 pub fn index_dim(path: &Path) -> Result<i64> {
-    let index = IvfFlatIndex::read(path).map_err(|e| crate::error::invalid_input(format!("{e:#}")))?;
+    let index =
+        IvfFlatIndex::read(path).map_err(|e| crate::error::invalid_input(format!("{e:#}")))?;
     if index.is_empty() {
         return Err(crate::error::invalid_input(format!(
             "{}: the index holds no vectors (RVC's `trained_` index; the `added_` one is used)",
@@ -106,7 +107,8 @@ mod tests {
 
     #[test]
     fn keys_are_found_whole_in_either_string_opcode() {
-        let pickle = b"}q\x00(X\x06\x00\x00\x00weightq\x01\x8c\x06configX\x0c\x00\x00\x00weight_decay";
+        let pickle =
+            b"}q\x00(X\x06\x00\x00\x00weightq\x01\x8c\x06configX\x0c\x00\x00\x00weight_decay";
         assert!(names_string(pickle, "weight"));
         assert!(names_string(pickle, "config"));
         assert!(!names_string(pickle, "model"));

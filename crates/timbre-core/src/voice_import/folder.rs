@@ -13,7 +13,14 @@ const MAX_DEPTH: usize = 12;
 /// Folders and files looked at before the scan gives up (a whole disk chosen by mistake).
 const MAX_VISITED: usize = 200_000;
 /// Folders that hold the tool's own code and packages, never voices.
-const SKIPPED_FOLDERS: [&str; 6] = [".git", "node_modules", "__pycache__", ".venv", "venv", "site-packages"];
+const SKIPPED_FOLDERS: [&str; 6] = [
+    ".git",
+    "node_modules",
+    "__pycache__",
+    ".venv",
+    "venv",
+    "site-packages",
+];
 
 /// A file found, with its path relative to the folder (`/`-separated).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,9 +35,11 @@ pub fn scan(root: &Path) -> Result<Vec<FoundFile>> {
     let mut visited = 0usize;
     let mut pending = vec![(root.to_path_buf(), 0usize)];
     while let Some((dir, depth)) = pending.pop() {
-        let entries = std::fs::read_dir(&dir).with_context(|| format!("{}: cannot list the folder", dir.display()))?;
+        let entries = std::fs::read_dir(&dir)
+            .with_context(|| format!("{}: cannot list the folder", dir.display()))?;
         for entry in entries {
-            let entry = entry.with_context(|| format!("{}: cannot list the folder", dir.display()))?;
+            let entry =
+                entry.with_context(|| format!("{}: cannot list the folder", dir.display()))?;
             visited += 1;
             if visited > MAX_VISITED {
                 return Err(crate::error::invalid_input(format!(
@@ -66,7 +75,11 @@ pub fn scan(root: &Path) -> Result<Vec<FoundFile>> {
                 .map(|c| c.as_os_str().to_string_lossy().into_owned())
                 .collect::<Vec<_>>()
                 .join("/");
-            found.push(FoundFile { path, relative, kind });
+            found.push(FoundFile {
+                path,
+                relative,
+                kind,
+            });
         }
     }
     found.sort_by(|a, b| a.relative.cmp(&b.relative));
@@ -101,7 +114,10 @@ mod tests {
         assert_eq!(
             found,
             [
-                ("assets/pretrained_v2/f0G40k.pth".to_string(), MemberKind::Weights),
+                (
+                    "assets/pretrained_v2/f0G40k.pth".to_string(),
+                    MemberKind::Weights
+                ),
                 ("assets/weights/alice.pth".to_string(), MemberKind::Weights),
                 (
                     "logs/alice/added_IVF1_Flat_nprobe_1_alice_v2.index".to_string(),

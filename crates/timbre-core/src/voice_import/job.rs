@@ -17,7 +17,11 @@ pub fn submit(system: &JobSystem, request: VoiceImportRequest) -> Result<Job> {
         VoiceSource::Url(url) => url,
         local => local.label(),
     };
-    let index = request.index.as_deref().map(std::path::absolute).transpose()?;
+    let index = request
+        .index
+        .as_deref()
+        .map(std::path::absolute)
+        .transpose()?;
     let request = VoiceImportRequest {
         source,
         index,

@@ -78,7 +78,11 @@ struct Voice<'a> {
 /// Imports every voice of the request's source with the index that fits it. Nothing is stored
 /// unless every voice found can be paired; files that are not voices are skipped with a reason,
 /// and a source with no voice at all is an error naming it.
-pub fn import(library: &Library, request: &VoiceImportRequest, progress: &mut Progress) -> Result<VoiceImportReport> {
+pub fn import(
+    library: &Library,
+    request: &VoiceImportRequest,
+    progress: &mut Progress,
+) -> Result<VoiceImportReport> {
     let source = VoiceSource::parse(&request.source)?;
     let label = source.label();
     let (files, mut skipped) = source::stage(&source, &library.store().tmp_dir(), progress)?;
@@ -88,17 +92,22 @@ pub fn import(library: &Library, request: &VoiceImportRequest, progress: &mut Pr
     let mut voices = Vec::new();
     let mut indexes: Vec<(&Staged, i64)> = Vec::new();
     for (i, file) in files.iter().enumerate() {
-        progress(i as f64 / files.len() as f64, format!("checking {}", file.relative))?;
+        progress(
+            i as f64 / files.len() as f64,
+            format!("checking {}", file.relative),
+        )?;
         let outcome = match file.kind {
             MemberKind::Weights => classify::weights(&file.path).map(|w| match w {
-                Weights::Voice(info) => voices.push(Voice { file, info }),
+                Weights::Voice(info) => voices.push(Voice { file, info: *info }),
                 Weights::Other(reason) => skipped.push(SkippedFile {
                     file: file.shown.clone(),
                     reason,
                 }),
             }),
             MemberKind::Index if request.index.is_some() => Ok(()),
-            MemberKind::Index => classify::index_dim(&file.path).map(|dim| indexes.push((file, dim))),
+            MemberKind::Index => {
+                classify::index_dim(&file.path).map(|dim| indexes.push((file, dim)))
+            }
         };
         if let Err(err) = outcome {
             let err = name_stored_files(err, &[(&file.path, file.shown.clone())]);
@@ -123,9 +132,26 @@ pub fn import(library: &Library, request: &VoiceImportRequest, progress: &mut Pr
     let paired = match &request.index {
         Some(index) => vec![Some(explicit_index(&label, index, &voices)?)],
         None => {
-            let parts = |dims: Vec<(&str, i64)>| dims.into_iter().map(|(path, dim)| Part { path: path.into(), dim }).collect::<Vec<_>>();
-            let voice_parts = parts(voices.iter().map(|v| (v.file.relative.as_str(), v.info.feature_dim)).collect());
-            let index_parts = parts(indexes.iter().map(|(f, dim)| (f.relative.as_str(), *dim)).collect());
+            let parts = |dims: Vec<(&str, i64)>| {
+                dims.into_iter()
+                    .map(|(path, dim)| Part {
+                        path: path.into(),
+                        dim,
+                    })
+                    .collect::<Vec<_>>()
+            };
+            let voice_parts = parts(
+                voices
+                    .iter()
+                    .map(|v| (v.file.relative.as_str(), v.info.feature_dim))
+                    .collect(),
+            );
+            let index_parts = parts(
+                indexes
+                    .iter()
+                    .map(|(f, dim)| (f.relative.as_str(), *dim))
+                    .collect(),
+            );
             let chosen = pairing::pair(&voice_parts, &index_parts, request.use_index.as_deref())
                 .map_err(|e| crate::error::invalid_input(format!("{label}: {e}")))?;
             note_unused_indexes(&indexes, &voices, &chosen, &mut skipped);
@@ -138,7 +164,10 @@ pub fn import(library: &Library, request: &VoiceImportRequest, progress: &mut Pr
 
     let mut models: Vec<Model> = Vec::new();
     for (n, (voice, index)) in voices.iter().zip(paired).enumerate() {
-        progress(n as f64 / voices.len() as f64, format!("storing {}", voice.file.relative))?;
+        progress(
+            n as f64 / voices.len() as f64,
+            format!("storing {}", voice.file.relative),
+        )?;
         let model = model_import::store_checked(
             library,
             &CheckedModel {
@@ -155,7 +184,10 @@ pub fn import(library: &Library, request: &VoiceImportRequest, progress: &mut Pr
             models.push(model);
         }
     }
-    progress(1.0, format!("{} voice model(s) imported from {label}", models.len()))?;
+    progress(
+        1.0,
+        format!("{} voice model(s) imported from {label}", models.len()),
+    )?;
     Ok(VoiceImportReport {
         source: label,
         models,
@@ -176,7 +208,12 @@ fn explicit_index(label: &str, index: &Path, voices: &[Voice]) -> Result<PathBuf
     Ok(index.to_path_buf())
 }
 
-fn note_unused_indexes(indexes: &[(&Staged, i64)], voices: &[Voice], chosen: &[Option<usize>], skipped: &mut Vec<SkippedFile>) {
+fn note_unused_indexes(
+    indexes: &[(&Staged, i64)],
+    voices: &[Voice],
+    chosen: &[Option<usize>],
+    skipped: &mut Vec<SkippedFile>,
+) {
     for (i, (file, dim)) in indexes.iter().enumerate() {
         if chosen.contains(&Some(i)) {
             continue;

@@ -13,7 +13,11 @@ pub struct Part {
 
 /// For each voice, the position of its index in `indexes` (None: no index fits). `chosen` names
 /// the index to take when several fit (by its path in the source or its file name).
-pub fn pair(voices: &[Part], indexes: &[Part], chosen: Option<&str>) -> anyhow::Result<Vec<Option<usize>>> {
+pub fn pair(
+    voices: &[Part],
+    indexes: &[Part],
+    chosen: Option<&str>,
+) -> anyhow::Result<Vec<Option<usize>>> {
     if let Some(chosen) = chosen
         && !indexes.iter().any(|index| names(index, chosen))
     {
@@ -33,15 +37,17 @@ pub fn pair(voices: &[Part], indexes: &[Part], chosen: Option<&str>) -> anyhow::
             match narrowed.as_slice() {
                 [] => Ok(None),
                 [one] => Ok(Some(*one)),
-                several => match chosen.and_then(|c| several.iter().find(|&&i| names(&indexes[i], c))) {
-                    Some(&i) => Ok(Some(i)),
-                    None => Err(crate::error::invalid_input(format!(
-                        "{} indexes fit the voice {}: {}; choose the one to import with it",
-                        several.len(),
-                        voice.path,
-                        list(indexes, several)
-                    ))),
-                },
+                several => {
+                    match chosen.and_then(|c| several.iter().find(|&&i| names(&indexes[i], c))) {
+                        Some(&i) => Ok(Some(i)),
+                        None => Err(crate::error::invalid_input(format!(
+                            "{} indexes fit the voice {}: {}; choose the one to import with it",
+                            several.len(),
+                            voice.path,
+                            list(indexes, several)
+                        ))),
+                    }
+                }
             }
         })
         .collect()
@@ -50,7 +56,11 @@ pub fn pair(voices: &[Part], indexes: &[Part], chosen: Option<&str>) -> anyhow::
 /// The candidates that pass `prefer`, when any do; else all of them.
 fn narrow(candidates: Vec<usize>, prefer: impl Fn(usize) -> bool) -> Vec<usize> {
     let preferred: Vec<usize> = candidates.iter().copied().filter(|&i| prefer(i)).collect();
-    if preferred.is_empty() { candidates } else { preferred }
+    if preferred.is_empty() {
+        candidates
+    } else {
+        preferred
+    }
 }
 
 fn folder(path: &str) -> &str {
@@ -63,7 +73,9 @@ fn file_name(path: &str) -> &str {
 
 fn stem(path: &str) -> String {
     let name = file_name(path);
-    name.rsplit_once('.').map_or(name, |(stem, _)| stem).to_lowercase()
+    name.rsplit_once('.')
+        .map_or(name, |(stem, _)| stem)
+        .to_lowercase()
 }
 
 /// Whether the index's file name contains the voice's name, or one of its folders is named so.
@@ -78,7 +90,9 @@ fn carries_name(index: &str, voice: &str) -> bool {
 
 fn names(index: &Part, chosen: &str) -> bool {
     let chosen = chosen.trim().trim_start_matches("./");
-    index.path == chosen || file_name(&index.path) == chosen || index.path.ends_with(&format!("/{chosen}"))
+    index.path == chosen
+        || file_name(&index.path) == chosen
+        || index.path.ends_with(&format!("/{chosen}"))
 }
 
 fn list(indexes: &[Part], which: &[usize]) -> String {
@@ -110,7 +124,10 @@ mod tests {
 
     #[test]
     fn an_rvc_install_pairs_weights_with_their_logs_folder() {
-        let voices = [part("assets/weights/alice.pth", 768), part("assets/weights/bob.pth", 768)];
+        let voices = [
+            part("assets/weights/alice.pth", 768),
+            part("assets/weights/bob.pth", 768),
+        ];
         let indexes = [
             part("logs/bob/added_IVF38_Flat_nprobe_1_bob_v2.index", 768),
             part("logs/alice/added_IVF51_Flat_nprobe_1_alice_v2.index", 768),
@@ -131,7 +148,10 @@ mod tests {
     #[test]
     fn several_fitting_indexes_are_named_and_a_choice_settles_them() {
         let voices = [part("voice.pth", 768)];
-        let indexes = [part("one/added_a.index", 768), part("two/added_b.index", 768)];
+        let indexes = [
+            part("one/added_a.index", 768),
+            part("two/added_b.index", 768),
+        ];
         let err = pair(&voices, &indexes, None).unwrap_err().to_string();
         assert!(
             err.contains("2 indexes fit the voice voice.pth")
@@ -139,9 +159,20 @@ mod tests {
                 && err.contains("two/added_b.index"),
             "{err}"
         );
-        assert_eq!(pair(&voices, &indexes, Some("added_b.index")).unwrap(), [Some(1)]);
-        assert_eq!(pair(&voices, &indexes, Some("two/added_b.index")).unwrap(), [Some(1)]);
-        let err = pair(&voices, &indexes, Some("three.index")).unwrap_err().to_string();
-        assert!(err.starts_with("no index `three.index` among those found"), "{err}");
+        assert_eq!(
+            pair(&voices, &indexes, Some("added_b.index")).unwrap(),
+            [Some(1)]
+        );
+        assert_eq!(
+            pair(&voices, &indexes, Some("two/added_b.index")).unwrap(),
+            [Some(1)]
+        );
+        let err = pair(&voices, &indexes, Some("three.index"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("no index `three.index` among those found"),
+            "{err}"
+        );
     }
 }

@@ -30,7 +30,9 @@ impl VoiceSource {
             return Ok(VoiceSource::Url(url::file_url(text)));
         }
         if text.is_empty() {
-            return Err(crate::error::invalid_input("choose a .pth, a .zip, a folder or a link to import"));
+            return Err(crate::error::invalid_input(
+                "choose a .pth, a .zip, a folder or a link to import",
+            ));
         }
         let path = std::path::absolute(text)?;
         if path.is_dir() {
@@ -42,14 +44,19 @@ impl VoiceSource {
                 VoiceSource::Weights(path)
             })
         } else {
-            Err(crate::error::not_found(format!("{}: no such file or folder", path.display())))
+            Err(crate::error::not_found(format!(
+                "{}: no such file or folder",
+                path.display()
+            )))
         }
     }
 
     /// How messages name it.
     pub fn label(&self) -> String {
         match self {
-            VoiceSource::Weights(p) | VoiceSource::Archive(p) | VoiceSource::Folder(p) => p.display().to_string(),
+            VoiceSource::Weights(p) | VoiceSource::Archive(p) | VoiceSource::Folder(p) => {
+                p.display().to_string()
+            }
             VoiceSource::Url(u) => u.clone(),
         }
     }
@@ -95,7 +102,10 @@ pub fn stage(
     progress: &mut Progress,
 ) -> Result<(Vec<Staged>, Vec<SkippedFile>)> {
     match source {
-        VoiceSource::Weights(path) => Ok((vec![on_disk(path.clone(), file_name(path), MemberKind::Weights)], Vec::new())),
+        VoiceSource::Weights(path) => Ok((
+            vec![on_disk(path.clone(), file_name(path), MemberKind::Weights)],
+            Vec::new(),
+        )),
         VoiceSource::Folder(root) => {
             progress(0.0, format!("looking for voices in {}", root.display()))?;
             let files = folder::scan(root)?
@@ -111,13 +121,17 @@ pub fn stage(
             Ok((files, Vec::new()))
         }
         VoiceSource::Archive(path) => {
-            let file = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+            let file =
+                File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
             unpack(file, &path.display().to_string(), tmp_dir, progress)
         }
         VoiceSource::Url(link) => {
             let name = url::file_name(link);
             let mut downloaded = url::download(tmp_dir, link, &mut |bytes| {
-                progress(0.0, format!("downloading {name}: {:.1} MB", bytes as f64 / 1e6))
+                progress(
+                    0.0,
+                    format!("downloading {name}: {:.1} MB", bytes as f64 / 1e6),
+                )
             })?;
             let kind_by_name = name.to_ascii_lowercase();
             let archive = kind_by_name.ends_with(".zip")
@@ -153,11 +167,17 @@ fn on_disk(path: PathBuf, relative: String, kind: MemberKind) -> Staged {
 }
 
 fn file_name(path: &Path) -> String {
-    path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+    path.file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
 }
 
 /// Streams each voice entry of an archive into a temporary file.
-fn unpack(file: File, label: &str, tmp_dir: &Path, progress: &mut Progress) -> Result<(Vec<Staged>, Vec<SkippedFile>)> {
+fn unpack(
+    file: File,
+    label: &str,
+    tmp_dir: &Path,
+    progress: &mut Progress,
+) -> Result<(Vec<Staged>, Vec<SkippedFile>)> {
     let mut zip = VoiceZip::open(BufReader::new(file), label)?;
     let skipped = zip
         .ignored()
@@ -170,7 +190,10 @@ fn unpack(file: File, label: &str, tmp_dir: &Path, progress: &mut Progress) -> R
     let members = zip.members().to_vec();
     let mut staged = Vec::with_capacity(members.len());
     for (i, member) in members.iter().enumerate() {
-        progress(0.0, format!("unpacking {} ({}/{})", member.name, i + 1, members.len()))?;
+        progress(
+            0.0,
+            format!("unpacking {} ({}/{})", member.name, i + 1, members.len()),
+        )?;
         let suffix = match member.kind {
             MemberKind::Weights => ".pth",
             MemberKind::Index => ".index",

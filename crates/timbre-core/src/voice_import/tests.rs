@@ -48,28 +48,46 @@ impl Setup {
     }
 
     fn tmp_is_empty(&self) -> bool {
-        std::fs::read_dir(self.library.store().tmp_dir()).unwrap().next().is_none()
+        std::fs::read_dir(self.library.store().tmp_dir())
+            .unwrap()
+            .next()
+            .is_none()
     }
 }
 
 fn index_of(report: &VoiceImportReport, version: &str) -> Option<String> {
-    let model = report.models.iter().find(|m| m.version.as_deref() == Some(version)).unwrap();
+    let model = report
+        .models
+        .iter()
+        .find(|m| m.version.as_deref() == Some(version))
+        .unwrap();
     model.index_sha256.clone()
 }
 
 #[test]
 fn a_zip_with_two_voices_among_junk_imports_both_with_their_indexes() {
     let s = Setup::new();
-    let (v1, v2, v1_index, v2_index, other) =
-        (fixture(V1), fixture(V2), fixture(V1_INDEX), fixture(V2_INDEX), fixture(NOT_A_VOICE));
+    let (v1, v2, v1_index, v2_index, other) = (
+        fixture(V1),
+        fixture(V2),
+        fixture(V1_INDEX),
+        fixture(V2_INDEX),
+        fixture(NOT_A_VOICE),
+    );
     let zip = s.file(
         "two voices.zip",
         &zip_of(&[
             Item::File("Pack/readme.txt", b"two voices"),
             Item::File("Pack/Alto/alto.pth", &v1),
-            Item::File("Pack/Alto/added_IVF51_Flat_nprobe_1_alto_v1.index", &v1_index),
+            Item::File(
+                "Pack/Alto/added_IVF51_Flat_nprobe_1_alto_v1.index",
+                &v1_index,
+            ),
             Item::File("Pack/Bass/weights/bass.pth", &v2),
-            Item::File("Pack/Bass/added_IVF38_Flat_nprobe_1_bass_v2.index", &v2_index),
+            Item::File(
+                "Pack/Bass/added_IVF38_Flat_nprobe_1_bass_v2.index",
+                &v2_index,
+            ),
             Item::File("Pack/pretrained/f0G40k.pth", &other),
             Item::File("Pack/Bass/sample.wav", b"RIFF"),
         ]),
@@ -80,9 +98,20 @@ fn a_zip_with_two_voices_among_junk_imports_both_with_their_indexes() {
     assert_eq!(index_of(&report, "v1"), Some(sha256_hex(&v1_index)));
     assert_eq!(index_of(&report, "v2"), Some(sha256_hex(&v2_index)));
     assert_eq!(report.skipped.len(), 1, "{:?}", report.skipped);
-    assert!(report.skipped[0].file.ends_with("two voices.zip:Pack/pretrained/f0G40k.pth"));
-    assert!(report.skipped[0].reason.starts_with("not an RVC voice model"));
-    assert_eq!(report.models[1].metadata["source_path"], format!("{}:Pack/Bass/weights/bass.pth", zip.display()));
+    assert!(
+        report.skipped[0]
+            .file
+            .ends_with("two voices.zip:Pack/pretrained/f0G40k.pth")
+    );
+    assert!(
+        report.skipped[0]
+            .reason
+            .starts_with("not an RVC voice model")
+    );
+    assert_eq!(
+        report.models[1].metadata["source_path"],
+        format!("{}:Pack/Bass/weights/bass.pth", zip.display())
+    );
     assert!(s.tmp_is_empty(), "extracted entries are deleted");
 }
 
@@ -91,12 +120,18 @@ fn an_index_that_fits_no_voice_is_left_out_with_a_note() {
     let s = Setup::new();
     let zip = s.file(
         "v2.zip",
-        &zip_of(&[Item::File("v2/voice.pth", &fixture(V2)), Item::File("v2/added_x_v1.index", &fixture(V1_INDEX))]),
+        &zip_of(&[
+            Item::File("v2/voice.pth", &fixture(V2)),
+            Item::File("v2/added_x_v1.index", &fixture(V1_INDEX)),
+        ]),
     );
     let report = s.import(&zip, None).unwrap();
     assert_eq!(report.models.len(), 1);
     assert_eq!(report.models[0].index_sha256, None);
-    assert_eq!(report.skipped[0].reason, "its 256-d features fit none of the voices");
+    assert_eq!(
+        report.skipped[0].reason,
+        "its 256-d features fit none of the voices"
+    );
 }
 
 #[test]
@@ -118,24 +153,42 @@ fn several_fitting_indexes_stop_the_import_until_one_is_chosen() {
         message.contains("choose.zip: 2 indexes fit the voice voice/voice.pth: first/added_a.index (768-d), second/added_b.index (768-d)"),
         "{message}"
     );
-    assert!(crate::db::models::list(&s.library.conn()).unwrap().is_empty(), "nothing stored");
+    assert!(
+        crate::db::models::list(&s.library.conn())
+            .unwrap()
+            .is_empty(),
+        "nothing stored"
+    );
     let report = s.import(&zip, Some("second/added_b.index")).unwrap();
     assert_eq!(report.models[0].index_sha256, Some(sha256_hex(&index)));
-    assert_eq!(report.skipped[0].file, format!("{}:first/added_a.index", zip.display()));
+    assert_eq!(
+        report.skipped[0].file,
+        format!("{}:first/added_a.index", zip.display())
+    );
 }
 
 #[test]
 fn a_source_without_a_voice_is_an_error_naming_it_and_what_it_held() {
     let s = Setup::new();
-    let zip = s.file("pretrained.zip", &zip_of(&[Item::File("G_2333.pth", &fixture(NOT_A_VOICE))]));
+    let zip = s.file(
+        "pretrained.zip",
+        &zip_of(&[Item::File("G_2333.pth", &fixture(NOT_A_VOICE))]),
+    );
     let message = s.import(&zip, None).unwrap_err().to_string();
     assert!(
-        message.starts_with(&format!("{}: nothing to import: {}:G_2333.pth: not an RVC voice model", zip.display(), zip.display())),
+        message.starts_with(&format!(
+            "{}: nothing to import: {}:G_2333.pth: not an RVC voice model",
+            zip.display(),
+            zip.display()
+        )),
         "{message}"
     );
     let empty = s.file("empty.zip", &zip_of(&[Item::File("notes.txt", b"")]));
     let message = s.import(&empty, None).unwrap_err().to_string();
-    assert!(message.ends_with("empty.zip: nothing to import: no .pth voice model in it"), "{message}");
+    assert!(
+        message.ends_with("empty.zip: nothing to import: no .pth voice model in it"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -144,16 +197,32 @@ fn a_broken_voice_among_good_ones_is_skipped_and_alone_is_refused() {
     let v2 = fixture(V2);
     let zip = s.file(
         "mixed.zip",
-        &zip_of(&[Item::File("good.pth", &v2), Item::File("truncated.pth", &v2[..v2.len() / 2])]),
+        &zip_of(&[
+            Item::File("good.pth", &v2),
+            Item::File("truncated.pth", &v2[..v2.len() / 2]),
+        ]),
     );
     let report = s.import(&zip, None).unwrap();
     assert_eq!(report.models.len(), 1);
-    assert_eq!(report.skipped[0].file, format!("{}:truncated.pth", zip.display()));
-    assert!(!report.skipped[0].reason.contains("voice-entry-"), "temporary names stay hidden: {:?}", report.skipped);
+    assert_eq!(
+        report.skipped[0].file,
+        format!("{}:truncated.pth", zip.display())
+    );
+    assert!(
+        !report.skipped[0].reason.contains("voice-entry-"),
+        "temporary names stay hidden: {:?}",
+        report.skipped
+    );
 
-    let lone = s.file("lone.zip", &zip_of(&[Item::File("dir/truncated.pth", &v2[..v2.len() / 2])]));
+    let lone = s.file(
+        "lone.zip",
+        &zip_of(&[Item::File("dir/truncated.pth", &v2[..v2.len() / 2])]),
+    );
     let message = s.import(&lone, None).unwrap_err().to_string();
-    assert!(message.starts_with(&format!("{}:dir/truncated.pth", lone.display())), "{message}");
+    assert!(
+        message.starts_with(&format!("{}:dir/truncated.pth", lone.display())),
+        "{message}"
+    );
 }
 
 #[test]
@@ -163,36 +232,64 @@ fn an_rvc_install_folder_imports_its_weights_with_their_logs_indexes() {
     s.file("rvc/assets/weights/alice.pth", &fixture(V2));
     s.file("rvc/assets/weights/bob.pth", &fixture(V1));
     s.file("rvc/assets/pretrained_v2/f0G40k.pth", &fixture(NOT_A_VOICE));
-    s.file("rvc/logs/alice/added_IVF38_Flat_nprobe_1_alice_v2.index", &v2_index);
-    s.file("rvc/logs/bob/added_IVF51_Flat_nprobe_1_bob_v1.index", &v1_index);
+    s.file(
+        "rvc/logs/alice/added_IVF38_Flat_nprobe_1_alice_v2.index",
+        &v2_index,
+    );
+    s.file(
+        "rvc/logs/bob/added_IVF51_Flat_nprobe_1_bob_v1.index",
+        &v1_index,
+    );
     s.file("rvc/logs/bob/total_fea.npy", b"features");
     let report = s.import(&s.dir.path().join("rvc"), None).unwrap();
     let names: Vec<&str> = report.models.iter().map(|m| m.name.as_str()).collect();
     assert_eq!(names, ["alice", "bob"]);
     assert_eq!(index_of(&report, "v2"), Some(sha256_hex(&v2_index)));
     assert_eq!(index_of(&report, "v1"), Some(sha256_hex(&v1_index)));
-    assert!(report.skipped[0].file.ends_with("rvc/assets/pretrained_v2/f0G40k.pth"));
+    assert!(
+        report.skipped[0]
+            .file
+            .ends_with("rvc/assets/pretrained_v2/f0G40k.pth")
+    );
 }
 
 #[test]
 fn a_name_or_an_index_file_goes_with_one_voice_only() {
     let s = Setup::new();
-    let zip = s.file("two.zip", &zip_of(&[Item::File("a.pth", &fixture(V1)), Item::File("b.pth", &fixture(V2))]));
+    let zip = s.file(
+        "two.zip",
+        &zip_of(&[
+            Item::File("a.pth", &fixture(V1)),
+            Item::File("b.pth", &fixture(V2)),
+        ]),
+    );
     let request = VoiceImportRequest {
         source: zip.display().to_string(),
         name: Some("Both".into()),
         ..Default::default()
     };
-    let message = import(&s.library, &request, &mut |_, _| Ok(())).unwrap_err().to_string();
-    assert!(message.ends_with("two.zip: holds 2 voices; a name can only be given to one"), "{message}");
+    let message = import(&s.library, &request, &mut |_, _| Ok(()))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        message.ends_with("two.zip: holds 2 voices; a name can only be given to one"),
+        "{message}"
+    );
 
     let single = VoiceImportRequest {
         source: rvc_parity_fixtures().join(V2).display().to_string(),
         index: Some(rvc_parity_fixtures().join(V1_INDEX)),
         ..Default::default()
     };
-    let message = import(&s.library, &single, &mut |_, _| Ok(())).unwrap_err().to_string();
-    assert!(message.contains("added_IVF51_Flat_nprobe_1_tiny_v1.index: this index holds 256-d features (v1)"), "{message}");
+    let message = import(&s.library, &single, &mut |_, _| Ok(()))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        message.contains(
+            "added_IVF51_Flat_nprobe_1_tiny_v1.index: this index holds 256-d features (v1)"
+        ),
+        "{message}"
+    );
 }
 
 #[test]
@@ -216,7 +313,12 @@ fn the_job_imports_a_zip_and_reports_it() {
     )
     .unwrap();
     let done = system.run_job(job.id).unwrap();
-    assert_eq!(done.state, crate::db::jobs::JobState::Succeeded, "{:?}", done.error);
+    assert_eq!(
+        done.state,
+        crate::db::jobs::JobState::Succeeded,
+        "{:?}",
+        done.error
+    );
     let report: VoiceImportReport = serde_json::from_value(done.result.unwrap()).unwrap();
     assert_eq!(report.models[0].name, "voice");
 }

@@ -29,10 +29,17 @@ pub fn file_url(url: &str) -> String {
         return url.to_string();
     };
     let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
-    let on_hub = matches!(host.to_ascii_lowercase().as_str(), "huggingface.co" | "www.huggingface.co" | "hf.co");
+    let on_hub = matches!(
+        host.to_ascii_lowercase().as_str(),
+        "huggingface.co" | "www.huggingface.co" | "hf.co"
+    );
     let mut parts: Vec<&str> = path.split('/').collect();
     // <owner>/<repo>/blob/… for models; datasets|spaces/<owner>/<repo>/blob/… otherwise.
-    let at = if matches!(parts.first(), Some(&"datasets" | &"spaces")) { 3 } else { 2 };
+    let at = if matches!(parts.first(), Some(&"datasets" | &"spaces")) {
+        3
+    } else {
+        2
+    };
     if on_hub && parts.get(at) == Some(&"blob") {
         parts[at] = "resolve";
     }
@@ -47,7 +54,10 @@ pub fn file_name(url: &str) -> String {
     let raw = last.as_bytes();
     let mut i = 0;
     while i < raw.len() {
-        let hex = raw.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok()).and_then(|h| u8::from_str_radix(h, 16).ok());
+        let hex = raw
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
         match (raw[i], hex) {
             (b'%', Some(byte)) => {
                 bytes.push(byte);
@@ -60,7 +70,11 @@ pub fn file_name(url: &str) -> String {
         }
     }
     let name = String::from_utf8_lossy(&bytes).replace(['/', '\\'], "_");
-    if name.is_empty() { "download".into() } else { name }
+    if name.is_empty() {
+        "download".into()
+    } else {
+        name
+    }
 }
 
 /// Downloads `url` into a temporary file of `tmp_dir`, retrying dropped connections (resumed
@@ -95,10 +109,14 @@ pub fn download(
                 return Ok(part);
             }
             Attempt::Refused(problem) => {
-                return Err(crate::error::invalid_input(format!("could not download {url}: {problem}")));
+                return Err(crate::error::invalid_input(format!(
+                    "could not download {url}: {problem}"
+                )));
             }
             Attempt::Transient(problem) if attempt == TRIES => {
-                return Err(anyhow::anyhow!("could not download {url}: {problem} (tried {TRIES} times)"));
+                return Err(anyhow::anyhow!(
+                    "could not download {url}: {problem} (tried {TRIES} times)"
+                ));
             }
             Attempt::Transient(_) => {
                 std::thread::sleep(backoff);
@@ -128,12 +146,18 @@ mod tests {
         // Only the hub's blob links change: `blob` elsewhere is a path like any other.
         let other = "https://example.com/a/b/blob/main/x.zip";
         assert_eq!(file_url(other), other);
-        assert_eq!(file_url("https://huggingface.co/blob/x/blob/y.zip"), "https://huggingface.co/blob/x/resolve/y.zip");
+        assert_eq!(
+            file_url("https://huggingface.co/blob/x/blob/y.zip"),
+            "https://huggingface.co/blob/x/resolve/y.zip"
+        );
     }
 
     #[test]
     fn links_name_their_file() {
-        assert_eq!(file_name("https://h/a/My%20Voice.zip?download=true"), "My Voice.zip");
+        assert_eq!(
+            file_name("https://h/a/My%20Voice.zip?download=true"),
+            "My Voice.zip"
+        );
         assert_eq!(file_name("https://h/"), "download");
         assert_eq!(file_name("https://h/a%2Fb.pth"), "a_b.pth");
         assert_eq!(file_name("https://h/100%.pth"), "100%.pth");
