@@ -22,12 +22,15 @@ pub enum VoiceSource {
 }
 
 impl VoiceSource {
-    /// A link, or a path that exists: a folder, a zip archive (by its name, else its content:
+    /// A link (HTTPS, or the configured plain-HTTP endpoint's), or a path that exists: a folder, a zip archive (by its name, else its content:
     /// a zip without the `data.pkl` of a `torch.save` file), else a model file.
     pub fn parse(text: &str) -> Result<Self> {
         let text = text.trim();
         if url::is_url(text) {
-            return Ok(VoiceSource::Url(url::file_url(text)));
+            let link = url::file_url(text);
+            // Refused here rather than in the job: plain HTTP only from a configured endpoint.
+            crate::assets::catalog::check_url(&link)?;
+            return Ok(VoiceSource::Url(link));
         }
         if text.is_empty() {
             return Err(crate::error::invalid_input(

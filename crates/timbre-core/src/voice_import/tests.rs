@@ -304,6 +304,15 @@ fn the_job_imports_a_zip_and_reports_it() {
     };
     let err = submit(&system, missing).unwrap_err();
     assert_eq!(crate::error::kind_of(&err), crate::ErrorKind::NotFound);
+    let plain_http = VoiceImportRequest {
+        source: "http://example.com/voice.zip".into(),
+        ..Default::default()
+    };
+    let err = submit(&system, plain_http).unwrap_err().to_string();
+    assert!(
+        err.starts_with("http://example.com/voice.zip is not an HTTPS URL"),
+        "{err}"
+    );
     let job = submit(
         &system,
         VoiceImportRequest {
@@ -321,4 +330,45 @@ fn the_job_imports_a_zip_and_reports_it() {
     );
     let report: VoiceImportReport = serde_json::from_value(done.result.unwrap()).unwrap();
     assert_eq!(report.models[0].name, "voice");
+}
+
+#[test]
+fn a_cancel_while_unpacking_stores_nothing_and_leaves_no_files() {
+    let s = Setup::new();
+    let zip = s.file(
+        "cancel.zip",
+        &zip_of(&[
+            Item::File("a/a.pth", &fixture(V1)),
+            Item::File("b/b.pth", &fixture(V2)),
+        ]),
+    );
+    let request = VoiceImportRequest {
+        source: zip.display().to_string(),
+        ..Default::default()
+    };
+    let mut messages = Vec::new();
+    let err = import(&s.library, &request, &mut |_, message| {
+        let second_entry = message.starts_with("unpacking b/b.pth");
+        messages.push(message);
+        if second_entry {
+            Err(crate::jobs::Cancelled.into())
+        } else {
+            Ok(())
+        }
+    })
+    .unwrap_err();
+    assert_eq!(crate::error::kind_of(&err), crate::ErrorKind::Cancelled);
+    assert_eq!(
+        messages,
+        ["unpacking a/a.pth (1/2)", "unpacking b/b.pth (2/2)"]
+    );
+    assert!(
+        crate::db::models::list(&s.library.conn())
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        s.tmp_is_empty(),
+        "the entry unpacked before the cancel is deleted"
+    );
 }
