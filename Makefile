@@ -58,7 +58,7 @@ bench-isolate:
 # Built without a sanitizer: the code is safe Rust, and libtorch, which every target links,
 # is not built for one.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= torch_file faiss_index roformer_config audio_decode wav_header
+FUZZ_TARGETS ?= torch_file faiss_index roformer_config audio_decode wav_header voice_zip
 fuzz:
 	@cargo +nightly --version > /dev/null 2>&1 || { echo "make fuzz needs the nightly toolchain: rustup toolchain install nightly" >&2; exit 1; }
 	@command -v cargo-fuzz > /dev/null || cargo install cargo-fuzz --locked

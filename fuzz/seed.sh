@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 fixtures=${FIXTURES_DIR:-../../shared/fixtures}
 python=${PYTHON:-../.venv/bin/python}
-for target in torch_file faiss_index roformer_config audio_decode wav_header; do
+for target in torch_file faiss_index roformer_config audio_decode wav_header voice_zip; do
     mkdir -p "corpus/$target"
 done
 
@@ -60,9 +60,19 @@ for vectors in lists:
     index += b"".join(struct.pack("<q", next_id + i) for i in range(len(vectors)))
     next_id += len(vectors)
 (out / "faiss_index/tiny.index").write_bytes(index)
+
+# A community-style voice archive: the model and its index in a folder, junk, a link entry.
+import zipfile
+with zipfile.ZipFile(out / "voice_zip/voice.zip", "w", zipfile.ZIP_DEFLATED) as archive:
+    archive.write(out / "torch_file/rvc.pth", "Voice/voice.pth")
+    archive.writestr("Voice/added_IVF2_Flat_nprobe_1_voice_v2.index", index)
+    archive.writestr("Voice/readme.txt", "seed voice")
+    link = zipfile.ZipInfo("Voice/link.pth")
+    link.external_attr = 0o120777 << 16
+    archive.writestr(link, "/etc/passwd")
 PY
 else
-    echo "seed.sh: no Python at $python (set PYTHON): torch_file and faiss_index start empty" >&2
+    echo "seed.sh: no Python at $python (set PYTHON): torch_file, faiss_index and voice_zip start empty" >&2
 fi
 
 # Audio: 0.1 s tones, the first byte of each audio_decode seed picks the extension hint

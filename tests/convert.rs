@@ -45,12 +45,12 @@ fn models_convert_in_a_batch_and_a_second_model_reuses_the_analysis() {
     );
     assert_eq!(
         (
-            with_pitch["version"].as_str(),
-            with_pitch["sample_rate"].as_u64()
+            with_pitch[0]["version"].as_str(),
+            with_pitch[0]["sample_rate"].as_u64()
         ),
         (Some("v1"), Some(40_000))
     );
-    assert!(with_pitch["index_sha256"].is_string());
+    assert!(with_pitch[0]["index_sha256"].is_string());
     let out_dir = sb.path("out");
     let results = json(
         &sb,

@@ -139,10 +139,10 @@ fn a_model_imported_again_with_a_name_is_renamed() {
         "--name",
         "Soprano",
     ]);
-    assert_eq!(again["id"], first["id"]);
-    assert_eq!(again["name"], "Soprano");
+    assert_eq!(again[0]["id"], first[0]["id"]);
+    assert_eq!(again[0]["name"], "Soprano");
     let unnamed = sb.json(&["models", "import", model.to_str().unwrap()]);
-    assert_eq!(unnamed["name"], "Soprano", "no --name keeps the name");
+    assert_eq!(unnamed[0]["name"], "Soprano", "no --name keeps the name");
     let listed = sb.json(&["models", "list"]);
     assert_eq!(listed.as_array().unwrap().len(), 1);
     assert_eq!(listed[0]["name"], "Soprano");
@@ -159,7 +159,7 @@ fn a_conversion_with_a_damaged_stored_model_names_the_model_not_the_store() {
         "--name",
         "Tenor",
     ]);
-    let sha = imported["weights_sha256"].as_str().unwrap();
+    let sha = imported[0]["weights_sha256"].as_str().unwrap();
     let stored = sb
         .data_dir()
         .join("store/objects")

@@ -29,6 +29,7 @@ use timbre_core::doctor;
 use timbre_core::model_cache::ModelCacheReport;
 use timbre_core::monitor::ResourceSnapshot;
 use timbre_core::train::session::EpochProfile;
+use timbre_core::voice_import::{VoiceImportReport, VoiceImportRequest};
 use timbre_core::{ErrorReport, Notification};
 use ts_rs::{Config, TS};
 
@@ -75,6 +76,8 @@ fn export_contract(dir: &Path) -> Result<(), ts_rs::ExportError> {
         SeparationModel,
         EnhancePresets,
         PreviewInfo,
+        VoiceImportRequest,
+        VoiceImportReport,
     );
     Ok(())
 }

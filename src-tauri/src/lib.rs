@@ -47,6 +47,7 @@ pub fn run() {
             commands::record::cancel_recording,
             commands::models::list_models,
             commands::models::import_model,
+            commands::models::import_voice,
             commands::models::rename_model,
             commands::models::delete_model,
             commands::models::attach_model_index,

@@ -140,6 +140,57 @@ describe('App shell', () => {
     expect(be.argsOf('import_files')).toHaveLength(1);
   });
 
+  it('imports a dropped .zip and a link pasted on the Models page as voice_import jobs, and lists the models when one succeeds', async () => {
+    let models = [] as ReturnType<typeof makeModel>[];
+    const be = mockBackend(
+      {
+        list_voices: () => [],
+        list_takes: () => [],
+        list_jobs: () => [],
+        subscribe_notifications: () => null,
+        list_models: () => models,
+        list_model_files: () => ({ dir: '/models', files: [] }),
+        import_voice: () => 77,
+      },
+      { windows: true },
+    );
+    render(App);
+    await screen.findByTestId('library-empty');
+    await waitFor(async () => {
+      await emit('tauri://drag-enter', { paths: ['/dl/Alto voices.zip'], position: { x: 1, y: 1 } });
+      expect(screen.getByTestId('drop-overlay')).toBeInTheDocument();
+    });
+    await emit('tauri://drag-drop', { paths: ['/dl/Alto voices.zip'], position: { x: 5, y: 5 } });
+    const request = (source: string) => ({ request: { source, index: null, use_index: null, name: null, voice_id: null } });
+    await waitFor(() => expect(be.argsOf('import_voice')).toEqual([request('/dl/Alto voices.zip')]));
+    expect(await screen.findByText('Importing voices from Alto voices.zip…')).toBeInTheDocument();
+
+    // A link pasted elsewhere than the Models page, or into a text field, is left alone.
+    const paste = (target: EventTarget, text: string) => {
+      const event = new Event('paste', { bubbles: true }) as ClipboardEvent;
+      Object.defineProperty(event, 'clipboardData', { value: { getData: () => text } });
+      target.dispatchEvent(event);
+    };
+    const link = 'https://huggingface.co/someone/voices/blob/main/alto.zip';
+    paste(document.body, link);
+    await fireEvent.click(screen.getByTestId('nav-models'));
+    paste(document.body, 'not a link');
+    const field = document.createElement('input');
+    document.body.appendChild(field);
+    paste(field, link);
+    field.remove();
+    expect(be.argsOf('import_voice')).toHaveLength(1);
+    paste(document.body, `  ${link}\n`);
+    await waitFor(() => expect(be.argsOf('import_voice')).toEqual([request('/dl/Alto voices.zip'), request(link)]));
+
+    models = [makeModel({ id: 3, name: 'Alto' })];
+    const channel = be.argsOf('subscribe_notifications')[0].onEvent;
+    const listed = be.argsOf('list_models').length;
+    channel.onmessage({ type: 'job', job: makeJob({ id: 77, kind: 'voice_import', state: 'succeeded', message: '1 voice model(s) imported' }) });
+    await waitFor(() => expect(be.argsOf('list_models').length).toBeGreaterThan(listed));
+    expect(await screen.findByText('Voice import finished: 1 voice model(s) imported')).toBeInTheDocument();
+  });
+
   it('subscribes once and applies live events', async () => {
     let takes = [makeTake({ id: 1, name: 'First' })];
     const be = mockBackend({

@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { planDrop } from '../src/lib/dropRouting';
+import { pastedLink, planDrop } from '../src/lib/dropRouting';
 
 describe('planDrop', () => {
   it('pairs a lone .pth with the index dropped beside it and keeps audio apart', () => {
     expect(planDrop(['/in/voice.PTH', '/in/a.wav', '/in/added_IVF51_Flat_nprobe_1_x_v1.index', '/in/b.flac'])).toEqual({
       audio: ['/in/a.wav', '/in/b.flac'],
       models: [{ weights: '/in/voice.PTH', index: '/in/added_IVF51_Flat_nprobe_1_x_v1.index' }],
+      archives: [],
       strayIndexes: [],
     });
   });
@@ -26,6 +27,22 @@ describe('planDrop', () => {
   });
 
   it('reports an index dropped without a model', () => {
-    expect(planDrop(['/m/x.index'])).toEqual({ audio: [], models: [], strayIndexes: ['/m/x.index'] });
+    expect(planDrop(['/m/x.index'])).toEqual({ audio: [], models: [], archives: [], strayIndexes: ['/m/x.index'] });
+  });
+
+  it('keeps voice archives apart from audio', () => {
+    const plan = planDrop(['/d/Voices.ZIP', '/d/take.wav']);
+    expect(plan.archives).toEqual(['/d/Voices.ZIP']);
+    expect(plan.audio).toEqual(['/d/take.wav']);
+  });
+});
+
+describe('pastedLink', () => {
+  it('takes one http(s) link and nothing else', () => {
+    expect(pastedLink('  https://huggingface.co/a/b/resolve/main/v.zip\n')).toBe('https://huggingface.co/a/b/resolve/main/v.zip');
+    expect(pastedLink('HTTP://host/v.pth')).toBe('HTTP://host/v.pth');
+    expect(pastedLink('see https://host/v.zip')).toBeNull();
+    expect(pastedLink('https://host/a.zip https://host/b.zip')).toBeNull();
+    expect(pastedLink('/home/me/v.zip')).toBeNull();
   });
 });

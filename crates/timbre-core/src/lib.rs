@@ -1,6 +1,6 @@
-//! Timbre Studio's core: the job kinds (import, convert, clean, dataset, train) and the devices
-//! they run on, over the library of `timbre-library`, whose modules it re-exports. No Tauri
-//! here: `src-tauri` and `timbre-cli` are thin adapters over it.
+//! Timbre Studio's core: the job kinds (import, convert, clean, dataset, train, downloads,
+//! voice imports) and the devices they run on, over the library of `timbre-library`, whose
+//! modules it re-exports. No Tauri here: `src-tauri` and `timbre-cli` are thin adapters over it.
 
 pub mod assets;
 pub mod clean;
@@ -16,6 +16,7 @@ pub mod models_folder;
 pub mod output_format;
 pub mod pitch;
 pub mod train;
+pub mod voice_import;
 
 pub use timbre_library::{db, error, jobs, library, monitor, settings, store};
 
@@ -34,5 +35,6 @@ pub fn job_handlers(models: &Arc<model_cache::ModelCache>) -> Vec<Arc<dyn jobs::
         Arc::new(dataset::DatasetHandler::new(models.clone())),
         Arc::new(train::TrainHandler),
         Arc::new(assets::DownloadHandler),
+        Arc::new(voice_import::VoiceImportHandler),
     ]
 }

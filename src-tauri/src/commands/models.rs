@@ -5,6 +5,7 @@ use std::sync::Arc;
 use tauri::State;
 use timbre_core::convert::model_import;
 use timbre_core::db::models::{self, Model};
+use timbre_core::voice_import::{self, VoiceImportRequest};
 
 #[tauri::command]
 pub fn list_models(state: State<'_, AppState>) -> CommandResult<Vec<Model>> {
@@ -33,6 +34,14 @@ pub async fn import_model(
     })
     .await??;
     Ok(model)
+}
+
+/// Queues the import of the voices of a `.zip`, a folder or a link (the `voice_import` job:
+/// download, unpack, pair each `.pth` with its index) and returns the job's id at once; its
+/// result is a `VoiceImportReport`.
+#[tauri::command]
+pub fn import_voice(state: State<'_, AppState>, request: VoiceImportRequest) -> CommandResult<i64> {
+    Ok(voice_import::submit(&state.jobs, request)?.id)
 }
 
 #[tauri::command]

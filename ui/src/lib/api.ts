@@ -36,6 +36,7 @@ import type {
   TrainingMetric,
   TrainingPreview,
   Voice,
+  VoiceImportRequest,
   VoiceModel,
 } from './generated';
 
@@ -323,6 +324,11 @@ export const listModels = () => call<VoiceModel[]>('list_models');
 /** Loads the .pth to check it (a second or two), then copies it (and its index) into the library. */
 export const importModel = (weights: string, index: string | null, name: string | null = null) =>
   call<VoiceModel>('import_model', { weights, index, name, voiceId: null });
+/** Queues the import of the voices of a .zip, a folder or a link (a `voice_import` job) and resolves to its id. */
+export const importVoice = (source: string) => {
+  const request: VoiceImportRequest = { source, index: null, use_index: null, name: null, voice_id: null };
+  return call<number>('import_voice', { request });
+};
 export const renameModel = (id: number, name: string) => call<VoiceModel>('rename_model', { id, name });
 export const deleteModel = (id: number) => call<null>('delete_model', { id });
 export const attachModelIndex = (id: number, index: string) => call<VoiceModel>('attach_model_index', { id, index });

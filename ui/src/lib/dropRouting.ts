@@ -1,4 +1,5 @@
-// What a drop holds: voice models (.pth, each with the .index dropped beside it) or audio.
+// What a drop holds: voice models (.pth, each with the .index dropped beside it), voice archives
+// (.zip, imported by the backend, which pairs what they hold) or audio.
 import { basename } from './format';
 
 export interface ModelDrop {
@@ -9,6 +10,8 @@ export interface ModelDrop {
 export interface DropPlan {
   audio: string[];
   models: ModelDrop[];
+  /** Voice archives (.zip). */
+  archives: string[];
   /** Indexes with no .pth to go with them. */
   strayIndexes: string[];
 }
@@ -32,7 +35,8 @@ function stemOf(path: string): string {
 export function planDrop(paths: string[]): DropPlan {
   const weights = paths.filter((p) => extension(p) === 'pth');
   const indexes = paths.filter((p) => extension(p) === 'index');
-  const audio = paths.filter((p) => !['pth', 'index'].includes(extension(p)));
+  const archives = paths.filter((p) => extension(p) === 'zip');
+  const audio = paths.filter((p) => !['pth', 'index', 'zip'].includes(extension(p)));
   const models: ModelDrop[] = weights.map((w) => ({ weights: w, index: null }));
   const strayIndexes: string[] = [];
   for (const index of indexes) {
@@ -44,5 +48,11 @@ export function planDrop(paths: string[]): DropPlan {
     if (owner && owner.index === null) owner.index = index;
     else strayIndexes.push(index);
   }
-  return { audio, models, strayIndexes };
+  return { audio, models, archives, strayIndexes };
+}
+
+/** The link in pasted text, when the text is one http(s) link and nothing else. */
+export function pastedLink(text: string): string | null {
+  const trimmed = text.trim();
+  return /^https?:\/\/[^\s]+$/i.test(trimmed) ? trimmed : null;
 }

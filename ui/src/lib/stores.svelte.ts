@@ -191,7 +191,7 @@ class AppState {
     else this.jobs.push(job);
     if (this.watched.has(job.id) && TERMINAL_STATES.includes(job.state)) {
       this.watched.delete(job.id);
-      const what = job.kind === 'import' ? 'Import' : `Job ${job.id}`;
+      const what = job.kind === 'import' ? 'Import' : job.kind === 'voice_import' ? 'Voice import' : `Job ${job.id}`;
       if (job.state === 'succeeded') this.notify(`${what} finished${job.message ? `: ${job.message}` : ''}`, 'success');
       else if (job.state === 'failed') this.notify(`${what} failed: ${job.error ?? job.message}`, 'error');
       else this.notify(`${what} ${job.state}`, 'info');

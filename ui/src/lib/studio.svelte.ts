@@ -111,6 +111,24 @@ class StudioState {
     }
   }
 
+  /** Imports the voices of a .zip, a folder or a link as a job; the models appear when it succeeds. */
+  async importVoice(source: string): Promise<number | null> {
+    try {
+      const jobId = await api.importVoice(source);
+      app.watchJob(jobId);
+      const off = app.onNotification((n) => {
+        if (n.type !== 'job' || n.job.id !== jobId || !['succeeded', 'failed', 'cancelled'].includes(n.job.state)) return;
+        off();
+        if (n.job.state === 'succeeded') void this.refreshModels();
+      });
+      app.notify(`Importing voices from ${basename(source)}…`, 'info', { label: 'View job', run: () => (app.page = 'jobs') });
+      return jobId;
+    } catch (err) {
+      app.reportError(err, `Could not import ${basename(source)}`);
+      return null;
+    }
+  }
+
   upsertModel(model: VoiceModel) {
     const i = this.models.findIndex((m) => m.id === model.id);
     if (i >= 0) this.models[i] = model;
@@ -162,7 +180,7 @@ class StudioState {
     app.page = 'compare';
   }
 
-  /** A drop anywhere: .pth (+ .index) become models; audio is imported, or on Convert, Clean and Train becomes inputs. */
+  /** A drop anywhere: .pth (+ .index) and .zip become models; audio is imported, or on Convert, Clean and Train becomes inputs. */
   async routeDrop(paths: string[]): Promise<void> {
     const plan = planDrop(paths);
     if (plan.strayIndexes.length > 0) {
@@ -185,7 +203,10 @@ class StudioState {
         void app.importPaths(plan.audio);
       }
     }
-    await Promise.all(plan.models.map((m) => this.importModel(m.weights, m.index)));
+    await Promise.all([
+      ...plan.models.map((m) => this.importModel(m.weights, m.index)),
+      ...plan.archives.map((a) => this.importVoice(a)),
+    ]);
   }
 
   /** Back to a blank state (tests). */

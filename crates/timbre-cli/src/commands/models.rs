@@ -6,17 +6,26 @@ use std::process::ExitCode;
 use timbre_core::convert::model_import;
 use timbre_core::db::models::{self, Model};
 use timbre_core::models_folder;
+use timbre_core::voice_import::{self, VoiceImportRequest};
 
 #[derive(clap::Subcommand)]
 pub enum Command {
     /// Voice models in the library.
     List,
-    /// Import an RVC voice model (.pth) and its index (.index).
+    /// Import RVC voice models with their indexes: from a .pth, a .zip, a folder (an RVC or
+    /// Applio install) or an http(s) link (Hugging Face `resolve` or `blob`, or direct).
     Import {
-        weights: PathBuf,
+        /// A .pth, a .zip, a folder or a link.
+        source: String,
+        /// An index file to import with the voice (instead of any the source holds).
         #[arg(long)]
         index: Option<PathBuf>,
-        /// Name in the library (default: the model's own name, else the file name).
+        /// When several indexes of the source fit a voice: the one to use, by its path in the
+        /// source or its file name.
+        #[arg(long, value_name = "PATH")]
+        use_index: Option<String>,
+        /// Name in the library (one voice only; default: the model's own name, else the file
+        /// name).
         #[arg(long)]
         name: Option<String>,
         /// The voice it belongs to (created if new).
@@ -41,20 +50,37 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
             });
         }
         Command::Import {
-            weights,
+            source,
             index,
+            use_index,
             name,
             voice,
         } => {
-            let voice_id = library.resolve_voice(voice.as_deref())?;
-            let model = model_import::import_model(
-                &library,
-                &weights,
-                index.as_deref(),
-                name.as_deref(),
-                voice_id,
-            )?;
-            out.print(&model, || format!("imported  {}", model_line(&model)));
+            let request = VoiceImportRequest {
+                source,
+                index,
+                use_index,
+                name,
+                voice_id: library.resolve_voice(voice.as_deref())?,
+            };
+            let report = voice_import::import(&library, &request, &mut |_, message| {
+                if !out.json {
+                    eprint!("\r\x1b[2K{message}");
+                }
+                Ok(())
+            })?;
+            out.note("");
+            for skipped in &report.skipped {
+                out.note(&format!("skipped   {}: {}", skipped.file, skipped.reason));
+            }
+            out.print(&report.models, || {
+                report
+                    .models
+                    .iter()
+                    .map(|m| format!("imported  {}", model_line(m)))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            });
         }
         Command::Index { model, index } => {
             let id = models::find(&library.conn(), &model)?.id;

@@ -6,7 +6,7 @@
 pub mod catalog;
 pub mod disk;
 pub mod download;
-mod fetch;
+pub(crate) mod fetch;
 pub mod job;
 mod ledger;
 pub mod state;

@@ -30,15 +30,50 @@ pub fn import_model(
             .dim();
         check_index_fits(index, dim as i64, weights, &info)?;
     }
-    let stored_weights = library.store().ingest_file(weights, WEIGHTS_EXT)?;
-    let stored_index = index
+    store_checked(
+        library,
+        &CheckedModel {
+            weights,
+            info: &info,
+            source: &weights.display().to_string(),
+            file_name: &weights.file_name().unwrap_or_default().to_string_lossy(),
+            index,
+        },
+        name,
+        voice_id,
+    )
+}
+
+/// A voice model that passed [`check_model`], with the index checked to fit it; `source` is
+/// how the user knows the weights (their path, or an entry of an archive), `file_name` the name
+/// of that file (the model's name when the file holds none).
+pub struct CheckedModel<'a> {
+    pub weights: &'a Path,
+    pub info: &'a ModelInfo,
+    pub source: &'a str,
+    pub file_name: &'a str,
+    pub index: Option<&'a Path>,
+}
+
+/// Copies a checked model (and its index) into the store and the library, as [`import_model`]
+/// does after its checks.
+pub fn store_checked(
+    library: &Library,
+    model: &CheckedModel,
+    name: Option<&str>,
+    voice_id: Option<i64>,
+) -> Result<Model> {
+    let info = model.info;
+    let stored_weights = library.store().ingest_file(model.weights, WEIGHTS_EXT)?;
+    let stored_index = model
+        .index
         .map(|i| library.store().ingest_file(i, INDEX_EXT))
         .transpose()?;
     let index_sha = stored_index.as_ref().map(|s| s.sha256.as_str());
     let chosen_name = name.map(str::trim).filter(|n| !n.is_empty());
     let name = chosen_name
         .map(str::to_string)
-        .unwrap_or_else(|| display_name(weights, &info));
+        .unwrap_or_else(|| display_name(model.file_name, info));
     library.edit(|conn| {
         if let Some(mut existing) = models::find_by_weights(conn, &stored_weights.sha256)? {
             if let Some(sha) = index_sha {
@@ -62,7 +97,7 @@ pub fn import_model(
                 version: Some(info.version.clone()),
                 sample_rate: Some(info.sample_rate),
                 f0: Some(info.f0),
-                metadata: metadata(weights, &info),
+                metadata: metadata(model.source, info),
             },
         )?;
         models::require(conn, id)
@@ -138,21 +173,21 @@ pub fn name_stored_files(error: anyhow::Error, stored: &[(&Path, String)]) -> an
     .into()
 }
 
-fn display_name(weights: &Path, info: &ModelInfo) -> String {
+fn display_name(file_name: &str, info: &ModelInfo) -> String {
     info.metadata
         .model_name
         .clone()
         .filter(|n| !n.trim().is_empty())
         .unwrap_or_else(|| {
-            weights
+            Path::new(file_name)
                 .file_stem()
                 .map_or_else(|| "model".into(), |s| s.to_string_lossy().into_owned())
         })
 }
 
-fn metadata(weights: &Path, info: &ModelInfo) -> serde_json::Value {
+fn metadata(source: &str, info: &ModelInfo) -> serde_json::Value {
     json!({
-        "source_path": weights.display().to_string(),
+        "source_path": source,
         "feature_dim": info.feature_dim,
         "speakers": info.speakers,
         "hop": info.hop,
