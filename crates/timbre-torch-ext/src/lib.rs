@@ -46,6 +46,8 @@ unsafe extern "C" {
         n: i64,
         out: *mut *mut C_tensor,
     ) -> *mut c_char;
+    fn timbre_ext_set_cuda_autocast(enabled: c_int) -> c_int;
+    fn timbre_ext_cuda_autocast() -> c_int;
     fn timbre_ext_has_cuda_graphs() -> c_int;
     fn timbre_ext_graph_new() -> *mut c_void;
     fn timbre_ext_graph_free(graph: *mut c_void);
@@ -180,6 +182,28 @@ pub fn foreach_norm(list: &[&Tensor]) -> Result<Vec<Tensor>> {
         .into_iter()
         .map(|t| unsafe { Tensor::from_ptr(t) })
         .collect())
+}
+
+/// Whether CUDA autocast (`tch::autocast`) is on in this thread.
+pub fn cuda_autocast() -> bool {
+    // SAFETY: reads a thread-local flag.
+    unsafe { timbre_ext_cuda_autocast() != 0 }
+}
+
+/// Runs `f` with CUDA autocast off in this thread, for work that is already in the precision it
+/// wants (a model cast whole to float16, which autocast would cast back and forth), and puts
+/// the switch back as it was.
+pub fn without_cuda_autocast<T>(f: impl FnOnce() -> T) -> T {
+    struct Restore(c_int);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            // SAFETY: sets a thread-local flag back.
+            unsafe { timbre_ext_set_cuda_autocast(self.0) };
+        }
+    }
+    // SAFETY: sets a thread-local flag.
+    let _restore = Restore(unsafe { timbre_ext_set_cuda_autocast(0) });
+    f()
 }
 
 /// Whether this build has CUDA graphs compiled in (it still needs a CUDA device to use them).

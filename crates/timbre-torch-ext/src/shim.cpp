@@ -3,6 +3,7 @@
 // Every function catches C++ exceptions and returns their message as a malloc'd string (NULL on
 // success) that the caller frees with timbre_ext_free_error.
 
+#include <ATen/autocast_mode.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/_amp_foreach_non_finite_check_and_unscale.h>
 #include <ATen/ops/_foreach_add.h>
@@ -94,6 +95,16 @@ char *timbre_ext_foreach_norm(const tensor *list, int64_t n, tensor *out) {
     for (int64_t i = 0; i < n; i++) out[i] = new at::Tensor(norms[i]);
   })
 }
+
+// CUDA autocast's switch for this thread (tch sets it but does not read it); returns the
+// previous state.
+int timbre_ext_set_cuda_autocast(int enabled) {
+  bool previous = at::autocast::is_autocast_enabled(at::kCUDA);
+  at::autocast::set_autocast_enabled(at::kCUDA, enabled != 0);
+  return previous ? 1 : 0;
+}
+
+int timbre_ext_cuda_autocast() { return at::autocast::is_autocast_enabled(at::kCUDA) ? 1 : 0; }
 
 int timbre_ext_has_cuda_graphs() {
 #ifdef TIMBRE_TORCH_CUDA

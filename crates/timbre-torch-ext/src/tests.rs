@@ -129,3 +129,15 @@ fn graph_capture_without_a_cuda_device_says_so() {
     assert!(!ran, "the body ran without a device");
     assert!(err.to_string().contains("CUDA"), "{err}");
 }
+
+#[test]
+fn autocast_is_switched_off_inside_and_back_on_after() {
+    // tch::autocast does nothing without a CUDA device; the flag itself is the thread's.
+    // SAFETY: sets a thread-local flag.
+    unsafe { timbre_ext_set_cuda_autocast(1) };
+    assert!(cuda_autocast());
+    without_cuda_autocast(|| assert!(!cuda_autocast()));
+    assert!(cuda_autocast());
+    unsafe { timbre_ext_set_cuda_autocast(0) };
+    assert!(!cuda_autocast());
+}

@@ -117,6 +117,12 @@ impl AdamW {
         self.step_unless_inf(grads, None)
     }
 
+    /// A fused step that `found_inf` (a float32 scalar on the device, nonzero to skip) may
+    /// skip, as the loss scaler hands it over; refused by the single-tensor kernel.
+    pub fn step_skipping_on(&mut self, grads: &[Tensor], found_inf: &Tensor) -> Result<()> {
+        self.step_unless_inf(grads, Some(found_inf))
+    }
+
     /// [`AdamW::step`], which the fused kernel skips where `found_inf` (GradScaler's flag, a
     /// float32 scalar on the device) is set, with no wait for the device; the single-tensor
     /// kernel takes no flag (its caller reads it and skips the step).
