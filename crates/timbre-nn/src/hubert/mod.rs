@@ -11,7 +11,9 @@ mod config;
 mod conv_layers;
 mod encoder;
 mod fairseq;
+mod network;
 
+use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail, ensure};
@@ -20,11 +22,10 @@ use tch::{Device, Kind, Tensor};
 use config::StatedConfig;
 pub use config::{FeatExtractNorm, HubertConfig};
 pub use conv_layers::{ConvLayerSpec, parse_conv_feature_layers};
-use encoder::{Encoder, FeatureEncoder, FeatureProjection, linear};
 use fairseq::fairseq_parts;
+use network::Network;
 
 use crate::checkpoint::{Value, read_torch_file, weights_from_dict};
-use crate::layers::Linear;
 use crate::weights::Weights;
 
 /// Which content features an RVC voice was trained on.
@@ -45,10 +46,11 @@ pub struct Hubert {
     source: PathBuf,
     device: Device,
     kind: Kind,
-    feature_encoder: FeatureEncoder,
-    feature_projection: FeatureProjection,
-    encoder: Encoder,
-    final_proj: Option<Linear>,
+    /// The tensors `network` holds (shared, not copied), for its float16 cast.
+    weights: Weights,
+    network: Network,
+    /// `network` cast whole to float16, made at the first call under CUDA's fp16 autocast.
+    half: OnceCell<Network>,
 }
 
 /// What a file gives before the model is built on its device: the settled config, whether
@@ -101,26 +103,35 @@ impl Hubert {
             weights,
         } = parts;
         let weights = weights.to(device, kind);
-        let final_proj = match weights.contains("final_proj.weight") {
-            true => Some(linear(
-                &weights,
-                "final_proj",
-                config.hidden_size,
-                config.classifier_proj_size,
-            )?),
-            false => None,
-        };
         Ok(Self {
-            feature_encoder: FeatureEncoder::load(&weights, &config)?,
-            feature_projection: FeatureProjection::load(&weights, &config)?,
-            encoder: Encoder::load(&weights, &config)?,
-            final_proj,
+            network: Network::build(&weights, &config)?,
             config,
             normalize_input,
             source: weights.source().to_path_buf(),
             device,
             kind,
+            weights,
+            half: OnceCell::new(),
         })
+    }
+
+    /// Runs `f` on the layers and the audio in the precision this call runs in: a float32
+    /// model on CUDA under fp16 autocast runs as a float16 model with autocast off (as RVC
+    /// runs it), everything else as it is.
+    fn run<T>(&self, audio: &Tensor, f: impl FnOnce(&Network, &Tensor) -> T) -> Result<T> {
+        let whole_half =
+            self.kind == Kind::Float && self.device.is_cuda() && timbre_torch_ext::cuda_autocast();
+        if !whole_half {
+            return Ok(tch::no_grad(|| f(&self.network, audio)));
+        }
+        if self.half.get().is_none() {
+            let half = Network::cast(&self.weights, &self.config, Kind::Half)?;
+            let _ = self.half.set(half);
+        }
+        let network = self.half.get().expect("set above");
+        Ok(timbre_torch_ext::without_cuda_autocast(|| {
+            tch::no_grad(|| f(network, &audio.to_kind(Kind::Half)))
+        }))
     }
 
     pub fn device(&self) -> Device {
@@ -146,6 +157,14 @@ impl Hubert {
     /// fairseq's `output_layer`) for 16 kHz audio `[batch, samples]` on the model's device and
     /// kind: `[batch, frames, hidden_size]`. Later layers are not run.
     pub fn hidden_states_at(&self, audio: &Tensor, layer: usize) -> Result<Tensor> {
+        self.checked_audio(audio, layer)?;
+        self.run(audio, |network, audio| {
+            network.hidden_states_at(audio, self.normalize_input, layer)
+        })
+    }
+
+    /// Refuses a layer the model lacks and audio it cannot take.
+    fn checked_audio(&self, audio: &Tensor, layer: usize) -> Result<()> {
         let layers = self.config.num_hidden_layers as usize;
         ensure!(
             (1..=layers).contains(&layer),
@@ -170,31 +189,27 @@ impl Hubert {
             "{} samples of audio are too short for HuBERT, which needs at least {minimum}",
             size[1]
         );
-        Ok(tch::no_grad(|| {
-            let audio = match self.normalize_input {
-                true => audio.layer_norm([size[1]], None::<Tensor>, None::<Tensor>, 1e-5, true),
-                false => audio.shallow_clone(),
-            };
-            let features = self.feature_encoder.forward(&audio).transpose(1, 2);
-            let hidden = self.feature_projection.forward(&features);
-            self.encoder.forward_to(&hidden, layer)
-        }))
+        Ok(())
     }
 
     /// RVC's content features for audio `[batch, samples]`: `[batch, frames, 256]` for v1,
     /// `[batch, frames, 768]` for v2 (the real models' widths).
     pub fn features(&self, audio: &Tensor, version: FeatureVersion) -> Result<Tensor> {
-        // Under autocast the last layer gives float16; callers and caches get the model's kind.
+        // In float16 the last layer gives float16; callers and caches get the model's kind.
         let features = match version {
             FeatureVersion::V1 => {
-                let Some(final_proj) = &self.final_proj else {
+                if self.network.final_proj.is_none() {
                     bail!(
                         "{}: has no final_proj, so it cannot give RVC v1 features",
                         self.source.display()
                     )
-                };
-                let hidden = self.hidden_states_at(audio, V1_LAYER)?;
-                tch::no_grad(|| final_proj.forward(&hidden))
+                }
+                self.checked_audio(audio, V1_LAYER)?;
+                self.run(audio, |network, audio| {
+                    let hidden = network.hidden_states_at(audio, self.normalize_input, V1_LAYER);
+                    let final_proj = network.final_proj.as_ref().expect("checked above");
+                    final_proj.forward(&hidden)
+                })?
             }
             FeatureVersion::V2 => {
                 self.hidden_states_at(audio, self.config.num_hidden_layers as usize)?

@@ -1,7 +1,9 @@
 //! The optimizer and learning-rate schedule RVC trains with (rvc_next 0.2.16
-//! `engine/train/loop.py`): `torch.optim.AdamW` over one parameter group, stepped as torch
-//! 2.11's single-tensor path does (`torch/optim/adam.py` `_single_tensor_adam`, what it runs
-//! on the CPU; the CUDA default `foreach` path computes the same to rounding), and
+//! `engine/train/loop.py`): `torch.optim.AdamW` over one parameter group, stepped either as
+//! torch 2.11's single-tensor path does (`torch/optim/adam.py` `_single_tensor_adam`, what it
+//! runs on the CPU by default; the CUDA default `foreach` path computes the same to rounding) or
+//! by torch's fused kernel, as `AdamW(fused=True)` does (`_fused_adam`: one launch per device
+//! and dtype instead of a dozen per parameter; timbre-torch-ext reaches it), and
 //! `ExponentialLR` stepped once per epoch. The state saves to and loads from torch's
 //! `optimizer.state_dict()` layout, so RVC resumes our checkpoints and we resume RVC's.
 
@@ -9,6 +11,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, anyhow, bail, ensure};
 use tch::{Device, Kind, Tensor};
+use timbre_torch_ext::{AdamWStep, fused_adamw_};
 
 use crate::checkpoint::Value;
 
@@ -33,18 +36,47 @@ impl Default for AdamWConfig {
     }
 }
 
+/// How a step updates the parameters: the same arithmetic, to rounding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdamWKernel {
+    /// Parameter by parameter, as torch's `_single_tensor_adam`.
+    SingleTensor,
+    /// torch's `_fused_adamw_` over all the parameters of a device and dtype at once.
+    Fused,
+}
+
 /// One parameter's moments, created at its first step.
 struct ParamState {
-    /// torch keeps it as a float32 tensor; every count below 2²⁴ is exact in either.
-    step: f64,
+    /// A float32 scalar, as torch keeps it: on the CPU for the single-tensor kernel (read there
+    /// for the bias corrections), on the parameter's device for the fused one (which reads it
+    /// there). Every count below 2²⁴ is exact.
+    step: Tensor,
     exp_avg: Tensor,
     exp_avg_sq: Tensor,
+}
+
+impl ParamState {
+    fn fresh(param: &Tensor, kernel: AdamWKernel) -> Self {
+        Self {
+            step: Tensor::zeros([], (Kind::Float, step_device(param, kernel))),
+            exp_avg: param.zeros_like(),
+            exp_avg_sq: param.zeros_like(),
+        }
+    }
+}
+
+fn step_device(param: &Tensor, kernel: AdamWKernel) -> Device {
+    match kernel {
+        AdamWKernel::SingleTensor => Device::Cpu,
+        AdamWKernel::Fused => param.device(),
+    }
 }
 
 /// `torch.optim.AdamW(params, lr, betas, eps, weight_decay)` with one parameter group.
 pub struct AdamW {
     params: Vec<Tensor>,
     config: AdamWConfig,
+    kernel: AdamWKernel,
     /// Set by the scheduler (torch's `LRScheduler` adds it to the group).
     initial_lr: Option<f64>,
     state: Vec<Option<ParamState>>,
@@ -58,9 +90,20 @@ impl AdamW {
         Self {
             params,
             config,
+            kernel: AdamWKernel::SingleTensor,
             initial_lr: None,
             state,
         }
+    }
+
+    /// The same optimizer stepped by `kernel` (set before the first step or load).
+    pub fn with_kernel(mut self, kernel: AdamWKernel) -> Self {
+        self.kernel = kernel;
+        self
+    }
+
+    pub fn kernel(&self) -> AdamWKernel {
+        self.kernel
     }
 
     /// The current learning rate (`param_groups[0]["lr"]`).
@@ -71,12 +114,39 @@ impl AdamW {
     /// One step, in place on the parameters, with `grads[i]` the gradient of parameter `i`; a
     /// parameter whose gradient is undefined is skipped, as torch skips a `None` grad.
     pub fn step(&mut self, grads: &[Tensor]) -> Result<()> {
+        self.step_unless_inf(grads, None)
+    }
+
+    /// A fused step that `found_inf` (a float32 scalar on the device, nonzero to skip) may
+    /// skip, as the loss scaler hands it over; refused by the single-tensor kernel.
+    pub fn step_skipping_on(&mut self, grads: &[Tensor], found_inf: &Tensor) -> Result<()> {
+        self.step_unless_inf(grads, Some(found_inf))
+    }
+
+    /// [`AdamW::step`], which the fused kernel skips where `found_inf` (GradScaler's flag, a
+    /// float32 scalar on the device) is set, with no wait for the device; the single-tensor
+    /// kernel takes no flag (its caller reads it and skips the step).
+    pub(super) fn step_unless_inf(
+        &mut self,
+        grads: &[Tensor],
+        found_inf: Option<&Tensor>,
+    ) -> Result<()> {
         ensure!(
             grads.len() == self.params.len(),
             "{} gradients for {} parameters",
             grads.len(),
             self.params.len()
         );
+        match (self.kernel, found_inf) {
+            (AdamWKernel::Fused, _) => self.fused_step(grads, found_inf),
+            (AdamWKernel::SingleTensor, None) => self.single_tensor_step(grads),
+            (AdamWKernel::SingleTensor, Some(_)) => {
+                bail!("the single-tensor AdamW cannot skip a step on the device")
+            }
+        }
+    }
+
+    fn single_tensor_step(&mut self, grads: &[Tensor]) -> Result<()> {
         let AdamWConfig {
             lr,
             betas: (beta1, beta2),
@@ -88,12 +158,9 @@ impl AdamW {
                 if !grad.defined() {
                     continue;
                 }
-                let state = state.get_or_insert_with(|| ParamState {
-                    step: 0.0,
-                    exp_avg: param.zeros_like(),
-                    exp_avg_sq: param.zeros_like(),
-                });
-                state.step += 1.0;
+                let state = state.get_or_insert_with(|| ParamState::fresh(param, self.kernel));
+                let _ = state.step.f_add_scalar_(1.0)?;
+                let step = state.step.double_value(&[]);
                 let mut param = param.shallow_clone();
                 if weight_decay != 0.0 {
                     let _ = param.f_mul_scalar_(1.0 - lr * weight_decay)?;
@@ -105,8 +172,8 @@ impl AdamW {
                 let _ = state
                     .exp_avg_sq
                     .f_addcmul_(&grad.f_mul_scalar(1.0 - beta2)?, grad)?;
-                let bias_correction1 = 1.0 - beta1.powf(state.step);
-                let bias_correction2 = 1.0 - beta2.powf(state.step);
+                let bias_correction1 = 1.0 - beta1.powf(step);
+                let bias_correction2 = 1.0 - beta2.powf(step);
                 let step_size = lr / bias_correction1;
                 // Python's `** 0.5`, which is `pow`, not `sqrt`.
                 let bias_correction2_sqrt = bias_correction2.powf(0.5);
@@ -122,6 +189,57 @@ impl AdamW {
         })
     }
 
+    /// `_fused_adam` with `decoupled_weight_decay`: the parameters with a gradient, grouped by
+    /// device and dtype as torch groups them, one kernel per group.
+    fn fused_step(&mut self, grads: &[Tensor], found_inf: Option<&Tensor>) -> Result<()> {
+        let AdamWConfig {
+            lr,
+            betas: (beta1, beta2),
+            eps,
+            weight_decay,
+        } = self.config;
+        let hyper = AdamWStep {
+            lr,
+            beta1,
+            beta2,
+            weight_decay,
+            eps,
+            maximize: false,
+        };
+        let mut groups: Vec<((Device, Kind), Vec<usize>)> = Vec::new();
+        for (i, (param, grad)) in self.params.iter().zip(grads).enumerate() {
+            if !grad.defined() {
+                continue;
+            }
+            self.state[i].get_or_insert_with(|| ParamState::fresh(param, self.kernel));
+            let key = (param.device(), param.kind());
+            match groups.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, members)) => members.push(i),
+                None => groups.push((key, vec![i])),
+            }
+        }
+        tch::no_grad(|| -> Result<()> {
+            for ((device, _), members) in groups {
+                let states: Vec<&ParamState> = members
+                    .iter()
+                    .map(|&i| self.state[i].as_ref().expect("created above"))
+                    .collect();
+                let found_inf = found_inf.map(|f| f.to_device(device));
+                fused_adamw_(
+                    &members.iter().map(|&i| &self.params[i]).collect::<Vec<_>>(),
+                    &members.iter().map(|&i| &grads[i]).collect::<Vec<_>>(),
+                    &states.iter().map(|s| &s.exp_avg).collect::<Vec<_>>(),
+                    &states.iter().map(|s| &s.exp_avg_sq).collect::<Vec<_>>(),
+                    &states.iter().map(|s| &s.step).collect::<Vec<_>>(),
+                    hyper,
+                    None,
+                    found_inf.as_ref(),
+                )?;
+            }
+            Ok(())
+        })
+    }
+
     /// torch 2.11's `AdamW.state_dict()`: `state` (by parameter index, for the parameters that
     /// have stepped) and the one `param_groups` entry with every key torch writes.
     pub fn state_dict(&self) -> Value {
@@ -132,9 +250,11 @@ impl AdamW {
             .enumerate()
             .filter_map(|(i, state)| {
                 let state = state.as_ref()?;
-                let step = Tensor::scalar_tensor(state.step, (Kind::Float, Device::Cpu));
                 let entries = vec![
-                    (text("step"), Value::Tensor(step)),
+                    (
+                        text("step"),
+                        Value::Tensor(state.step.to_device(Device::Cpu)),
+                    ),
                     (
                         text("exp_avg"),
                         Value::Tensor(state.exp_avg.shallow_clone()),
@@ -164,6 +284,7 @@ impl AdamW {
             (text("foreach"), Value::None),
             (text("capturable"), Value::Bool(false)),
             (text("differentiable"), Value::Bool(false)),
+            // torch's default, whichever kernel steps here: RVC resumes with its own choice.
             (text("fused"), Value::None),
             (text("decoupled_weight_decay"), Value::Bool(true)),
         ];
@@ -273,7 +394,7 @@ impl AdamW {
                 None => bail!("parameter {id} has no `step`"),
             };
             state[index] = Some(ParamState {
-                step,
+                step: Tensor::scalar_tensor(step, (Kind::Float, step_device(param, self.kernel))),
                 exp_avg: moment("exp_avg")?,
                 exp_avg_sq: moment("exp_avg_sq")?,
             });

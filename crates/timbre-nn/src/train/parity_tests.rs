@@ -9,7 +9,7 @@ use tch::{Kind, Tensor};
 use timbre_test_support::reference_python;
 
 use super::losses::{discriminator_loss, feature_loss, generator_loss, kl_loss};
-use super::optimizer::{AdamW, AdamWConfig, ExponentialLr};
+use super::optimizer::{AdamW, AdamWConfig, AdamWKernel, ExponentialLr};
 use crate::checkpoint::{Value, load_state_dict, read_torch_file, write_torch_file};
 use crate::weights::Weights;
 
@@ -183,9 +183,20 @@ fn adam_config() -> AdamWConfig {
 
 #[test]
 fn adamw_matches_torch_and_resumes_both_ways() {
+    adamw_matches_torch(AdamWKernel::SingleTensor, "adamw");
+}
+
+#[test]
+fn fused_adamw_matches_torchs_fused_adamw_and_resumes_both_ways() {
+    adamw_matches_torch(AdamWKernel::Fused, "adamw_fused");
+}
+
+/// Our AdamW stepped by `kernel` against torch's, run by the reference `task` (its default
+/// single-tensor path or `fused=True`), step by step and across saved states both ways.
+fn adamw_matches_torch(kernel: AdamWKernel, task: &str) {
     let python = reference_python();
     let dir = tempfile::tempdir().unwrap();
-    reference(&python, "adamw", dir.path());
+    reference(&python, task, dir.path());
     let expected = load_state_dict(&dir.path().join("adamw.pt")).unwrap();
     let params: Vec<Tensor> = (0..ADAM_SHAPES)
         .map(|i| {
@@ -199,7 +210,8 @@ fn adamw_matches_torch_and_resumes_both_ways() {
     let mut optimizer = AdamW::new(
         params.iter().map(Tensor::shallow_clone).collect(),
         adam_config(),
-    );
+    )
+    .with_kernel(kernel);
     let scheduler = ExponentialLr::new(&mut optimizer, 0.9);
     let mut steps = Worst::new("AdamW parameters after each of three steps");
     for k in 0..3 {
@@ -236,7 +248,8 @@ fn adamw_matches_torch_and_resumes_both_ways() {
     let mut from_torch = AdamW::new(
         resumed.iter().map(Tensor::shallow_clone).collect(),
         AdamWConfig::default(),
-    );
+    )
+    .with_kernel(kernel);
     from_torch
         .load_state_dict(&theirs, Path::new("adamw_state.pt"))
         .unwrap();

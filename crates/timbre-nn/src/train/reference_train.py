@@ -7,6 +7,7 @@
 #   discriminator_resume  RVC's load_checkpoint of DIR/D_ours_v1.pth; prints JSON
 #   losses                DIR/losses.pt
 #   adamw                 DIR/adamw.pt, DIR/adamw_state.pt (torch's optimizer.state_dict())
+#   adamw_fused           the same with AdamW(fused=True)
 #   adamw_resume          AdamW.load_state_dict of DIR/ours_adamw_state.pt; prints JSON
 #   spectrograms          DIR/spectrograms.pt (spectrogram_torch, mel_spectrogram_torch)
 
@@ -129,11 +130,11 @@ def adam_step(params, optimizer, grads):
     optimizer.step()
 
 
-def adamw(out):
+def adamw(out, fused=None):
     generator = torch.Generator().manual_seed(2)
     initial = [torch.randn(*s, generator=generator) for s in ADAM_SHAPES]
     params = [torch.nn.Parameter(p.clone()) for p in initial]
-    optimizer = torch.optim.AdamW(params, ADAM_LR, betas=BETAS, eps=EPS)
+    optimizer = torch.optim.AdamW(params, ADAM_LR, betas=BETAS, eps=EPS, fused=fused)
     for group in optimizer.param_groups:
         group.setdefault("initial_lr", ADAM_LR)
     scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=ADAM_GAMMA, last_epoch=-1)
@@ -154,6 +155,11 @@ def adamw(out):
     torch.save(saved, os.path.join(out, "adamw.pt"))
 
 
+def adamw_fused(out):
+    """The same steps by torch's fused kernel (AdamW(fused=True), which runs on the CPU too)."""
+    adamw(out, fused=True)
+
+
 def adamw_resume(out):
     """Our state after three steps loads into torch's AdamW and its fourth step is torch's."""
     ours = torch.load(os.path.join(out, "ours_adamw_state.pt"), weights_only=True)
@@ -166,7 +172,8 @@ def adamw_resume(out):
     difference = max(float((p.detach() - reference[f"after.3.{i}"]).abs().max()) for i, p in enumerate(params))
 
     def layout(state):
-        groups = [{k: (v if k != "params" else list(v)) for k, v in g.items()} for g in state["param_groups"]]
+        # `fused` names the kernel that stepped, not the layout: ours writes torch's default.
+        groups = [{k: (v if k != "params" else list(v)) for k, v in g.items() if k != "fused"} for g in state["param_groups"]]
         entries = {k: {n: (str(t.dtype), list(t.shape)) for n, t in v.items()} for k, v in state["state"].items()}
         return repr((groups, entries))
 

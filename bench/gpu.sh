@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# bench/gpu.sh: both sides of the GPU benchmarks in one run on the lent GPU machine (about 3-4
+# minutes; docs/PERFORMANCE.md, "GPU run"). Built on the CPU machine by bench/gpu_build.sh, which
+# fills .gpu/ (release binaries, debug info stripped, and the reference's packages the machine's
+# image lacks as cp312 wheels); run there from the repository root with .gpu carried:
+#   bash bench/gpu.sh
+# It writes into $OUT (at most 8 files come back): summary.txt (the figures), log.txt (all
+# output), train_ours.txt, train_reference.txt, convert_ours.json, convert_reference.json and
+# util.csv (nvidia-smi every 50 ms, each row labelled with its phase).
+#  (c) cuda_check: the fused AdamW on CUDA against torch's AdamW(fused=True) (bench/gpu_check_adamw.py)
+#      and a CUDA graph captured, replayed and timed against the eager run;
+#  (a) the training step at batch 8 and 16, ours (fused AdamW) and rvc-next's (bench/train_reference.py);
+#  (b) the conversion benchmark (models written here by bench/make_models.py), ours and rvc-next's.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-target/gpu-out}
+carry=${GPU_CARRY:-.gpu}
+python=${GPU_PYTHON:-/opt/torch/.venv/bin/python3}
+threads=${BENCH_THREADS:-16}
+models=/tmp/bench-gpu
+mkdir -p "$out"
+export LD_LIBRARY_PATH=/opt/torch/.venv/lib/python3.12/site-packages/torch/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PYTHONUNBUFFERED=1
+exec > >(tee -a "$out/log.txt") 2>&1
+summary() { echo "$*" | tee -a "$out/summary.txt"; }
+
+summary "== $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader) ($(date -u +%FT%TZ))"
+$python -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site "$carry"/wheels/*.whl \
+  || { summary "installing the reference's wheels failed"; exit 1; }
+export PYTHONPATH=/tmp/site
+
+# nvidia-smi's utilisation every 50 ms while PHASE runs COMMAND; its mean (all samples, and the
+# busy ones) goes into the summary.
+phase() {
+  local name=$1 limit=$2; shift 2
+  nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader,nounits -lms 50 \
+    | sed -u "s/^/$name, /" >> "$out/util.csv" &
+  local sampler=$!
+  local start=$SECONDS
+  timeout "$limit" "$@"
+  local status=$?
+  kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
+  summary "$(awk -F', ' -v p="$name" -v s="$status" -v t="$((SECONDS - start))" '$1 == p {
+      n++; u += $2; if ($2 > 0) { b++; bu += $2 } if ($3 > m) m = $3 }
+    END { printf "%s: exit %s, %s s, GPU busy %.0f %% (%.0f %% of busy samples), peak %d MiB, %d samples\n",
+      p, s, t, n ? u / n : 0, b ? bu / b : 0, m, n }' "$out/util.csv")"
+  return $status
+}
+
+echo "== (c) fused AdamW and CUDA graphs on CUDA"
+phase cuda_check 90 "$carry/bin/cuda_check" /tmp && \
+  phase adamw_vs_torch 60 $python bench/gpu_check_adamw.py /tmp | tee -a "$out/summary.txt"
+
+echo "== (a) training step, batch 8 and 16"
+BENCH_BATCHES=8,16 BENCH_THREADS=$threads phase train_ours 120 "$carry/bin/train_step" | tee "$out/train_ours.txt"
+phase train_reference 150 $python bench/train_reference.py --batches 8,16 --threads "$threads" | tee "$out/train_reference.txt"
+grep -h "batch " "$out/train_ours.txt" "$out/train_reference.txt" | tee -a "$out/summary.txt"
+
+echo "== (b) conversion: models, ours, the reference"
+phase make_models 150 $python bench/make_models.py $models
+phase convert_ours 120 "$carry/bin/convert" $models --threads "$threads" > "$out/convert_ours.json"
+chunking=$($python -c 'import json, sys; print(",".join(f"{v:g}" for v in json.load(sys.stdin)["chunking"]))' < "$out/convert_ours.json")
+phase convert_reference 180 $python bench/reference.py $models --chunking "${chunking:-3,10,60,65}" --threads "$threads" \
+  > "$out/convert_reference.json"
+$python - "$out/convert_ours.json" "$out/convert_reference.json" <<'PY' | tee -a "$out/summary.txt"
+import json, sys
+ours, ref = (json.load(open(p)) for p in sys.argv[1:3])
+for key in ("cold", "warm", "second_model"):
+    a, b = ours[key]["seconds"], ref[key]["seconds"]
+    print(f"convert {key}: ours {a:.3f} s, reference {b:.3f} s, speed-up {b / a:.2f}x")
+print("stages (ours):", json.dumps(ours.get("stages", {})))
+print("stages (reference, warm):", json.dumps(ref["warm"]["stages"]))
+PY

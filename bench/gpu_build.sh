@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Fills .gpu/ for bench/gpu.sh on the CPU machine: the release builds of the training-step,
+# CUDA-check and conversion benchmarks (libtorch linked dynamically: the GPU machine's torch
+# 2.11.0+cu130 serves them through LD_LIBRARY_PATH), debug info stripped, and the reference's
+# packages that the GPU machine's image lacks (rvc-next and librosa with their compiled needs)
+# as CPython 3.12 wheels. .gpu/ must be git-ignored (.git/info/exclude) and carried; its size
+# is printed last (the device's carry limit is 64 MiB with the working tree).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export LIBTORCH_USE_PYTORCH=1 PATH=$PWD/.venv/bin:$PATH
+mkdir -p .gpu/bin .gpu/wheels
+executables() {
+  cargo bench --no-run --message-format=json "$@" \
+    | python3 -c 'import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable"):
+        print(m["target"]["name"], m["executable"])'
+}
+{ executables -p timbre-nn --bench train_step --bench cuda_check; executables -p timbre-cli --bench convert; } \
+  | while read -r name path; do objcopy --strip-debug "$path" ".gpu/bin/$name"; done
+python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+  --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
+  --platform manylinux2014_x86_64 -d .gpu/wheels \
+  rvc-next==0.2.16 librosa==0.11.0 av==18.1.0 soxr==1.1.0 soundfile==0.14.0 cffi pycparser audioread decorator pooch
+ls -l .gpu/bin
+du -sh .gpu .gpu/bin .gpu/wheels
