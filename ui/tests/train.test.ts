@@ -70,7 +70,7 @@ function metric(step: number, g: number): TrainingMetric {
 }
 
 describe('form → request', () => {
-  it('maps the prepare form onto PrepareParams', () => {
+  it('maps the prepare form onto PrepareRequest', () => {
     const form = { ...defaultPrepareForm(), name: '  Alto  ', voiceId: 2, inputs: [{ take: 7 }, { file: '/a/b.wav' }] };
     expect(prepareParams(form)).toEqual({
       name: 'Alto',

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::db::takes::{self, Take};
 use crate::library::Library;
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum AudioInput {
     Take(i64),

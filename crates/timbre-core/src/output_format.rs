@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use timbre_audio::SampleFormat;
 
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum OutputFormat {
     /// 16-bit WAV, as the reference writes.

@@ -3,6 +3,13 @@
 // are camelCase (Tauri v2 converts them to the Rust parameter names).
 import { Channel, invoke, type InvokeArgs } from '@tauri-apps/api/core';
 import type {
+  AudioInput,
+  IsolationMethod,
+  OutputFormat,
+  PrepareRequest,
+  PreviewRequest,
+  SavedTake,
+  TrainRequest,
   AssetList,
   AssetStatus,
   Conversion,
@@ -54,42 +61,17 @@ export interface FileEventData {
   error?: string;
 }
 
-export type OutputFormat = 'wav16' | 'wav24' | 'wav_float' | 'flac';
-
 /** The conversion parameters the UI sets (the backend's defaults for them come from
  * `get_conversion_defaults`); the backend defaults every other one. */
 export type ConvertOptions = ConversionDefaults;
 
-export type ConvertInput = { take: number } | { file: string };
-
 /** `params` of a convert job. */
 export interface ConvertJobParams {
-  input: ConvertInput;
+  input: AudioInput;
   model_id: number;
   options: Partial<ConvertOptions>;
   format: OutputFormat;
   out_dir: string | null;
-}
-
-/** `result` of a succeeded convert job. */
-export interface ConvertJobResult {
-  conversion: Conversion;
-  output_path: string;
-  seconds: number;
-  /** Whether the input's analysis was reused: a second model on one input is fast. */
-  analysis_cache: 'memory' | 'disk' | 'computed';
-}
-
-/** Which separator: the first model found, the weight-free rough preview, or a named model. */
-export type IsolationMethod = 'auto' | 'rough' | { model: string };
-
-export type CleanInput = ConvertInput;
-
-/** A saved result as an enhance or isolate job reports it. */
-export interface SavedTake {
-  operation: string;
-  take: Take;
-  duplicate: boolean;
 }
 
 /** `result` of a succeeded enhance or isolate job (the fields the UI reads). */
@@ -102,36 +84,8 @@ export interface CleanJobResult {
   seconds: number;
 }
 
-export interface PreviewRequest {
-  input: CleanInput;
-  /** null: the loudest stretch. */
-  start_secs: number | null;
-  secs: number;
-  isolation: IsolationMethod | null;
-  enhance: EnhanceOptions | null;
-}
-
 /** The model rates RVC trains at. */
 export type TrainingSampleRate = 32000 | 40000 | 48000;
-export type ModelVersion = 'v1' | 'v2';
-/** Enhancement of each dataset input before slicing, by preset. */
-export type EnhancePreset = 'training' | 'natural';
-export type DatasetInput = ConvertInput;
-
-/** `crates/timbre-core` `PrepareParams`: what the `dataset` job prepares. */
-export interface PrepareParams {
-  /** A new dataset, or an existing one (by name) prepared again. */
-  name: string;
-  voice_id: number | null;
-  inputs: DatasetInput[];
-  sample_rate: TrainingSampleRate;
-  version: ModelVersion;
-  /** null: a dataset for a model without pitch. */
-  f0_method: F0Method | null;
-  /** Vocal isolation of each input first; its vocals are the dataset. */
-  isolate: IsolationMethod | null;
-  enhance: EnhancePreset | null;
-}
 
 /** Where a run's time went, in seconds summed over the run. */
 export interface TrainingProfile {
@@ -150,18 +104,6 @@ export interface TrainingProfile {
   starved: boolean;
   /** The training GPU's mean utilisation, percent; null on the CPU. */
   gpu_percent?: number | null;
-}
-
-export interface TrainingRequest {
-  dataset_id: number;
-  name: string;
-  epochs: number;
-  save_every: number;
-  keep_checkpoints: number;
-  /** null: the largest that fits. */
-  batch_size: number | null;
-  pretrained: 'auto' | 'none';
-  preview_every: number;
 }
 
 /** A JSON column read as an object: its fields, or none when it holds something else. */
@@ -346,7 +288,7 @@ export const doctorReport = () => call<DoctorReport>('get_doctor_report');
 export const conversionDefaults = () => call<ConversionDefaults>('get_conversion_defaults');
 /** Queues one convert job per (input, model) and resolves to their ids at once. */
 export const submitConversions = (
-  inputs: ConvertInput[],
+  inputs: AudioInput[],
   modelIds: number[],
   options: ConvertOptions,
   format: OutputFormat,
@@ -367,7 +309,7 @@ export const conversionInputAudio = async (id: number) =>
 export const enhancePresets = () => call<EnhancePresets>('list_enhance_presets');
 export const listIsolationModels = () => call<IsolationModels>('list_isolation_models');
 /** Queues one isolate or enhance job per input and resolves to their ids at once. */
-export const submitCleaning = (inputs: CleanInput[], isolation: IsolationMethod | null, enhance: EnhanceOptions | null) =>
+export const submitCleaning = (inputs: AudioInput[], isolation: IsolationMethod | null, enhance: EnhanceOptions | null) =>
   call<number[]>('submit_cleaning', { inputs, isolation, enhance });
 export const listDerivedTakes = (sourceTakeId: number) =>
   call<DerivedResult[]>('list_derived_takes', { sourceTakeId });
@@ -381,9 +323,9 @@ export const previewAudio = async (part: 'original' | 'cleaned') =>
 export const trainingDefaults = () => call<TrainingDefaults>('get_training_defaults');
 export const listDatasets = () => call<DatasetRow[]>('list_datasets');
 /** Queues the `dataset` job and resolves to it. */
-export const prepareDataset = (params: PrepareParams) => call<Job>('prepare_dataset', { params });
+export const prepareDataset = (params: PrepareRequest) => call<Job>('prepare_dataset', { params });
 export const listTrainings = () => call<TrainingRow[]>('list_trainings');
-export const startTraining = (request: TrainingRequest) => call<TrainingRow>('start_training', { request });
+export const startTraining = (request: TrainRequest) => call<TrainingRow>('start_training', { request });
 export const stopTraining = (trainingId: number) => call<TrainingRow>('stop_training', { trainingId });
 export const resumeTraining = (trainingId: number) => call<TrainingRow>('resume_training', { trainingId });
 export const trainingMetrics = (trainingId: number) => call<TrainingMetric[]>('list_training_metrics', { trainingId });

@@ -1,14 +1,14 @@
 // The Clean page's selections, batch and preview (Svelte 5 runes), kept here so they survive
 // switching pages and so a drop on the page can add inputs.
 import * as api from './api';
-import type { CleanInput, EnhanceOptions, EnhancePresets, IsolationModels, PreviewInfo } from './api';
+import type { AudioInput, EnhanceOptions, EnhancePresets, IsolationModels, PreviewInfo } from './api';
 import { app } from './stores.svelte';
 import { sameInput } from './studio.svelte';
 import { basename } from './format';
 import { enhanceOptions, isolationMethod, type Enhancement, type Isolation } from './clean';
 
 class CleanerState {
-  inputs = $state<CleanInput[]>([]);
+  inputs = $state<AudioInput[]>([]);
   isolation = $state<Isolation>({ kind: 'none' });
   enhancement = $state<Enhancement>('natural');
   presets = $state<EnhancePresets | null>(null);
@@ -28,7 +28,7 @@ class CleanerState {
     return this.isolation.kind !== 'none' || this.enhancement !== 'none';
   }
 
-  inputLabel(input: CleanInput): string {
+  inputLabel(input: AudioInput): string {
     if ('file' in input) return basename(input.file);
     return app.takes.find((t) => t.id === input.take)?.name ?? `Take ${input.take}`;
   }
@@ -46,11 +46,11 @@ class CleanerState {
     }
   }
 
-  addInputs(inputs: CleanInput[]) {
+  addInputs(inputs: AudioInput[]) {
     for (const input of inputs) if (!this.inputs.some((i) => sameInput(i, input))) this.inputs.push(input);
   }
 
-  removeInput(input: CleanInput) {
+  removeInput(input: AudioInput) {
     this.inputs = this.inputs.filter((i) => !sameInput(i, input));
   }
 
@@ -85,7 +85,7 @@ class CleanerState {
   }
 
   /** Cleans 10 s of `input` without storing it; the page then plays it. */
-  async runPreview(input: CleanInput): Promise<PreviewInfo | null> {
+  async runPreview(input: AudioInput): Promise<PreviewInfo | null> {
     this.previewing = true;
     try {
       const { isolation, enhance } = this.steps();

@@ -3,7 +3,7 @@
 import * as api from './api';
 import type {
   Conversion,
-  ConvertInput,
+  AudioInput,
   ConvertOptions,
   OutputFormat,
   VoiceModel,
@@ -16,7 +16,7 @@ import { basename, plural } from './format';
 import { defaults } from './defaults.svelte';
 import { assets } from './assets.svelte';
 
-export function sameInput(a: ConvertInput, b: ConvertInput): boolean {
+export function sameInput(a: AudioInput, b: AudioInput): boolean {
   return 'take' in a ? 'take' in b && a.take === b.take : 'file' in b && a.file === b.file;
 }
 
@@ -33,7 +33,7 @@ class StudioState {
   importingModels = $state(0);
   conversions = $state<Conversion[]>([]);
 
-  inputs = $state<ConvertInput[]>([]);
+  inputs = $state<AudioInput[]>([]);
   modelIds = $state<number[]>([]);
   /** The Convert page's parameters: null until the backend's defaults are loaded. */
   options = $state<ConvertOptions | null>(null);
@@ -71,7 +71,7 @@ class StudioState {
     return this.models.find((m) => m.id === id)?.name ?? `Model ${id}`;
   }
 
-  inputLabel(input: ConvertInput): string {
+  inputLabel(input: AudioInput): string {
     if ('file' in input) return basename(input.file);
     return app.takes.find((t) => t.id === input.take)?.name ?? `Take ${input.take}`;
   }
@@ -140,11 +140,11 @@ class StudioState {
     this.modelIds = this.modelIds.filter((m) => m !== id);
   }
 
-  addInputs(inputs: ConvertInput[]) {
+  addInputs(inputs: AudioInput[]) {
     for (const input of inputs) if (!this.inputs.some((i) => sameInput(i, input))) this.inputs.push(input);
   }
 
-  removeInput(input: ConvertInput) {
+  removeInput(input: AudioInput) {
     this.inputs = this.inputs.filter((i) => !sameInput(i, input));
   }
 
@@ -153,7 +153,7 @@ class StudioState {
   }
 
   /** Queues a conversion of every input with every chosen model; returns the job ids. */
-  async convert(inputs: ConvertInput[] = this.inputs, modelIds: number[] = this.modelIds): Promise<number[]> {
+  async convert(inputs: AudioInput[] = this.inputs, modelIds: number[] = this.modelIds): Promise<number[]> {
     try {
       // The Compare page queues conversions without the Convert page's form having opened.
       const options = { ...(this.options ?? (await defaults.load()).conversion) };

@@ -2,16 +2,16 @@
 // into what the page shows.
 import { CANCELLABLE_STATES, jobJson } from './api';
 import type {
-  DatasetInput,
+  AudioInput,
   DatasetReport,
   EnhancePreset,
   F0Method,
   Job,
   ModelVersion,
-  PrepareParams,
+  PrepareRequest,
   TrainingMetric,
   TrainingProfile,
-  TrainingRequest,
+  TrainRequest,
   TrainingRow,
   TrainingDefaults,
   TrainingSampleRate,
@@ -24,7 +24,7 @@ export const SAMPLE_RATES: readonly TrainingSampleRate[] = [32000, 40000, 48000]
 export interface PrepareForm {
   name: string;
   voiceId: number | null;
-  inputs: DatasetInput[];
+  inputs: AudioInput[];
   sampleRate: TrainingSampleRate;
   version: ModelVersion;
   pitch: F0Method | 'none';
@@ -52,7 +52,7 @@ export function prepareProblem(form: PrepareForm): string | null {
   return null;
 }
 
-export function prepareParams(form: PrepareForm): PrepareParams {
+export function prepareParams(form: PrepareForm): PrepareRequest {
   return {
     name: form.name.trim(),
     voice_id: form.voiceId,
@@ -106,7 +106,7 @@ export function trainingProblem(form: TrainingForm): string | null {
 }
 
 /** The request for `form` on a dataset; call once `trainingProblem` is null. */
-export function trainingRequest(form: TrainingForm, datasetId: number): TrainingRequest {
+export function trainingRequest(form: TrainingForm, datasetId: number): TrainRequest {
   const problem = trainingProblem(form);
   if (problem) throw new Error(problem);
   const saveEvery = form.saveEvery as number;
@@ -134,7 +134,7 @@ export function reportWarnings(report: DatasetReport | null): { kind: string; me
 export function preparingJob(jobs: Job[], datasetName: string): Job | undefined {
   return jobs
     .filter((j) => j.kind === 'dataset' && CANCELLABLE_STATES.includes(j.state))
-    .filter((j) => jobJson<Partial<PrepareParams>>(j.params)?.name === datasetName)
+    .filter((j) => jobJson<Partial<PrepareRequest>>(j.params)?.name === datasetName)
     .sort((a, b) => b.id - a.id)[0];
 }
 

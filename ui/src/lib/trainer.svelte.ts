@@ -3,7 +3,7 @@
 // add inputs to the dataset form.
 import * as api from './api';
 import type {
-  DatasetInput,
+  AudioInput,
   DatasetRow,
   Notification,
   SeparationModel,
@@ -64,16 +64,16 @@ class TrainerState {
     return this.datasets.find((d) => d.id === id)?.name ?? `Dataset ${id}`;
   }
 
-  inputLabel(input: DatasetInput): string {
+  inputLabel(input: AudioInput): string {
     if ('file' in input) return basename(input.file);
     return app.takes.find((t) => t.id === input.take)?.name ?? `Take ${input.take}`;
   }
 
-  addInputs(inputs: DatasetInput[]) {
+  addInputs(inputs: AudioInput[]) {
     for (const input of inputs) if (!this.prepare.inputs.some((i) => sameInput(i, input))) this.prepare.inputs.push(input);
   }
 
-  removeInput(input: DatasetInput) {
+  removeInput(input: AudioInput) {
     this.prepare.inputs = this.prepare.inputs.filter((i) => !sameInput(i, input));
   }
 

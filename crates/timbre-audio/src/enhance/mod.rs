@@ -47,8 +47,9 @@ pub struct EnhanceOptions {
     pub true_peak_ceiling_db: Option<f64>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
+#[ts(rename = "EnhancePreset")]
 pub enum Preset {
     /// Clean speech for training: mono, rumble and noise removed, pauses shortened, -20 LUFS.
     Training,

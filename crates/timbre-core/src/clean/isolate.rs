@@ -27,7 +27,7 @@ use crate::output_format::OutputFormat;
 pub(crate) const KIND: &str = "isolate";
 
 /// Which separator to use.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum IsolationMethod {
     /// The first separation model in the models folder, else the rough preview.

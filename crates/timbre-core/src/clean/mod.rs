@@ -186,7 +186,7 @@ pub(crate) enum Output {
 }
 
 /// A saved result, as the job reports it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct SavedTake {
     pub operation: String,
     pub take: Take,
@@ -194,6 +194,7 @@ pub struct SavedTake {
     pub duplicate: bool,
     /// Where `out_dir` got a copy.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     pub copied_to: Option<PathBuf>,
 }
 

@@ -20,7 +20,7 @@ fn default_secs() -> f64 {
 }
 
 /// What to preview: the steps of a cleaning batch, on one input.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ts_rs::TS)]
 pub struct PreviewRequest {
     pub input: AudioInput,
     /// Where the excerpt starts, in seconds; None: the loudest stretch of the input.

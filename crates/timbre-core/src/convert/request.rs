@@ -30,7 +30,7 @@ pub struct ConvertRequest {
 }
 
 /// What a `convert` job gives.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct ConvertResult {
     pub conversion: Conversion,
     /// The copy in `out_dir`, else the file in the store.

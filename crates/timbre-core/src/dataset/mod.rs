@@ -41,7 +41,7 @@ pub const SAMPLE_RATES: [u32; 3] = [32_000, 40_000, 48_000];
 /// The job kind.
 const KIND: &str = "dataset";
 
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq, ts_rs::TS)]
 #[serde(rename_all = "lowercase")]
 pub enum ModelVersion {
     V1,
@@ -66,7 +66,7 @@ impl ModelVersion {
 }
 
 /// A preparation, as the CLI and the app ask for it and as its job runs it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct PrepareRequest {
     /// The dataset, by name: created when new, prepared again when it exists.
     pub name: String,

@@ -20,7 +20,7 @@ pub const MIN_SECONDS: f64 = 60.0;
 /// Less than this trains, with a warning: ten minutes or more give a good model.
 pub const ADVISED_SECONDS: f64 = 600.0;
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct TrainRequest {
     pub dataset_id: i64,
     /// The model's name; the dataset's by default.
@@ -46,6 +46,7 @@ pub struct TrainRequest {
     /// be the dataset's, its upsampling one hop per frame; the training slice is its
     /// `segment_size` frames. Not offered in the app or the CLI.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(skip)]
     pub model_config: Option<SynthesizerConfig>,
 }
 
