@@ -22,7 +22,8 @@ mkdir -p "$out"
 export LD_LIBRARY_PATH=/opt/torch/.venv/lib/python3.12/site-packages/torch/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PYTHONUNBUFFERED=1
 exec > >(tee -a "$out/log.txt") 2>&1
-summary() { echo "$*" | tee -a "$out/summary.txt"; }
+# Into the summary and the log (stderr), never into a phase's redirected stdout.
+summary() { echo "$*" | tee -a "$out/summary.txt" >&2; }
 
 summary "== $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader) ($(date -u +%FT%TZ))"
 $python -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site "$carry"/wheels/*.whl \

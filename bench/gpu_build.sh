@@ -18,10 +18,13 @@ for line in sys.stdin:
         print(m["target"]["name"], m["executable"])'
 }
 { executables -p timbre-nn --bench train_step --bench cuda_check; executables -p timbre-cli --bench convert; } \
-  | while read -r name path; do objcopy --strip-debug "$path" ".gpu/bin/$name"; done
+  | while read -r name path; do
+    # The benchmarks only: the `timbre` binary that timbre-cli's benches build too stays behind.
+    [[ $name == timbre ]] || strip --strip-all -o ".gpu/bin/$name" "$path"
+  done
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
   --platform manylinux2014_x86_64 -d .gpu/wheels \
-  rvc-next==0.2.16 librosa==0.11.0 av==18.1.0 soxr==1.1.0 soundfile==0.14.0 cffi pycparser audioread decorator pooch
+  rvc-next==0.2.16 librosa==0.11.0 av==18.1.0 soxr==1.1.0 soundfile==0.14.0 cffi pycparser audioread decorator pooch platformdirs
 ls -l .gpu/bin
 du -sh .gpu .gpu/bin .gpu/wheels

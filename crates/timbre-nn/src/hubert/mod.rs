@@ -125,7 +125,11 @@ impl Hubert {
             return Ok(tch::no_grad(|| f(&self.network, audio)));
         }
         if self.half.get().is_none() {
-            let half = Network::cast(&self.weights, &self.config, Kind::Half)?;
+            // Outside autocast: under it, the weight norm's `norm` runs in float32 and the
+            // folded positional-convolution weight would come out float32.
+            let half = timbre_torch_ext::without_cuda_autocast(|| {
+                Network::cast(&self.weights, &self.config, Kind::Half)
+            })?;
             let _ = self.half.set(half);
         }
         let network = self.half.get().expect("set above");

@@ -65,6 +65,19 @@ impl ParamState {
     }
 }
 
+/// `grad` with `param`'s dtype and strides, which the fused CUDA kernel requires of every list.
+/// torch's `.grad` has them by autograd's layout contract; gradients asked of autograd directly,
+/// as the trainer asks them, may come channels-last or otherwise strided from cuDNN.
+fn in_layout_of(grad: &Tensor, param: &Tensor) -> Tensor {
+    if grad.kind() == param.kind() && grad.stride() == param.stride() {
+        grad.shallow_clone()
+    } else {
+        let mut conformed = param.empty_like();
+        conformed.copy_(grad);
+        conformed
+    }
+}
+
 fn step_device(param: &Tensor, kernel: AdamWKernel) -> Device {
     match kernel {
         AdamWKernel::SingleTensor => Device::Cpu,
@@ -225,9 +238,13 @@ impl AdamW {
                     .map(|&i| self.state[i].as_ref().expect("created above"))
                     .collect();
                 let found_inf = found_inf.map(|f| f.to_device(device));
+                let grads: Vec<Tensor> = members
+                    .iter()
+                    .map(|&i| in_layout_of(&grads[i], &self.params[i]))
+                    .collect();
                 fused_adamw_(
                     &members.iter().map(|&i| &self.params[i]).collect::<Vec<_>>(),
-                    &members.iter().map(|&i| &grads[i]).collect::<Vec<_>>(),
+                    &grads.iter().collect::<Vec<_>>(),
                     &states.iter().map(|s| &s.exp_avg).collect::<Vec<_>>(),
                     &states.iter().map(|s| &s.exp_avg_sq).collect::<Vec<_>>(),
                     &states.iter().map(|s| &s.step).collect::<Vec<_>>(),
@@ -425,5 +442,28 @@ impl ExponentialLr {
     /// The end of an epoch: the rate times `gamma`.
     pub fn step(&self, optimizer: &mut AdamW) {
         optimizer.config.lr *= self.gamma;
+    }
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::*;
+
+    /// A gradient strided unlike its parameter (as cuDNN may hand one back) steps the
+    /// parameter as a contiguous one does.
+    #[test]
+    fn a_gradient_strided_unlike_its_parameter_steps_the_same() {
+        let grad = Tensor::arange(12, (Kind::Float, Device::Cpu)).view([3, 4]) / 7.0;
+        let strided = grad.transpose(0, 1).contiguous().transpose(0, 1);
+        assert_ne!(strided.stride(), grad.stride());
+        let stepped = |grad: &Tensor| {
+            let param = Tensor::ones([3, 4], (Kind::Float, Device::Cpu));
+            let mut optimizer = AdamW::new(vec![param.shallow_clone()], AdamWConfig::default())
+                .with_kernel(AdamWKernel::Fused);
+            optimizer.step(std::slice::from_ref(grad)).unwrap();
+            param
+        };
+        assert!(stepped(&strided).equal(&stepped(&grad)));
+        assert!(!stepped(&grad).equal(&Tensor::ones([3, 4], (Kind::Float, Device::Cpu))));
     }
 }
