@@ -158,7 +158,9 @@ impl StreamEngine {
         let total = self.input_wav.len();
         self.input_wav[total - n..].copy_from_slice(&indata);
         roll(&mut self.input_wav_16k, l.block_16k);
-        let resampled = self.to_16k.apply_slice(&self.input_wav[total - n - 2 * zc..]);
+        let resampled = self
+            .to_16k
+            .apply_slice(&self.input_wav[total - n - 2 * zc..]);
         let written = 160 * (n / zc + 1);
         ensure!(
             resampled.len() == written + 160,

@@ -36,7 +36,10 @@ pub fn convert(
     let audio = Tensor::from_slice(audio_16k)
         .view([1, -1])
         .to_device(models.hubert.device());
-    let features = models.hubert.features(&audio, version)?.to_kind(Kind::Float);
+    let features = models
+        .hubert
+        .features(&audio, version)?
+        .to_kind(Kind::Float);
     let frames = features.size()[1];
     let mut features = Tensor::cat(&[&features, &features.narrow(1, frames - 1, 1)], 1);
     let protect = info.f0 && params.unvoiced != Unvoiced::Original && params.protect < 0.5;
@@ -60,20 +63,29 @@ pub fn convert(
         let from = cache.hz.len() - p_len;
         let device = voice.device();
         Some((
-            Tensor::from_slice(&cache.coarse[from..]).view([1, -1]).to_device(device),
-            Tensor::from_slice(&cache.hz[from..]).view([1, -1]).to_device(device),
+            Tensor::from_slice(&cache.coarse[from..])
+                .view([1, -1])
+                .to_device(device),
+            Tensor::from_slice(&cache.hz[from..])
+                .view([1, -1])
+                .to_device(device),
         ))
     } else {
         None
     };
-    let upsample = |t: &Tensor| t.repeat_interleave_self_int(2, Some(1), None).narrow(1, 0, p_len as i64);
+    let upsample = |t: &Tensor| {
+        t.repeat_interleave_self_int(2, Some(1), None)
+            .narrow(1, 0, p_len as i64)
+    };
     let mut phone = upsample(&features);
     if let Some(unretrieved) = unretrieved {
         let voiced: Vec<f32> = cache.voiced[cache.voiced.len() - p_len..]
             .iter()
             .map(|&v| if v { 1.0 } else { params.protect })
             .collect();
-        let mask = Tensor::from_slice(&voiced).view([1, -1, 1]).to_device(phone.device());
+        let mask = Tensor::from_slice(&voiced)
+            .view([1, -1, 1])
+            .to_device(phone.device());
         phone = &phone * &mask + upsample(&unretrieved) * (mask.ones_like() - &mask);
     }
     let speaker = params.speaker_id.clamp(0, (info.speakers - 1).max(0));
@@ -91,7 +103,10 @@ pub fn convert(
         }),
     )?;
     Ok(Vec::<f32>::try_from(
-        audio.flatten(0, -1).to_kind(Kind::Float).to_device(tch::Device::Cpu),
+        audio
+            .flatten(0, -1)
+            .to_kind(Kind::Float)
+            .to_device(tch::Device::Cpu),
     )?)
 }
 
@@ -135,7 +150,11 @@ fn retrieve(index: &IvfFlatIndex, features: &Tensor, rate: f32) -> Result<Option
                 *sum += weight / total * value;
             }
         }
-        blended.extend(mix.iter().zip(row).map(|(m, f)| m * rate + (1.0 - rate) * f));
+        blended.extend(
+            mix.iter()
+                .zip(row)
+                .map(|(m, f)| m * rate + (1.0 - rate) * f),
+        );
     }
     Ok(Some(
         Tensor::from_slice(&blended)

@@ -211,7 +211,8 @@ mod tests {
         assert!(format!("{}", Layout::new(&thin, 48_000).unwrap_err()).contains("crossfade"));
         let odd = Layout::new(&StreamParams::default(), 22_050).unwrap_err();
         assert!(format!("{odd}").contains("multiple of 100"));
-        let json: StreamParams = serde_json::from_str(r#"{"pitch": 3, "f0_method": "pm"}"#).unwrap();
+        let json: StreamParams =
+            serde_json::from_str(r#"{"pitch": 3, "f0_method": "pm"}"#).unwrap();
         assert_eq!((json.transpose, json.f0_method), (3.0, F0Method::Pm));
     }
 }

@@ -128,7 +128,11 @@ mod tests {
     #[test]
     fn the_cache_takes_frames_3_to_the_second_last_at_its_end() {
         let mut cache = PitchCache::new();
-        let pitch = prepare(vec![100.0, 110.0, 0.0, 130.0, 140.0, 150.0, 160.0], 0.0, Unvoiced::Original);
+        let pitch = prepare(
+            vec![100.0, 110.0, 0.0, 130.0, 140.0, 150.0, 160.0],
+            0.0,
+            Unvoiced::Original,
+        );
         cache.push(2, &pitch);
         assert_eq!(&cache.hz[PITCH_CACHE - 3..], &[130.0, 140.0, 150.0]);
         assert_eq!(pitch.hz[2], 120.0);

@@ -103,7 +103,10 @@ mod tests {
         assert_eq!(out.len(), 1600);
         for (i, value) in out.iter().enumerate().skip(100).take(1400) {
             let expected = (std::f64::consts::TAU * 440.0 * i as f64 / 16_000.0).sin() * 0.5;
-            assert!((f64::from(*value) - expected).abs() < 2e-3, "{i}: {value} vs {expected}");
+            assert!(
+                (f64::from(*value) - expected).abs() < 2e-3,
+                "{i}: {value} vs {expected}"
+            );
         }
     }
 

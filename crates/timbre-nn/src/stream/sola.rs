@@ -43,10 +43,16 @@ impl Sola {
             .narrow(0, 0, (self.buffer_frame + self.search_frame) as i64)
             .view([1, 1, -1]);
         let tail = Tensor::from_slice(&self.buffer).view([1, 1, -1]);
-        let ones = Tensor::ones([1, 1, self.buffer_frame as i64], (Kind::Float, tch::Device::Cpu));
+        let ones = Tensor::ones(
+            [1, 1, self.buffer_frame as i64],
+            (Kind::Float, tch::Device::Cpu),
+        );
         let nominator = window.conv1d(&tail, None::<Tensor>, [1], [0], [1], 1);
-        let denominator =
-            (window.square().conv1d(&ones, None::<Tensor>, [1], [0], [1], 1) + 1e-8).sqrt();
+        let denominator = (window
+            .square()
+            .conv1d(&ones, None::<Tensor>, [1], [0], [1], 1)
+            + 1e-8)
+            .sqrt();
         (nominator / denominator)
             .view([-1])
             .argmax(0, false)
@@ -65,7 +71,8 @@ impl Sola {
         let mut out = Vec::<f32>::try_from(aligned).expect("float32 samples");
         let faded = Vec::<f32>::try_from(head).expect("float32 samples");
         out[..self.buffer_frame].copy_from_slice(&faded);
-        self.buffer.copy_from_slice(&out[block..block + self.buffer_frame]);
+        self.buffer
+            .copy_from_slice(&out[block..block + self.buffer_frame]);
         out.truncate(block);
         out
     }

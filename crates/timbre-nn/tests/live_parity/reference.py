@@ -35,12 +35,16 @@ def tiny_rmvpe(path: Path):
     layers = len({k.split(".")[3] for k in state if k.startswith("unet.encoder.layers.")})
     inter = len({k.split(".")[3] for k in state if k.startswith("unet.intermediate.layers.")})
     channels = state["unet.encoder.layers.0.conv.0.conv.0.weight"].shape[0]
-    real_e2e = module.E2E
-    module.E2E = lambda n_blocks, n_gru, kernel_size: real_e2e(blocks, n_gru, kernel_size, layers, inter, 1, channels)
+    real_init = module.E2E.__init__
+
+    def tiny_init(self, n_blocks, n_gru, kernel_size, *_rest):
+        real_init(self, blocks, n_gru, kernel_size, layers, inter, 1, channels)
+
+    module.E2E.__init__ = tiny_init
     try:
         return module.RMVPE(str(path), is_half=False, device="cpu")
     finally:
-        module.E2E = real_e2e
+        module.E2E.__init__ = real_init
 
 
 class FixtureRuntime:
