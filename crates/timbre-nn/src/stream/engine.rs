@@ -6,7 +6,7 @@
 //! crossfade. Hot parameters apply from the next block; block, crossfade and context changes
 //! rebuild the buffers (about one block of silence) and keep the models.
 
-use std::sync::Arc;
+use std::rc::Rc;
 
 use anyhow::{Result, ensure};
 
@@ -22,14 +22,15 @@ use crate::index::IvfFlatIndex;
 use crate::rmvpe::Rmvpe;
 use crate::synthesizer::Synthesizer;
 
-/// The models a stream uses; shared, so that switching voices is a cache hit.
+/// The models a stream uses, shared with the thread's model cache so that switching voices is a
+/// cache hit (`Rc`: the models are not `Sync`, so the engine thread owns them).
 #[derive(Clone)]
 pub struct StreamModels {
-    pub hubert: Arc<Hubert>,
-    pub voice: Arc<Synthesizer>,
-    pub index: Option<Arc<IvfFlatIndex>>,
-    pub rmvpe: Option<Arc<Rmvpe>>,
-    pub fcpe: Option<Arc<Fcpe>>,
+    pub hubert: Rc<Hubert>,
+    pub voice: Rc<Synthesizer>,
+    pub index: Option<Rc<IvfFlatIndex>>,
+    pub rmvpe: Option<Rc<Rmvpe>>,
+    pub fcpe: Option<Rc<Fcpe>>,
 }
 
 pub struct StreamEngine {
@@ -126,7 +127,7 @@ impl StreamEngine {
     }
 
     /// Another voice (and its index) from the next block; HuBERT and the pitch models stay.
-    pub fn set_voice(&mut self, voice: Arc<Synthesizer>, index: Option<Arc<IvfFlatIndex>>) {
+    pub fn set_voice(&mut self, voice: Rc<Synthesizer>, index: Option<Rc<IvfFlatIndex>>) {
         if voice.info().sample_rate != self.models.voice.info().sample_rate {
             self.from_model =
                 SincResampler::new(voice.info().sample_rate, self.sample_rate, tch::Device::Cpu);
