@@ -13,6 +13,7 @@ pub mod layers;
 pub mod pipeline;
 pub mod rmvpe;
 pub mod separation;
+pub mod stream;
 pub mod synthesizer;
 pub mod train;
 pub mod weights;

@@ -46,6 +46,19 @@ pub fn track(audio_16k: &[f32], f0_min: f32, f0_max: f32) -> Vec<f32> {
     grid
 }
 
+/// Praat's own contour (Hz, 0 = unvoiced) on its centred 10 ms frames, without RVC's placement
+/// on the grid: what parselmouth's `selected_array["frequency"]` gives. Empty when the audio is
+/// shorter than one analysis window or the range is invalid.
+pub fn praat_contour(audio_16k: &[f32], f0_min: f32, f0_max: f32) -> Vec<f32> {
+    let Some((floor, ceiling)) = search_range(f0_min, f0_max) else {
+        return Vec::new();
+    };
+    praat_pitch(&finite_samples(audio_16k), floor, ceiling)
+        .into_iter()
+        .map(|f0| f0 as f32)
+        .collect()
+}
+
 #[derive(Clone, Copy)]
 struct Candidate {
     frequency: f64,

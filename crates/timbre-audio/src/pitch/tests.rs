@@ -317,3 +317,17 @@ fn malformed_input_gives_unvoiced_frames_of_the_grid_length() {
         assert!(voiced >= f0.len() - 12, "{name}: {f0:?}");
     }
 }
+
+#[test]
+fn praat_contour_gives_praats_own_frames_of_a_steady_tone() {
+    let tone: Vec<f32> = (0..16_000)
+        .map(|i| (std::f64::consts::TAU * 200.0 * i as f64 / 16_000.0).sin() as f32 * 0.5)
+        .collect();
+    let contour = super::pm::praat_contour(&tone, 65.0, 1100.0);
+    // Windows of 3 periods of 65 Hz: (1 s − 46 ms) / 10 ms + 1 frames, centred.
+    assert_eq!(contour.len(), 96);
+    assert!(
+        contour.iter().all(|f| (f - 200.0).abs() < 1.0),
+        "{contour:?}"
+    );
+}

@@ -51,6 +51,15 @@ use text_encoder::TextEncoder;
 
 /// The prior's noise scale in RVC's `infer`.
 const PRIOR_NOISE_SCALE: f64 = 0.66666;
+/// Frames before a window the flow still sees (RVC realtime's `skip_head - 24`).
+const FLOW_CONTEXT: i64 = 24;
+
+/// The frames a windowed synthesis returns: `return_length` frames from `skip_head`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub skip_head: i64,
+    pub return_length: i64,
+}
 
 /// An RVC synthesizer ready for inference.
 pub struct Synthesizer {
@@ -144,6 +153,25 @@ impl Synthesizer {
         sid: i64,
         noise: Noise,
     ) -> Result<Tensor> {
+        self.infer_window(phone, phone_lengths, pitch, pitchf, sid, noise, None)
+    }
+
+    /// [`Synthesizer::infer`] of only the frames `window` names, as RVC's realtime
+    /// `net_g.infer(…, skip_head, return_length, return_length)` does: the prior encoder runs
+    /// over every frame, the flow over the window and the 24 frames before it, the decoder over
+    /// the window alone (its excitation starts at the window's first frame). Audio
+    /// `[batch, 1, return_length × hop]`; `None` is the whole input.
+    #[allow(clippy::too_many_arguments)]
+    pub fn infer_window(
+        &self,
+        phone: &Tensor,
+        phone_lengths: &Tensor,
+        pitch: Option<&Tensor>,
+        pitchf: Option<&Tensor>,
+        sid: i64,
+        noise: Noise,
+        window: Option<Window>,
+    ) -> Result<Tensor> {
         if !(0..self.info.speakers).contains(&sid) {
             bail!(
                 "speaker id {sid} is out of range: the model has {} speaker(s)",
@@ -151,23 +179,56 @@ impl Synthesizer {
             );
         }
         let inputs = self.checked_inputs(phone, phone_lengths, pitch, pitchf)?;
+        if let Some(window) = window {
+            let frames = inputs.phone.size()[1];
+            if window.skip_head < 0
+                || window.return_length < 1
+                || window.skip_head + window.return_length > frames
+            {
+                bail!(
+                    "frames {}..{} asked for; the input has {frames}",
+                    window.skip_head,
+                    window.skip_head + window.return_length
+                );
+            }
+        }
         Ok(tch::no_grad(|| {
-            self.run(&inputs, sid, &mut NoiseSource::new(noise))
+            self.run(&inputs, sid, &mut NoiseSource::new(noise), window)
         }))
     }
 
-    fn run(&self, inputs: &Inputs, sid: i64, noise: &mut NoiseSource) -> Tensor {
+    fn run(
+        &self,
+        inputs: &Inputs,
+        sid: i64,
+        noise: &mut NoiseSource,
+        window: Option<Window>,
+    ) -> Tensor {
         let device = inputs.phone.device();
         let batch = inputs.phone.size()[0];
         let speaker = Tensor::full([batch], sid, (Kind::Int64, device));
         let g = self.emb_g.forward(&speaker).unsqueeze(-1);
-        let (mean, log_scale, x_mask) =
+        let (mut mean, mut log_scale, mut x_mask) =
             self.enc_p
                 .forward(&inputs.phone, inputs.pitch.as_ref(), &inputs.lengths);
+        let mut pitchf = inputs.pitchf.as_ref().map(Tensor::shallow_clone);
+        // The flow sees FLOW_CONTEXT frames before the window; the decoder only the window.
+        let flow_head = window.map_or(0, |w| (w.skip_head - FLOW_CONTEXT).max(0));
+        if flow_head > 0 {
+            let kept = mean.size()[2] - flow_head;
+            mean = mean.narrow(2, flow_head, kept);
+            log_scale = log_scale.narrow(2, flow_head, kept);
+            x_mask = x_mask.narrow(2, flow_head, kept);
+        }
         let prior_noise = noise.normal(&mean.size(), device) * PRIOR_NOISE_SCALE;
         let z_p = (mean + log_scale.exp() * prior_noise) * &x_mask;
-        let z = self.flow.reverse(&z_p, &x_mask, Some(&g));
-        let excitation = match (&self.source, &inputs.pitchf) {
+        let mut z = self.flow.reverse(&z_p, &x_mask, Some(&g));
+        if let Some(w) = window {
+            z = z.narrow(2, w.skip_head - flow_head, w.return_length);
+            x_mask = x_mask.narrow(2, w.skip_head - flow_head, w.return_length);
+            pitchf = pitchf.map(|f0| f0.narrow(1, w.skip_head, w.return_length));
+        }
+        let excitation = match (&self.source, &pitchf) {
             (Some(source), Some(f0)) => Some(source.forward(f0, self.info.hop, noise)),
             _ => None,
         };

@@ -1,0 +1,199 @@
+//! The streaming engine: one block in, one block out, no I/O. rvc-next 0.2.16
+//! `engine/stream/engine.py` (`StreamEngine._build`, `_process`; from RVC `realtime_gui.py`
+//! `start_vc`/`audio_callback`): the rolling device-rate and 16 kHz buffers of context +
+//! crossfade + SOLA search + block, the RMS gate, the sinc resample to 16 kHz of the new samples
+//! only, the conversion (`infer`), the resample to the device rate, the RMS mix and the SOLA
+//! crossfade. Hot parameters apply from the next block; block, crossfade and context changes
+//! rebuild the buffers (about one block of silence) and keep the models.
+
+use std::rc::Rc;
+
+use anyhow::{Result, ensure};
+
+use super::infer;
+use super::loudness;
+use super::params::{GATE_OFF_DB, Layout, StreamParams};
+use super::pitch::PitchCache;
+use super::sinc_resample::SincResampler;
+use super::sola::Sola;
+use crate::fcpe::Fcpe;
+use crate::hubert::Hubert;
+use crate::index::IvfFlatIndex;
+use crate::rmvpe::Rmvpe;
+use crate::synthesizer::Synthesizer;
+
+/// The models a stream uses, shared with the thread's model cache so that switching voices is a
+/// cache hit (`Rc`: the models are not `Sync`, so the engine thread owns them).
+#[derive(Clone)]
+pub struct StreamModels {
+    pub hubert: Rc<Hubert>,
+    pub voice: Rc<Synthesizer>,
+    pub index: Option<Rc<IvfFlatIndex>>,
+    pub rmvpe: Option<Rc<Rmvpe>>,
+    pub fcpe: Option<Rc<Fcpe>>,
+}
+
+pub struct StreamEngine {
+    models: StreamModels,
+    params: StreamParams,
+    sample_rate: u32,
+    layout: Layout,
+    /// Skip the voice and return the (gated) input.
+    pub passthrough: bool,
+    input_wav: Vec<f32>,
+    input_wav_16k: Vec<f32>,
+    gate_history: Vec<f32>,
+    sola: Sola,
+    pitch_cache: PitchCache,
+    to_16k: SincResampler,
+    from_model: SincResampler,
+}
+
+/// Moves `buffer` `shift` samples toward its start (the oldest drop out).
+fn roll(buffer: &mut [f32], shift: usize) {
+    let shift = shift.min(buffer.len());
+    buffer.copy_within(shift.., 0);
+}
+
+impl StreamEngine {
+    /// An engine for mono audio at `sample_rate` (the device's).
+    pub fn new(models: StreamModels, params: StreamParams, sample_rate: u32) -> Result<Self> {
+        let layout = Layout::new(&params, sample_rate)?;
+        let from_model = SincResampler::new(
+            models.voice.info().sample_rate,
+            sample_rate,
+            tch::Device::Cpu,
+        );
+        let mut engine = StreamEngine {
+            params,
+            sample_rate,
+            layout,
+            passthrough: false,
+            input_wav: Vec::new(),
+            input_wav_16k: Vec::new(),
+            gate_history: Vec::new(),
+            sola: Sola::new(0, 0),
+            pitch_cache: PitchCache::new(),
+            to_16k: SincResampler::new(sample_rate, 16_000, tch::Device::Cpu),
+            from_model,
+            models,
+        };
+        engine.build();
+        Ok(engine)
+    }
+
+    /// Samples per block at the device rate.
+    pub fn block_size(&self) -> usize {
+        self.layout.block
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    pub fn params(&self) -> &StreamParams {
+        &self.params
+    }
+
+    pub fn sample_rate(&self) -> u32 {
+        self.sample_rate
+    }
+
+    /// The SOLA alignment of the last block, in samples.
+    pub fn last_offset(&self) -> usize {
+        self.sola.last_offset
+    }
+
+    fn build(&mut self) {
+        let l = &self.layout;
+        self.input_wav = vec![0.0; l.total];
+        self.input_wav_16k = vec![0.0; l.total_16k()];
+        self.gate_history = vec![0.0; 4 * l.zc];
+        self.sola = Sola::new(l.sola_buffer, l.sola_search);
+        self.pitch_cache = PitchCache::new();
+    }
+
+    /// New parameters: hot ones apply from the next block; block, crossfade or context
+    /// changes rebuffer. Refused (and nothing changed) when they cannot run.
+    pub fn set_params(&mut self, params: StreamParams) -> Result<()> {
+        let layout = Layout::new(&params, self.sample_rate)?;
+        let rebuffer = !self.params.same_buffers(&params);
+        self.params = params;
+        if rebuffer {
+            self.layout = layout;
+            self.build();
+        }
+        Ok(())
+    }
+
+    /// Another voice (and its index) from the next block; HuBERT and the pitch models stay.
+    pub fn set_voice(&mut self, voice: Rc<Synthesizer>, index: Option<Rc<IvfFlatIndex>>) {
+        if voice.info().sample_rate != self.models.voice.info().sample_rate {
+            self.from_model =
+                SincResampler::new(voice.info().sample_rate, self.sample_rate, tch::Device::Cpu);
+        }
+        self.models.voice = voice;
+        self.models.index = index;
+    }
+
+    /// Clears every buffer, as after a device change.
+    pub fn reset(&mut self) {
+        self.build();
+    }
+
+    /// Converts one block (mono, at the device rate) into one block. A block of another
+    /// length is cut to its last `block_size` samples or led by zeros, as the reference does.
+    pub fn process(&mut self, block: &[f32]) -> Result<Vec<f32>> {
+        let l = self.layout;
+        let zc = l.zc;
+        let mut fixed = vec![0.0f32; l.block];
+        let take = block.len().min(l.block);
+        fixed[l.block - take..].copy_from_slice(&block[block.len() - take..]);
+        let indata = if self.params.threshold_db > GATE_OFF_DB {
+            loudness::gate(&fixed, &mut self.gate_history, zc, self.params.threshold_db)
+        } else {
+            fixed
+        };
+        let n = indata.len();
+        roll(&mut self.input_wav, l.block);
+        let total = self.input_wav.len();
+        self.input_wav[total - n..].copy_from_slice(&indata);
+        roll(&mut self.input_wav_16k, l.block_16k);
+        let resampled = self
+            .to_16k
+            .apply_slice(&self.input_wav[total - n - 2 * zc..]);
+        let written = 160 * (n / zc + 1);
+        ensure!(
+            resampled.len() == written + 160,
+            "resampled {} samples where {} were expected",
+            resampled.len(),
+            written + 160
+        );
+        let total_16k = self.input_wav_16k.len();
+        self.input_wav_16k[total_16k - written..].copy_from_slice(&resampled[160..]);
+
+        let mut output = if self.passthrough {
+            self.input_wav[l.extra..].to_vec()
+        } else {
+            let converted = infer::convert(
+                &self.models,
+                &self.params,
+                &l,
+                &self.input_wav_16k,
+                &mut self.pitch_cache,
+            )?;
+            let mut output = self.from_model.apply_slice(&converted);
+            if self.params.rms_mix_rate < 1.0 {
+                loudness::rms_mix(
+                    &self.input_wav[l.extra..],
+                    &mut output,
+                    zc,
+                    self.params.rms_mix_rate,
+                );
+            }
+            output
+        };
+        output.truncate(l.block + l.sola_buffer + l.sola_search);
+        Ok(self.sola.apply(&output, l.block))
+    }
+}

@@ -1,0 +1,153 @@
+//! Pitch for live conversion, as rvc-next 0.2.16 `engine/stream/engine.py` (`_get_f0`, `_pm`,
+//! `_f0_post`, and the cache roll in `_infer`; RVC `infer/lib/rtrvc.py`): the tracker runs on
+//! the tail of the 16 kHz buffer (no high-pass, unlike offline), unvoiced frames are filled by
+//! interpolation, the pitch is transposed and made coarse in float32, and the frames roll into
+//! a 1024-frame cache from which the synthesizer reads.
+
+use anyhow::Result;
+use tch::{Kind, Tensor};
+
+use super::params::{PITCH_CACHE, Unvoiced};
+use crate::pipeline::pitch::fill_unvoiced;
+use crate::pipeline::{F0Method, PitchTracker};
+
+const RMVPE_THRESHOLD: f32 = 0.03;
+/// The realtime pm's floor and ceiling (Hz).
+const PM_FLOOR: f32 = 65.0;
+const PM_CEILING: f32 = 1100.0;
+const F0_MIN: f64 = 50.0;
+const F0_MAX: f64 = 1100.0;
+
+/// Samples of the 16 kHz tail the tracker sees for a block of `block_16k` samples: the block
+/// and 50 ms more, rounded up for RMVPE to its 32-frame multiple less one hop.
+pub fn tracker_samples(method: F0Method, block_16k: usize) -> usize {
+    let samples = block_16k + 800;
+    match method {
+        F0Method::Rmvpe => 5120 * ((samples - 1) / 5120 + 1) - 160,
+        _ => samples,
+    }
+}
+
+/// Hz per 10 ms frame for `tail` (`tail.len() / 160 + 1` frames), 0 = unvoiced.
+pub fn track(tracker: &PitchTracker, tail: &[f32]) -> Result<Vec<f32>> {
+    match tracker {
+        PitchTracker::Pm => Ok(realtime_pm(tail)),
+        PitchTracker::Rmvpe(model) => {
+            let audio = Tensor::from_slice(tail).to_device(model.device());
+            let f0 = model.f0(&audio, RMVPE_THRESHOLD)?;
+            Ok(Vec::<f32>::try_from(
+                f0.to_kind(Kind::Float).to_device(tch::Device::Cpu),
+            )?)
+        }
+        other => other.track(tail),
+    }
+}
+
+/// The realtime pm: Praat's autocorrelation pitch over the tail padded for a 65 Hz floor,
+/// its frames cut (or zero-padded) to the tail's frame count (not the offline grid placement).
+fn realtime_pm(tail: &[f32]) -> Vec<f32> {
+    let frames = tail.len() / 160 + 1;
+    let left = (1.5 / f64::from(PM_FLOOR) * 16_000.0).ceil() as usize;
+    let mut padded = vec![0.0f32; left];
+    padded.extend_from_slice(tail);
+    padded.resize(padded.len() + left + 1, 0.0);
+    let mut f0 = timbre_audio::pitch::pm::praat_contour(&padded, PM_FLOOR, PM_CEILING);
+    f0.resize(frames, 0.0);
+    f0
+}
+
+/// The tracked pitch of one block, ready for the cache.
+pub struct BlockPitch {
+    pub coarse: Vec<i64>,
+    pub hz: Vec<f32>,
+    pub voiced: Vec<bool>,
+}
+
+/// Fills (unless `unvoiced` is `Zero`), transposes and makes coarse, as `_get_f0`/`_f0_post`.
+pub fn prepare(mut f0: Vec<f32>, semitones: f32, unvoiced: Unvoiced) -> BlockPitch {
+    let voiced: Vec<bool> = f0.iter().map(|&f| f != 0.0).collect();
+    if unvoiced != Unvoiced::Zero {
+        fill_unvoiced(&mut f0);
+    }
+    let factor = 2f64.powf(f64::from(semitones) / 12.0);
+    let hz: Vec<f32> = f0.iter().map(|&f| (f64::from(f) * factor) as f32).collect();
+    BlockPitch {
+        coarse: coarse_f32(&hz),
+        hz,
+        voiced,
+    }
+}
+
+/// `_f0_post`'s coarse pitch, in float32 tensor arithmetic as the reference computes it.
+fn coarse_f32(hz: &[f32]) -> Vec<i64> {
+    let mel_of = |f: f64| 1127.0 * (1.0 + f / 700.0).ln();
+    let (mel_min, mel_max) = (mel_of(F0_MIN), mel_of(F0_MAX));
+    let f0 = Tensor::from_slice(hz);
+    let mel = ((f0 / 700.0) + 1.0).log() * 1127.0;
+    let scaled = (&mel - mel_min) * 254.0 / (mel_max - mel_min) + 1.0;
+    let mel = scaled.where_self(&mel.gt(0.0), &mel);
+    let mel = mel.clamp(1.0, 255.0).round();
+    Vec::<i64>::try_from(mel.to_kind(Kind::Int64)).expect("int64 classes")
+}
+
+/// The last [`PITCH_CACHE`] frames of pitch; each block shifts it and writes its frames.
+pub struct PitchCache {
+    pub coarse: Vec<i64>,
+    pub hz: Vec<f32>,
+    pub voiced: Vec<bool>,
+}
+
+impl PitchCache {
+    pub fn new() -> PitchCache {
+        PitchCache {
+            coarse: vec![0; PITCH_CACHE],
+            hz: vec![0.0; PITCH_CACHE],
+            voiced: vec![false; PITCH_CACHE],
+        }
+    }
+
+    /// Rolls by `shift` frames and writes the tracker's frames but its first three and its last
+    /// at the end: `cache[4 − n..] = pitch[3..n − 1]` for `n` tracked frames.
+    pub fn push(&mut self, shift: usize, pitch: &BlockPitch) {
+        fn roll<T: Copy>(cache: &mut [T], shift: usize, new: &[T]) {
+            cache.copy_within(shift.min(cache.len()).., 0);
+            let n = new.len();
+            let start = cache.len() + 4 - n;
+            cache[start..].copy_from_slice(&new[3..n - 1]);
+        }
+        roll(&mut self.coarse, shift, &pitch.coarse);
+        roll(&mut self.hz, shift, &pitch.hz);
+        roll(&mut self.voiced, shift, &pitch.voiced);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cache_takes_frames_3_to_the_second_last_at_its_end() {
+        let mut cache = PitchCache::new();
+        let pitch = prepare(
+            vec![100.0, 110.0, 0.0, 130.0, 140.0, 150.0, 160.0],
+            0.0,
+            Unvoiced::Original,
+        );
+        cache.push(2, &pitch);
+        assert_eq!(&cache.hz[PITCH_CACHE - 3..], &[130.0, 140.0, 150.0]);
+        assert_eq!(pitch.hz[2], 120.0);
+        assert!(!pitch.voiced[2]);
+    }
+
+    #[test]
+    fn coarse_pitch_matches_the_offline_rule() {
+        let hz = [0.0, 50.0, 220.0, 1100.0, 5000.0];
+        assert_eq!(coarse_f32(&hz), crate::pipeline::pitch::coarse(&hz));
+    }
+
+    #[test]
+    fn rmvpe_sees_a_whole_number_of_its_frames() {
+        assert_eq!(tracker_samples(F0Method::Rmvpe, 4000), 5120 - 160);
+        assert_eq!(tracker_samples(F0Method::Pm, 4000), 4800);
+    }
+}
