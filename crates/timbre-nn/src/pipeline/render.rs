@@ -186,10 +186,5 @@ pub(super) fn synthesize_segment(
         options.speaker_id,
         options.seed.map_or(Noise::None, Noise::Seeded),
     )?;
-    Ok(Vec::<f32>::try_from(
-        audio
-            .flatten(0, -1)
-            .to_kind(Kind::Float)
-            .to_device(tch::Device::Cpu),
-    )?)
+    crate::synthesizer::samples(&audio)
 }

@@ -102,12 +102,7 @@ pub fn convert(
             return_length: layout.return_length as i64,
         }),
     )?;
-    Ok(Vec::<f32>::try_from(
-        audio
-            .flatten(0, -1)
-            .to_kind(Kind::Float)
-            .to_device(tch::Device::Cpu),
-    )?)
+    crate::synthesizer::samples(&audio)
 }
 
 fn tracker(models: &StreamModels, method: F0Method) -> Result<PitchTracker<'_>> {

@@ -419,3 +419,14 @@ fn value_kind(value: &Value) -> &'static str {
         Value::Global(_) => "class reference",
     }
 }
+
+/// Audio a synthesizer gave (`[batch, 1, samples]`, any float kind, any device) as float
+/// samples on the CPU.
+pub fn samples(audio: &Tensor) -> Result<Vec<f32>> {
+    Ok(Vec::<f32>::try_from(
+        audio
+            .flatten(0, -1)
+            .to_kind(Kind::Float)
+            .to_device(tch::Device::Cpu),
+    )?)
+}
