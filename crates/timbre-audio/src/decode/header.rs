@@ -135,9 +135,28 @@ fn mask_fits(mask: u32, channels: u16) -> bool {
     missing == 0 || (missing <= 30 && mask & 0x8000_0000 == 0)
 }
 
+/// How far into a stream symphonia's probe looks for a format's marker (its default
+/// `max_probe_depth`): a RIFF/WAVE header that far in, after other bytes, is read as a WAV.
+const PROBE_DEPTH: u64 = 1 << 20;
+
+/// Where symphonia would find a RIFF/WAVE header: the first `RIFF` followed by `WAVE` within
+/// its probe depth.
+fn find_wave_start<R: Read>(source: &mut R) -> std::io::Result<Option<u64>> {
+    let mut head = Vec::new();
+    source.take(PROBE_DEPTH + 12).read_to_end(&mut head)?;
+    Ok(head
+        .windows(12)
+        .position(|w| &w[0..4] == b"RIFF" && &w[8..12] == b"WAVE")
+        .map(|at| at as u64))
+}
+
 /// The `fmt ` chunk of a RIFF/WAVE stream; None when the stream is not one or has no such chunk
 /// before its `data` chunk.
 fn read_wave_format<R: Read + Seek>(source: &mut R) -> std::io::Result<Option<WaveFormat>> {
+    let Some(start) = find_wave_start(source)? else {
+        return Ok(None);
+    };
+    source.seek(SeekFrom::Start(start))?;
     let mut riff = [0u8; 12];
     source.read_exact(&mut riff)?;
     if &riff[0..4] != b"RIFF" || &riff[8..12] != b"WAVE" {

@@ -207,4 +207,9 @@ fn fuzz_found_fmt_chunks_are_refused_before_symphonia_reads_them() {
         let err = decode_bytes(bytes, Some("wav"), &options).unwrap_err();
         assert!(err.to_string().contains("channels"), "{err}");
     }
+    // A WAVE header 577 bytes in, after junk, which symphonia's probe still finds: its
+    // extensible speaker mask has the top bit set.
+    let junk_first = std::fs::read(testdata.join("riff-after-junk-channel-mask.wav.bin")).unwrap();
+    let err = decode_bytes(junk_first[1..].to_vec(), Some("wav"), &options).unwrap_err();
+    assert!(err.to_string().contains("speaker mask"), "{err}");
 }
