@@ -140,14 +140,26 @@ fn mask_fits(mask: u32, channels: u16) -> bool {
 const PROBE_DEPTH: u64 = 1 << 20;
 
 /// Where symphonia would find a RIFF/WAVE header: the first `RIFF` followed by `WAVE` within
-/// its probe depth.
+/// its probe depth. Read in growing pieces, so a WAV (whose header is at the start) costs one
+/// small read, not the whole depth.
 fn find_wave_start<R: Read>(source: &mut R) -> std::io::Result<Option<u64>> {
+    let mut limited = source.take(PROBE_DEPTH + 12);
     let mut head = Vec::new();
-    source.take(PROBE_DEPTH + 12).read_to_end(&mut head)?;
-    Ok(head
-        .windows(12)
-        .position(|w| &w[0..4] == b"RIFF" && &w[8..12] == b"WAVE")
-        .map(|at| at as u64))
+    let mut piece = 4096;
+    loop {
+        let searched = head.len().saturating_sub(11);
+        let read = limited.by_ref().take(piece).read_to_end(&mut head)?;
+        let found = head[searched..]
+            .windows(12)
+            .position(|w| &w[0..4] == b"RIFF" && &w[8..12] == b"WAVE");
+        if let Some(at) = found {
+            return Ok(Some((searched + at) as u64));
+        }
+        if read == 0 {
+            return Ok(None);
+        }
+        piece *= 4;
+    }
 }
 
 /// The `fmt ` chunk of a RIFF/WAVE stream; None when the stream is not one or has no such chunk
@@ -310,6 +322,25 @@ mod tests {
                 check_wave_header(&mut Cursor::new(extensible(channels, mask)), None).unwrap_err();
             assert!(err.detail.contains("speaker mask"), "{err}");
         }
+    }
+
+    #[test]
+    fn a_header_after_junk_is_found_where_the_probe_finds_it_across_read_pieces() {
+        let bad = wave(&[
+            (b"fmt ", fmt(TAG_PCM, 0, 44_100, 4, 16)),
+            (b"data", vec![0; 4]),
+        ]);
+        // Straddling the first 4 KiB piece, and deep in a later one.
+        for junk in [4090, 300_000] {
+            let mut bytes = vec![0x55; junk];
+            bytes.extend_from_slice(&bad);
+            let err = check_wave_header(&mut Cursor::new(bytes), None).unwrap_err();
+            assert!(err.detail.contains("channels"), "{junk}: {err}");
+        }
+        // Beyond the probe's depth symphonia does not look, so neither does the check.
+        let mut beyond = vec![0x55; PROBE_DEPTH as usize + 1];
+        beyond.extend_from_slice(&bad);
+        assert!(check_wave_header(&mut Cursor::new(beyond), None).is_ok());
     }
 
     #[test]
