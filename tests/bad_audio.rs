@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use timbre_integration_tests::{Sandbox, rvc_parity_fixtures, write_sine_wav};
+use timbre_integration_tests::{Sandbox, write_sine_wav};
 
 /// Runs `cmd`, failing the test if it takes longer than `limit` (a FIFO used to block forever).
 fn run_within(mut cmd: Command, limit: Duration) -> Output {
@@ -153,14 +153,7 @@ fn a_fifo_is_refused_by_every_command_without_blocking() {
         assert_refused(&run_within(cmd, Duration::from_secs(60)), &fifo, words);
     }
 
-    let model = rvc_parity_fixtures().join("synth_v1_nono_32k/model.pth");
-    sb.json(&[
-        "models",
-        "import",
-        model.to_str().unwrap(),
-        "--name",
-        "plain",
-    ]);
+    sb.import_fixture_voice("synth_v1_nono_32k/model.pth", "plain");
     let mut cmd = sb.cpu_command();
     cmd.args(["convert", "--model", "plain", file]);
     assert_refused(&run_within(cmd, Duration::from_secs(120)), &fifo, words);

@@ -1,7 +1,7 @@
 //! `timbre analyze pitch` and FCPE in conversion, through the real binary: FCPE with its real
 //! weights (torchfcpe's, from the venv) as `models/fcpe.pt`, the weight-free methods beside it.
 
-use timbre_integration_tests::{Sandbox, rvc_parity_fixtures, write_sine_wav};
+use timbre_integration_tests::{Sandbox, write_sine_wav};
 use timbre_test_support::fcpe_weights;
 
 fn with_fcpe() -> Sandbox {
@@ -74,23 +74,7 @@ fn fcpe_without_its_weights_says_where_to_put_them_and_a_conversion_runs_with_th
     );
 
     std::fs::copy(fcpe_weights(), sb.models_dir().join("fcpe.pt")).unwrap();
-    let model = rvc_parity_fixtures().join("synth_v1_f0_40k/model.pth");
-    let import = sb
-        .cpu_command()
-        .args([
-            "models",
-            "import",
-            model.to_str().unwrap(),
-            "--name",
-            "pitched",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        import.status.success(),
-        "{}",
-        String::from_utf8_lossy(&import.stderr)
-    );
+    sb.import_fixture_voice("synth_v1_f0_40k/model.pth", "pitched");
     let out_dir = sb.path("out");
     let convert = sb
         .cpu_command()

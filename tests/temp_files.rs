@@ -2,7 +2,7 @@
 //! files live in the library's `store/tmp/`, which the next start empties.
 
 use std::time::{Duration, Instant};
-use timbre_integration_tests::{Sandbox, rvc_parity_fixtures, write_sine_wav};
+use timbre_integration_tests::{Sandbox, write_sine_wav};
 
 fn entries(dir: &std::path::Path) -> Vec<String> {
     std::fs::read_dir(dir)
@@ -16,19 +16,7 @@ fn entries(dir: &std::path::Path) -> Vec<String> {
 #[test]
 fn a_killed_conversion_leaves_no_temporary_file_behind() {
     let sb = Sandbox::with_extractors(true);
-    let model = rvc_parity_fixtures().join("synth_v1_f0_40k/model.pth");
-    let imported = sb
-        .cpu_command()
-        .args([
-            "models",
-            "import",
-            model.to_str().unwrap(),
-            "--name",
-            "pitched",
-        ])
-        .output()
-        .unwrap();
-    assert!(imported.status.success(), "{imported:?}");
+    sb.import_fixture_voice("synth_v1_f0_40k/model.pth", "pitched");
     let input = sb.path("long.wav");
     write_sine_wav(&input, 120.0, 220.0);
     let system_tmp = sb.path("system-tmp");

@@ -125,6 +125,22 @@ impl Sandbox {
             .expect("a dataset id")
     }
 
+    /// Imports the fixture voice at `fixture` (a path in the RVC fixture set) as `name`.
+    pub fn import_fixture_voice(&self, fixture: &str, name: &str) {
+        let out = self
+            .cpu_command()
+            .args(["models", "import"])
+            .arg(rvc_parity_fixtures().join(fixture))
+            .args(["--name", name])
+            .output()
+            .expect("running timbre");
+        assert!(
+            out.status.success(),
+            "importing {fixture}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     pub fn data_dir(&self) -> PathBuf {
         self.dir.path().join("library")
     }
