@@ -26,10 +26,9 @@ pub struct Catalog {
     /// Where the catalogue was read from, for messages.
     #[serde(skip)]
     pub origin: String,
-    /// `scheme://host:port` of the plain-HTTP endpoints the user configured, the only places
-    /// fetched without TLS.
+    /// What may be fetched; set by [`Catalog::load`] from the settings.
     #[serde(skip)]
-    plain_http: Vec<String>,
+    pub policy: UrlPolicy,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
@@ -55,25 +54,12 @@ impl Catalog {
     /// catalogue's (the variable over the setting), the mirrors are tried after it.
     pub fn load(settings: &Settings) -> Result<Catalog> {
         let mut catalog = Catalog::read()?;
-        let endpoint = configured_endpoint().or_else(|| {
-            Some(settings.download_endpoint.trim().to_string()).filter(|e| !e.is_empty())
-        });
-        let mirrors: Vec<String> = settings
-            .download_mirrors
-            .iter()
-            .map(|m| m.trim().to_string())
-            .filter(|m| !m.is_empty())
-            .collect();
-        if let Some(endpoint) = &endpoint {
+        let configured = Configured::of(settings);
+        if let Some(endpoint) = &configured.endpoint {
             catalog.endpoints = vec![endpoint.clone()];
         }
-        catalog.endpoints.extend(mirrors.iter().cloned());
-        catalog.plain_http = endpoint
-            .iter()
-            .chain(&mirrors)
-            .filter(|e| e.starts_with("http://"))
-            .map(|e| origin(e))
-            .collect();
+        catalog.endpoints.extend(configured.mirrors.iter().cloned());
+        catalog.policy = UrlPolicy::from_configured(&configured);
         Ok(catalog)
     }
 
@@ -192,10 +178,55 @@ fn configured_endpoint() -> Option<String> {
         .filter(|e| !e.is_empty())
 }
 
-impl Catalog {
-    /// Which URLs may be fetched: HTTPS, or plain HTTP on the host and port of an endpoint the
-    /// user configured as `http://…` (a local mirror; the tests' server).
-    pub fn check_url(&self, url: &str) -> Result<()> {
+/// The endpoints the user configured: `TIMBRE_DOWNLOAD_ENDPOINT`, else the `download_endpoint`
+/// setting, then the `download_mirrors` setting's.
+struct Configured {
+    endpoint: Option<String>,
+    mirrors: Vec<String>,
+}
+
+impl Configured {
+    fn of(settings: &Settings) -> Configured {
+        let endpoint = configured_endpoint().or_else(|| {
+            Some(settings.download_endpoint.trim().to_string()).filter(|e| !e.is_empty())
+        });
+        let mirrors = settings
+            .download_mirrors
+            .iter()
+            .map(|m| m.trim().to_string())
+            .filter(|m| !m.is_empty())
+            .collect();
+        Configured { endpoint, mirrors }
+    }
+}
+
+/// Which URLs may be fetched, for assets and voice imports alike: HTTPS, or plain HTTP on the
+/// host and port of an endpoint the user configured as `http://…` (a local mirror; the tests'
+/// server).
+#[derive(Debug, Clone, Default)]
+pub struct UrlPolicy {
+    /// `scheme://host:port` of the plain-HTTP endpoints configured.
+    plain_http: Vec<String>,
+}
+
+impl UrlPolicy {
+    pub fn of(settings: &Settings) -> UrlPolicy {
+        UrlPolicy::from_configured(&Configured::of(settings))
+    }
+
+    fn from_configured(configured: &Configured) -> UrlPolicy {
+        UrlPolicy {
+            plain_http: configured
+                .endpoint
+                .iter()
+                .chain(&configured.mirrors)
+                .filter(|e| e.starts_with("http://"))
+                .map(|e| origin(e))
+                .collect(),
+        }
+    }
+
+    pub fn check(&self, url: &str) -> Result<()> {
         if url.starts_with("https://") || self.plain_http.contains(&origin(url)) {
             return Ok(());
         }
@@ -300,15 +331,20 @@ mod tests {
     #[test]
     fn only_https_is_fetched_unless_the_endpoint_is_plain_http() {
         let shipped = Catalog::parse(SHIPPED, "shipped").unwrap();
-        assert!(shipped.check_url("https://huggingface.co/x").is_ok());
-        assert!(shipped.check_url("http://example.com/x").is_err());
+        assert!(shipped.policy.check("https://huggingface.co/x").is_ok());
+        assert!(shipped.policy.check("http://example.com/x").is_err());
         let settings = Settings {
             download_mirrors: vec!["http://127.0.0.1:8000/mirror".into()],
             ..Settings::default()
         };
         let mirrored = Catalog::load(&settings).unwrap();
-        assert!(mirrored.check_url("http://127.0.0.1:8000/x").is_ok());
-        assert!(mirrored.check_url("http://127.0.0.1:8001/x").is_err());
+        assert!(mirrored.policy.check("http://127.0.0.1:8000/x").is_ok());
+        assert!(mirrored.policy.check("http://127.0.0.1:8001/x").is_err());
+        assert!(
+            UrlPolicy::of(&settings)
+                .check("http://127.0.0.1:8000/x")
+                .is_ok()
+        );
         assert_eq!(origin("http://127.0.0.1:80/a?b"), "http://127.0.0.1:80");
         assert_ne!(
             origin("http://127.0.0.1:81/a"),

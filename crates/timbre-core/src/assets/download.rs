@@ -128,7 +128,7 @@ pub fn download(
                 // A part that is complete (cut off before its rename) only needs checking.
                 Attempt::Complete
             } else {
-                fetch::attempt(&agent, &url, &|u| catalog.check_url(u), part, &mut meter)
+                fetch::attempt(&agent, &url, &catalog.policy, part, &mut meter)
                     .with_context(|| format!("downloading {} from {url}", asset.name))?
             };
             match outcome {

@@ -9,6 +9,7 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::time::Duration;
 
+use super::catalog::UrlPolicy;
 use anyhow::{Context, Result};
 
 const MAX_REDIRECTS: usize = 8;
@@ -44,14 +45,14 @@ pub fn agent() -> ureq::Agent {
 pub fn attempt(
     agent: &ureq::Agent,
     url: &str,
-    check_url: &dyn Fn(&str) -> Result<()>,
+    policy: &UrlPolicy,
     part: &mut File,
     on_chunk: &mut dyn FnMut(u64) -> Result<()>,
 ) -> Result<Attempt> {
     let have = part.metadata().context("reading the .part file")?.len();
     let mut current = url.to_string();
     for _ in 0..=MAX_REDIRECTS {
-        if let Err(err) = check_url(&current) {
+        if let Err(err) = policy.check(&current) {
             return Ok(Attempt::Refused(format!("{err}")));
         }
         let mut request = agent.get(&current);

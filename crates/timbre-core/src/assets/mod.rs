@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-pub use catalog::{Asset, Catalog};
+pub use catalog::{Asset, Catalog, UrlPolicy};
 pub use download::Downloaded;
 pub use job::{DownloadHandler, DownloadRequest, start_download};
 pub use state::AssetState;

@@ -5,6 +5,7 @@ use anyhow::Result;
 use serde_json::Value;
 
 use super::{VoiceImportRequest, VoiceSource, import};
+use crate::assets::UrlPolicy;
 use crate::db::jobs::Job;
 use crate::jobs::{JobContext, JobHandler, JobSystem};
 
@@ -13,8 +14,8 @@ pub const KIND: &str = "voice_import";
 /// Queues an import, its source checked first (a path that exists, or a link); paths are made
 /// absolute so the job reads the same files from any working directory.
 pub fn submit(system: &JobSystem, request: VoiceImportRequest) -> Result<Job> {
-    let links = crate::assets::Catalog::load(&system.library().settings()?)?;
-    let source = match VoiceSource::parse(&request.source, &|url| links.check_url(url))? {
+    let policy = UrlPolicy::of(&system.library().settings()?);
+    let source = match VoiceSource::parse(&request.source, &policy)? {
         VoiceSource::Url(url) => url,
         local => local.label(),
     };

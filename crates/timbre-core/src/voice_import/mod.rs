@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
+use crate::assets::UrlPolicy;
 use crate::convert::model_import::{self, CheckedModel, name_stored_files};
 use crate::db::models::Model;
 use crate::library::Library;
@@ -83,12 +84,11 @@ pub fn import(
     request: &VoiceImportRequest,
     progress: &mut Progress,
 ) -> Result<VoiceImportReport> {
-    let links = crate::assets::Catalog::load(&library.settings()?)?;
-    let check_url = |url: &str| links.check_url(url);
-    let source = VoiceSource::parse(&request.source, &check_url)?;
+    let policy = UrlPolicy::of(&library.settings()?);
+    let source = VoiceSource::parse(&request.source, &policy)?;
     let label = source.label();
     let tmp_dir = library.store().tmp_dir();
-    let (files, mut skipped) = source::stage(&source, &tmp_dir, &check_url, progress)?;
+    let (files, mut skipped) = source::stage(&source, &tmp_dir, &policy, progress)?;
     // A lone model file's own error says more than "nothing to import".
     let single_file = matches!(files.as_slice(), [only] if only.kind == MemberKind::Weights);
 

@@ -11,6 +11,7 @@ use tempfile::NamedTempFile;
 
 use super::archive::{MemberKind, VoiceZip};
 use super::{Progress, SkippedFile, folder, url};
+use crate::assets::UrlPolicy;
 
 /// What an import reads from.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,15 +23,15 @@ pub enum VoiceSource {
 }
 
 impl VoiceSource {
-    /// A link that `check_url` allows (HTTPS, or a plain-HTTP endpoint the user configured), or
+    /// A link that `policy` allows (HTTPS, or a plain-HTTP endpoint the user configured), or
     /// a path that exists: a folder, a zip archive (by its name, else its content: a zip without
     /// the `data.pkl` of a `torch.save` file), else a model file.
-    pub fn parse(text: &str, check_url: &dyn Fn(&str) -> Result<()>) -> Result<Self> {
+    pub fn parse(text: &str, policy: &UrlPolicy) -> Result<Self> {
         let text = text.trim();
         if url::is_url(text) {
             let link = url::file_url(text);
             // Refused here rather than in the job: plain HTTP only from a configured endpoint.
-            check_url(&link)?;
+            policy.check(&link)?;
             return Ok(VoiceSource::Url(link));
         }
         if text.is_empty() {
@@ -103,7 +104,7 @@ pub struct Staged {
 pub fn stage(
     source: &VoiceSource,
     tmp_dir: &Path,
-    check_url: &dyn Fn(&str) -> Result<()>,
+    policy: &UrlPolicy,
     progress: &mut Progress,
 ) -> Result<(Vec<Staged>, Vec<SkippedFile>)> {
     match source {
@@ -132,7 +133,7 @@ pub fn stage(
         }
         VoiceSource::Url(link) => {
             let name = url::file_name(link);
-            let mut downloaded = url::download(tmp_dir, link, check_url, &mut |bytes| {
+            let mut downloaded = url::download(tmp_dir, link, policy, &mut |bytes| {
                 progress(
                     0.0,
                     format!("downloading {name}: {:.1} MB", bytes as f64 / 1e6),

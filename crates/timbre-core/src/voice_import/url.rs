@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use tempfile::NamedTempFile;
 
+use crate::assets::UrlPolicy;
 use crate::assets::fetch::{self, Attempt};
 
 /// Bigger than any voice archive (a model, its index, samples).
@@ -82,7 +83,7 @@ pub fn file_name(url: &str) -> String {
 pub fn download(
     tmp_dir: &std::path::Path,
     url: &str,
-    check_url: &dyn Fn(&str) -> Result<()>,
+    policy: &UrlPolicy,
     on_bytes: &mut dyn FnMut(u64) -> Result<()>,
 ) -> Result<NamedTempFile> {
     let mut part = tempfile::Builder::new()
@@ -102,7 +103,7 @@ pub fn download(
         on_bytes(bytes)
     };
     for attempt in 1..=TRIES {
-        let outcome = fetch::attempt(&agent, url, check_url, part.as_file_mut(), &mut limited)
+        let outcome = fetch::attempt(&agent, url, policy, part.as_file_mut(), &mut limited)
             .with_context(|| format!("downloading {url}"))?;
         match outcome {
             Attempt::Complete => {
