@@ -17,6 +17,8 @@ pub enum AudioErrorKind {
     NoSamples,
     TooLong,
     Device,
+    /// A live session's block processor failed to build or to run.
+    Processor,
     Io,
 }
 

@@ -11,6 +11,7 @@ pub mod enhance;
 pub mod error;
 pub mod filter;
 pub mod isolate;
+pub mod live;
 pub mod pitch;
 pub mod quality;
 pub mod record;

@@ -5,12 +5,13 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
+use cpal::traits::{DeviceTrait, StreamTrait};
 use cpal::{FromSample, SizedSample};
 
 use crate::analysis::{Level, LevelMeter};
 use crate::buffer::AudioBuffer;
-use crate::error::{AudioError, AudioErrorKind};
+use crate::error::AudioError;
+use crate::live::devices::{Direction, device_error, find_device};
 
 mod fake_alsa;
 pub use fake_alsa::{fake_alsa_config, fake_alsa_device};
@@ -38,70 +39,9 @@ pub struct RecordOptions {
     pub max_duration_secs: Option<f64>,
 }
 
-fn device_error(detail: impl Into<String>) -> AudioError {
-    AudioError::new(AudioErrorKind::Device, None, detail)
-}
-
-fn device_id(device: &cpal::Device) -> String {
-    device
-        .id()
-        .map(|id| id.id().to_string())
-        .unwrap_or_default()
-}
-
-/// Input devices with unique display names: the description, plus the id when two devices
-/// share a description (ALSA's `hw:` and `plughw:` entries do). The host's default device is
-/// added when the backend does not enumerate it (ALSA lists only devices that carry a hint).
-fn named_input_devices(host: &cpal::Host) -> Result<Vec<(String, cpal::Device)>, AudioError> {
-    let mut devices: Vec<cpal::Device> = host
-        .input_devices()
-        .map_err(|e| device_error(format!("could not list input devices: {e}")))?
-        .collect();
-    if let Some(default) = host.default_input_device()
-        && !devices.iter().any(|d| device_id(d) == device_id(&default))
-    {
-        devices.insert(0, default);
-    }
-    let descriptions: Vec<String> = devices
-        .iter()
-        .map(|d| {
-            d.description()
-                .map_or_else(|_| device_id(d), |desc| desc.name().to_string())
-        })
-        .collect();
-    Ok(devices
-        .into_iter()
-        .zip(&descriptions)
-        .map(|(device, desc)| {
-            let shared = descriptions.iter().filter(|d| *d == desc).count() > 1;
-            let name = if shared {
-                format!("{desc} ({})", device_id(&device))
-            } else {
-                desc.clone()
-            };
-            (name, device)
-        })
-        .collect())
-}
-
 /// Devices that can capture, with their default format. Devices that fail to report a
 /// capture configuration are left out.
-pub fn list_input_devices() -> Result<Vec<InputDevice>, AudioError> {
-    let host = cpal::default_host();
-    let default_id = host.default_input_device().map(|d| device_id(&d));
-    Ok(named_input_devices(&host)?
-        .into_iter()
-        .filter_map(|(name, device)| {
-            let config = device.default_input_config().ok()?;
-            Some(InputDevice {
-                is_default: Some(device_id(&device)) == default_id,
-                name,
-                channels: config.channels(),
-                sample_rate: config.sample_rate(),
-            })
-        })
-        .collect())
-}
+pub use crate::live::list_input_devices;
 
 #[derive(Default)]
 struct Capture {
@@ -181,16 +121,7 @@ impl Recording {
         on_level: impl FnMut(Level, f64) + Send + 'static,
     ) -> Result<Recording, AudioError> {
         let host = cpal::default_host();
-        let device = match &opts.device {
-            None => host
-                .default_input_device()
-                .ok_or_else(|| device_error("no input device was found"))?,
-            Some(wanted) => named_input_devices(&host)?
-                .into_iter()
-                .find(|(name, device)| name == wanted || device_id(device) == *wanted)
-                .map(|(_, device)| device)
-                .ok_or_else(|| device_error(format!("no input device named \"{wanted}\"")))?,
-        };
+        let device = find_device(&host, Direction::Input, opts.device.as_deref())?;
         let config = device
             .default_input_config()
             .map_err(|e| device_error(format!("the input device cannot record: {e}")))?;
