@@ -19,6 +19,8 @@ debian_packages=(
 )
 # espeak-ng: real speech for the pitch parity tests.
 $want_test_tools && debian_packages+=(xvfb xauth dbus dbus-x11 webkit2gtk-driver alsa-utils xdotool espeak-ng)
+# PulseAudio's null sink is the live tests' real-time audio loop (ALSA's default reaches it).
+$want_test_tools && debian_packages+=(pulseaudio pulseaudio-utils libasound2-plugins)
 missing=()
 for pkg in "${debian_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

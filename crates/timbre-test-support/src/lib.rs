@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod pulse;
+
 /// `.venv/bin/python` beside the workspace. Panics when it is missing, so that a parity test
 /// never passes without having compared anything.
 pub fn reference_python() -> PathBuf {

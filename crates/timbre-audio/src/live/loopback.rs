@@ -172,7 +172,7 @@ fn median(values: &mut [f64]) -> Option<f64> {
     }
     values.sort_by(f64::total_cmp);
     let mid = values.len() / 2;
-    Some(if values.len() % 2 == 0 {
+    Some(if values.len().is_multiple_of(2) {
         (values[mid - 1] + values[mid]) / 2.0
     } else {
         values[mid]
@@ -331,8 +331,9 @@ impl BlockProcessor for LoopbackProbe {
         let probe = &*self.signal;
         let mut heard = probe.heard.lock().unwrap_or_else(PoisonError::into_inner);
         let (recording, position) = &mut *heard;
-        let pos = *position;
-        let take = input.len().min(probe.signal.len().saturating_sub(pos));
+        // Past the end (the session runs on until it is stopped) it answers with silence.
+        let pos = (*position).min(probe.signal.len());
+        let take = input.len().min(probe.signal.len() - pos);
         recording[pos..pos + take].copy_from_slice(&input[..take]);
         let mut out = vec![0.0; input.len()];
         out[..take].copy_from_slice(&probe.signal[pos..pos + take]);
@@ -394,6 +395,11 @@ mod tests {
             played.extend(probe.process(&block).unwrap());
             t += BLOCK;
         }
+        // Blocks after the end are silence and leave the recording as it was.
+        assert_eq!(
+            probe.process(&[0.5; 2 * BLOCK]).unwrap(),
+            vec![0.0; 2 * BLOCK]
+        );
         watch.result()
     }
 

@@ -6,11 +6,13 @@
 pub(crate) mod devices;
 pub mod latency;
 pub mod loopback;
+mod measure;
 mod session;
 mod stats;
 mod streams;
 
 pub use devices::{OutputDevice, list_input_devices, list_output_devices};
+pub use measure::{LoopbackRun, measure};
 pub use session::{LiveSession, SessionRecording};
 pub use stats::{
     FALLING_BEHIND_ADVICE, FALLING_BEHIND_BLOCKS, LiveDevice, LiveLevel, LiveState, LiveStats,

@@ -26,7 +26,7 @@ struct RingState {
     samples: VecDeque<f32>,
     resampler: StreamResampler,
     capacity: usize,
-    /// Set by the first real audio, so the silence before it is no underrun.
+    /// Set by the first audio pushed after a reset.
     primed: bool,
     scratch: Vec<f32>,
 }
@@ -63,6 +63,7 @@ impl Ring {
         state.samples.clear();
         state.samples.extend(std::iter::repeat_n(0.0, prefill));
         state.capacity = capacity.max(prefill);
+        state.primed = false;
         Ok(())
     }
 
@@ -103,9 +104,15 @@ impl Ring {
     }
 
     /// Fills `out` from the ring, silence where it runs short; true when it ran short of audio
-    /// it should have had (an underrun).
+    /// it should have had (an underrun). Until the first processed audio arrives it plays
+    /// silence and keeps the prefill, so the prefill is a block of headroom ahead of every
+    /// processed block, as with rvc-next's block-sized duplex callbacks.
     pub fn fill(&self, out: &mut [f32]) -> bool {
         let mut state = self.lock();
+        if !state.primed {
+            out.fill(0.0);
+            return false;
+        }
         let n = out.len().min(state.samples.len());
         for (o, s) in out.iter_mut().zip(state.samples.drain(..n)) {
             *o = s;
@@ -274,6 +281,19 @@ pub(crate) fn open_streams(
     })
 }
 
+/// Callbacks every [`PERIOD_MS`] where the device allows it. Left to the backend, PulseAudio's
+/// ALSA plugin picks periods of seconds, and capture arrives in bursts that far apart.
+const PERIOD_MS: u32 = 10;
+
+fn period(config: &cpal::SupportedStreamConfig) -> cpal::BufferSize {
+    match *config.buffer_size() {
+        cpal::SupportedBufferSize::Range { min, max } => {
+            cpal::BufferSize::Fixed((config.sample_rate() * PERIOD_MS / 1000).clamp(min, max))
+        }
+        cpal::SupportedBufferSize::Unknown => cpal::BufferSize::Default,
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Role {
     Input,
@@ -334,7 +354,8 @@ where
     T: SizedSample + FromSample<f32>,
     f32: FromSample<T>,
 {
-    let config = resolved.config.config();
+    let mut config = resolved.config.config();
+    config.buffer_size = period(&resolved.config);
     let channels = usize::from(config.channels.max(1));
     let on_error = {
         let shared = Arc::clone(shared);
