@@ -45,12 +45,14 @@ impl PulseLoop {
     }
 
     /// The variables that route this process's audio to the daemon: `PULSE_SERVER`, and
-    /// `XDG_RUNTIME_DIR`/`HOME` so no client state is read or written outside its folder.
+    /// `XDG_RUNTIME_DIR`, `HOME` and `PULSE_COOKIE` so no client state (libpulse writes a
+    /// cookie under `~/.config/pulse`) is read or written outside its folder.
     pub fn env(&self) -> Vec<(&'static str, String)> {
         let dir = self.dir.display().to_string();
         vec![
             ("PULSE_SERVER", self.server()),
             ("XDG_RUNTIME_DIR", dir.clone()),
+            ("HOME", dir.clone()),
             ("PULSE_COOKIE", format!("{dir}/cookie")),
         ]
     }
@@ -99,7 +101,7 @@ impl PulseLoop {
 
     fn command(&self, program: &str) -> Command {
         let mut command = Command::new(program);
-        command.envs(self.env()).env("HOME", &self.dir);
+        command.envs(self.env());
         command
     }
 
