@@ -63,6 +63,9 @@ fn records_exactly_two_seconds_of_the_fake_device() {
         ])
         .env("HOME", home.path())
         .env("XDG_CONFIG_HOME", home.path())
+        // No PulseAudio server: cpal would prefer it (and ALSA's pulse hook its default) over
+        // the fake device on a desktop where one runs.
+        .env("PULSE_SERVER", "unix:/nonexistent/timbre-no-pulse")
         .env(CHILD_ENV, &captured)
         .output()
         .unwrap();
