@@ -27,7 +27,7 @@ fn main() {
     // SAFETY: no other thread runs yet, and nothing has called into ALSA.
     unsafe { pulse.route_this_process() };
     let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
-    let tests: [(&str, LoopTest); 4] = [
+    let tests: [(&str, LoopTest); 5] = [
         (
             "loopback_round_trip_matches_the_estimate",
             loopback_round_trip_matches_the_estimate,
@@ -35,6 +35,10 @@ fn main() {
         (
             "reopens_after_the_pulse_daemon_restarts",
             reopens_after_the_pulse_daemon_restarts,
+        ),
+        (
+            "a_96_khz_device_is_resampled_to_48_khz",
+            a_96_khz_device_is_resampled_to_48_khz,
         ),
         (
             "a_failing_processor_stops_the_stream_and_says_why",
@@ -265,4 +269,43 @@ fn a_missing_input_device_is_a_clear_error(_pulse: &mut PulseLoop) {
         err.to_string(),
         "no output device named \"no such speaker\""
     );
+}
+
+fn a_96_khz_device_is_resampled_to_48_khz(pulse: &mut PulseLoop) {
+    let module = pulse.pactl(&[
+        "load-module",
+        "module-null-sink",
+        "sink_name=loop96",
+        "rate=96000",
+    ]);
+    pulse.pactl(&["set-default-sink", "loop96"]);
+    pulse.pactl(&["set-default-source", "loop96.monitor"]);
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let session = LiveSession::start(
+            SessionConfig::default(),
+            Box::new(|rate| Ok(Box::new(Passthrough(latency::block_frames(20.0, rate))))),
+        )
+        .unwrap();
+        assert_eq!(session.rate(), 48000);
+        let stats = wait_for(&session, "blocks to flow", 10, |s| s.blocks_processed >= 20);
+        let input = stats.input_device.clone().unwrap();
+        let output = stats.output_device.clone().unwrap();
+        println!("input {input:?}, output {output:?}");
+        assert_eq!((input.sample_rate, output.sample_rate), (96000, 96000));
+        assert_eq!(stats.state, LiveState::Running);
+        assert_eq!(stats.block_size, 960);
+        session.stop().unwrap();
+        let run = live::measure(&SessionConfig::default(), 100.0, 4, -12.0).unwrap();
+        println!(
+            "96 kHz devices, block 100 ms: round trip measured {:?} ms, estimated {:.1} ms",
+            run.result.round_trip_ms, run.estimated_ms
+        );
+        assert!(run.result.ok, "{run:#?}");
+    }));
+    pulse.pactl(&["set-default-sink", "loop"]);
+    pulse.pactl(&["set-default-source", "loop.monitor"]);
+    pulse.pactl(&["unload-module", module.trim()]);
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
 }
