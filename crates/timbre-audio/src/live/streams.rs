@@ -419,3 +419,57 @@ where
         .device
         .build_output_stream(config, on_data, on_error, None)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_ring_keeps_its_prefill_until_the_first_block() {
+        let ring = Ring::new().unwrap();
+        ring.reset(48000, 48000, 100, 4).unwrap();
+        let mut out = [1.0; 3];
+        // Before any processed audio: silence, no underrun, the prefill stays.
+        assert!(!ring.fill(&mut out));
+        assert_eq!(out, [0.0; 3]);
+        assert_eq!(ring.push(&[0.5, 0.5], 0.5), 0);
+        let mut out = [1.0; 8];
+        // The prefill, then the block at its gain, then an underrun.
+        assert!(ring.fill(&mut out));
+        assert_eq!(out, [0.0, 0.0, 0.0, 0.0, 0.25, 0.25, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn input_ring_drops_the_oldest_when_full_and_gathers_blocks() {
+        let ring = Ring::new().unwrap();
+        ring.reset(16000, 16000, 4, 0).unwrap();
+        assert_eq!(ring.push(&[1.0, 2.0, 3.0], 1.0), 0);
+        assert_eq!(ring.push(&[4.0, 5.0, 6.0], 1.0), 2);
+        assert_eq!(ring.take(5, Duration::from_millis(1)), None);
+        assert_eq!(ring.take(4, Duration::ZERO), Some(vec![3.0, 4.0, 5.0, 6.0]));
+    }
+
+    #[test]
+    fn ring_converts_rates_on_the_way_in() {
+        let ring = Ring::new().unwrap();
+        ring.reset(96000, 48000, 96000, 0).unwrap();
+        ring.push(&vec![0.1; 9600], 1.0);
+        // The resampler holds back up to a chunk; what came out is half as long.
+        let state = ring.lock();
+        let got = state.samples.len();
+        assert!((3000..=4800).contains(&got), "{got}");
+        assert!(
+            state
+                .samples
+                .iter()
+                .skip(got / 2)
+                .all(|s| (s - 0.1).abs() < 0.01)
+        );
+    }
+
+    #[test]
+    fn session_rate_is_the_input_rate_at_most_48_khz() {
+        assert_eq!(session_rate(44100), 44100);
+        assert_eq!(session_rate(96000), 48000);
+    }
+}
