@@ -6,7 +6,7 @@ export LIBTORCH_USE_PYTORCH := 1
 export PATH := $(CURDIR)/.venv/bin:$(HOME)/.cargo/bin:$(PATH)
 APP := target/debug/timbre-studio
 
-.PHONY: run test setup setup-test app test-rust test-ui test-e2e lint bindings bench bench-isolate fuzz
+.PHONY: run test setup setup-test app test-rust test-ui test-e2e lint bindings bench bench-live bench-isolate fuzz
 
 run: setup app
 	WEBKIT_DISABLE_DMABUF_RENDERER=1 $(APP)
@@ -50,6 +50,10 @@ bench: setup
 
 # Full-size random-weight BS-RoFormer and Mel-Band RoFormer separating generated audio on the
 # CPU (docs/PERFORMANCE.md, "Isolation"); BENCH_SECS, BENCH_THREADS (2), BENCH_MODELS (bs,mel).
+# The live engine's per-block time against rvc-next's StreamEngine, into docs/PERFORMANCE.md.
+bench-live: setup
+	bench/live.sh
+
 bench-isolate:
 	cargo bench -p timbre-nn --bench separation
 

@@ -97,6 +97,18 @@ def section(ours: dict, ref: dict, command: str) -> str:
     )
 
 
+def write_section(doc_path: Path, start: str, end: str, text: str) -> None:
+    """Puts `text` (which begins with `start` and ends with `end`) in place of the section between
+    those markers, or at the end of the file when it has none yet."""
+    doc = doc_path.read_text()
+    if start in doc:
+        before, rest = doc.split(start, 1)
+        doc = before + text + rest.split(end, 1)[1]
+    else:
+        doc = doc.rstrip("\n") + "\n\n" + text + "\n"
+    doc_path.write_text(doc)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="Writes docs/PERFORMANCE.md's conversion section.")
     parser.add_argument("ours", type=Path)
@@ -105,13 +117,7 @@ def main() -> None:
     parser.add_argument("--command", required=True)
     args = parser.parse_args()
     text = section(json.loads(args.ours.read_text()), json.loads(args.reference.read_text()), args.command)
-    doc = args.doc.read_text()
-    if START in doc:
-        before, rest = doc.split(START, 1)
-        doc = before + text + rest.split(END, 1)[1]
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + text + "\n"
-    args.doc.write_text(doc)
+    write_section(args.doc, START, END, text)
 
 
 if __name__ == "__main__":

@@ -86,6 +86,11 @@ fn export_contract(dir: &Path) -> Result<(), ts_rs::ExportError> {
         PreviewInfo,
         VoiceImportRequest,
         VoiceImportReport,
+        timbre_core::live::DeviceList,
+        timbre_core::live::LiveRequest,
+        timbre_core::live::LiveStatus,
+        timbre_core::live::LatencyMeasurement,
+        timbre_core::live::RecordedSession,
     );
     Ok(())
 }
@@ -171,10 +176,12 @@ fn command_defaults() -> String {
     struct Answers {
         get_conversion_defaults: ConversionDefaults,
         get_training_defaults: TrainingDefaults,
+        get_live_defaults: timbre_nn::stream::StreamParams,
     }
     let answers = Answers {
         get_conversion_defaults: crate::commands::convert::get_conversion_defaults(),
         get_training_defaults: crate::commands::train::get_training_defaults(),
+        get_live_defaults: crate::commands::live::get_live_defaults(),
     };
     serde_json::to_string_pretty(&answers).expect("defaults as JSON") + "\n"
 }

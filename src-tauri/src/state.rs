@@ -3,6 +3,7 @@ use crate::commands::record::ActiveRecording;
 use std::sync::{Arc, Mutex};
 use timbre_core::Library;
 use timbre_core::jobs::JobSystem;
+use timbre_core::live::LiveStream;
 use timbre_core::model_cache::ModelCache;
 use timbre_core::monitor::ResourceMonitor;
 
@@ -11,6 +12,8 @@ pub struct AppState {
     /// The models every job and the previews load, shared.
     pub models: Arc<ModelCache>,
     pub recording: Mutex<Option<ActiveRecording>>,
+    /// The Live page's stream.
+    pub live: Mutex<Option<LiveStream>>,
     pub monitor: Mutex<ResourceMonitor>,
     pub previews: Arc<PreviewState>,
 }
@@ -21,6 +24,7 @@ impl AppState {
             jobs,
             models,
             recording: Mutex::new(None),
+            live: Mutex::new(None),
             monitor: Mutex::new(ResourceMonitor::new()),
             previews: Arc::default(),
         }

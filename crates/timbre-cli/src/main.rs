@@ -61,6 +61,10 @@ enum Command {
     /// Look inside audio as the converter does.
     #[command(subcommand)]
     Analyze(commands::analyze::Command),
+    /// Live conversion: devices, a stream from the microphone, the latency measured, a file
+    /// streamed as the devices would stream it.
+    #[command(subcommand)]
+    Live(commands::live::Command),
 }
 
 fn main() -> ExitCode {
@@ -86,6 +90,7 @@ fn main() -> ExitCode {
         Command::Assets(cmd) => commands::assets::run(cli.data_dir.as_deref(), &out, cmd),
         Command::Doctor => commands::doctor::run(cli.data_dir.as_deref(), &out),
         Command::Analyze(cmd) => commands::analyze::run(cli.data_dir.as_deref(), &out, cmd),
+        Command::Live(cmd) => commands::live::run(cli.data_dir.as_deref(), &out, cmd),
     };
     match result {
         Ok(code) => code,

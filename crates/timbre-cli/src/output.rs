@@ -21,6 +21,18 @@ impl Output {
         }
     }
 
+    /// One value of a stream of them: a line of compact JSON each, or `human`.
+    pub fn line<T: Serialize>(&self, value: &T, human: impl FnOnce() -> String) {
+        if self.json {
+            println!(
+                "{}",
+                serde_json::to_string(value).expect("values print as JSON")
+            );
+        } else {
+            println!("{}", human());
+        }
+    }
+
     /// Progress and notes go to stderr so stdout stays parseable.
     pub fn note(&self, text: &str) {
         if !self.json {

@@ -11,6 +11,7 @@ pub mod doctor;
 pub mod hashing;
 pub mod import;
 pub mod input;
+pub mod live;
 pub mod model_cache;
 pub mod models_folder;
 pub mod output_format;

@@ -13,7 +13,10 @@ pub mod layers;
 pub mod pipeline;
 pub mod rmvpe;
 pub mod separation;
+mod shared;
 pub mod stream;
 pub mod synthesizer;
 pub mod train;
 pub mod weights;
+
+pub use shared::Shared;

@@ -6,6 +6,7 @@ pub mod datasets;
 pub mod devices;
 pub mod jobs;
 pub mod library;
+pub mod live;
 pub mod models;
 pub mod record;
 pub mod train;

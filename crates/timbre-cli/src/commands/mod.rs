@@ -7,6 +7,7 @@ pub mod doctor;
 pub mod import;
 pub mod jobs;
 pub mod library;
+pub mod live;
 pub mod models;
 pub mod record;
 pub mod settings;

@@ -13,12 +13,14 @@ mod loaders;
 pub use loaders::StoredFile;
 
 use std::any::Any;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 
 use anyhow::{Result, anyhow};
 use lru::LruCache;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
+
+pub use timbre_nn::Shared;
 
 /// Whether a lookup was served from a cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
@@ -59,23 +61,19 @@ pub struct ModelKey {
     pub precision: String,
 }
 
-/// A model the cache holds, shared with the jobs using it; one user at a time runs it.
-pub struct Shared<T>(Arc<Mutex<T>>);
-
-impl<T> Shared<T> {
-    pub fn lock(&self) -> MutexGuard<'_, T> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
+/// A `Shared<T>` of any model type.
+trait HeldModel: Any + Send + Sync {
+    fn holders(&self) -> usize;
 }
 
-impl<T> Clone for Shared<T> {
-    fn clone(&self) -> Self {
-        Shared(self.0.clone())
+impl<T: Send + 'static> HeldModel for Shared<T> {
+    fn holders(&self) -> usize {
+        Shared::holders(self)
     }
 }
 
 struct Entry {
-    model: Arc<dyn Any + Send + Sync>,
+    model: Box<dyn HeldModel>,
     name: String,
     bytes: u64,
     hits: u64,
@@ -164,26 +162,29 @@ impl ModelCache {
         let mut state = self.state();
         if let Some(entry) = state.entries.get_mut(&key) {
             entry.hits += 1;
-            let model = entry.model.clone().downcast::<Mutex<T>>().map_err(|_| {
-                anyhow!("the model cache holds {name} as another type than asked for")
-            })?;
+            let model = (entry.model.as_ref() as &dyn Any)
+                .downcast_ref::<Shared<T>>()
+                .ok_or_else(|| {
+                    anyhow!("the model cache holds {name} as another type than asked for")
+                })?
+                .clone();
             state.hits += 1;
-            return Ok((Shared(model), CacheUse::Memory));
+            return Ok((model, CacheUse::Memory));
         }
         state.misses += 1;
         let (model, bytes) = load()?;
-        let model = Arc::new(Mutex::new(model));
+        let model = Shared::new(model);
         state.entries.put(
             key,
             Entry {
-                model: model.clone(),
+                model: Box::new(model.clone()),
                 name: name.to_string(),
                 bytes,
                 hits: 0,
             },
         );
         state.evict_to_budget();
-        Ok((Shared(model), CacheUse::Computed))
+        Ok((model, CacheUse::Computed))
     }
 
     /// Drops every model (after an out-of-memory failure, or on request); jobs holding one keep
@@ -210,7 +211,7 @@ impl ModelCache {
                     precision: key.precision.clone(),
                     bytes: entry.bytes,
                     hits: entry.hits,
-                    in_use: Arc::strong_count(&entry.model) > 1,
+                    in_use: entry.model.holders() > 1,
                 })
                 .collect(),
         }

@@ -6,8 +6,6 @@
 //! crossfade. Hot parameters apply from the next block; block, crossfade and context changes
 //! rebuild the buffers (about one block of silence) and keep the models.
 
-use std::rc::Rc;
-
 use anyhow::{Result, ensure};
 
 use super::infer;
@@ -16,21 +14,22 @@ use super::params::{GATE_OFF_DB, Layout, StreamParams};
 use super::pitch::PitchCache;
 use super::sinc_resample::SincResampler;
 use super::sola::Sola;
+use crate::Shared;
 use crate::fcpe::Fcpe;
 use crate::hubert::Hubert;
 use crate::index::IvfFlatIndex;
 use crate::rmvpe::Rmvpe;
-use crate::synthesizer::Synthesizer;
+use crate::synthesizer::{Noise, Synthesizer};
 
-/// The models a stream uses, shared with the thread's model cache so that switching voices is a
-/// cache hit (`Rc`: the models are not `Sync`, so the engine thread owns them).
+/// The models a stream uses, shared with the process's model cache so that switching voices is
+/// a cache hit and a conversion job can run the same HuBERT between two blocks.
 #[derive(Clone)]
 pub struct StreamModels {
-    pub hubert: Rc<Hubert>,
-    pub voice: Rc<Synthesizer>,
-    pub index: Option<Rc<IvfFlatIndex>>,
-    pub rmvpe: Option<Rc<Rmvpe>>,
-    pub fcpe: Option<Rc<Fcpe>>,
+    pub hubert: Shared<Hubert>,
+    pub voice: Shared<Synthesizer>,
+    pub index: Option<Shared<IvfFlatIndex>>,
+    pub rmvpe: Option<Shared<Rmvpe>>,
+    pub fcpe: Option<Shared<Fcpe>>,
 }
 
 pub struct StreamEngine {
@@ -40,6 +39,8 @@ pub struct StreamEngine {
     layout: Layout,
     /// Skip the voice and return the (gated) input.
     pub passthrough: bool,
+    /// Blocks converted so far: each block's noise is drawn from the seed plus this count.
+    blocks: u64,
     input_wav: Vec<f32>,
     input_wav_16k: Vec<f32>,
     gate_history: Vec<f32>,
@@ -60,7 +61,7 @@ impl StreamEngine {
     pub fn new(models: StreamModels, params: StreamParams, sample_rate: u32) -> Result<Self> {
         let layout = Layout::new(&params, sample_rate)?;
         let from_model = SincResampler::new(
-            models.voice.info().sample_rate,
+            models.voice.lock().info().sample_rate,
             sample_rate,
             tch::Device::Cpu,
         );
@@ -69,6 +70,7 @@ impl StreamEngine {
             sample_rate,
             layout,
             passthrough: false,
+            blocks: 0,
             input_wav: Vec::new(),
             input_wav_16k: Vec::new(),
             gate_history: Vec::new(),
@@ -126,14 +128,14 @@ impl StreamEngine {
         Ok(())
     }
 
-    /// Another voice (and its index) from the next block; HuBERT and the pitch models stay.
-    pub fn set_voice(&mut self, voice: Rc<Synthesizer>, index: Option<Rc<IvfFlatIndex>>) {
-        if voice.info().sample_rate != self.models.voice.info().sample_rate {
-            self.from_model =
-                SincResampler::new(voice.info().sample_rate, self.sample_rate, tch::Device::Cpu);
+    /// Other models from the next block (another voice, index or pitch model); the buffers
+    /// stay, so the stream carries on.
+    pub fn set_models(&mut self, models: StreamModels) {
+        let rate = models.voice.lock().info().sample_rate;
+        if rate != self.models.voice.lock().info().sample_rate {
+            self.from_model = SincResampler::new(rate, self.sample_rate, tch::Device::Cpu);
         }
-        self.models.voice = voice;
-        self.models.index = index;
+        self.models = models;
     }
 
     /// Clears every buffer, as after a device change.
@@ -175,12 +177,18 @@ impl StreamEngine {
         let mut output = if self.passthrough {
             self.input_wav[l.extra..].to_vec()
         } else {
+            let noise = match self.params.seed {
+                Some(seed) => Noise::Seeded(seed.wrapping_add(self.blocks)),
+                None => Noise::None,
+            };
+            self.blocks += 1;
             let converted = infer::convert(
                 &self.models,
                 &self.params,
                 &l,
                 &self.input_wav_16k,
                 &mut self.pitch_cache,
+                noise,
             )?;
             let mut output = self.from_model.apply_slice(&converted);
             if self.params.rms_mix_rate < 1.0 {

@@ -2,7 +2,8 @@
 //! `_infer` (RVC `infer/lib/rtrvc.py` `RVC.infer`): HuBERT over the whole context with its last
 //! frame repeated, index retrieval on the new frames only (skipped for the block when any
 //! neighbour is missing), pitch on the tail into the cache, ×2 nearest upsampling, protect when
-//! `unvoiced` asks for it, and `skip_head`/`return_length` synthesis with no random draws.
+//! `unvoiced` asks for it, and `skip_head`/`return_length` synthesis (with no random draws
+//! unless the parameters carry a seed).
 
 use anyhow::{Result, bail};
 use tch::{Kind, Tensor};
@@ -10,9 +11,12 @@ use tch::{Kind, Tensor};
 use super::engine::StreamModels;
 use super::params::{Layout, StreamParams, Unvoiced};
 use super::pitch::{self, PitchCache};
+use crate::Shared;
+use crate::fcpe::Fcpe;
 use crate::hubert::FeatureVersion;
 use crate::index::IvfFlatIndex;
 use crate::pipeline::{F0Method, PitchTracker};
+use crate::rmvpe::Rmvpe;
 use crate::synthesizer::{Noise, Window};
 
 const INDEX_NEIGHBOURS: usize = 8;
@@ -24,9 +28,12 @@ pub fn convert(
     layout: &Layout,
     audio_16k: &[f32],
     cache: &mut PitchCache,
+    noise: Noise,
 ) -> Result<Vec<f32>> {
     let _guard = tch::no_grad_guard();
-    let voice = &models.voice;
+    let voice = models.voice.lock();
+    let hubert = models.hubert.lock();
+    let index = models.index.as_ref().map(Shared::lock);
     let info = voice.info();
     let version = if info.feature_dim == 256 {
         FeatureVersion::V1
@@ -35,17 +42,14 @@ pub fn convert(
     };
     let audio = Tensor::from_slice(audio_16k)
         .view([1, -1])
-        .to_device(models.hubert.device());
-    let features = models
-        .hubert
-        .features(&audio, version)?
-        .to_kind(Kind::Float);
+        .to_device(hubert.device());
+    let features = hubert.features(&audio, version)?.to_kind(Kind::Float);
     let frames = features.size()[1];
     let mut features = Tensor::cat(&[&features, &features.narrow(1, frames - 1, 1)], 1);
     let protect = info.f0 && params.unvoiced != Unvoiced::Original && params.protect < 0.5;
     let unretrieved = protect.then(|| features.copy());
     let new_from = (layout.skip_head / 2) as i64;
-    if let Some(index) = &models.index
+    if let Some(index) = &index
         && params.index_rate != 0.0
     {
         let fresh = features.narrow(1, new_from, frames + 1 - new_from);
@@ -55,7 +59,9 @@ pub fn convert(
     }
     let p_len = audio_16k.len() / 160;
     let pitch = if info.f0 {
-        let tracker = tracker(models, params.f0_method)?;
+        let rmvpe = models.rmvpe.as_ref().map(Shared::lock);
+        let fcpe = models.fcpe.as_ref().map(Shared::lock);
+        let tracker = tracker(rmvpe.as_deref(), fcpe.as_deref(), params.f0_method)?;
         let tail = pitch::tracker_samples(params.f0_method, layout.block_16k);
         let f0 = pitch::track(&tracker, &audio_16k[audio_16k.len() - tail..])?;
         let block_pitch = pitch::prepare(f0, params.transpose, params.unvoiced);
@@ -96,7 +102,7 @@ pub fn convert(
         pitch.as_ref().map(|(coarse, _)| coarse),
         pitch.as_ref().map(|(_, hz)| hz),
         speaker,
-        Noise::None,
+        noise,
         Some(Window {
             skip_head: layout.skip_head as i64,
             return_length: layout.return_length as i64,
@@ -105,13 +111,17 @@ pub fn convert(
     crate::synthesizer::samples(&audio)
 }
 
-fn tracker(models: &StreamModels, method: F0Method) -> Result<PitchTracker<'_>> {
+fn tracker<'a>(
+    rmvpe: Option<&'a Rmvpe>,
+    fcpe: Option<&'a Fcpe>,
+    method: F0Method,
+) -> Result<PitchTracker<'a>> {
     Ok(match method {
-        F0Method::Rmvpe => match &models.rmvpe {
+        F0Method::Rmvpe => match rmvpe {
             Some(model) => PitchTracker::Rmvpe(model),
             None => bail!("the rmvpe pitch method needs rmvpe.pt, which is not loaded"),
         },
-        F0Method::Fcpe => match &models.fcpe {
+        F0Method::Fcpe => match fcpe {
             Some(model) => PitchTracker::Fcpe(model),
             None => bail!("the fcpe pitch method needs fcpe.pt, which is not loaded"),
         },

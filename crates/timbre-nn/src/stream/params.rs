@@ -18,7 +18,7 @@ pub const PITCH_CACHE: usize = 1024;
 pub const GATE_OFF_DB: f32 = -60.0;
 
 /// What happens to the frames the pitch tracker finds unvoiced (`VoiceParams.unvoiced`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "lowercase")]
 pub enum Unvoiced {
     /// Filled by interpolation; `protect` has no effect (the reference's default).
@@ -32,7 +32,7 @@ pub enum Unvoiced {
 
 /// Block, crossfade, context and gate (rebuffering for the first three), and the voice
 /// parameters, which apply from the next block.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(default)]
 pub struct StreamParams {
     pub block_ms: f64,
@@ -42,7 +42,6 @@ pub struct StreamParams {
     /// RMS gate in dB; -60 turns it off.
     pub threshold_db: f32,
     /// Semitones (the reference's `pitch`).
-    #[serde(alias = "pitch")]
     pub transpose: f32,
     pub f0_method: F0Method,
     pub index_rate: f32,
@@ -53,6 +52,10 @@ pub struct StreamParams {
     pub rms_mix_rate: f32,
     pub speaker_id: i64,
     pub unvoiced: Unvoiced,
+    /// The synthesizer's random draws from this seed (RVC's noise); none draws zeros, which
+    /// makes the output deterministic, as the reference's no-noise mode and the parity test.
+    #[ts(type = "number | null")]
+    pub seed: Option<u64>,
 }
 
 impl Default for StreamParams {
@@ -69,6 +72,7 @@ impl Default for StreamParams {
             rms_mix_rate: 0.25,
             speaker_id: 0,
             unvoiced: Unvoiced::Original,
+            seed: None,
         }
     }
 }
@@ -212,7 +216,7 @@ mod tests {
         let odd = Layout::new(&StreamParams::default(), 22_050).unwrap_err();
         assert!(format!("{odd}").contains("multiple of 100"));
         let json: StreamParams =
-            serde_json::from_str(r#"{"pitch": 3, "f0_method": "pm"}"#).unwrap();
+            serde_json::from_str(r#"{"transpose": 3, "f0_method": "pm"}"#).unwrap();
         assert_eq!((json.transpose, json.f0_method), (3.0, F0Method::Pm));
     }
 }

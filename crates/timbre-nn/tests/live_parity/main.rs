@@ -8,10 +8,10 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 use timbre_audio::SampleFormat;
+use timbre_nn::Shared;
 use timbre_nn::fcpe::Fcpe;
 use timbre_nn::hubert::Hubert;
 use timbre_nn::index::IvfFlatIndex;
@@ -114,18 +114,19 @@ fn settings() -> Vec<Setting> {
 fn engine(setting: &Setting, fixtures: &Path) -> StreamEngine {
     let device = tch::Device::Cpu;
     let models = StreamModels {
-        hubert: Rc::new(Hubert::load(&fixtures.join("hubert_tiny/hf"), device).unwrap()),
-        voice: Rc::new(
+        hubert: Shared::new(Hubert::load(&fixtures.join("hubert_tiny/hf"), device).unwrap()),
+        voice: Shared::new(
             Synthesizer::load(&fixtures.join(&setting.voice).join("model.pth"), device).unwrap(),
         ),
         index: setting
             .index
             .as_ref()
-            .map(|file| Rc::new(IvfFlatIndex::read(&fixtures.join(file)).unwrap())),
-        rmvpe: (setting.f0_method == F0Method::Rmvpe)
-            .then(|| Rc::new(Rmvpe::load(&fixtures.join("rmvpe_tiny/rmvpe.pt"), device).unwrap())),
+            .map(|file| Shared::new(IvfFlatIndex::read(&fixtures.join(file)).unwrap())),
+        rmvpe: (setting.f0_method == F0Method::Rmvpe).then(|| {
+            Shared::new(Rmvpe::load(&fixtures.join("rmvpe_tiny/rmvpe.pt"), device).unwrap())
+        }),
         fcpe: (setting.f0_method == F0Method::Fcpe)
-            .then(|| Rc::new(Fcpe::load(&fcpe_weights(), device).unwrap())),
+            .then(|| Shared::new(Fcpe::load(&fcpe_weights(), device).unwrap())),
     };
     let params = StreamParams {
         block_ms: setting.block_ms,

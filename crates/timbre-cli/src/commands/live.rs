@@ -1,0 +1,345 @@
+use super::open_library;
+use crate::output::Output;
+use anyhow::Result;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use timbre_audio::live::loopback::LoopbackFailure;
+use timbre_audio::live::{Gains, LiveState};
+use timbre_core::db::models;
+use timbre_core::live::file::{self, FileStreamRequest};
+use timbre_core::live::{self, LatencyMeasurement, LiveRequest, LiveStatus, LiveStream, LiveVoice};
+use timbre_core::model_cache::ModelCache;
+use timbre_nn::pipeline::F0Method;
+use timbre_nn::stream::StreamParams;
+
+#[derive(clap::Subcommand)]
+pub enum Command {
+    /// The input and output devices live conversion can use, with their defaults.
+    Devices,
+    /// Converts the input device into the output device until Ctrl-C (or --seconds), printing
+    /// once a second the per-block time against its budget, the latency and the dropouts.
+    Run {
+        #[command(flatten)]
+        devices: DeviceArgs,
+        /// Keep the input and the output, saved as two linked takes at the end.
+        #[arg(long)]
+        record: bool,
+        /// Stop after this many seconds.
+        #[arg(long)]
+        seconds: Option<f64>,
+        #[command(flatten)]
+        stream: StreamArgs,
+    },
+    /// Measures the real round trip: test bursts played on the output are found again in the
+    /// input (a cable, a virtual cable's loopback, speakers near the microphone); the latency of
+    /// a stream with these parameters is that round trip plus the engine's own delay.
+    Measure {
+        #[command(flatten)]
+        devices: DeviceArgs,
+        #[arg(long, default_value_t = StreamParams::default().block_ms)]
+        block_ms: f64,
+        #[arg(long, default_value_t = StreamParams::default().crossfade_ms)]
+        crossfade_ms: f64,
+    },
+    /// Streams a file through the live engine exactly as the devices would, block by block
+    /// (deterministic unless --seed), and reports the per-block processing time.
+    File {
+        input: PathBuf,
+        /// The streamed output (WAV, 32-bit float, mono, at --rate).
+        #[arg(long)]
+        out: PathBuf,
+        /// The device rate to stream at (Hz).
+        #[arg(long, default_value_t = 48_000)]
+        rate: u32,
+        #[command(flatten)]
+        stream: StreamArgs,
+    },
+}
+
+#[derive(clap::Args)]
+pub struct DeviceArgs {
+    /// Input device (a name from `timbre live devices`); the default one if left out.
+    #[arg(long)]
+    input: Option<String>,
+    /// Output device; the default one if left out.
+    #[arg(long)]
+    output: Option<String>,
+    /// A second output that also plays the voice.
+    #[arg(long)]
+    monitor: Option<String>,
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
+    input_gain_db: f32,
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
+    output_gain_db: f32,
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
+    monitor_gain_db: f32,
+}
+
+/// The voice and the engine's parameters, as `timbre live` takes them everywhere.
+#[derive(clap::Args)]
+pub struct StreamArgs {
+    /// A model of the library (id or name).
+    #[arg(long, short)]
+    model: String,
+    /// Leave the voice's index out.
+    #[arg(long)]
+    no_index: bool,
+    /// Block length (ms): larger blocks cost latency, smaller ones need a faster machine.
+    #[arg(long, default_value_t = StreamParams::default().block_ms)]
+    block_ms: f64,
+    #[arg(long, default_value_t = StreamParams::default().crossfade_ms)]
+    crossfade_ms: f64,
+    /// Extra context the model hears before each block (ms).
+    #[arg(long, default_value_t = StreamParams::default().context_ms)]
+    context_ms: f64,
+    /// Input below this level (dB) is silenced; -60 turns the gate off.
+    #[arg(long, default_value_t = StreamParams::default().threshold_db, allow_hyphen_values = true)]
+    threshold_db: f32,
+    /// Pitch shift in semitones.
+    #[arg(long, short = 't', default_value_t = 0.0, allow_hyphen_values = true)]
+    transpose: f32,
+    /// rmvpe (needs models/rmvpe.pt), fcpe (needs models/fcpe.pt), pm or yin.
+    #[arg(long, default_value = StreamParams::default().f0_method.name())]
+    f0_method: String,
+    #[arg(long, default_value_t = StreamParams::default().index_rate)]
+    index_rate: f32,
+    #[arg(long, default_value_t = StreamParams::default().protect)]
+    protect: f32,
+    #[arg(long, default_value_t = StreamParams::default().rms_mix_rate)]
+    rms_mix: f32,
+    #[arg(long, default_value_t = 0)]
+    speaker: i64,
+    /// Random draws from this seed (default: none, so the output is reproducible).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Hear the (gated) input instead of the voice.
+    #[arg(long)]
+    passthrough: bool,
+}
+
+impl StreamArgs {
+    fn params(&self) -> Result<StreamParams> {
+        let params = StreamParams {
+            block_ms: self.block_ms,
+            crossfade_ms: self.crossfade_ms,
+            context_ms: self.context_ms,
+            threshold_db: self.threshold_db,
+            transpose: self.transpose,
+            f0_method: F0Method::parse(&self.f0_method)
+                .map_err(|e| timbre_core::error::invalid_input(e.to_string()))?,
+            index_rate: self.index_rate,
+            protect: self.protect,
+            rms_mix_rate: self.rms_mix,
+            speaker_id: self.speaker,
+            seed: self.seed,
+            ..StreamParams::default()
+        };
+        params
+            .check()
+            .map_err(|e| timbre_core::error::invalid_input(e.to_string()))?;
+        Ok(params)
+    }
+
+    fn voice(&self, library: &timbre_core::Library) -> Result<LiveVoice> {
+        Ok(LiveVoice {
+            model_id: models::find(&library.conn(), &self.model)?.id,
+            use_index: !self.no_index,
+        })
+    }
+}
+
+pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCode> {
+    match cmd {
+        Command::Devices => devices(out),
+        Command::Measure {
+            devices,
+            block_ms,
+            crossfade_ms,
+        } => {
+            let report =
+                live::measure_latency(devices.input, devices.output, block_ms, crossfade_ms)?;
+            out.print(&report, || measure_lines(&report));
+            Ok(if report.measurement.result.ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+        Command::Run {
+            devices,
+            record,
+            seconds,
+            stream,
+        } => {
+            let library = open_library(data_dir)?;
+            let request = LiveRequest {
+                voice: stream.voice(&library)?,
+                params: stream.params()?,
+                passthrough: stream.passthrough,
+                input: devices.input,
+                output: devices.output,
+                monitor: devices.monitor,
+                gains: Gains {
+                    input_db: devices.input_gain_db,
+                    output_db: devices.output_gain_db,
+                    monitor_db: devices.monitor_gain_db,
+                },
+                record,
+            };
+            run_stream(library, request, seconds, out)
+        }
+        Command::File { .. } => stream_file(data_dir, out, cmd),
+    }
+}
+
+fn stream_file(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCode> {
+    let library = open_library(data_dir)?;
+    match cmd {
+        Command::File {
+            input,
+            out: output,
+            rate,
+            stream,
+        } => {
+            let request = FileStreamRequest {
+                input,
+                output,
+                voice: stream.voice(&library)?,
+                params: stream.params()?,
+                sample_rate: rate,
+                passthrough: stream.passthrough,
+            };
+            let report = file::stream_file(&library, &ModelCache::default(), &request)?;
+            out.print(&report, || {
+                let t = &report.times;
+                format!(
+                    "streamed   {} -> {} ({:.1} s in {} blocks of {:.0} ms: {:.1} ms each on average, \
+                     {:.1} ms at the 95th percentile, {:.1} ms at most)",
+                    report.input.display(),
+                    report.output.display(),
+                    report.input_seconds,
+                    t.blocks,
+                    t.budget_ms,
+                    t.mean_ms,
+                    t.p95_ms,
+                    t.max_ms
+                )
+            });
+        }
+        _ => unreachable!("stream_file takes `live file` only"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn devices(out: &Output) -> Result<ExitCode> {
+    let list = live::devices()?;
+    out.print(&list, || {
+        let line = |name: &str, default: bool, channels: u16, rate: u32| {
+            let default = if default { " (default)" } else { "" };
+            format!("  {name}{default}  {channels} ch, {rate} Hz")
+        };
+        let mut lines = vec!["inputs:".to_string()];
+        lines.extend(
+            list.inputs
+                .iter()
+                .map(|d| line(&d.name, d.is_default, d.channels, d.sample_rate)),
+        );
+        lines.push("outputs:".into());
+        lines.extend(
+            list.outputs
+                .iter()
+                .map(|d| line(&d.name, d.is_default, d.channels, d.sample_rate)),
+        );
+        lines.join("\n")
+    });
+    Ok(ExitCode::SUCCESS)
+}
+
+fn measure_lines(report: &LatencyMeasurement) -> String {
+    let run = &report.measurement;
+    match (run.result.round_trip_ms, report.stream_latency_ms) {
+        (Some(ms), Some(stream_ms)) if run.result.ok => format!(
+            "round trip {ms:.1} ms ({} of {} bursts found, jitter {:.1} ms; the estimate was \
+             {:.1} ms)\nlive latency with these settings: {stream_ms:.1} ms (the round trip \
+             + the engine's crossfade and search)",
+            run.result.delays.len(),
+            run.result.pings,
+            run.result.jitter_ms().unwrap_or(0.0),
+            run.estimated_ms,
+        ),
+        _ => format!(
+            "no round trip found ({}): connect the output to the input (a cable, a virtual \
+             cable's loopback, or speakers near the microphone) and raise the volume",
+            match run.result.reason {
+                Some(LoopbackFailure::Inconsistent) => "the bursts came back at different delays",
+                _ => "too few bursts came back",
+            }
+        ),
+    }
+}
+
+/// Runs a stream until Ctrl-C or `seconds`, with a line of numbers each second.
+fn run_stream(
+    library: std::sync::Arc<timbre_core::Library>,
+    request: LiveRequest,
+    seconds: Option<f64>,
+    out: &Output,
+) -> Result<ExitCode> {
+    let interrupted = std::sync::Arc::new(AtomicBool::new(false));
+    let flag = interrupted.clone();
+    ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))?;
+    let stream = LiveStream::start(library, Default::default(), request)?;
+    let started = Instant::now();
+    let mut next_line = started + Duration::from_secs(1);
+    let mut failed = None;
+    while !interrupted.load(Ordering::Relaxed)
+        && seconds.is_none_or(|s| started.elapsed().as_secs_f64() < s)
+    {
+        std::thread::sleep(Duration::from_millis(50));
+        if Instant::now() < next_line {
+            continue;
+        }
+        next_line += Duration::from_secs(1);
+        let status = stream.status();
+        out.line(&status, || status_line(&status));
+        if status.stats.state == LiveState::Failed {
+            failed = status.stats.message.clone();
+            break;
+        }
+    }
+    let recorded = stream.stop()?;
+    if let Some(session) = &recorded {
+        out.note(&format!(
+            "saved take {} (input) and take {} (output)",
+            session.input.id, session.output.id
+        ));
+    }
+    match failed {
+        Some(why) => Err(anyhow::anyhow!("the live stream stopped: {why}")),
+        None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+fn status_line(status: &LiveStatus) -> String {
+    let s = &status.stats;
+    let mut line = format!(
+        "{:?}  block {:.1}/{:.0} ms  latency ~{:.0} ms  in {:.0} dB  out {:.0} dB  overflows {}  underruns {}",
+        s.state,
+        s.last_block_ms,
+        s.budget_ms,
+        status.estimated_latency_ms,
+        s.input_level.peak_db,
+        s.output_level.peak_db,
+        s.input_overflows,
+        s.output_underruns
+    );
+    if let Some(advice) = s.advice.as_ref().filter(|_| s.falling_behind) {
+        line.push_str(&format!("\n  {advice}"));
+    }
+    if let Some(message) = &s.message {
+        line.push_str(&format!("\n  {message}"));
+    }
+    line
+}

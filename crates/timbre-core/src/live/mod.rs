@@ -1,0 +1,151 @@
+//! Live conversion: the models a stream runs (from the process's model cache, so that switching
+//! voices or pitch methods mid-stream is a cache hit), a file streamed block by block exactly as
+//! the devices would stream it (`file`), and the device session (`session`). The engine itself,
+//! blocks in and out with no I/O, is `timbre_nn::stream`.
+
+pub mod file;
+mod session;
+
+pub use session::{LiveRequest, LiveStatus, LiveStream, RecordedSession};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use tch::Device;
+use timbre_nn::pipeline::F0Method;
+use timbre_nn::stream::StreamModels;
+
+use timbre_audio::live;
+
+use crate::db::models;
+use crate::library::Library;
+use crate::model_cache::{ModelCache, StoredFile};
+use crate::models_folder;
+use crate::pitch::{self, PitchModel};
+
+/// Test bursts a latency measurement sends, and their peak level (dBFS), as rvc-next's.
+const MEASURE_PINGS: usize = 4;
+const MEASURE_LEVEL_DB: f64 = -12.0;
+
+/// The voice a stream converts to.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+pub struct LiveVoice {
+    pub model_id: i64,
+    /// Retrieve from the voice's index when it has one (at the parameters' index rate).
+    #[serde(default = "use_index_default")]
+    pub use_index: bool,
+}
+
+fn use_index_default() -> bool {
+    true
+}
+
+/// The devices a stream can open.
+#[derive(Debug, Clone, PartialEq, Serialize, ts_rs::TS)]
+pub struct DeviceList {
+    pub inputs: Vec<timbre_audio::record::InputDevice>,
+    pub outputs: Vec<live::OutputDevice>,
+}
+
+pub fn devices() -> Result<DeviceList> {
+    Ok(DeviceList {
+        inputs: live::list_input_devices()?,
+        outputs: live::list_output_devices()?,
+    })
+}
+
+/// A measured round trip, and the latency a stream with the given crossfade has over it.
+#[derive(Debug, Clone, PartialEq, Serialize, ts_rs::TS)]
+pub struct LatencyMeasurement {
+    pub measurement: live::LoopbackRun,
+    /// The round trip plus the engine's delay (crossfade + 10 ms), when a round trip was found.
+    pub stream_latency_ms: Option<f64>,
+}
+
+/// Plays test bursts on `output` and finds them in `input` with `block_ms` blocks.
+pub fn measure_latency(
+    input: Option<String>,
+    output: Option<String>,
+    block_ms: f64,
+    crossfade_ms: f64,
+) -> Result<LatencyMeasurement> {
+    let config = live::SessionConfig {
+        input,
+        output,
+        ..live::SessionConfig::default()
+    };
+    let measurement = live::measure(&config, block_ms, MEASURE_PINGS, MEASURE_LEVEL_DB)?;
+    let engine_delay = live::latency::engine_delay_ms(crossfade_ms, false);
+    Ok(LatencyMeasurement {
+        stream_latency_ms: measurement.result.round_trip_ms.map(|ms| ms + engine_delay),
+        measurement,
+    })
+}
+
+/// The device live conversion runs on: the library's main device.
+pub fn device(library: &Library) -> Result<Device> {
+    Ok(crate::devices::Devices::of(&library.settings()?)?.main)
+}
+
+/// HuBERT, the voice (and its index), and the pitch network `f0_method` needs, through `cache`.
+/// A missing HuBERT or pitch model fails with where to put it, before any audio runs.
+pub fn load_models(
+    library: &Library,
+    cache: &ModelCache,
+    voice: LiveVoice,
+    f0_method: F0Method,
+    device: Device,
+) -> Result<StreamModels> {
+    let model = models::require(&library.conn(), voice.model_id)?;
+    let models_dir = models_folder::of(library)?;
+    let hubert_path = models_folder::require_hubert(&models_dir)?;
+    let weights_path = library
+        .store()
+        .object_path(&model.weights_sha256, models::WEIGHTS_EXT);
+    let hubert = cache.hubert(&hubert_path, device)?.0;
+    let synthesizer = cache
+        .voice(
+            &StoredFile {
+                sha256: &model.weights_sha256,
+                path: &weights_path,
+                name: &model.name,
+            },
+            device,
+        )
+        .with_context(|| format!("loading the voice {}", model.name))?
+        .0;
+    let index = match (&model.index_sha256, voice.use_index) {
+        (Some(sha256), true) => {
+            let path = library.store().object_path(sha256, models::INDEX_EXT);
+            Some(
+                cache
+                    .index(&StoredFile {
+                        sha256,
+                        path: &path,
+                        name: &model.name,
+                    })?
+                    .0,
+            )
+        }
+        _ => None,
+    };
+    let has_f0 = synthesizer.lock().info().f0;
+    let pitch_model = match has_f0 {
+        true => match pitch::model_file(&models_dir, f0_method)? {
+            Some(file) => PitchModel::load(cache, f0_method, &file, device)?,
+            None => None,
+        },
+        false => None,
+    };
+    let (rmvpe, fcpe) = match pitch_model {
+        Some(PitchModel::Rmvpe(model)) => (Some(model), None),
+        Some(PitchModel::Fcpe(model)) => (None, Some(model)),
+        None => (None, None),
+    };
+    Ok(StreamModels {
+        hubert,
+        voice: synthesizer,
+        index,
+        rmvpe,
+        fcpe,
+    })
+}

@@ -1,0 +1,245 @@
+//! A live stream on the devices: timbre-audio's [`LiveSession`] (devices, rings, the processing
+//! thread) running the engine over the models of [`super::load_models`]. Parameter changes,
+//! voice switches and passthrough reach the engine through a channel it drains before each
+//! block, so they apply from the next block without stopping the stream; the models they need
+//! are loaded here first (a cache hit for a voice used before), so a missing file is refused
+//! before anything changes. Stopping a recorded stream saves its input and output as two takes,
+//! the output linked to the input.
+
+use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver, Sender};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use timbre_audio::live::{BlockProcessor, Gains, LiveSession, LiveStats, SessionConfig, latency};
+use timbre_nn::stream::{StreamEngine, StreamModels, StreamParams};
+
+use super::LiveVoice;
+use crate::db::{derived_takes, takes::Take};
+use crate::library::Library;
+use crate::model_cache::ModelCache;
+
+/// What a stream starts with; every part but the devices and `record` can change while it runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+pub struct LiveRequest {
+    pub voice: LiveVoice,
+    pub params: StreamParams,
+    #[serde(default)]
+    pub passthrough: bool,
+    /// Device names as `timbre live devices` lists them; none for the system's default.
+    #[serde(default)]
+    pub input: Option<String>,
+    #[serde(default)]
+    pub output: Option<String>,
+    /// A second output (headphones while the output goes to a call, say), with its own gain.
+    #[serde(default)]
+    pub monitor: Option<String>,
+    #[serde(default)]
+    pub gains: Gains,
+    /// Keep the input and the output, saved as takes when the stream stops.
+    #[serde(default)]
+    pub record: bool,
+}
+
+/// A running stream's numbers, as the Live page and `timbre live run` show them.
+#[derive(Debug, Clone, PartialEq, Serialize, ts_rs::TS)]
+pub struct LiveStatus {
+    pub stats: LiveStats,
+    pub voice: LiveVoice,
+    pub params: StreamParams,
+    pub passthrough: bool,
+    /// Input to output as the reference estimates it: block + crossfade + 10 ms + the output
+    /// prefill + what the devices report.
+    pub estimated_latency_ms: f64,
+}
+
+/// The takes a recorded stream left.
+#[derive(Debug, Clone, PartialEq, Serialize, ts_rs::TS)]
+pub struct RecordedSession {
+    pub input: Take,
+    pub output: Take,
+}
+
+enum Change {
+    Params(StreamParams),
+    Models(StreamModels),
+    Passthrough(bool),
+}
+
+struct EngineProcessor {
+    engine: StreamEngine,
+    changes: Receiver<Change>,
+}
+
+impl BlockProcessor for EngineProcessor {
+    fn block_size(&self) -> usize {
+        self.engine.block_size()
+    }
+
+    fn process(&mut self, input: &[f32]) -> Result<Vec<f32>> {
+        while let Ok(change) = self.changes.try_recv() {
+            match change {
+                Change::Params(params) => self.engine.set_params(params)?,
+                Change::Models(models) => self.engine.set_models(models),
+                Change::Passthrough(on) => self.engine.passthrough = on,
+            }
+        }
+        self.engine.process(input)
+    }
+}
+
+pub struct LiveStream {
+    session: LiveSession,
+    changes: Sender<Change>,
+    library: Arc<Library>,
+    cache: Arc<ModelCache>,
+    request: LiveRequest,
+}
+
+impl LiveStream {
+    /// Loads the models, opens the devices and starts converting.
+    pub fn start(
+        library: Arc<Library>,
+        cache: Arc<ModelCache>,
+        request: LiveRequest,
+    ) -> Result<LiveStream> {
+        request.params.check()?;
+        let device = super::device(&library)?;
+        let models = super::load_models(
+            &library,
+            &cache,
+            request.voice,
+            request.params.f0_method,
+            device,
+        )?;
+        let (changes, received) = mpsc::channel();
+        let params = request.params.clone();
+        let passthrough = request.passthrough;
+        let config = SessionConfig {
+            input: request.input.clone(),
+            output: request.output.clone(),
+            monitor: request.monitor.clone(),
+            gains: request.gains,
+            record: request.record,
+        };
+        let session = LiveSession::start(
+            config,
+            Box::new(move |rate| {
+                let mut engine = StreamEngine::new(models, params, rate)?;
+                engine.passthrough = passthrough;
+                Ok(Box::new(EngineProcessor {
+                    engine,
+                    changes: received,
+                }))
+            }),
+        )?;
+        Ok(LiveStream {
+            session,
+            changes,
+            library,
+            cache,
+            request,
+        })
+    }
+
+    pub fn request(&self) -> &LiveRequest {
+        &self.request
+    }
+
+    fn send(&self, change: Change) -> Result<()> {
+        self.changes
+            .send(change)
+            .ok()
+            .context("the live stream has stopped")
+    }
+
+    /// New parameters from the next block; a new pitch method's model is loaded first.
+    pub fn set_params(&mut self, params: StreamParams) -> Result<()> {
+        params.check()?;
+        timbre_nn::stream::Layout::new(&params, self.session.rate())?;
+        if params.f0_method != self.request.params.f0_method {
+            self.send(Change::Models(self.models(self.request.voice, &params)?))?;
+        }
+        self.send(Change::Params(params.clone()))?;
+        self.request.params = params;
+        Ok(())
+    }
+
+    /// Another voice from the next block: a model-cache hit when it was used before.
+    pub fn set_voice(&mut self, voice: LiveVoice) -> Result<()> {
+        let models = self.models(voice, &self.request.params)?;
+        self.send(Change::Models(models))?;
+        self.request.voice = voice;
+        Ok(())
+    }
+
+    pub fn set_passthrough(&mut self, on: bool) -> Result<()> {
+        self.send(Change::Passthrough(on))?;
+        self.request.passthrough = on;
+        Ok(())
+    }
+
+    pub fn set_gains(&mut self, gains: Gains) {
+        self.session.set_gains(gains);
+        self.request.gains = gains;
+    }
+
+    fn models(&self, voice: LiveVoice, params: &StreamParams) -> Result<StreamModels> {
+        let device = super::device(&self.library)?;
+        super::load_models(&self.library, &self.cache, voice, params.f0_method, device)
+    }
+
+    pub fn status(&self) -> LiveStatus {
+        let stats = self.session.stats();
+        let params = &self.request.params;
+        // Passthrough goes through the SOLA crossfade too, so its delay is the same.
+        let engine_delay = latency::engine_delay_ms(params.crossfade_ms, false);
+        let block_ms = latency::block_frames(params.block_ms, stats.sample_rate) as f64 * 1000.0
+            / f64::from(stats.sample_rate.max(1));
+        LiveStatus {
+            estimated_latency_ms: latency::estimate_latency_ms(
+                block_ms,
+                engine_delay,
+                stats.input_latency_ms.unwrap_or(0.0),
+                stats.output_latency_ms.unwrap_or(0.0),
+            ),
+            stats,
+            voice: self.request.voice,
+            params: params.clone(),
+            passthrough: self.request.passthrough,
+        }
+    }
+
+    /// Stops the stream; a recorded one's input and output become takes.
+    pub fn stop(self) -> Result<Option<RecordedSession>> {
+        let recording = self.session.stop()?;
+        let Some(recording) = recording else {
+            return Ok(None);
+        };
+        let stamp = crate::db::now()
+            .get(..19)
+            .unwrap_or_default()
+            .replace('T', " ");
+        let input = crate::import::save_recording(
+            &self.library,
+            &recording.input,
+            Some(&format!("Live input {stamp}")),
+            None,
+        )
+        .context("saving the live session's input")?;
+        let output = crate::import::save_recording(
+            &self.library,
+            &recording.output,
+            Some(&format!("Live output {stamp}")),
+            None,
+        )
+        .context("saving the live session's output")?;
+        let params = serde_json::json!({
+            "model_id": self.request.voice.model_id,
+            "params": self.request.params,
+        });
+        self.library
+            .edit(|conn| derived_takes::insert(conn, output.id, input.id, "live", &params, None))?;
+        Ok(Some(RecordedSession { input, output }))
+    }
+}

@@ -1,0 +1,144 @@
+//! `timbre live`, through the real binary: a file streamed block by block through the live engine
+//! with the fixture voice, as the devices would stream it.
+
+use std::path::Path;
+
+use timbre_audio::DecodeOptions;
+use timbre_integration_tests::Sandbox;
+
+fn sandbox() -> Sandbox {
+    let sb = Sandbox::with_extractors(false);
+    sb.import_fixture_voice("synth_v1_f0_40k/model.pth", "Alto");
+    sb
+}
+
+fn samples(path: &Path) -> (u32, Vec<f32>) {
+    let audio = timbre_audio::decode_file(path, &DecodeOptions::default()).unwrap();
+    (audio.sample_rate, audio.channels[0].clone())
+}
+
+/// `timbre live file` with the fixture voice, pm pitch, 100 ms blocks and 500 ms of context,
+/// unless `extra` sets them.
+fn stream(sb: &Sandbox, input: &str, out: &str, extra: &[&str]) -> std::process::Output {
+    let mut cmd = sb.cpu_command();
+    cmd.args(["--json", "live", "file", input, "--out"])
+        .arg(sb.path(out))
+        .args(["--model", "Alto"])
+        .args(extra);
+    for (flag, value) in [
+        ("--f0-method", "pm"),
+        ("--block-ms", "100"),
+        ("--context-ms", "500"),
+    ] {
+        if !extra.contains(&flag) {
+            cmd.args([flag, value]);
+        }
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn a_file_streams_block_by_block_reproducibly_and_reports_its_block_times() {
+    let sb = sandbox();
+    let input = sb.write_speech("speech.wav", 1.0);
+    let first = stream(&sb, &input, "a.wav", &[]);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&first.stdout).unwrap();
+    // 1 s at 48 kHz in 100 ms blocks: 10 blocks, and one of silence to let the crossfade out.
+    assert_eq!(report["block_samples"], 4800);
+    assert_eq!(report["times"]["blocks"], 11);
+    assert_eq!(report["times"]["budget_ms"], 100.0);
+    let mean = report["times"]["mean_ms"].as_f64().unwrap();
+    assert!(mean > 0.0 && mean <= report["times"]["max_ms"].as_f64().unwrap());
+    let (rate, a) = samples(&sb.path("a.wav"));
+    assert_eq!((rate, a.len()), (48_000, 11 * 4800));
+    let rms = (a.iter().map(|x| x * x).sum::<f32>() / a.len() as f32).sqrt();
+    assert!(rms > 1e-3, "the voice is silent: rms {rms}");
+
+    let again = stream(&sb, &input, "b.wav", &[]);
+    assert!(again.status.success());
+    assert_eq!(samples(&sb.path("b.wav")).1, a, "no noise: the same output");
+    let seeded = stream(&sb, &input, "c.wav", &["--seed", "7"]);
+    assert!(seeded.status.success());
+    assert_ne!(samples(&sb.path("c.wav")).1, a, "a seed draws noise");
+}
+
+#[test]
+fn passthrough_returns_the_input_behind_the_crossfade() {
+    let sb = sandbox();
+    let input = sb.write_speech("speech.wav", 1.0);
+    let out = stream(
+        &sb,
+        &input,
+        "through.wav",
+        &["--passthrough", "--rate", "44100"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (rate, through) = samples(&sb.path("through.wav"));
+    assert_eq!(rate, 44_100);
+    let (_, original) = samples(Path::new(&input));
+    // Each block comes out behind the input by the crossfade plus the SOLA search less the
+    // alignment SOLA found for it (0–10 ms), and otherwise unchanged.
+    let block = 4410;
+    let mut checked = 0;
+    for (n, streamed) in through.chunks_exact(block).enumerate().skip(1).take(9) {
+        let energy: f32 = streamed.iter().map(|x| x * x).sum();
+        if energy < 1e-4 {
+            continue; // a pause in the speech: any lag matches
+        }
+        checked += 1;
+        let (lag, err) = (0..=block.min(n * block))
+            .map(|lag| {
+                let start = n * block - lag;
+                let err: f32 = original[start..start + block]
+                    .iter()
+                    .zip(streamed)
+                    .map(|(a, b)| (a - b) * (a - b))
+                    .sum();
+                (lag, err)
+            })
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .unwrap();
+        let snr = 10.0 * (energy / err.max(1e-20)).log10();
+        let delay_ms = lag as f32 / 44.1;
+        assert!(
+            snr > 60.0 && (49.9..=60.1).contains(&delay_ms),
+            "block {n}: SNR {snr} dB at {delay_ms} ms"
+        );
+    }
+    assert!(
+        checked >= 5,
+        "only {checked} blocks were loud enough to check"
+    );
+}
+
+#[test]
+fn bad_settings_and_missing_models_are_refused_by_name() {
+    let sb = sandbox();
+    let input = sb.write_speech("speech.wav", 0.5);
+    let out = stream(&sb, &input, "x.wav", &["--block-ms", "5"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at least 10 ms"));
+    let out = stream(&sb, &input, "x.wav", &["--crossfade-ms", "600"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("crossfade"));
+    let out = stream(&sb, &input, "x.wav", &["--f0-method", "rmvpe"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("rmvpe.pt"));
+    std::fs::remove_file(sb.models_dir().join("hubert_base.pt")).unwrap();
+    let out = stream(&sb, &input, "x.wav", &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.to_lowercase().contains("hubert"),
+        "{err}"
+    );
+    assert!(!sb.path("x.wav").exists(), "nothing written on failure");
+}
