@@ -4,11 +4,12 @@
 #
 # Needs: the app built with its UI (`npx tauri build --debug --no-bundle`, which
 # `make test-e2e` does first), tauri-driver, WebKitWebDriver, xvfb-run, dbus-run-session,
-# python3, Node 20 (scripts/setup.sh --test installs them).
+# python3, Node 20, pulseaudio (scripts/setup.sh --test installs them).
 #
 # Each run gets a temp dir with a fresh library (TIMBRE_DATA_DIR), test audio, and a fake
 # microphone: a HOME whose ~/.asoundrc turns ALSA's default capture device into a reader of a
-# FIFO that fake_mic.py fills with a 440 Hz sine in real time. Extra arguments go to
+# FIFO that fake_mic.py fills with a 440 Hz sine in real time; and a private PulseAudio daemon
+# with a null sink (pulse-loop.sh), the live spec's real-time audio loop. Extra arguments go to
 # `wdio run` (e.g. `--spec tests/e2e/specs/record.e2e.mjs`).
 #
 # Ends with one line "N passed, N failed"; exits non-zero when any test failed.
@@ -52,7 +53,9 @@ rm -rf "$logs"
 mkdir -p "$logs" "$tmp/home" "$tmp/library"
 mic_pid=""
 server_pid=""
+pulse_dir=""
 cleanup() {
+  [[ -z "$pulse_dir" ]] || "$here/pulse-loop.sh" stop "$pulse_dir" || true
   for pid in $mic_pid $server_pid; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
   if [[ "${E2E_KEEP_TMP:-0}" == 1 ]]; then echo "run.sh: kept $tmp"; else rm -rf "$tmp"; fi
 }
@@ -149,7 +152,14 @@ for _ in $(seq 50); do [[ -s "$tmp/asset-server.port" ]] && break; sleep 0.1; do
 export TIMBRE_ASSET_CATALOG="$tmp/catalog.json" TIMBRE_DOWNLOAD_ENDPOINT="http://127.0.0.1:$(cat "$tmp/asset-server.port")"
 export NO_PROXY="127.0.0.1${NO_PROXY:+,$NO_PROXY}" no_proxy="127.0.0.1${no_proxy:+,$no_proxy}"
 
+# The live spec's audio loop: a private PulseAudio daemon whose null sink's monitor is the
+# default source (pulse-loop.sh). Only the live spec's app is pointed at it (wdio.conf.mjs,
+# app.sh); the other specs keep the fake microphone above.
+pulse_dir="$tmp/pulse"
+"$here/pulse-loop.sh" start "$pulse_dir" || exit 2
+
 export TIMBRE_DATA_DIR="$tmp/library"
+export E2E_PULSE_DIR="$pulse_dir"
 export E2E_APP="$app" E2E_APP_LAUNCHER="$here/app.sh" E2E_AUDIO="$audio" E2E_DATA_DIR="$TIMBRE_DATA_DIR" E2E_TMP="$tmp"
 export E2E_LOG_DIR="$logs" E2E_RESULTS="$logs/results.jsonl" E2E_SCREENSHOT_DIR="${E2E_SCREENSHOT_DIR:-$logs}"
 export TAURI_DRIVER="$tauri_driver" E2E_NATIVE_DRIVER="$native_driver"

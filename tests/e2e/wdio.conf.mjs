@@ -21,6 +21,8 @@ const PORT = 4444;
 
 /** Specs whose app starts on a models folder of its own, empty at first (the first run). */
 const FRESH_MODELS_SPECS = ['first-run.e2e.mjs'];
+/** Specs whose app reaches the private PulseAudio loop (run.sh, pulse-loop.sh) instead of the fake microphone. */
+const PULSE_SPECS = ['live.e2e.mjs', 'live-measure.e2e.mjs'];
 
 let tauriDriver;
 let driverExited = false;
@@ -30,6 +32,15 @@ function findTauriDriver() {
   const which = spawnSync('sh', ['-c', 'command -v tauri-driver'], { encoding: 'utf8' });
   if (which.status === 0 && which.stdout.trim()) return which.stdout.trim();
   return path.join(os.homedir(), '.cargo', 'bin', 'tauri-driver');
+}
+
+/** KEY=VALUE lines that route a process to run.sh's PulseAudio loop (pulse-loop.sh env). */
+function pulseEnv() {
+  const dir = process.env.E2E_PULSE_DIR;
+  if (!dir) throw new Error('E2E_PULSE_DIR is set by run.sh (the PulseAudio loop)');
+  const out = spawnSync(path.join(here, 'pulse-loop.sh'), ['env', dir], { encoding: 'utf8' });
+  if (out.status !== 0) throw new Error(`pulse-loop.sh env failed: ${out.stderr}`);
+  return out.stdout.split('\n').filter((line) => line.includes('='));
 }
 
 function portOpen(port) {
@@ -120,16 +131,18 @@ export const config = {
   },
 
   // The app's environment is tauri-driver's, fixed at onPrepare: a spec that needs another
-  // models folder starts the app through app.sh, which takes it as an argument.
+  // models folder, or the PulseAudio loop, starts the app through app.sh, which takes them as arguments.
   beforeSession(_config, capabilities, specs) {
     const names = specs.map((s) => path.basename(s.startsWith('file:') ? fileURLToPath(s) : s));
-    if (!names.some((n) => FRESH_MODELS_SPECS.includes(n))) return;
+    const fresh = names.some((n) => FRESH_MODELS_SPECS.includes(n));
+    const pulse = names.some((n) => PULSE_SPECS.includes(n));
+    if (!fresh && !pulse) return;
     const tmp = process.env.E2E_TMP;
     if (!tmp || !process.env.E2E_APP_LAUNCHER) throw new Error('E2E_TMP and E2E_APP_LAUNCHER are set by run.sh');
-    capabilities['tauri:options'] = {
-      application: process.env.E2E_APP_LAUNCHER,
-      args: [`--models-dir=${path.join(tmp, 'fresh-models')}`],
-    };
+    const args = [];
+    if (fresh) args.push(`--models-dir=${path.join(tmp, 'fresh-models')}`);
+    if (pulse) args.push(...pulseEnv().map((pair) => `--env=${pair}`));
+    capabilities['tauri:options'] = { application: process.env.E2E_APP_LAUNCHER, args };
   },
 
   onComplete() {

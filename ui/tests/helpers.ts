@@ -6,6 +6,7 @@ import commandDefaults from './fixtures/command-defaults.json';
 export const BACKEND_DEFAULTS = commandDefaults as {
   get_conversion_defaults: import('../src/lib/api').ConversionDefaults;
   get_training_defaults: import('../src/lib/api').TrainingDefaults;
+  get_live_defaults: import('../src/lib/api').StreamParams;
 };
 
 export type Handler = (args: any) => unknown;
@@ -19,6 +20,7 @@ export interface Backend {
 const defaultHandlers: Record<string, Handler> = {
   get_conversion_defaults: () => BACKEND_DEFAULTS.get_conversion_defaults,
   get_training_defaults: () => BACKEND_DEFAULTS.get_training_defaults,
+  get_live_defaults: () => BACKEND_DEFAULTS.get_live_defaults,
 };
 
 /** Commands called that no handler answers, since the last `takeUnansweredCommands`. */

@@ -4,6 +4,7 @@ import { clearMocks } from '@tauri-apps/api/mocks';
 import { cleanup } from '@testing-library/svelte';
 import { app } from '../src/lib/stores.svelte';
 import { recorder } from '../src/lib/recorder.svelte';
+import { live } from '../src/lib/live.svelte';
 import { studio } from '../src/lib/studio.svelte';
 import { cleaner } from '../src/lib/cleaner.svelte';
 import { trainer } from '../src/lib/trainer.svelte';
@@ -16,6 +17,7 @@ import { takeUnansweredCommands } from './helpers';
 afterEach(() => {
   cleanup();
   recorder.reset();
+  live.reset();
   app.reset();
   studio.reset();
   cleaner.reset();

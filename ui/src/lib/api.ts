@@ -24,15 +24,23 @@ import type {
   EpochProfile,
   ErrorKind,
   F0Method,
+  Gains,
   InputDevice,
   IsolationModels,
   Job,
   JobEvent,
   JobState,
   JsonValue,
+  LatencyMeasurement,
   LevelUpdate,
   ListeningMode,
   ListeningTest,
+  DeviceList,
+  LiveRequest,
+  LiveStatus,
+  LiveVoice,
+  RecordedSession,
+  StreamParams,
   ModelCacheReport,
   Notification,
   PreviewInfo,
@@ -260,6 +268,34 @@ export async function startRecording(
 export const stopRecording = (name: string | null, voiceId: number | null) =>
   call<Take>('stop_recording', { name, voiceId });
 export const cancelRecording = () => call<null>('cancel_recording');
+
+// ---- live conversion ----
+export const listLiveDevices = () => call<DeviceList>('list_live_devices');
+export const liveDefaults = () => call<StreamParams>('get_live_defaults');
+/** Loads the voice and opens the devices; rejects with `busy` while a stream runs. */
+export const startLive = (request: LiveRequest) => call<LiveStatus>('start_live', { request });
+/** The running stream's numbers, or null when none runs. */
+export const liveStatus = () => call<LiveStatus | null>('live_status');
+
+/** What `update_live` changes from the next block; each part left out stays. */
+export interface LiveUpdate {
+  params?: StreamParams;
+  voice?: LiveVoice;
+  passthrough?: boolean;
+  gains?: Gains;
+}
+export const updateLive = (update: LiveUpdate) =>
+  call<LiveStatus>('update_live', {
+    params: update.params ?? null,
+    voice: update.voice ?? null,
+    passthrough: update.passthrough ?? null,
+    gains: update.gains ?? null,
+  });
+/** Stops the stream; a recorded one's input and output come back as takes. */
+export const stopLive = () => call<RecordedSession | null>('stop_live');
+/** A click train's round trip through the devices (only while no stream runs). */
+export const measureLiveLatency = (input: string | null, output: string | null, blockMs: number, crossfadeMs: number) =>
+  call<LatencyMeasurement>('measure_live_latency', { input, output, blockMs, crossfadeMs });
 
 // ---- voice models ----
 export const listModels = () => call<VoiceModel[]>('list_models');

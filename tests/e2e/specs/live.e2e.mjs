@@ -1,0 +1,165 @@
+// Live conversion over a real-time audio loop: run.sh starts a private PulseAudio daemon with a
+// null sink `loop` whose monitor is the default source (pulse-loop.sh), and this spec's app
+// reaches it through ALSA's `default` devices (wdio.conf.mjs, app.sh). A sine played into the
+// sink is the microphone; the app's output goes back into the same loop. Runs on the tiny
+// random-weight parity fixtures with small blocks and pm pitch, so the CPU keeps up.
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { byTestId, invoke, openPage, requireEnv, screenshot, visibleErrors, waitFor, waitForApp, writeSineWav } from './helpers.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const parity = requireEnv('E2E_PARITY_DIR');
+const fixture = (p) => path.join(parity, p);
+/** Loading the voice and opening the devices, on a loaded machine. */
+const START_TIMEOUT = 120000;
+
+/** The variables that route a process to the loop (pulse-loop.sh env). */
+function pulseEnv() {
+  const out = spawnSync(path.join(here, '..', 'pulse-loop.sh'), ['env', requireEnv('E2E_PULSE_DIR')], { encoding: 'utf8' });
+  assert.equal(out.status, 0, `pulse-loop.sh env failed: ${out.stderr}`);
+  return Object.fromEntries(out.stdout.split('\n').filter((l) => l.includes('=')).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+}
+
+/** A model of the fixtures already in the library (the convert spec imports them), else imported now. */
+async function fixtureModel(weights, index, matches) {
+  const found = (await invoke('list_models')).find(matches);
+  return found ?? invoke('import_model', { weights: fixture(weights), index: index && fixture(index), name: null, voiceId: null });
+}
+
+async function status() {
+  return invoke('live_status');
+}
+
+const errors = async () => `state ${JSON.stringify(await $(byTestId('live-state')).getAttribute('data-state'))}, errors ${JSON.stringify(await visibleErrors())}, status ${JSON.stringify((await status())?.stats ?? null)}`;
+
+describe('live', () => {
+  let voiceA;
+  let voiceB;
+  let feeder;
+  let beforeIds;
+
+  before(async () => {
+    await waitForApp();
+    voiceA = await fixtureModel('synth_v1_f0_40k/model.pth', 'index_v1/added_IVF51_Flat_nprobe_1_tiny_v1.index', (m) => m.sample_rate === 40000 && m.f0);
+    voiceB = await fixtureModel('synth_v1_nono_32k/model.pth', null, (m) => m.sample_rate === 32000 && m.f0 === false);
+    beforeIds = new Set((await invoke('list_takes', { voiceId: null })).map((t) => t.id));
+    await openPage('live', byTestId('live-start'));
+  });
+
+  after(async () => {
+    feeder?.kill();
+    // Never leave a stream running for the next spec's app.
+    await invoke('stop_live').catch(() => {});
+  });
+
+  it('lists the loop devices with the defaults marked', async () => {
+    const devices = await invoke('list_live_devices');
+    assert.ok(devices.inputs.some((d) => d.is_default), `no default input: ${JSON.stringify(devices.inputs)}`);
+    assert.ok(devices.outputs.some((d) => d.is_default), `no default output: ${JSON.stringify(devices.outputs)}`);
+    for (const id of ['live-input', 'live-output']) {
+      const options = await $(byTestId(id)).$$('option').map((o) => o.getText());
+      assert.ok(options.some((o) => o.endsWith('(default)')), `${id} marks no default: ${JSON.stringify(options)}`);
+    }
+  });
+
+  it('runs the fixture voice live: the meters move and per-block times show', async () => {
+    // The microphone: two minutes of a 220 Hz sine at amplitude 0.5 played into the loop.
+    const source = writeSineWav(path.join(requireEnv('E2E_TMP'), 'live-source.wav'), { seconds: 120, freq: 220, amplitude: 0.5, rate: 48000 });
+    const log = fs.openSync(path.join(requireEnv('E2E_LOG_DIR'), 'live-paplay.log'), 'a');
+    feeder = spawn('paplay', ['-d', 'loop', source], { env: { ...process.env, ...pulseEnv() }, stdio: ['ignore', log, log] });
+    await $(byTestId('live-voice-a')).selectByAttribute('value', String(voiceA.id));
+    await $(byTestId('live-voice-b')).selectByAttribute('value', String(voiceB.id));
+    await $(byTestId('live-f0-method')).selectByAttribute('value', 'pm');
+    for (const [id, value] of [['live-block', '100'], ['live-context', '500']]) {
+      const field = await $(byTestId(id));
+      await field.setValue(value);
+      await browser.execute((el) => el.dispatchEvent(new Event('change', { bubbles: true })), field);
+    }
+    await $(byTestId('live-record')).click();
+    await $(byTestId('live-start')).click();
+    await waitFor(async () => (await $(byTestId('live-state')).getAttribute('data-state')) === 'running', {
+      timeout: START_TIMEOUT,
+      message: async () => `the stream did not run: ${await errors()}`,
+    });
+    const running = await status();
+    assert.equal(running.voice.model_id, voiceA.id);
+    assert.equal(running.params.block_ms, 100);
+    assert.equal(running.params.context_ms, 500);
+    assert.equal(running.params.f0_method, 'pm');
+
+    // The input meter follows the sine (-6 dBFS, plus what comes back from the output).
+    await waitFor(async () => Number(await $(byTestId('live-input-meter')).getAttribute('data-peak-db')) > -20, {
+      timeout: 30000,
+      message: async () => `the input meter did not move: ${await errors()}`,
+    });
+    await waitFor(async () => Number(await $(byTestId('live-output-meter')).getAttribute('data-peak-db')) > -80, {
+      timeout: 30000,
+      message: async () => `the output meter did not move: ${await errors()}`,
+    });
+    await waitFor(async () => Number(await $(byTestId('live-block-ms')).getAttribute('data-blocks')) >= 5, {
+      timeout: 30000,
+      message: async () => `no per-block times: ${await errors()}`,
+    });
+    assert.match(await $(byTestId('live-block-ms')).getText(), /Block: \d+\.\d of 100 ms/);
+    assert.ok(Number(await $(byTestId('live-block-chart')).getAttribute('data-points')) >= 2, 'the per-block chart is empty');
+    assert.match(await $(byTestId('live-estimated-latency')).getText(), /Latency \(estimated\): \d+\.\d ms/);
+    await screenshot('e2e-live.png');
+  });
+
+  it('switches between voice A and B in one click while running', async () => {
+    assert.equal(await $(byTestId('live-ab-side')).getAttribute('data-side'), 'A');
+    await $(byTestId('live-ab-switch')).click();
+    await waitFor(async () => (await $(byTestId('live-ab-side')).getAttribute('data-side')) === 'B', {
+      timeout: 60000,
+      message: async () => `the stream did not switch to B: ${await errors()}`,
+    });
+    assert.equal((await status()).voice.model_id, voiceB.id);
+    const blocks = Number(await $(byTestId('live-block-ms')).getAttribute('data-blocks'));
+    await waitFor(async () => Number(await $(byTestId('live-block-ms')).getAttribute('data-blocks')) > blocks + 2, {
+      timeout: 30000,
+      message: async () => `voice B processes no blocks: ${await errors()}`,
+    });
+    await $(byTestId('live-ab-switch')).click();
+    await waitFor(async () => (await $(byTestId('live-ab-side')).getAttribute('data-side')) === 'A', {
+      timeout: 60000,
+      message: async () => `the stream did not switch back to A: ${await errors()}`,
+    });
+  });
+
+  it('stops, and the recorded session is two linked takes in the library', async () => {
+    assert.ok(await $(byTestId('live-measure')).isEnabled() === false, 'Measure is offered while the stream runs');
+    await $(byTestId('live-stop')).click();
+    const note = await $(byTestId('live-recorded'));
+    await note.waitForDisplayed({ timeout: 60000 });
+    await waitFor(async () => (await $(byTestId('live-state')).getAttribute('data-state')) === 'stopped', {
+      timeout: 5000,
+      message: 'the page did not return to stopped',
+    });
+    assert.equal(await status(), null, 'a stream is still running after stop');
+    assert.deepEqual(await visibleErrors(), [], 'the live session reported errors');
+
+    const inputId = Number(await note.getAttribute('data-input-take'));
+    const outputId = Number(await note.getAttribute('data-output-take'));
+    const takes = (await invoke('list_takes', { voiceId: null })).filter((t) => !beforeIds.has(t.id));
+    const input = takes.find((t) => t.id === inputId);
+    const output = takes.find((t) => t.id === outputId);
+    assert.ok(input && output, `the recorded takes are not in the library: ${JSON.stringify(takes.map((t) => [t.id, t.name]))}`);
+    assert.ok(input.duration_secs > 1, `the input take lasts ${input.duration_secs} s`);
+    assert.ok(output.duration_secs > 1, `the output take lasts ${output.duration_secs} s`);
+    assert.ok(input.peak_dbfs > -20, `the input take peaks at ${input.peak_dbfs} dBFS: the sine is not in it`);
+    const derived = await invoke('list_derived_takes', { sourceTakeId: inputId });
+    assert.ok(derived.some((d) => d.take.id === outputId), `the output take is not linked to the input: ${JSON.stringify(derived)}`);
+
+    // The note leads to the Library, which lists both.
+    await $(byTestId('live-open-library')).click();
+    for (const take of [input, output]) {
+      await waitFor(async () => (await $$(`[data-take-id="${take.id}"]`).length) > 0, {
+        timeout: 15000,
+        message: `the Library does not list "${take.name}"`,
+      });
+    }
+  });
+});

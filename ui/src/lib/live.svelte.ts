@@ -1,0 +1,209 @@
+// The live stream as the Live page drives it. Lives outside the page so a running stream keeps
+// being polled (and can be stopped) while the user looks elsewhere.
+import * as api from './api';
+import type { DeviceList, Gains, LatencyMeasurement, LiveStatus, RecordedSession, StreamParams } from './api';
+import { app } from './stores.svelte';
+import { buildLiveRequest, liveSide, otherVoice, type AbSide, type LiveForm } from './live';
+
+/** The page's side of the stream: what it has asked for and not yet heard back about. */
+export type LivePhase = 'idle' | 'starting' | 'running' | 'stopping';
+
+export const POLL_MS = 250;
+const NO_GAIN: Gains = { input_db: 0, output_db: 0, monitor_db: 0 };
+
+class LiveSession {
+  devices = $state<DeviceList | null>(null);
+  devicesLoaded = $state(false);
+  input = $state<string | null>(null);
+  output = $state<string | null>(null);
+  monitor = $state<string | null>(null);
+  voiceA = $state<number | null>(null);
+  voiceB = $state<number | null>(null);
+  useIndex = $state(true);
+  /** null until the backend's defaults arrive. */
+  params = $state<StreamParams | null>(null);
+  passthrough = $state(false);
+  gains = $state<Gains>({ ...NO_GAIN });
+  record = $state(false);
+
+  phase = $state<LivePhase>('idle');
+  /** The latest polled numbers of the running stream. */
+  status = $state<LiveStatus | null>(null);
+  measuring = $state(false);
+  measurement = $state<LatencyMeasurement | null>(null);
+  /** The takes the last recorded stream left. */
+  recorded = $state<RecordedSession | null>(null);
+  /** Switching voices (A/B) in flight. */
+  switching = $state(false);
+
+  private poll: ReturnType<typeof setInterval> | null = null;
+
+  get busy(): boolean {
+    return this.phase !== 'idle';
+  }
+
+  /** Which voice of the A/B pair is live. */
+  get side(): AbSide | null {
+    return liveSide(this.status, this.voiceA, this.voiceB);
+  }
+
+  form(): LiveForm | null {
+    if (!this.params) return null;
+    return {
+      voiceA: this.voiceA,
+      useIndex: this.useIndex,
+      params: this.params,
+      passthrough: this.passthrough,
+      input: this.input,
+      output: this.output,
+      monitor: this.monitor,
+      gains: this.gains,
+      record: this.record,
+    };
+  }
+
+  async load(): Promise<void> {
+    const [devices, params] = await Promise.allSettled([
+      api.listLiveDevices(),
+      this.params ? Promise.resolve(this.params) : api.liveDefaults(),
+    ]);
+    if (devices.status === 'fulfilled') this.devices = devices.value;
+    else app.reportError(devices.reason, 'Could not list audio devices');
+    this.devicesLoaded = true;
+    if (params.status === 'fulfilled') this.params ??= params.value;
+    else app.reportError(params.reason, 'Could not load the live defaults');
+  }
+
+  async start(): Promise<void> {
+    const form = this.form();
+    const request = form && buildLiveRequest(form);
+    if (this.phase !== 'idle' || !request) return;
+    this.phase = 'starting';
+    this.recorded = null;
+    try {
+      this.status = await api.startLive(request);
+      this.phase = 'running';
+      this.poll = setInterval(() => void this.refresh(), POLL_MS);
+    } catch (err) {
+      this.phase = 'idle';
+      app.reportError(err, 'Could not start the live stream');
+    }
+  }
+
+  /** Polls the stream's numbers; a stream that is gone leaves the page idle. */
+  async refresh(): Promise<void> {
+    if (this.phase !== 'running') return;
+    try {
+      const status = await api.liveStatus();
+      if (this.phase !== 'running') return;
+      if (status) this.status = status;
+      else this.finish();
+    } catch (err) {
+      app.reportError(err, 'Could not read the live stream');
+    }
+  }
+
+  async stop(): Promise<RecordedSession | null> {
+    if (this.phase !== 'running') return null;
+    this.phase = 'stopping';
+    this.stopPolling();
+    try {
+      const recorded = await api.stopLive();
+      if (recorded) {
+        this.recorded = recorded;
+        app.upsertTake(recorded.input);
+        app.upsertTake(recorded.output);
+        app.scheduleLibraryRefresh();
+        app.notify(`Saved "${recorded.input.name}" and "${recorded.output.name}"`, 'success');
+      }
+      return recorded;
+    } catch (err) {
+      app.reportError(err, 'Could not stop the live stream');
+      return null;
+    } finally {
+      this.finish();
+    }
+  }
+
+  /** Sends a changed part to the running stream (from its next block); a stopped one starts with it. */
+  private async update(change: api.LiveUpdate, what: string): Promise<void> {
+    if (this.phase !== 'running') return;
+    try {
+      this.status = await api.updateLive(change);
+    } catch (err) {
+      app.reportError(err, `Could not change ${what}`);
+    }
+  }
+
+  setParam<K extends keyof StreamParams>(key: K, value: StreamParams[K]): Promise<void> {
+    if (!this.params) return Promise.resolve();
+    this.params = { ...this.params, [key]: value };
+    return this.update({ params: this.params }, 'the parameters');
+  }
+
+  setPassthrough(on: boolean): Promise<void> {
+    this.passthrough = on;
+    return this.update({ passthrough: on }, 'passthrough');
+  }
+
+  setGain(key: keyof Gains, db: number): Promise<void> {
+    this.gains = { ...this.gains, [key]: db };
+    return this.update({ gains: this.gains }, 'the gains');
+  }
+
+  /** The one-click A/B: the running stream goes to the other voice of the pair. */
+  async switchVoice(): Promise<void> {
+    const target = otherVoice(this.side, this.voiceA, this.voiceB);
+    if (this.phase !== 'running' || target === null || this.switching) return;
+    this.switching = true;
+    try {
+      await this.update({ voice: { model_id: target, use_index: this.useIndex } }, 'the voice');
+    } finally {
+      this.switching = false;
+    }
+  }
+
+  /** The real round trip through the chosen devices; the devices are the stream's, so only while stopped. */
+  async measure(): Promise<void> {
+    if (this.phase !== 'idle' || this.measuring || !this.params) return;
+    this.measuring = true;
+    try {
+      this.measurement = await api.measureLiveLatency(this.input, this.output, this.params.block_ms, this.params.crossfade_ms);
+    } catch (err) {
+      app.reportError(err, 'Could not measure the latency');
+    } finally {
+      this.measuring = false;
+    }
+  }
+
+  private stopPolling() {
+    if (this.poll) clearInterval(this.poll);
+    this.poll = null;
+  }
+
+  private finish() {
+    this.stopPolling();
+    this.phase = 'idle';
+  }
+
+  reset() {
+    this.stopPolling();
+    this.devices = null;
+    this.devicesLoaded = false;
+    this.input = this.output = this.monitor = null;
+    this.voiceA = this.voiceB = null;
+    this.useIndex = true;
+    this.params = null;
+    this.passthrough = false;
+    this.gains = { ...NO_GAIN };
+    this.record = false;
+    this.phase = 'idle';
+    this.status = null;
+    this.measuring = false;
+    this.measurement = null;
+    this.recorded = null;
+    this.switching = false;
+  }
+}
+
+export const live = new LiveSession();
