@@ -21,7 +21,7 @@ use crate::library::Library;
 const ROUGH_VERSION: &str = "rough-1";
 
 /// Vocals quieter than the song by more than this are no vocals.
-const NO_VOCALS_BELOW_SONG_DB: f64 = 30.0;
+const NO_VOCALS_BELOW_SONG_DB: f64 = 15.0;
 
 pub(super) struct Split {
     pub vocals: Take,
