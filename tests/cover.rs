@@ -147,6 +147,18 @@ fn a_song_is_covered_and_another_voice_or_transpose_reruns_only_conversion_and_r
     let again = cover(&sb, &path, &[&voice[..], &["--model", "alto"]].concat());
     assert_eq!(again["cover"], first["cover"]);
     assert!(stages(&again).iter().all(|s| !s.ends_with(" ran")), "{again}");
+    // Each distinct cover is a conversion of the song, for the Compare page.
+    assert_eq!(again["conversion_id"], first["conversion_id"]);
+    let covers: i64 = sb
+        .db()
+        .unwrap()
+        .query_row(
+            "SELECT COUNT(*) FROM conversions WHERE input_take_id = ?1",
+            [song_id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(covers, 4);
 }
 
 /// Signal to error ratio of `cover` against `song`, dB.
@@ -186,6 +198,7 @@ fn with_the_vocals_passed_through_the_cover_equals_the_song() {
         ["isolate ran", "second_pass skipped", "convert skipped", "remix ran"]
     );
     assert_eq!(rough["voice"], serde_json::Value::Null);
+    assert_eq!(rough["conversion_id"], serde_json::Value::Null);
     let snr = snr_db(&original, &decode(rough["output_path"].as_str().unwrap()));
     assert!(snr > 100.0, "rough: {snr:.1} dB");
 

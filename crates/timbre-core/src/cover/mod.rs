@@ -5,6 +5,7 @@
 //! results are takes linked to the song in `derived_takes`, so the stems stay in the library and
 //! another voice or transpose reruns only the conversion and the remix.
 
+mod conversion;
 mod remix;
 mod request;
 mod separate;
@@ -62,6 +63,8 @@ pub struct CoverResult {
     pub cover: Take,
     /// The voice's name; None when the vocals passed through unconverted.
     pub voice: Option<String>,
+    /// The cover as a conversion of the song (for the Compare page); None without a voice.
+    pub conversion_id: Option<i64>,
     pub stems: Vec<Stem>,
     /// Each stage in order: whether it ran, came from the cache or was skipped.
     pub stages: Vec<StageReport>,
@@ -186,6 +189,18 @@ impl CoverHandler {
             )?,
             None => library.take_path(&cover),
         };
+        let conversion_id = match (settings.model_id, &converted.voice) {
+            (Some(model_id), Some(name)) => Some(conversion::record(
+                library,
+                ctx.job_id(),
+                &song,
+                &cover,
+                (model_id, name),
+                settings,
+                started.elapsed().as_secs_f64(),
+            )?),
+            _ => None,
+        };
         let mut stems = vec![
             stem("vocals", &split.vocals),
             stem("instrumental", &split.instrumental),
@@ -204,6 +219,7 @@ impl CoverHandler {
             song_take_id: song.id,
             cover,
             voice: converted.voice,
+            conversion_id,
             stems,
             stages: stages.into_reports(),
             warnings,

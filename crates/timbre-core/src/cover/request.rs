@@ -18,12 +18,14 @@ use crate::jobs::JobSystem;
 use crate::output_format::OutputFormat;
 
 /// How every song of a request is covered.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct CoverSettings {
     /// The voice; None: the vocals pass through unconverted (the remix of the original).
     pub model_id: Option<i64>,
-    /// Every conversion parameter, as the convert job takes them.
+    /// Every conversion parameter, as the convert job takes them (typed by the UI's
+    /// `ConvertOptions`, as the Convert page sends them).
     #[serde(default)]
+    #[ts(type = "unknown")]
     pub options: ConvertOptions,
     /// A RoFormer of the models folder's `separation/`, or the rough weight-free isolation.
     #[serde(default)]
@@ -31,6 +33,7 @@ pub struct CoverSettings {
     /// Another separation model over the vocals (de-reverb, karaoke): its target stem is
     /// converted, the rest stays in the remix.
     #[serde(default)]
+    #[ts(optional = nullable)]
     pub second_pass: Option<String>,
     #[serde(default)]
     pub vocal_gain_db: f64,
