@@ -17,7 +17,12 @@ fn song(path: &Path, rate: u32, seconds: f64) {
     let channels = backing
         .channels
         .iter()
-        .map(|side| side.iter().zip(&voice).map(|(b, v)| 0.5 * (b + v)).collect())
+        .map(|side| {
+            side.iter()
+                .zip(&voice)
+                .map(|(b, v)| 0.5 * (b + v))
+                .collect()
+        })
         .collect();
     let mix = AudioBuffer::new(rate, channels);
     timbre_audio::write_wav(path, &mix, SampleFormat::Float32).expect("writing the song");
@@ -57,7 +62,13 @@ fn stages(result: &serde_json::Value) -> Vec<String> {
         .as_array()
         .expect("stages")
         .iter()
-        .map(|s| format!("{} {}", s["stage"].as_str().unwrap(), s["status"].as_str().unwrap()))
+        .map(|s| {
+            format!(
+                "{} {}",
+                s["stage"].as_str().unwrap(),
+                s["status"].as_str().unwrap()
+            )
+        })
         .collect()
 }
 
@@ -75,7 +86,11 @@ fn stage_events(sb: &Sandbox) -> Vec<String> {
         .unwrap()
         .map(|data| {
             let event: serde_json::Value = serde_json::from_str(&data.unwrap()).unwrap();
-            format!("{} {}", event["stage"].as_str().unwrap(), event["status"].as_str().unwrap())
+            format!(
+                "{} {}",
+                event["stage"].as_str().unwrap(),
+                event["status"].as_str().unwrap()
+            )
         })
         .collect()
 }
@@ -93,15 +108,27 @@ fn a_song_is_covered_and_another_voice_or_transpose_reruns_only_conversion_and_r
     let first = cover(&sb, &path, &[&voice[..], &["--model", "alto"]].concat());
     assert_eq!(
         stages(&first),
-        ["isolate ran", "second_pass skipped", "convert ran", "remix ran"]
+        [
+            "isolate ran",
+            "second_pass skipped",
+            "convert ran",
+            "remix ran"
+        ]
     );
     assert_eq!(stage_events(&sb), stages(&first));
     let output = first["output_path"].as_str().unwrap();
-    assert!(output.starts_with(sb.path("covers").to_str().unwrap()), "{output}");
+    assert!(
+        output.starts_with(sb.path("covers").to_str().unwrap()),
+        "{output}"
+    );
     assert!(output.ends_with("song (cover, alto).wav"), "{output}");
     let audio = decode(output);
     assert_eq!((audio.sample_rate, audio.channels.len()), (RATE, 2));
-    assert!((audio.duration_secs() - 3.0).abs() < 1e-3, "{}", audio.duration_secs());
+    assert!(
+        (audio.duration_secs() - 3.0).abs() < 1e-3,
+        "{}",
+        audio.duration_secs()
+    );
     let true_peak = timbre_audio::analysis::peak(&audio);
     assert!(true_peak < 0.9 && true_peak > 0.01, "{true_peak}");
     let roles: Vec<&str> = first["stems"]
@@ -123,17 +150,31 @@ fn a_song_is_covered_and_another_voice_or_transpose_reruns_only_conversion_and_r
         .unwrap();
     assert_eq!(
         linked,
-        ["isolate_vocals", "isolate_instrumental", "cover_converted_vocals", "cover"]
+        [
+            "isolate_vocals",
+            "isolate_instrumental",
+            "cover_converted_vocals",
+            "cover"
+        ]
     );
     assert!(first["warnings"].as_array().unwrap().is_empty(), "{first}");
 
     let tenor = cover(&sb, &path, &[&voice[..], &["--model", "tenor"]].concat());
-    let only_voice = ["isolate cached", "second_pass skipped", "convert ran", "remix ran"];
+    let only_voice = [
+        "isolate cached",
+        "second_pass skipped",
+        "convert ran",
+        "remix ran",
+    ];
     assert_eq!(stages(&tenor), only_voice);
     assert_eq!(stage_events(&sb), only_voice);
     assert_eq!(tenor["song_take_id"], first["song_take_id"]);
     assert_ne!(tenor["cover"]["sha256"], first["cover"]["sha256"]);
-    let transposed = cover(&sb, &path, &[&voice[..], &["--model", "alto", "-t", "4"]].concat());
+    let transposed = cover(
+        &sb,
+        &path,
+        &[&voice[..], &["--model", "alto", "-t", "4"]].concat(),
+    );
     assert_eq!(stages(&transposed), only_voice);
     let quieter = cover(
         &sb,
@@ -142,11 +183,19 @@ fn a_song_is_covered_and_another_voice_or_transpose_reruns_only_conversion_and_r
     );
     assert_eq!(
         stages(&quieter),
-        ["isolate cached", "second_pass skipped", "convert cached", "remix ran"]
+        [
+            "isolate cached",
+            "second_pass skipped",
+            "convert cached",
+            "remix ran"
+        ]
     );
     let again = cover(&sb, &path, &[&voice[..], &["--model", "alto"]].concat());
     assert_eq!(again["cover"], first["cover"]);
-    assert!(stages(&again).iter().all(|s| !s.ends_with(" ran")), "{again}");
+    assert!(
+        stages(&again).iter().all(|s| !s.ends_with(" ran")),
+        "{again}"
+    );
     // Each distinct cover is a conversion of the song, for the Compare page.
     assert_eq!(again["conversion_id"], first["conversion_id"]);
     let covers: i64 = sb
@@ -183,19 +232,39 @@ fn with_the_vocals_passed_through_the_cover_equals_the_song() {
     let sb = Sandbox::new();
     let separation = sb.models_dir().join("separation");
     std::fs::create_dir_all(&separation).unwrap();
-    for (fixture, name) in [("bs_roformer_tiny", "vocals"), ("mel_band_roformer_tiny", "dereverb")] {
+    for (fixture, name) in [
+        ("bs_roformer_tiny", "vocals"),
+        ("mel_band_roformer_tiny", "dereverb"),
+    ] {
         let tiny = separation_fixtures().join(fixture);
-        std::fs::copy(tiny.join("model.ckpt"), separation.join(format!("{name}.ckpt"))).unwrap();
-        std::fs::copy(tiny.join("config.yaml"), separation.join(format!("{name}.yaml"))).unwrap();
+        std::fs::copy(
+            tiny.join("model.ckpt"),
+            separation.join(format!("{name}.ckpt")),
+        )
+        .unwrap();
+        std::fs::copy(
+            tiny.join("config.yaml"),
+            separation.join(format!("{name}.yaml")),
+        )
+        .unwrap();
     }
     let path = sb.path("song.wav");
     song(&path, RATE, 2.0);
     let original = decode(path.to_str().unwrap());
     let plain = ["--model", "none", "--format", "wav-float"];
-    let rough = cover(&sb, &path, &[&plain[..], &["--separation", "rough"]].concat());
+    let rough = cover(
+        &sb,
+        &path,
+        &[&plain[..], &["--separation", "rough"]].concat(),
+    );
     assert_eq!(
         stages(&rough),
-        ["isolate ran", "second_pass skipped", "convert skipped", "remix ran"]
+        [
+            "isolate ran",
+            "second_pass skipped",
+            "convert skipped",
+            "remix ran"
+        ]
     );
     assert_eq!(rough["voice"], serde_json::Value::Null);
     assert_eq!(rough["conversion_id"], serde_json::Value::Null);
@@ -205,11 +274,20 @@ fn with_the_vocals_passed_through_the_cover_equals_the_song() {
     let roformer = cover(
         &sb,
         &path,
-        &[&plain[..], &["--separation", "vocals", "--second-pass", "dereverb"]].concat(),
+        &[
+            &plain[..],
+            &["--separation", "vocals", "--second-pass", "dereverb"],
+        ]
+        .concat(),
     );
     assert_eq!(
         stages(&roformer),
-        ["isolate ran", "second_pass ran", "convert skipped", "remix ran"]
+        [
+            "isolate ran",
+            "second_pass ran",
+            "convert skipped",
+            "remix ran"
+        ]
     );
     let roles: Vec<&str> = roformer["stems"]
         .as_array()
@@ -217,8 +295,14 @@ fn with_the_vocals_passed_through_the_cover_equals_the_song() {
         .iter()
         .map(|s| s["role"].as_str().unwrap())
         .collect();
-    assert_eq!(roles, ["vocals", "instrumental", "lead", "backing", "cover"]);
-    let snr = snr_db(&original, &decode(roformer["output_path"].as_str().unwrap()));
+    assert_eq!(
+        roles,
+        ["vocals", "instrumental", "lead", "backing", "cover"]
+    );
+    let snr = snr_db(
+        &original,
+        &decode(roformer["output_path"].as_str().unwrap()),
+    );
     assert!(snr > 60.0, "RoFormer + second pass: {snr:.1} dB");
 }
 
@@ -232,10 +316,20 @@ fn a_song_without_vocals_is_covered_with_a_warning() {
     let result = cover(
         &sb,
         &path,
-        &["--model", "alto", "--f0-method", "pm", "--separation", "rough"],
+        &[
+            "--model",
+            "alto",
+            "--f0-method",
+            "pm",
+            "--separation",
+            "rough",
+        ],
     );
     let warnings = result["warnings"].to_string();
-    assert!(warnings.contains("no vocals found in instrumental"), "{result}");
+    assert!(
+        warnings.contains("no vocals found in instrumental"),
+        "{result}"
+    );
     let audio = decode(result["output_path"].as_str().unwrap());
     assert!((audio.duration_secs() - 3.0).abs() < 1e-3);
 }
@@ -251,7 +345,14 @@ fn a_mono_8_khz_song_is_covered_at_its_rate() {
     let result = cover(
         &sb,
         &path,
-        &["--model", "tenor", "--separation", "rough", "--format", "flac"],
+        &[
+            "--model",
+            "tenor",
+            "--separation",
+            "rough",
+            "--format",
+            "flac",
+        ],
     );
     let audio = decode(result["output_path"].as_str().unwrap());
     assert_eq!((audio.sample_rate, audio.channels.len()), (8_000, 1));
@@ -266,7 +367,13 @@ fn a_missing_voice_or_a_corrupt_song_is_a_clear_error_naming_it() {
     song(&path, RATE, 1.0);
     let out = sb
         .cpu_command()
-        .args(["cover", path.to_str().unwrap(), "--model", "soprano", "--out"])
+        .args([
+            "cover",
+            path.to_str().unwrap(),
+            "--model",
+            "soprano",
+            "--out",
+        ])
         .arg(sb.path("covers"))
         .output()
         .unwrap();
@@ -278,7 +385,14 @@ fn a_missing_voice_or_a_corrupt_song_is_a_clear_error_naming_it() {
     std::fs::write(&broken, b"RIFF\x10\x00\x00\x00WAVEjunkjunkjunk").unwrap();
     let out = sb
         .cpu_command()
-        .args(["--json", "cover", broken.to_str().unwrap(), "--model", "alto", "--out"])
+        .args([
+            "--json",
+            "cover",
+            broken.to_str().unwrap(),
+            "--model",
+            "alto",
+            "--out",
+        ])
         .arg(sb.path("covers"))
         .output()
         .unwrap();
@@ -286,5 +400,11 @@ fn a_missing_voice_or_a_corrupt_song_is_a_clear_error_naming_it() {
     let outcomes: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
     let error = outcomes[0]["error"].as_str().unwrap_or_default();
     assert!(error.contains("broken.wav"), "{outcomes}");
-    assert!(!sb.path("covers").exists() || std::fs::read_dir(sb.path("covers")).unwrap().next().is_none());
+    assert!(
+        !sb.path("covers").exists()
+            || std::fs::read_dir(sb.path("covers"))
+                .unwrap()
+                .next()
+                .is_none()
+    );
 }

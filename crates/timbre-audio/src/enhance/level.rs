@@ -171,10 +171,7 @@ impl TruePeakLimiter {
         let k = step as isize - HALF_TAPS as isize;
         if k >= 0 {
             let peak = (0..self.ring.len())
-                .map(|c| {
-                    self.interpolator
-                        .peak_after(|i| self.original(c, k + i))
-                })
+                .map(|c| self.interpolator.peak_after(|i| self.original(c, k + i)))
                 .fold(0.0f64, f64::max);
             let allowed = if peak > self.ceiling {
                 self.ceiling / peak
@@ -202,7 +199,8 @@ impl TruePeakLimiter {
             let gain = self.smoothing_sum / self.smoothing.len() as f64;
             let n = j as usize;
             if self.total.is_none_or(|t| n < t) {
-                self.report.max_reduction_db = self.report.max_reduction_db.max(-20.0 * gain.log10());
+                self.report.max_reduction_db =
+                    self.report.max_reduction_db.max(-20.0 * gain.log10());
                 for (c, channel) in out.iter_mut().enumerate() {
                     channel.push((self.original(c, n as isize) * gain) as f32);
                 }

@@ -272,7 +272,10 @@ fn the_limiter_streamed_in_odd_blocks_equals_the_whole_buffer() {
     assert!(report.peaks >= 1);
     let mut limiter = TruePeakLimiter::new(rate, 2, -1.0);
     let mut streamed = vec![Vec::new(), Vec::new()];
-    for block in stereo.channels[0].chunks(1_013).zip(stereo.channels[1].chunks(1_013)) {
+    for block in stereo.channels[0]
+        .chunks(1_013)
+        .zip(stereo.channels[1].chunks(1_013))
+    {
         let out = limiter.push(&[block.0.to_vec(), block.1.to_vec()]);
         for (all, part) in streamed.iter_mut().zip(out) {
             all.extend(part);

@@ -35,10 +35,20 @@ pub struct Args {
     #[arg(long, value_name = "NAME")]
     second_pass: Option<String>,
     /// Gain of the converted vocals, dB (after loudness matching).
-    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true, value_name = "DB")]
+    #[arg(
+        long,
+        default_value_t = 0.0,
+        allow_hyphen_values = true,
+        value_name = "DB"
+    )]
     vocal_gain: f64,
     /// Gain of the instrumental, dB.
-    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true, value_name = "DB")]
+    #[arg(
+        long,
+        default_value_t = 0.0,
+        allow_hyphen_values = true,
+        value_name = "DB"
+    )]
     instrumental_gain: f64,
     /// Leave the converted vocals' loudness as the voice made it.
     #[arg(long)]
@@ -92,8 +102,14 @@ pub fn run(data_dir: Option<&Path>, out: &Output, args: Args) -> Result<ExitCode
         },
         out_dir: Some(args.out.clone()),
     };
-    let job_ids = cover::submit(&system, request)?.into_iter().map(|job| job.id);
-    let jobs = songs.into_iter().map(|(label, _)| label).zip(job_ids).collect();
+    let job_ids = cover::submit(&system, request)?
+        .into_iter()
+        .map(|job| job.id);
+    let jobs = songs
+        .into_iter()
+        .map(|(label, _)| label)
+        .zip(job_ids)
+        .collect();
     let outcomes = super::run_jobs::<CoverResult>(&system, jobs, out)?;
     out.print(&outcomes, || {
         outcomes
@@ -126,14 +142,17 @@ fn result_lines(outcome: &JobOutcome<CoverResult>) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ");
-    let mut lines = vec![
-        format!(
-            "covered    {} -> {} ({stages})",
-            outcome.input,
-            result.output_path.display()
-        ),
-    ];
-    lines.extend(result.warnings.iter().map(|w| format!("           warning: {w}")));
+    let mut lines = vec![format!(
+        "covered    {} -> {} ({stages})",
+        outcome.input,
+        result.output_path.display()
+    )];
+    lines.extend(
+        result
+            .warnings
+            .iter()
+            .map(|w| format!("           warning: {w}")),
+    );
     lines.extend(result.notes.iter().map(|n| format!("           note: {n}")));
     lines.join("\n")
 }

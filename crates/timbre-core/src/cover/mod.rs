@@ -133,10 +133,9 @@ impl CoverHandler {
         let separators = Separators::new(&self.models, engine.device());
         let separation = isolate::choose_model(&settings.separation, &models_dir)?;
         let second_pass = match &settings.second_pass {
-            Some(name) => isolate::choose_model(
-                &isolate::IsolationMethod::Model(name.clone()),
-                &models_dir,
-            )?,
+            Some(name) => {
+                isolate::choose_model(&isolate::IsolationMethod::Model(name.clone()), &models_dir)?
+            }
             None => None,
         };
         let song = song::song_take(library, &params.song)?;
@@ -184,7 +183,10 @@ impl CoverHandler {
                 &library.take_path(&cover),
                 dir,
                 &song.name,
-                &format!("cover, {}", converted.voice.as_deref().unwrap_or("original vocals")),
+                &format!(
+                    "cover, {}",
+                    converted.voice.as_deref().unwrap_or("original vocals")
+                ),
                 settings.format,
             )?,
             None => library.take_path(&cover),

@@ -225,10 +225,16 @@ impl Sink {
         channels: u16,
     ) -> Result<Sink> {
         Ok(match format.wav_sample_format() {
-            Some(sample_format) => {
-                Sink::Wav(WavStreamWriter::create(path, rate, channels, sample_format)?)
-            }
-            None => Sink::Flac(AudioBuffer::new(rate, vec![Vec::new(); usize::from(channels)])),
+            Some(sample_format) => Sink::Wav(WavStreamWriter::create(
+                path,
+                rate,
+                channels,
+                sample_format,
+            )?),
+            None => Sink::Flac(AudioBuffer::new(
+                rate,
+                vec![Vec::new(); usize::from(channels)],
+            )),
         })
     }
 

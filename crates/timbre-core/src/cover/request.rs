@@ -69,7 +69,12 @@ pub fn submit(system: &JobSystem, request: CoverRequest) -> Result<Vec<Job>> {
     let settings = &request.settings;
     crate::convert::check_options(&settings.options)?;
     check_range("vocal_gain_db", settings.vocal_gain_db, -60.0, 24.0)?;
-    check_range("instrumental_gain_db", settings.instrumental_gain_db, -60.0, 24.0)?;
+    check_range(
+        "instrumental_gain_db",
+        settings.instrumental_gain_db,
+        -60.0,
+        24.0,
+    )?;
     let library = system.library();
     if let Some(id) = settings.model_id {
         models::require(&library.conn(), id)?;
@@ -116,7 +121,10 @@ mod tests {
     fn settings_default_to_matched_loudness_and_unity_gains() {
         let settings = request(vec![]).settings;
         assert!(settings.match_loudness);
-        assert_eq!((settings.vocal_gain_db, settings.instrumental_gain_db), (0.0, 0.0));
+        assert_eq!(
+            (settings.vocal_gain_db, settings.instrumental_gain_db),
+            (0.0, 0.0)
+        );
         assert_eq!(settings.separation, IsolationMethod::Auto);
     }
 
@@ -132,7 +140,10 @@ mod tests {
         let mut loud = request(vec![AudioInput::File(song.clone())]);
         loud.settings.vocal_gain_db = 90.0;
         let err = submit(&system, loud).unwrap_err().to_string();
-        assert!(err.starts_with("vocal_gain_db must be between -60 and 24"), "{err}");
+        assert!(
+            err.starts_with("vocal_gain_db must be between -60 and 24"),
+            "{err}"
+        );
         let mut voiced = request(vec![AudioInput::File(song.clone())]);
         voiced.settings.model_id = Some(7);
         let err = submit(&system, voiced).unwrap_err();
@@ -141,6 +152,10 @@ mod tests {
         second.settings.second_pass = Some("dereverb".into());
         let err = submit(&system, second).unwrap_err().to_string();
         assert!(err.contains("no separation model \"dereverb\""), "{err}");
-        assert!(crate::db::jobs::list(&system.library().conn(), 10).unwrap().is_empty());
+        assert!(
+            crate::db::jobs::list(&system.library().conn(), 10)
+                .unwrap()
+                .is_empty()
+        );
     }
 }

@@ -42,37 +42,48 @@ pub(super) fn isolate(
         None => ROUGH_VERSION.to_string(),
     };
     let key = hashing::cache_key(&["cover-isolate", &song.sha256, &method]);
-    let qualifier = if model.is_none() { ", rough preview" } else { "" };
+    let qualifier = if model.is_none() {
+        ", rough preview"
+    } else {
+        ""
+    };
     let method_name = model.map_or("rough".to_string(), |m| m.name.clone());
     if model.is_none() && song.channels == 1 {
         notes.push("mono song: no stereo centre to use, repetition alone separates".into());
     }
     let path = library.take_path(&song);
-    let mut takes = stages.cached_or_run(Stage::Isolate, &key, &["vocals", "instrumental"], |progress| {
-        let files = match model {
-            Some(model) => separate_with(library, separators, model, &path, &song.name, progress)?,
-            None => rough(library, &path, &song.name, progress)?,
-        };
-        let params = json!({ "method": method_name, "stage": "cover" });
-        Ok(vec![
-            Made {
-                role: "vocals",
-                operation: "isolate_vocals",
-                name: format!("{} (vocals{qualifier})", song.name),
-                file: files.vocals,
-                format: "wav",
-                params: params.clone(),
-            },
-            Made {
-                role: "instrumental",
-                operation: "isolate_instrumental",
-                name: format!("{} (instrumental{qualifier})", song.name),
-                file: files.instrumental,
-                format: "wav",
-                params,
-            },
-        ])
-    })?;
+    let mut takes = stages.cached_or_run(
+        Stage::Isolate,
+        &key,
+        &["vocals", "instrumental"],
+        |progress| {
+            let files = match model {
+                Some(model) => {
+                    separate_with(library, separators, model, &path, &song.name, progress)?
+                }
+                None => rough(library, &path, &song.name, progress)?,
+            };
+            let params = json!({ "method": method_name, "stage": "cover" });
+            Ok(vec![
+                Made {
+                    role: "vocals",
+                    operation: "isolate_vocals",
+                    name: format!("{} (vocals{qualifier})", song.name),
+                    file: files.vocals,
+                    format: "wav",
+                    params: params.clone(),
+                },
+                Made {
+                    role: "instrumental",
+                    operation: "isolate_instrumental",
+                    name: format!("{} (instrumental{qualifier})", song.name),
+                    file: files.instrumental,
+                    format: "wav",
+                    params,
+                },
+            ])
+        },
+    )?;
     Ok(Split {
         vocals: take_role(&mut takes, "vocals")?,
         instrumental: take_role(&mut takes, "instrumental")?,
@@ -94,29 +105,33 @@ pub(super) fn second_pass(
     ]);
     let song_name = stages.song.name.clone();
     let path = library.take_path(vocals);
-    let mut takes = stages.cached_or_run(Stage::SecondPass, &key, &["lead", "backing"], |progress| {
-        let files = separate_with(library, separators, model, &path, &song_name, progress)?;
-        let params = json!({ "method": model.name, "stage": "cover_second_pass" });
-        Ok(vec![
-            Made {
-                role: "lead",
-                operation: "cover_lead_vocals",
-                name: format!("{song_name} (lead vocals, {})", model.name),
-                file: files.vocals,
-                format: "wav",
-                params: params.clone(),
-            },
-            Made {
-                role: "backing",
-                operation: "cover_backing_vocals",
-                name: format!("{song_name} (vocals without the lead, {})", model.name),
-                file: files.instrumental,
-                format: "wav",
-                params,
-            },
-        ])
-    })?;
-    Ok((take_role(&mut takes, "lead")?, take_role(&mut takes, "backing")?))
+    let mut takes =
+        stages.cached_or_run(Stage::SecondPass, &key, &["lead", "backing"], |progress| {
+            let files = separate_with(library, separators, model, &path, &song_name, progress)?;
+            let params = json!({ "method": model.name, "stage": "cover_second_pass" });
+            Ok(vec![
+                Made {
+                    role: "lead",
+                    operation: "cover_lead_vocals",
+                    name: format!("{song_name} (lead vocals, {})", model.name),
+                    file: files.vocals,
+                    format: "wav",
+                    params: params.clone(),
+                },
+                Made {
+                    role: "backing",
+                    operation: "cover_backing_vocals",
+                    name: format!("{song_name} (vocals without the lead, {})", model.name),
+                    file: files.instrumental,
+                    format: "wav",
+                    params,
+                },
+            ])
+        })?;
+    Ok((
+        take_role(&mut takes, "lead")?,
+        take_role(&mut takes, "backing")?,
+    ))
 }
 
 /// "No vocals found" when the isolated vocals are silent or far below the song.
@@ -175,7 +190,14 @@ fn separate_with(
         block_frames: BLOCK_FRAMES,
     };
     let tmp = library.store().tmp_dir();
-    separate_file(&separator, &span, &tmp, SampleFormat::Float32, &mut bridge, label)
+    separate_file(
+        &separator,
+        &span,
+        &tmp,
+        SampleFormat::Float32,
+        &mut bridge,
+        label,
+    )
 }
 
 /// The weight-free rough isolation (in memory, as the isolate job runs it).

@@ -112,7 +112,13 @@ impl<'a> Stages<'a> {
         )
     }
 
-    fn report(&mut self, stage: Stage, status: StageStatus, seconds: f64, detail: String) -> Result<()> {
+    fn report(
+        &mut self,
+        stage: Stage,
+        status: StageStatus,
+        seconds: f64,
+        detail: String,
+    ) -> Result<()> {
         let report = StageReport {
             stage,
             status,
@@ -147,22 +153,43 @@ impl<'a> Stages<'a> {
                 .into_iter()
                 .map(|(role, id)| Ok(takes::get(&conn, id)?.map(|take| (role, take))))
                 .collect::<Result<Option<BTreeMap<_, _>>>>()?
-                .filter(|takes| takes.values().all(|t| self.library().take_path(t).is_file())),
+                .filter(|takes| {
+                    takes
+                        .values()
+                        .all(|t| self.library().take_path(t).is_file())
+                }),
             None => None,
         };
         drop(conn);
         if let Some(takes) = cached {
             self.progress(stage, 1.0, "from the cache")?;
-            self.report(stage, StageStatus::Cached, 0.0, "the same inputs were done before".into())?;
+            self.report(
+                stage,
+                StageStatus::Cached,
+                0.0,
+                "the same inputs were done before".into(),
+            )?;
             return Ok(takes);
         }
         self.progress(stage, 0.0, "starting")?;
         let progress = |f: f64, message: String| self.progress(stage, f, &message);
         let made = make(&progress)?;
         self.ctx.check_cancelled()?;
-        let saved = save(self.library(), self.song, stage, key, made, self.ctx.job_id())?;
+        let saved = save(
+            self.library(),
+            self.song,
+            stage,
+            key,
+            made,
+            self.ctx.job_id(),
+        )?;
         let detail = saved.keys().cloned().collect::<Vec<_>>().join(", ");
-        self.report(stage, StageStatus::Ran, started.elapsed().as_secs_f64(), detail)?;
+        self.report(
+            stage,
+            StageStatus::Ran,
+            started.elapsed().as_secs_f64(),
+            detail,
+        )?;
         Ok(saved)
     }
 }
@@ -206,13 +233,21 @@ fn save(
         for (_, new, result) in &stored {
             let (take, _) = find_or_insert(&tx, new)?;
             if take.id != song.id {
-                derived_takes::insert(&tx, take.id, song.id, result.operation, &result.params, Some(job_id))?;
+                derived_takes::insert(
+                    &tx,
+                    take.id,
+                    song.id,
+                    result.operation,
+                    &result.params,
+                    Some(job_id),
+                )?;
             }
             saved.insert(result.role.to_string(), take);
         }
         let records: Vec<(&str, i64)> = saved.iter().map(|(r, t)| (r.as_str(), t.id)).collect();
         cover_stages::record(&tx, key, stage.name(), &records)?;
-        tx.commit().context("saving the cover's stems to the library")?;
+        tx.commit()
+            .context("saving the cover's stems to the library")?;
         Ok(saved)
     });
     match committed {

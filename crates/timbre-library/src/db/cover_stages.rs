@@ -78,7 +78,9 @@ mod tests {
         record(&conn, "k", "isolate", &[("vocals", vocals)]).unwrap();
         assert_eq!(find(&conn, "k", &["vocals", "instrumental"]).unwrap(), None);
         record(&conn, "k", "isolate", &[("instrumental", instrumental)]).unwrap();
-        let found = find(&conn, "k", &["vocals", "instrumental"]).unwrap().unwrap();
+        let found = find(&conn, "k", &["vocals", "instrumental"])
+            .unwrap()
+            .unwrap();
         assert_eq!(found["vocals"], vocals);
         crate::db::takes::delete(&conn, instrumental).unwrap();
         assert_eq!(find(&conn, "k", &["vocals", "instrumental"]).unwrap(), None);
