@@ -136,9 +136,7 @@ impl TruePeakLimiter {
     pub fn push(&mut self, block: &[Vec<f32>]) -> Vec<Vec<f32>> {
         let frames = block.first().map_or(0, Vec::len);
         let mut out = vec![Vec::with_capacity(frames); self.ring.len()];
-        for i in 0..frames {
-            self.step_frame(|c| block[c][i], &mut out);
-        }
+        (0..frames).for_each(|i| self.step_frame(|c| block[c][i], &mut out));
         out
     }
 

@@ -165,7 +165,6 @@ impl CoverHandler {
             &models_dir,
             &lead,
         )?;
-        drop(separators);
         let cover = remix::remix(
             &mut stages,
             &remix::Mix {
