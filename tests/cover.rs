@@ -208,6 +208,23 @@ fn a_song_is_covered_and_another_voice_or_transpose_reruns_only_conversion_and_r
         )
         .unwrap();
     assert_eq!(covers, 4);
+    let params: String = sb
+        .db()
+        .unwrap()
+        .query_row(
+            "SELECT params FROM conversions WHERE id = ?1",
+            [again["conversion_id"].as_i64().unwrap()],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let params: serde_json::Value = serde_json::from_str(&params).unwrap();
+    assert_eq!(
+        (
+            params["f0_method"].as_str(),
+            params["cover"]["separation"].as_str()
+        ),
+        (Some("pm"), Some("rough"))
+    );
 }
 
 /// Signal to error ratio of `cover` against `song`, dB.

@@ -26,6 +26,15 @@ pub(super) fn record(
     if let Some(existing) = existing {
         return Ok(existing.id);
     }
+    // The options at the top, as a conversion's; the rest of the cover's settings beside them.
+    let mut params = serde_json::to_value(&settings.options)?;
+    params["cover"] = json!({
+        "separation": settings.separation,
+        "second_pass": settings.second_pass,
+        "vocal_gain_db": settings.vocal_gain_db,
+        "instrumental_gain_db": settings.instrumental_gain_db,
+        "match_loudness": settings.match_loudness,
+    });
     library.edit(|conn| {
         conversions::insert(
             conn,
@@ -36,7 +45,7 @@ pub(super) fn record(
                 input_take_id: Some(song.id),
                 input_path: song.source_path.clone(),
                 input_sha256: song.sha256.clone(),
-                params: json!({ "cover": settings, "options": settings.options }),
+                params,
                 sha256: cover.sha256.clone(),
                 format: cover.format.clone(),
                 sample_rate: cover.sample_rate,
