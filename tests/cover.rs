@@ -425,3 +425,61 @@ fn a_missing_voice_or_a_corrupt_song_is_a_clear_error_naming_it() {
                 .is_none()
     );
 }
+
+/// A cover cut off by `kill -9` after its isolation resumes with the isolation from the cache.
+#[test]
+fn a_cover_killed_after_its_isolation_resumes_from_the_cache() {
+    let sb = with_voices();
+    let path = sb.path("song.wav");
+    song(&path, RATE, 4.0);
+    let mut child = sb
+        .cpu_command()
+        .args([
+            "cover",
+            path.to_str().unwrap(),
+            "--model",
+            "alto",
+            "--f0-method",
+            "pm",
+        ])
+        .args(["--separation", "rough", "--out"])
+        .arg(sb.path("covers"))
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !stage_events(&sb).iter().any(|s| s == "isolate ran") {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the cover ended before it could be killed"
+        );
+        assert!(
+            started.elapsed().as_secs() < 120,
+            "the isolation never finished"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!sb.path("covers").exists(), "killed too late");
+    let out = sb
+        .cpu_command()
+        .args(["--json", "jobs", "resume", "1"])
+        .output()
+        .unwrap();
+    let resumed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+        panic!(
+            "no JSON from jobs resume: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert_eq!(resumed["state"], "succeeded", "{resumed}");
+    assert_eq!(
+        stages(&resumed["result"]),
+        [
+            "isolate cached",
+            "second_pass skipped",
+            "convert ran",
+            "remix ran"
+        ]
+    );
+}
