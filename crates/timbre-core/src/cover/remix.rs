@@ -258,3 +258,40 @@ impl Sink {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cover::separate::tests::take;
+
+    #[test]
+    fn loudness_matching_moves_the_vocals_to_the_original_within_its_bound() {
+        let original = take(Some(-18.0), -3.0);
+        assert_eq!(loudness_match_db(&original, &take(Some(-24.0), -9.0)), 6.0);
+        assert_eq!(
+            loudness_match_db(&original, &take(Some(-70.0), -50.0)),
+            MAX_MATCH_DB
+        );
+        assert_eq!(loudness_match_db(&original, &take(None, -90.0)), 0.0);
+    }
+
+    #[test]
+    fn a_mono_stem_goes_to_every_channel_and_ends_in_silence() {
+        let dir = tempfile::tempdir().unwrap();
+        let library = Library::open(dir.path()).unwrap();
+        let path = dir.path().join("stem.wav");
+        let stem = AudioBuffer::new(8_000, vec![vec![0.5; 100]]);
+        timbre_audio::write_wav(&path, &stem, timbre_audio::SampleFormat::Float32).unwrap();
+        let stored = library.store().ingest_file(&path, "wav").unwrap();
+        let mut stem_take = take(None, 0.0);
+        stem_take.sha256 = stored.sha256;
+        let mut stream = StemStream::open(&library, &stem_take, -6.0206).unwrap();
+        let mut mix = vec![vec![0.1f32; 150], vec![0.0f32; 150]];
+        stream.add_to(&mut mix, 8_000).unwrap();
+        for channel in &mix {
+            assert!(channel[..100].iter().all(|x| (x - channel[0]).abs() < 1e-6));
+        }
+        assert!((mix[0][0] - 0.35).abs() < 1e-4 && (mix[1][0] - 0.25).abs() < 1e-4);
+        assert_eq!(mix[1][100..], [0.0; 50]);
+    }
+}

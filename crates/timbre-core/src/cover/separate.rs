@@ -231,3 +231,38 @@ fn rough(
         silent,
     })
 }
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+
+    pub(in crate::cover) fn take(loudness_lufs: Option<f64>, peak_dbfs: f64) -> Take {
+        Take {
+            id: 1,
+            voice_id: None,
+            name: "song".into(),
+            sha256: "00".repeat(32),
+            format: "wav".into(),
+            source_path: None,
+            origin: crate::db::takes::Origin::Imported,
+            duration_secs: 1.0,
+            sample_rate: 44_100,
+            channels: 2,
+            frames: 44_100,
+            peak_dbfs,
+            loudness_lufs,
+            tags: vec![],
+            waveform: vec![],
+            created_at: String::new(),
+        }
+    }
+
+    #[test]
+    fn vocals_far_below_the_song_or_silent_are_no_vocals() {
+        let song = take(Some(-14.0), -1.0);
+        assert_eq!(no_vocals_warning(&song, &take(Some(-20.0), -6.0)), None);
+        let quiet = no_vocals_warning(&song, &take(Some(-31.0), -20.0)).unwrap();
+        assert!(quiet.starts_with("no vocals found in song"), "{quiet}");
+        assert!(no_vocals_warning(&song, &take(None, f64::NEG_INFINITY)).is_some());
+    }
+}
