@@ -59,9 +59,9 @@ pub(super) fn isolate(
         |progress| {
             let files = match model {
                 Some(model) => {
-                    separate_with(library, separators, model, &path, &song.name, progress)?
+                    separate_with(library, separators, model, &path, &model.name, progress)?
                 }
-                None => rough(library, &path, &song.name, progress)?,
+                None => rough(library, &path, progress)?,
             };
             let params = json!({ "method": method_name, "stage": "cover" });
             Ok(vec![
@@ -107,7 +107,7 @@ pub(super) fn second_pass(
     let path = library.take_path(vocals);
     let mut takes =
         stages.cached_or_run(Stage::SecondPass, &key, &["lead", "backing"], |progress| {
-            let files = separate_with(library, separators, model, &path, &song_name, progress)?;
+            let files = separate_with(library, separators, model, &path, &model.name, progress)?;
             let params = json!({ "method": model.name, "stage": "cover_second_pass" });
             Ok(vec![
                 Made {
@@ -166,7 +166,8 @@ fn model_identity(model: &SeparationModel, separators: &Separators) -> Result<St
     ))
 }
 
-/// The file through the model, block by block, into two float WAVs.
+/// The file through the model, block by block, into two float WAVs; `label` (the model's
+/// name) starts the progress messages, which the stage prefixes with the song's.
 fn separate_with(
     library: &Library,
     separators: &Separators,
@@ -204,7 +205,6 @@ fn separate_with(
 fn rough(
     library: &Library,
     path: &std::path::Path,
-    label: &str,
     progress: StageProgress<'_>,
 ) -> Result<SeparatedFiles> {
     let decode = DecodeOptions {
@@ -214,7 +214,7 @@ fn rough(
     let silent = timbre_audio::analysis::peak(&audio) == 0.0;
     let mut bridge = ProgressBridge::new(progress);
     let rough = timbre_audio::isolate::isolate_rough(audio, &mut |f| {
-        bridge.report(f, format!("{label}: rough isolation"))
+        bridge.report(f, "rough isolation".to_string())
     })
     .map_err(|err| bridge.error(err))?;
     let write = |part: &str, audio: &timbre_audio::AudioBuffer| -> Result<tempfile::TempPath> {
