@@ -70,6 +70,8 @@ fn export_contract(dir: &Path) -> Result<(), ts_rs::ExportError> {
         timbre_core::clean::PreviewRequest,
         timbre_core::clean::SavedTake,
         timbre_core::convert::ConvertResult,
+        timbre_core::cover::CoverSettings,
+        timbre_core::cover::CoverResult,
         timbre_core::dataset::PrepareRequest,
         timbre_core::train::TrainRequest,
         ResourceSnapshot,

@@ -77,6 +77,8 @@ pub fn run() {
             commands::clean::list_derived_takes,
             commands::clean::preview_cleaning,
             commands::clean::get_preview_audio,
+            commands::cover::submit_covers,
+            commands::cover::list_cover_stems,
             commands::datasets::list_datasets,
             commands::datasets::prepare_dataset,
             commands::train::list_trainings,

@@ -7,6 +7,7 @@ import { recorder } from '../src/lib/recorder.svelte';
 import { live } from '../src/lib/live.svelte';
 import { studio } from '../src/lib/studio.svelte';
 import { cleaner } from '../src/lib/cleaner.svelte';
+import { coverer } from '../src/lib/coverer.svelte';
 import { trainer } from '../src/lib/trainer.svelte';
 import { resources } from '../src/lib/resources.svelte';
 import { defaults } from '../src/lib/defaults.svelte';
@@ -21,6 +22,7 @@ afterEach(() => {
   app.reset();
   studio.reset();
   cleaner.reset();
+  coverer.reset();
   trainer.reset();
   resources.reset();
   defaults.reset();

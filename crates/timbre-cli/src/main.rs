@@ -32,6 +32,8 @@ enum Command {
     Library(commands::library::Command),
     /// Convert audio files with a voice model.
     Convert(commands::convert::Args),
+    /// Cover songs with a voice: isolate the vocals, convert them, remix (one job per song).
+    Cover(commands::cover::Args),
     /// Clean speech: denoise, trim silence, high-pass, de-click, normalise loudness.
     Enhance(commands::clean::EnhanceArgs),
     /// Split a mix into vocals and instrumental (a separation model, else a rough preview).
@@ -79,6 +81,7 @@ fn main() -> ExitCode {
         Command::Devices => commands::record::devices(&out),
         Command::Library(cmd) => commands::library::run(cli.data_dir.as_deref(), &out, cmd),
         Command::Convert(args) => commands::convert::run(cli.data_dir.as_deref(), &out, args),
+        Command::Cover(args) => commands::cover::run(cli.data_dir.as_deref(), &out, args),
         Command::Enhance(args) => commands::clean::enhance(cli.data_dir.as_deref(), &out, args),
         Command::Isolate(args) => commands::clean::isolate(cli.data_dir.as_deref(), &out, args),
         Command::Dataset(cmd) => commands::dataset::run(cli.data_dir.as_deref(), &out, cmd),

@@ -5,6 +5,7 @@
 pub mod assets;
 pub mod clean;
 pub mod convert;
+pub mod cover;
 pub mod dataset;
 pub mod devices;
 pub mod doctor;
@@ -33,6 +34,7 @@ pub fn job_handlers(models: &Arc<model_cache::ModelCache>) -> Vec<Arc<dyn jobs::
         Arc::new(convert::ConvertHandler::new(models.clone())),
         Arc::new(clean::EnhanceHandler),
         Arc::new(clean::IsolateHandler::new(models.clone())),
+        Arc::new(cover::CoverHandler::new(models.clone())),
         Arc::new(dataset::DatasetHandler::new(models.clone())),
         Arc::new(train::TrainHandler),
         Arc::new(assets::DownloadHandler),

@@ -300,12 +300,14 @@ impl Library {
             .object_path(&conversion.sha256, &conversion.format)
     }
 
-    /// Deletes a conversion, and its audio unless another conversion has the same output.
+    /// Deletes a conversion, and its audio unless another conversion or a take (a cover's) has
+    /// the same output.
     pub fn delete_conversion(&self, id: i64) -> Result<conversions::Conversion> {
         let (conversion, still_used) = self.write(|conn| {
             let conversion = conversions::delete(conn, id)?;
             let still_used = conversions::all_hashes(conn)?
-                .contains(&(conversion.sha256.clone(), conversion.format.clone()));
+                .contains(&(conversion.sha256.clone(), conversion.format.clone()))
+                || takes::find_by_sha(conn, &conversion.sha256)?.is_some();
             Ok((conversion, still_used))
         })?;
         if !still_used {

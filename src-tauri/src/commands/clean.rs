@@ -44,8 +44,8 @@ pub struct EnhancePresets {
 /// A result and its link to the source.
 #[derive(Serialize, ts_rs::TS)]
 pub struct DerivedResult {
-    take: Take,
-    link: DerivedTake,
+    pub take: Take,
+    pub link: DerivedTake,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]

@@ -2,6 +2,7 @@ pub mod assets;
 pub mod clean;
 pub mod compare;
 pub mod convert;
+pub mod cover;
 pub mod datasets;
 pub mod devices;
 pub mod jobs;

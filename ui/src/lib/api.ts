@@ -14,6 +14,7 @@ import type {
   AssetStatus,
   Conversion,
   ConversionDefaults,
+  CoverSettings,
   Dataset,
   DatasetRow,
   DerivedResult,
@@ -354,6 +355,14 @@ export const previewCleaning = (request: PreviewRequest) => call<PreviewInfo>('p
 /** The last preview's excerpt, as it was or cleaned, as WAV bytes. */
 export const previewAudio = async (part: 'original' | 'cleaned') =>
   toArrayBuffer(await call<unknown>('get_preview_audio', { part }), 'get_preview_audio');
+
+// ---- covers ----
+/** Queues one cover job per song and resolves to their ids at once. */
+export const submitCovers = (songs: AudioInput[], settings: CoverSettings) =>
+  call<number[]>('submit_covers', { songs, settings });
+/** The stems and covers made from a song, oldest first. */
+export const listCoverStems = (songTakeId: number) =>
+  call<DerivedResult[]>('list_cover_stems', { songTakeId });
 
 // ---- training ----
 export const trainingDefaults = () => call<TrainingDefaults>('get_training_defaults');

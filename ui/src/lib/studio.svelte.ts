@@ -12,6 +12,7 @@ import { app } from './stores.svelte';
 import { planDrop } from './dropRouting';
 import { cleaner } from './cleaner.svelte';
 import { trainer } from './trainer.svelte';
+import { coverer } from './coverer.svelte';
 import { basename, plural } from './format';
 import { defaults } from './defaults.svelte';
 import { assets } from './assets.svelte';
@@ -196,6 +197,9 @@ class StudioState {
       } else if (app.page === 'clean') {
         cleaner.addInputs(plan.audio.map((file) => ({ file })));
         app.notify(`Added ${plural(plan.audio.length, 'file')} to clean`, 'info');
+      } else if (app.page === 'cover') {
+        coverer.addSongs(plan.audio.map((file) => ({ file })));
+        app.notify(`Added ${plural(plan.audio.length, 'song')} to cover`, 'info');
       } else if (app.page === 'train') {
         trainer.addInputs(plan.audio.map((file) => ({ file })));
         app.notify(`Added ${plural(plan.audio.length, 'file')} to the dataset`, 'info');

@@ -37,92 +37,174 @@ const CEILING_MARGIN_DB: f64 = 0.1;
 
 /// What the limiter did.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) struct Limited {
+pub struct Limited {
     /// Separate excursions over the ceiling.
     pub peaks: usize,
     pub max_reduction_db: f64,
 }
 
-/// Keeps the true peak (4× oversampled) at or below `ceiling_db` dBTP. For each sample, the gain
-/// the worst point nearby allows is taken as the minimum over the next `L` samples and averaged
-/// over the last `L` (fewer at the start), which ramps down before a peak and never lets a peak through; recovery is
-/// slowed to `RELEASE_SECS`. Runs as a stream with a delay of `L + HALF_TAPS` samples, writing
-/// back in place.
+/// Keeps the true peak (4× oversampled) at or below `ceiling_db` dBTP, in place: the buffer
+/// through a [`TruePeakLimiter`].
 pub(super) fn limit(
     buffer: &mut AudioBuffer,
     ceiling_db: f64,
     progress: &mut Progress<'_>,
 ) -> Result<Limited, ProcessError> {
-    let ceiling = 10f64.powf((ceiling_db - CEILING_MARGIN_DB) / 20.0);
-    let rate = f64::from(buffer.sample_rate);
-    let lookahead = ((LOOKAHEAD_SECS * rate) as usize).max(1);
-    let release = 1.0 - (-1.0 / (RELEASE_SECS * rate)).exp();
-    let interpolator = Interpolator::new();
+    const CHUNK: usize = 65_536;
     let total = buffer.frames();
-    let channels = buffer.channels.len();
-    // The original samples still needed: peak estimates reach HALF_TAPS ahead and the output is
-    // `lookahead + HALF_TAPS` behind the input.
-    let history = lookahead + 2 * HALF_TAPS + 2;
-    let original = |c: usize, i: isize, ring: &[Vec<f32>]| -> f64 {
-        if i < 0 || i as usize >= total {
-            0.0
-        } else {
-            f64::from(ring[c][i as usize % history])
+    let mut limiter = TruePeakLimiter::new(buffer.sample_rate, buffer.channels.len(), ceiling_db);
+    let mut written = 0;
+    let mut put = |buffer: &mut AudioBuffer, out: Vec<Vec<f32>>| {
+        let n = out.first().map_or(0, Vec::len);
+        for (channel, limited) in buffer.channels.iter_mut().zip(out) {
+            channel[written..written + n].copy_from_slice(&limited);
         }
+        written += n;
     };
-    let mut ring = vec![vec![0.0f32; history]; channels];
-    let mut minimum = SlidingMinimum::new(lookahead);
-    let mut smoothing = VecDeque::with_capacity(lookahead);
-    let mut smoothing_sum = 0.0;
-    let mut released = 1.0f64;
-    let mut report = Limited {
-        peaks: 0,
-        max_reduction_db: 0.0,
-    };
-    let mut over = false;
-    let delay = lookahead - 1 + HALF_TAPS;
-    for step in 0..total + delay {
-        if step < total {
-            for (kept, channel) in ring.iter_mut().zip(&buffer.channels) {
-                kept[step % history] = channel[step];
-            }
-        }
-        // Peak estimate around sample `k`, needing originals up to k + HALF_TAPS.
-        let k = step as isize - HALF_TAPS as isize;
-        if k >= 0 {
-            let peak = (0..channels)
-                .map(|c| interpolator.peak_after(|i| original(c, k + i, &ring)))
-                .fold(0.0f64, f64::max);
-            let allowed = if peak > ceiling { ceiling / peak } else { 1.0 };
-            if allowed < 1.0 && !over {
-                report.peaks += 1;
-            }
-            over = allowed < 1.0;
-            minimum.push(allowed);
-        }
-        // Gain for sample `n`: the minimum of allowed[n ..= n + L - 1], released, then averaged.
-        let j = k - (lookahead as isize - 1);
-        if j >= 0 {
-            released = minimum.get().min(released + (1.0 - released) * release);
-            smoothing.push_back(released);
-            smoothing_sum += released;
-            if smoothing.len() > lookahead {
-                smoothing_sum -= smoothing.pop_front().expect("longer than lookahead");
-            }
-            let gain = smoothing_sum / smoothing.len() as f64;
-            let n = j as usize;
-            if n < total {
-                report.max_reduction_db = report.max_reduction_db.max(-20.0 * gain.log10());
-                for (c, channel) in buffer.channels.iter_mut().enumerate() {
-                    channel[n] = (original(c, n as isize, &ring) * gain) as f32;
-                }
-            }
-        }
-        if step % 65_536 == 0 && !progress(step as f64 / (total + delay) as f64) {
+    for start in (0..total).step_by(CHUNK) {
+        let end = (start + CHUNK).min(total);
+        let chunk: Vec<Vec<f32>> = buffer
+            .channels
+            .iter()
+            .map(|c| c[start..end].to_vec())
+            .collect();
+        let out = limiter.push(&chunk);
+        put(buffer, out);
+        if !progress(start as f64 / total as f64) {
             return Err(ProcessError::Cancelled);
         }
     }
+    let (out, report) = limiter.finish();
+    put(buffer, out);
     Ok(report)
+}
+
+/// The true-peak limiter as a stream: blocks in, the same number of frames out in all (each
+/// block's output lags its input by `L + HALF_TAPS` samples; `finish` gives the rest). For each
+/// sample, the gain the worst point nearby allows is taken as the minimum over the next `L`
+/// samples and averaged over the last `L` (fewer at the start), which ramps down before a peak
+/// and never lets a peak through; recovery is slowed to `RELEASE_SECS`.
+pub struct TruePeakLimiter {
+    ceiling: f64,
+    lookahead: usize,
+    release: f64,
+    interpolator: Interpolator,
+    /// The original samples still needed: peak estimates reach HALF_TAPS ahead and the output
+    /// is `lookahead + HALF_TAPS` behind the input.
+    history: usize,
+    ring: Vec<Vec<f32>>,
+    minimum: SlidingMinimum,
+    smoothing: VecDeque<f64>,
+    smoothing_sum: f64,
+    released: f64,
+    over: bool,
+    /// Frames pushed, the padding of `finish` included.
+    step: usize,
+    /// Real frames pushed; None until `finish` knows them all.
+    total: Option<usize>,
+    report: Limited,
+}
+
+impl TruePeakLimiter {
+    pub fn new(sample_rate: u32, channels: usize, ceiling_db: f64) -> Self {
+        let rate = f64::from(sample_rate);
+        let lookahead = ((LOOKAHEAD_SECS * rate) as usize).max(1);
+        let history = lookahead + 2 * HALF_TAPS + 2;
+        TruePeakLimiter {
+            ceiling: 10f64.powf((ceiling_db - CEILING_MARGIN_DB) / 20.0),
+            lookahead,
+            release: 1.0 - (-1.0 / (RELEASE_SECS * rate)).exp(),
+            interpolator: Interpolator::new(),
+            history,
+            ring: vec![vec![0.0f32; history]; channels],
+            minimum: SlidingMinimum::new(lookahead),
+            smoothing: VecDeque::with_capacity(lookahead),
+            smoothing_sum: 0.0,
+            released: 1.0,
+            over: false,
+            step: 0,
+            total: None,
+            report: Limited {
+                peaks: 0,
+                max_reduction_db: 0.0,
+            },
+        }
+    }
+
+    /// Takes one block (a slice per channel, all the same length) and gives the limited
+    /// frames now complete.
+    pub fn push(&mut self, block: &[Vec<f32>]) -> Vec<Vec<f32>> {
+        let frames = block.first().map_or(0, Vec::len);
+        let mut out = vec![Vec::with_capacity(frames); self.ring.len()];
+        (0..frames).for_each(|i| self.step_frame(|c| block[c][i], &mut out));
+        out
+    }
+
+    /// The frames still held back, and what the limiter did.
+    pub fn finish(mut self) -> (Vec<Vec<f32>>, Limited) {
+        self.total = Some(self.step);
+        let delay = self.lookahead - 1 + HALF_TAPS;
+        let mut out = vec![Vec::with_capacity(delay); self.ring.len()];
+        for _ in 0..delay {
+            self.step_frame(|_| 0.0, &mut out);
+        }
+        (out, self.report)
+    }
+
+    fn original(&self, c: usize, i: isize) -> f64 {
+        if i < 0 || self.total.is_some_and(|t| i as usize >= t) {
+            0.0
+        } else {
+            f64::from(self.ring[c][i as usize % self.history])
+        }
+    }
+
+    fn step_frame(&mut self, input: impl Fn(usize) -> f32, out: &mut [Vec<f32>]) {
+        let step = self.step;
+        for (c, kept) in self.ring.iter_mut().enumerate() {
+            kept[step % self.history] = input(c);
+        }
+        self.step += 1;
+        // Peak estimate around sample `k`, needing originals up to k + HALF_TAPS.
+        let k = step as isize - HALF_TAPS as isize;
+        if k >= 0 {
+            let peak = (0..self.ring.len())
+                .map(|c| self.interpolator.peak_after(|i| self.original(c, k + i)))
+                .fold(0.0f64, f64::max);
+            let allowed = if peak > self.ceiling {
+                self.ceiling / peak
+            } else {
+                1.0
+            };
+            if allowed < 1.0 && !self.over {
+                self.report.peaks += 1;
+            }
+            self.over = allowed < 1.0;
+            self.minimum.push(allowed);
+        }
+        // Gain for sample `n`: the minimum of allowed[n ..= n + L - 1], released, then averaged.
+        let j = k - (self.lookahead as isize - 1);
+        if j >= 0 {
+            self.released = self
+                .minimum
+                .get()
+                .min(self.released + (1.0 - self.released) * self.release);
+            self.smoothing.push_back(self.released);
+            self.smoothing_sum += self.released;
+            if self.smoothing.len() > self.lookahead {
+                self.smoothing_sum -= self.smoothing.pop_front().expect("longer than lookahead");
+            }
+            let gain = self.smoothing_sum / self.smoothing.len() as f64;
+            let n = j as usize;
+            if self.total.is_none_or(|t| n < t) {
+                self.report.max_reduction_db =
+                    self.report.max_reduction_db.max(-20.0 * gain.log10());
+                for (c, channel) in out.iter_mut().enumerate() {
+                    channel.push((self.original(c, n as isize) * gain) as f32);
+                }
+            }
+        }
+    }
 }
 
 /// Minimum over the last `window` values pushed (a monotonic deque).

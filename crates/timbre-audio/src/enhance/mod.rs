@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::buffer::AudioBuffer;
 use crate::error::AudioError;
 
+pub use level::{Limited, TruePeakLimiter};
 pub use vad::TrimOptions;
 
 /// A step's progress as a fraction in 0..=1; returning false cancels the processing.

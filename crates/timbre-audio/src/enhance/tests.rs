@@ -256,3 +256,35 @@ fn presets_serialize_and_fill_missing_fields() {
     let natural: Preset = serde_json::from_str(r#""natural""#).unwrap();
     assert_eq!(natural, Preset::Natural);
 }
+
+/// The cover's remix limits a stream: blocks of any size give what the whole buffer gives.
+#[test]
+fn the_limiter_streamed_in_odd_blocks_equals_the_whole_buffer() {
+    let rate = 44_100;
+    let loud = |f: f32| -> Vec<f32> {
+        (0..rate as usize / 2)
+            .map(|i| 1.6 * (i as f32 * f).sin() * (i as f32 * 0.0003).sin())
+            .collect()
+    };
+    let stereo = AudioBuffer::new(rate, vec![loud(0.05), loud(0.07)]);
+    let mut whole = stereo.clone();
+    let report = level::limit(&mut whole, -1.0, &mut |_| true).unwrap();
+    assert!(report.peaks >= 1);
+    let mut limiter = TruePeakLimiter::new(rate, 2, -1.0);
+    let mut streamed = vec![Vec::new(), Vec::new()];
+    for block in stereo.channels[0]
+        .chunks(1_013)
+        .zip(stereo.channels[1].chunks(1_013))
+    {
+        let out = limiter.push(&[block.0.to_vec(), block.1.to_vec()]);
+        for (all, part) in streamed.iter_mut().zip(out) {
+            all.extend(part);
+        }
+    }
+    let (rest, streamed_report) = limiter.finish();
+    for (all, part) in streamed.iter_mut().zip(rest) {
+        all.extend(part);
+    }
+    assert_eq!(streamed, whole.channels);
+    assert_eq!(streamed_report, report);
+}

@@ -13,15 +13,25 @@ pub struct Args {
     /// Audio files to convert.
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
-    /// A model of the library (id or name), or an RVC .pth file (imported first).
-    #[arg(long, short)]
-    model: String,
-    /// The model's .index (imported with a .pth given to --model).
-    #[arg(long)]
-    index: Option<PathBuf>,
+    #[command(flatten)]
+    voice: VoiceArgs,
     /// Folder for the converted files (they are also kept in the library).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// wav16, wav24, wav-float or flac.
+    #[arg(long, default_value = "wav16")]
+    format: String,
+}
+
+/// The voice and every conversion option: what `timbre convert` and `timbre cover` take.
+#[derive(clap::Args)]
+pub struct VoiceArgs {
+    /// A model of the library (id or name), or an RVC .pth file (imported first).
+    #[arg(long, short)]
+    pub model: String,
+    /// The model's .index (imported with a .pth given to --model).
+    #[arg(long)]
+    index: Option<PathBuf>,
     /// Pitch shift in semitones, -48..48.
     #[arg(long, short = 't', default_value_t = ConvertOptions::default().transpose, allow_hyphen_values = true)]
     transpose: f32,
@@ -46,35 +56,54 @@ pub struct Args {
     /// Resample the output to this rate (Hz), 16000..192000.
     #[arg(long)]
     resample: Option<u32>,
-    /// wav16, wav24, wav-float or flac.
-    #[arg(long, default_value = "wav16")]
-    format: String,
     /// Random draws from this seed (default: none at all, fully reproducible).
     #[arg(long)]
     seed: Option<u64>,
 }
 
+impl VoiceArgs {
+    pub fn options(&self) -> Result<ConvertOptions> {
+        Ok(ConvertOptions {
+            speaker_id: self.speaker,
+            transpose: self.transpose,
+            f0_method: F0Method::parse(&self.f0_method)
+                .map_err(|e| timbre_core::error::invalid_input(e.to_string()))?,
+            index_rate: self.index_rate,
+            index_search: if self.exact_index {
+                IndexSearch::Exact
+            } else {
+                IndexSearch::Faiss
+            },
+            protect: self.protect,
+            rms_mix_rate: self.rms_mix,
+            resample_rate: self.resample,
+            seed: self.seed,
+            ..ConvertOptions::default()
+        })
+    }
+
+    /// The model `--model` names: one of the library, or a `.pth` imported (with `--index`).
+    pub fn resolve_model(&self, library: &timbre_core::Library) -> Result<models::Model> {
+        let as_path = Path::new(&self.model);
+        if as_path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("pth"))
+        {
+            return model_import::import_model(library, as_path, self.index.as_deref(), None, None);
+        }
+        let model = models::find(&library.conn(), &self.model)?;
+        match &self.index {
+            Some(index) => model_import::attach_index(library, model.id, index),
+            None => Ok(model),
+        }
+    }
+}
+
 pub fn run(data_dir: Option<&Path>, out: &Output, args: Args) -> Result<ExitCode> {
-    let options = ConvertOptions {
-        speaker_id: args.speaker,
-        transpose: args.transpose,
-        f0_method: F0Method::parse(&args.f0_method)
-            .map_err(|e| timbre_core::error::invalid_input(e.to_string()))?,
-        index_rate: args.index_rate,
-        index_search: if args.exact_index {
-            IndexSearch::Exact
-        } else {
-            IndexSearch::Faiss
-        },
-        protect: args.protect,
-        rms_mix_rate: args.rms_mix,
-        resample_rate: args.resample,
-        seed: args.seed,
-        ..ConvertOptions::default()
-    };
+    let options = args.voice.options()?;
     let format = args.format.parse()?;
     let system = open_jobs(data_dir)?;
-    let model = resolve_model(system.library(), &args)?;
+    let model = args.voice.resolve_model(system.library())?;
     out.note(&format!("model {}", model_line(&model)));
     let request = ConvertRequest {
         inputs: args.inputs.iter().cloned().map(AudioInput::File).collect(),
@@ -97,21 +126,6 @@ pub fn run(data_dir: Option<&Path>, out: &Output, args: Args) -> Result<ExitCode
             .join("\n")
     });
     Ok(super::exit_code(&outcomes))
-}
-
-fn resolve_model(library: &timbre_core::Library, args: &Args) -> Result<models::Model> {
-    let as_path = Path::new(&args.model);
-    if as_path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("pth"))
-    {
-        return model_import::import_model(library, as_path, args.index.as_deref(), None, None);
-    }
-    let model = models::find(&library.conn(), &args.model)?;
-    match &args.index {
-        Some(index) => model_import::attach_index(library, model.id, index),
-        None => Ok(model),
-    }
 }
 
 fn result_line(outcome: &JobOutcome<ConvertResult>) -> String {

@@ -2,6 +2,7 @@ pub mod analyze;
 pub mod assets;
 pub mod clean;
 pub mod convert;
+pub mod cover;
 pub mod dataset;
 pub mod doctor;
 pub mod import;

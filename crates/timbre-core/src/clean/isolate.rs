@@ -116,6 +116,10 @@ impl<'a> Separators<'a> {
     pub fn new(models: &'a ModelCache, device: Device) -> Self {
         Self { models, device }
     }
+
+    pub fn device(&self) -> Device {
+        self.device
+    }
 }
 
 pub struct IsolateHandler {
@@ -378,7 +382,7 @@ fn middle(mut audio: AudioBuffer, secs: f64, notes: &mut Vec<String>) -> AudioBu
 
 impl Separators<'_> {
     /// The separator of `model`, from the cache or loaded.
-    pub(super) fn loaded(
+    pub(crate) fn loaded(
         &self,
         model: &SeparationModel,
         bridge: &mut ProgressBridge<'_>,

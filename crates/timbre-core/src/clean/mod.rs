@@ -8,7 +8,7 @@ pub mod enhance;
 pub mod isolate;
 pub mod preview;
 mod request;
-mod stream;
+pub(crate) mod stream;
 #[cfg(test)]
 mod tests;
 
@@ -260,7 +260,7 @@ pub(crate) fn save(
     }
 }
 
-fn remove_unless_used(library: &Library, sha256: &str, format: &str) -> Result<()> {
+pub(crate) fn remove_unless_used(library: &Library, sha256: &str, format: &str) -> Result<()> {
     if takes::find_by_sha(&library.conn(), sha256)?.is_none() {
         library.store().remove(sha256, format)?;
     }
@@ -298,7 +298,7 @@ fn commit(
     Ok((source_id, saved))
 }
 
-fn find_or_insert(conn: &rusqlite::Connection, new: &NewTake) -> Result<(Take, bool)> {
+pub(crate) fn find_or_insert(conn: &rusqlite::Connection, new: &NewTake) -> Result<(Take, bool)> {
     Ok(match takes::find_by_sha(conn, &new.sha256)? {
         Some(existing) => (existing, true),
         None => (takes::require(conn, takes::insert(conn, new)?)?, false),

@@ -2,9 +2,9 @@
 //! a conversion in the library (and optionally also written to a folder). Runs on the GPU lane;
 //! the engine behind it keeps models and analyses cached between jobs.
 
-mod engine;
+pub(crate) mod engine;
 pub mod model_import;
-mod output;
+pub(crate) mod output;
 mod request;
 
 pub use crate::model_cache::CacheUse;
@@ -80,23 +80,8 @@ impl JobHandler for ConvertHandler {
     fn run(&self, ctx: &JobContext) -> Result<Value> {
         let params: ConvertParams = ctx.params()?;
         let library = ctx.library();
-        let settings = library.settings()?;
         let mut engine = self.engine.lock().unwrap_or_else(|p| p.into_inner());
-        let device = crate::devices::Devices::of(&settings)?.main;
-        if engine.as_ref().is_none_or(|e| e.device() != device) {
-            *engine = None;
-            let precision = Precision::default_for(device)?;
-            *engine = Some(Engine::new(
-                device,
-                precision,
-                self.models.clone(),
-                &library.data_dir().join("cache"),
-            ));
-        }
-        self.models.set_budget_mb(settings.model_cache_mb);
-        let engine = engine
-            .as_mut()
-            .context("the conversion engine is not ready")?;
+        let engine = ready_engine(&mut engine, library, &self.models)?;
         let models_dir = crate::models_folder::of(library)?;
         let result = convert(
             library,
@@ -122,9 +107,32 @@ impl JobHandler for ConvertHandler {
     }
 }
 
+/// The engine in `slot` for the device the settings name now (a new one when it changed), with
+/// the model cache's budget re-read.
+pub(crate) fn ready_engine<'a>(
+    slot: &'a mut Option<Engine>,
+    library: &Library,
+    models: &Arc<ModelCache>,
+) -> Result<&'a mut Engine> {
+    let settings = library.settings()?;
+    let device = crate::devices::Devices::of(&settings)?.main;
+    if slot.as_ref().is_none_or(|e| e.device() != device) {
+        *slot = None;
+        let precision = Precision::default_for(device)?;
+        *slot = Some(Engine::new(
+            device,
+            precision,
+            models.clone(),
+            &library.data_dir().join("cache"),
+        ));
+    }
+    models.set_budget_mb(settings.model_cache_mb);
+    slot.as_mut().context("the conversion engine is not ready")
+}
+
 /// The input as 16 kHz mono, with its content hash and where it came from.
 pub(crate) struct Input {
-    sha256: String,
+    pub(crate) sha256: String,
     pub(crate) audio_16k: Vec<f32>,
     take_id: Option<i64>,
     path: PathBuf,
@@ -202,49 +210,18 @@ pub fn convert(
         library.settings()?.max_import_duration_secs,
     )?;
     progress(0.02, format!("{} with {}", input.name, model.name))?;
-    let weights_path = library
-        .store()
-        .object_path(&model.weights_sha256, models::WEIGHTS_EXT);
-    let index_path = model
-        .index_sha256
-        .as_ref()
-        .map(|sha| library.store().object_path(sha, models::INDEX_EXT));
-    let request = engine::Request {
-        input_sha256: &input.sha256,
-        audio_16k: &input.audio_16k,
-        voice: StoredFile {
-            sha256: &model.weights_sha256,
-            path: &weights_path,
-            name: &model.name,
-        },
-        index: model
-            .index_sha256
-            .as_deref()
-            .zip(index_path.as_deref())
-            .map(|(sha256, path)| StoredFile {
-                sha256,
-                path,
-                name: &model.name,
-            }),
-        options: &params.options,
-        models_dir,
-    };
     let label = format!("{} with {}", input.name, model.name);
     let mut output = output::OutputFile::new(params.format, &library.store().tmp_dir())?;
-    let outcome = engine
-        .convert(&request, &mut output, &mut |f| {
-            progress(0.02 + 0.93 * f, label.clone())
-        })
-        .map_err(|e| {
-            let model_label = model_import::describe_model(&model);
-            let mut stored = vec![(weights_path.as_path(), model_label.clone())];
-            stored.extend(
-                index_path
-                    .as_deref()
-                    .map(|index| (index, format!("the index of {model_label}"))),
-            );
-            model_import::name_stored_files(e, &stored)
-        })?;
+    let outcome = run_engine(
+        library,
+        engine,
+        &model,
+        &input,
+        &params.options,
+        models_dir,
+        &mut output,
+        &mut |f| progress(0.02 + 0.93 * f, label.clone()),
+    )?;
     let rendered = outcome.rendered;
     let input_seconds = input.audio_16k.len() as f64 / 16_000.0;
     drop(input.audio_16k);
@@ -298,8 +275,59 @@ pub fn convert(
     })
 }
 
+/// Converts `input` with `model` into `sink`; a failure names the model's stored files.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_engine(
+    library: &Library,
+    engine: &mut Engine,
+    model: &models::Model,
+    input: &Input,
+    options: &ConvertOptions,
+    models_dir: &Path,
+    sink: &mut dyn timbre_nn::pipeline::OutputSink,
+    progress: &mut dyn FnMut(f64) -> Result<()>,
+) -> Result<engine::Outcome> {
+    let weights_path = library
+        .store()
+        .object_path(&model.weights_sha256, models::WEIGHTS_EXT);
+    let index_path = model
+        .index_sha256
+        .as_ref()
+        .map(|sha| library.store().object_path(sha, models::INDEX_EXT));
+    let request = engine::Request {
+        input_sha256: &input.sha256,
+        audio_16k: &input.audio_16k,
+        voice: StoredFile {
+            sha256: &model.weights_sha256,
+            path: &weights_path,
+            name: &model.name,
+        },
+        index: model
+            .index_sha256
+            .as_deref()
+            .zip(index_path.as_deref())
+            .map(|(sha256, path)| StoredFile {
+                sha256,
+                path,
+                name: &model.name,
+            }),
+        options,
+        models_dir,
+    };
+    engine.convert(&request, sink, progress).map_err(|e| {
+        let model_label = model_import::describe_model(model);
+        let mut stored = vec![(weights_path.as_path(), model_label.clone())];
+        stored.extend(
+            index_path
+                .as_deref()
+                .map(|index| (index, format!("the index of {model_label}"))),
+        );
+        model_import::name_stored_files(e, &stored)
+    })
+}
+
 /// Copies the result to `<dir>/<input> (<model>).<ext>`, never overwriting: a number is added.
-fn copy_out(
+pub(crate) fn copy_out(
     object: &Path,
     dir: &Path,
     input: &str,

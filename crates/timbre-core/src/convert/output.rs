@@ -10,7 +10,7 @@ use timbre_nn::pipeline::OutputSink;
 
 use crate::output_format::OutputFormat;
 
-pub(super) struct OutputFile {
+pub(crate) struct OutputFile {
     format: OutputFormat,
     tmp_dir: PathBuf,
     file: NamedTempFile,

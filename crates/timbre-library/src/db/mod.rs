@@ -4,6 +4,7 @@
 
 pub mod backups;
 pub mod conversions;
+pub mod cover_stages;
 pub mod datasets;
 pub mod derived_takes;
 pub mod integrity;
@@ -47,6 +48,7 @@ const MIGRATIONS: &[&str] = &[
     training_metrics::CREATE,
     training_previews::CREATE,
     jobs::ADD_CRASH_RECOVERY,
+    cover_stages::CREATE,
 ];
 
 /// Opens the library database: refused when damaged, migrated (after a backup) when older

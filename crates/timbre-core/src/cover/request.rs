@@ -1,0 +1,161 @@
+//! What the CLI and the app ask of covers: one request, checked once, then one `cover` job per
+//! song.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use timbre_nn::pipeline::ConvertOptions;
+
+use super::{CoverParams, KIND};
+use crate::clean::IsolationMethod;
+use crate::clean::isolate::choose_model;
+use crate::db::jobs::Job;
+use crate::db::models;
+use crate::error::{check_range, invalid_input};
+use crate::input::{self, AudioInput};
+use crate::jobs::JobSystem;
+use crate::output_format::OutputFormat;
+
+/// How every song of a request is covered.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
+pub struct CoverSettings {
+    /// The voice; None: the vocals pass through unconverted (the remix of the original).
+    pub model_id: Option<i64>,
+    /// Every conversion parameter, as the convert job takes them (typed by the UI's
+    /// `ConvertOptions`, as the Convert page sends them).
+    #[serde(default)]
+    #[ts(type = "unknown")]
+    pub options: ConvertOptions,
+    /// A RoFormer of the models folder's `separation/`, or the rough weight-free isolation.
+    #[serde(default)]
+    pub separation: IsolationMethod,
+    /// Another separation model over the vocals (de-reverb, karaoke): its target stem is
+    /// converted, the rest stays in the remix.
+    #[serde(default)]
+    #[ts(optional = nullable)]
+    pub second_pass: Option<String>,
+    #[serde(default)]
+    pub vocal_gain_db: f64,
+    #[serde(default)]
+    pub instrumental_gain_db: f64,
+    /// Bring the converted vocals to the original vocals' loudness before the gains.
+    #[serde(default = "default_true")]
+    pub match_loudness: bool,
+    #[serde(default)]
+    pub format: OutputFormat,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CoverRequest {
+    pub songs: Vec<AudioInput>,
+    #[serde(flatten)]
+    pub settings: CoverSettings,
+    /// Also write each cover into this folder.
+    #[serde(default)]
+    pub out_dir: Option<PathBuf>,
+}
+
+/// Checks the request (voice, options, gains, separation models, songs) and queues one job per
+/// song.
+pub fn submit(system: &JobSystem, request: CoverRequest) -> Result<Vec<Job>> {
+    if request.songs.is_empty() {
+        return Err(invalid_input("choose at least one song to cover"));
+    }
+    let settings = &request.settings;
+    crate::convert::check_options(&settings.options)?;
+    check_range("vocal_gain_db", settings.vocal_gain_db, -60.0, 24.0)?;
+    check_range(
+        "instrumental_gain_db",
+        settings.instrumental_gain_db,
+        -60.0,
+        24.0,
+    )?;
+    let library = system.library();
+    if let Some(id) = settings.model_id {
+        models::require(&library.conn(), id)?;
+    }
+    let models_dir = crate::models_folder::of(library)?;
+    choose_model(&settings.separation, &models_dir)?;
+    if let Some(name) = &settings.second_pass {
+        choose_model(&IsolationMethod::Model(name.clone()), &models_dir)?;
+    }
+    if settings.model_id.is_some() {
+        crate::models_folder::require_hubert(&models_dir)?;
+    }
+    input::check_all(library, &request.songs)?;
+    let out_dir = request
+        .out_dir
+        .as_deref()
+        .map(std::path::absolute)
+        .transpose()?;
+    let mut jobs = Vec::with_capacity(request.songs.len());
+    for song in request.songs {
+        let params = CoverParams {
+            song: song.absolute()?,
+            settings: request.settings.clone(),
+            out_dir: out_dir.clone(),
+        };
+        jobs.push(system.submit(KIND, serde_json::to_value(&params)?)?);
+    }
+    Ok(jobs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(songs: Vec<AudioInput>) -> CoverRequest {
+        CoverRequest {
+            songs,
+            settings: serde_json::from_value(serde_json::json!({ "model_id": null })).unwrap(),
+            out_dir: None,
+        }
+    }
+
+    #[test]
+    fn settings_default_to_matched_loudness_and_unity_gains() {
+        let settings = request(vec![]).settings;
+        assert!(settings.match_loudness);
+        assert_eq!(
+            (settings.vocal_gain_db, settings.instrumental_gain_db),
+            (0.0, 0.0)
+        );
+        assert_eq!(settings.separation, IsolationMethod::Auto);
+    }
+
+    #[test]
+    fn a_bad_request_queues_nothing_and_says_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let library = std::sync::Arc::new(crate::Library::open(dir.path()).unwrap());
+        let system = JobSystem::new(library, crate::job_handlers(&Default::default())).unwrap();
+        let err = submit(&system, request(vec![])).unwrap_err().to_string();
+        assert!(err.contains("at least one song"), "{err}");
+        let song = dir.path().join("song.wav");
+        std::fs::write(&song, b"").unwrap();
+        let mut loud = request(vec![AudioInput::File(song.clone())]);
+        loud.settings.vocal_gain_db = 90.0;
+        let err = submit(&system, loud).unwrap_err().to_string();
+        assert!(
+            err.starts_with("vocal_gain_db must be between -60 and 24"),
+            "{err}"
+        );
+        let mut voiced = request(vec![AudioInput::File(song.clone())]);
+        voiced.settings.model_id = Some(7);
+        let err = submit(&system, voiced).unwrap_err();
+        assert_eq!(crate::error::kind_of(&err), crate::ErrorKind::NotFound);
+        let mut second = request(vec![AudioInput::File(song)]);
+        second.settings.second_pass = Some("dereverb".into());
+        let err = submit(&system, second).unwrap_err().to_string();
+        assert!(err.contains("no separation model \"dereverb\""), "{err}");
+        assert!(
+            crate::db::jobs::list(&system.library().conn(), 10)
+                .unwrap()
+                .is_empty()
+        );
+    }
+}

@@ -1,0 +1,76 @@
+// The Cover page's songs, choices and jobs (Svelte 5 runes), kept here so they survive switching
+// pages and so a drop on the page can add songs.
+import * as api from './api';
+import type { AudioInput, IsolationModels } from './api';
+import { app } from './stores.svelte';
+import { sameInput, studio } from './studio.svelte';
+import { basename } from './format';
+import { coverSettings, type CoverForm } from './cover';
+
+const DEFAULT_FORM: CoverForm = {
+  modelId: null,
+  separation: { kind: 'rough' },
+  secondPass: null,
+  vocalGainDb: 0,
+  instrumentalGainDb: 0,
+  matchLoudness: true,
+  format: 'wav16',
+};
+
+class CovererState {
+  songs = $state<AudioInput[]>([]);
+  form = $state<CoverForm>({ ...DEFAULT_FORM });
+  models = $state<IsolationModels | null>(null);
+  /** Cover jobs queued from this window, oldest first. */
+  jobIds = $state<number[]>([]);
+
+  songLabel(song: AudioInput): string {
+    if ('file' in song) return basename(song.file);
+    return app.takes.find((t) => t.id === song.take)?.name ?? `Take ${song.take}`;
+  }
+
+  async load(): Promise<void> {
+    try {
+      this.models = await api.listIsolationModels();
+      const names = this.models.models.map((m) => m.name);
+      const { separation, secondPass } = this.form;
+      // The best separation there is: the first RoFormer, else the rough preview.
+      if (separation.kind === 'model' ? !names.includes(separation.name) : names.length > 0 && this.jobIds.length === 0) {
+        this.form.separation = names.length > 0 ? { kind: 'model', name: names[0] } : { kind: 'rough' };
+      }
+      if (secondPass !== null && !names.includes(secondPass)) this.form.secondPass = null;
+    } catch (err) {
+      app.reportError(err, 'Could not load the separation models');
+    }
+  }
+
+  addSongs(songs: AudioInput[]) {
+    for (const song of songs) if (!this.songs.some((s) => sameInput(s, song))) this.songs.push(song);
+  }
+
+  removeSong(song: AudioInput) {
+    this.songs = this.songs.filter((s) => !sameInput(s, song));
+  }
+
+  /** Queues one cover job per song; returns their ids. */
+  async cover(): Promise<number[]> {
+    try {
+      const ids = await api.submitCovers([...this.songs], coverSettings(this.form, studio.options));
+      this.jobIds.push(...ids);
+      return ids;
+    } catch (err) {
+      app.reportError(err, 'Could not queue the covers');
+      return [];
+    }
+  }
+
+  /** Back to a blank state (tests). */
+  reset() {
+    this.songs = [];
+    this.form = { ...DEFAULT_FORM };
+    this.models = null;
+    this.jobIds = [];
+  }
+}
+
+export const coverer = new CovererState();
