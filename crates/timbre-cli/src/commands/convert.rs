@@ -25,7 +25,8 @@ pub struct Args {
     /// Pitch shift in semitones, -48..48.
     #[arg(long, short = 't', default_value_t = ConvertOptions::default().transpose, allow_hyphen_values = true)]
     transpose: f32,
-    /// rmvpe (needs models/rmvpe.pt), fcpe (needs models/fcpe.pt), pm or yin.
+    /// rmvpe (needs models/rmvpe.pt), fcpe (needs models/fcpe.pt), crepe (needs
+    /// models/crepe-full.pth), crepe-tiny (needs models/crepe-tiny.pth), pm or yin.
     #[arg(long, default_value = ConvertOptions::default().f0_method.name())]
     f0_method: String,
     /// Share of the features taken from the index, 0..1.

@@ -45,6 +45,7 @@ pub enum ModelKind {
     Hubert,
     Rmvpe,
     Fcpe,
+    Crepe,
     Voice,
     Index,
     Separator,
