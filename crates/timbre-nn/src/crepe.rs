@@ -190,48 +190,56 @@ impl Crepe {
         Tensor::cat(&parts, 0)
     }
 
-    /// Pitch in Hz and periodicity per frame before RVC's filters, as `torchcrepe.predict`
-    /// (Viterbi decoding between `fmin` and `fmax`, without the dither).
-    pub fn predict(&self, audio_16k: &[f32], fmin: f32, fmax: f32) -> Result<(Vec<f32>, Vec<f32>)> {
-        ensure!(!audio_16k.is_empty(), "CREPE: the input has no samples");
-        let probabilities = self.probabilities(audio_16k);
-        let (low, high) = bin_range(fmin, fmax);
-        let masked = probabilities.copy();
-        if low > 0 {
-            let _ = masked.narrow(1, 0, low).fill_(f64::NEG_INFINITY);
-        }
-        if high < PITCH_BINS as i64 {
-            let _ = masked
-                .narrow(1, high, PITCH_BINS as i64 - high)
-                .fill_(f64::NEG_INFINITY);
-        }
-        let softmax = masked.softmax(1, Kind::Float);
-        let masked: Vec<f32> = Vec::try_from(masked.flatten(0, -1))?;
-        let softmax: Vec<f32> = Vec::try_from(softmax.flatten(0, -1))?;
-        let transition = viterbi_log_transition();
-        let frames = masked.len() / PITCH_BINS;
-        let (mut pitch, mut periodicity) = (Vec::with_capacity(frames), Vec::new());
-        for start in (0..frames).step_by(DECODE_FRAMES) {
-            let end = (start + DECODE_FRAMES).min(frames);
-            let bins = viterbi(&softmax[start * PITCH_BINS..end * PITCH_BINS], &transition);
-            for (offset, bin) in bins.into_iter().enumerate() {
-                pitch.push(bin_to_frequency(bin));
-                periodicity.push(masked[(start + offset) * PITCH_BINS + bin]);
-            }
-        }
-        Ok((pitch, periodicity))
-    }
-
     /// RVC's CREPE pitch: Hz per 10 ms frame (`samples / 160 + 1` values), 0 where unvoiced.
     pub fn f0(&self, audio_16k: &[f32]) -> Result<Vec<f32>> {
-        let (pitch, periodicity) = self.predict(audio_16k, F0_MIN, F0_MAX)?;
-        let periodicity = median3(&periodicity);
-        Ok(mean3(&pitch)
-            .into_iter()
-            .zip(periodicity)
-            .map(|(f, p)| if p < PERIODICITY_THRESHOLD { 0.0 } else { f })
-            .collect())
+        ensure!(!audio_16k.is_empty(), "CREPE: the input has no samples");
+        rvc_f0(&self.probabilities(audio_16k))
     }
+}
+
+/// RVC's pitch from the network's output `[frames, 360]`: decoded between 50 and 1100 Hz, the
+/// periodicity median-filtered, the f0 mean-filtered, 0 where the periodicity is under 0.1.
+pub fn rvc_f0(probabilities: &Tensor) -> Result<Vec<f32>> {
+    let (pitch, periodicity) = decode(probabilities, F0_MIN, F0_MAX)?;
+    let periodicity = median3(&periodicity);
+    Ok(mean3(&pitch)
+        .into_iter()
+        .zip(periodicity)
+        .map(|(f, p)| if p < PERIODICITY_THRESHOLD { 0.0 } else { f })
+        .collect())
+}
+
+/// Pitch in Hz and periodicity per frame from the network's output, as `torchcrepe.predict`
+/// decodes it (Viterbi between `fmin` and `fmax`, without the dither), before RVC's filters.
+pub fn decode(probabilities: &Tensor, fmin: f32, fmax: f32) -> Result<(Vec<f32>, Vec<f32>)> {
+    let (low, high) = bin_range(fmin, fmax);
+    let masked = probabilities
+        .to_device(Device::Cpu)
+        .to_kind(Kind::Float)
+        .copy();
+    if low > 0 {
+        let _ = masked.narrow(1, 0, low).fill_(f64::NEG_INFINITY);
+    }
+    if high < PITCH_BINS as i64 {
+        let _ = masked
+            .narrow(1, high, PITCH_BINS as i64 - high)
+            .fill_(f64::NEG_INFINITY);
+    }
+    let softmax = masked.softmax(1, Kind::Float);
+    let masked: Vec<f32> = Vec::try_from(masked.flatten(0, -1))?;
+    let softmax: Vec<f32> = Vec::try_from(softmax.flatten(0, -1))?;
+    let transition = viterbi_log_transition();
+    let frames = masked.len() / PITCH_BINS;
+    let (mut pitch, mut periodicity) = (Vec::with_capacity(frames), Vec::new());
+    for start in (0..frames).step_by(DECODE_FRAMES) {
+        let end = (start + DECODE_FRAMES).min(frames);
+        let bins = viterbi(&softmax[start * PITCH_BINS..end * PITCH_BINS], &transition);
+        for (offset, bin) in bins.into_iter().enumerate() {
+            pitch.push(bin_to_frequency(bin));
+            periodicity.push(masked[(start + offset) * PITCH_BINS + bin]);
+        }
+    }
+    Ok((pitch, periodicity))
 }
 
 /// `[samples / 160 + 1, 1024]` windows of the audio zero-padded by half a window each side,

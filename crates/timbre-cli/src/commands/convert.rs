@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use timbre_core::convert::{self, ConvertRequest, ConvertResult, model_import};
 use timbre_core::db::models;
 use timbre_core::input::AudioInput;
-use timbre_nn::pipeline::{ConvertOptions, F0Method, IndexSearch};
+use timbre_nn::pipeline::{Autotune, ConvertOptions, F0Method, IndexSearch, Scale};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -53,6 +53,17 @@ pub struct Args {
     /// Random draws from this seed (default: none at all, fully reproducible).
     #[arg(long)]
     seed: Option<u64>,
+    /// Pull the pitch to the nearest semitone (`--autotune`, or `--autotune chromatic`) or to the
+    /// nearest note of a key (`--autotune Am`, `--autotune "Bb major"`).
+    #[arg(long, num_args = 0..=1, default_missing_value = "chromatic")]
+    autotune: Option<String>,
+    /// How far autotune pulls, 0..1 (1 snaps).
+    #[arg(long, default_value_t = 1.0, requires = "autotune")]
+    autotune_strength: f32,
+    /// Move the formants by this many semitones, -2..2, keeping the pitch (up: a smaller-sounding
+    /// voice).
+    #[arg(long, default_value_t = ConvertOptions::default().formant_shift, allow_hyphen_values = true)]
+    formant_shift: f32,
 }
 
 pub fn run(data_dir: Option<&Path>, out: &Output, args: Args) -> Result<ExitCode> {
@@ -71,6 +82,18 @@ pub fn run(data_dir: Option<&Path>, out: &Output, args: Args) -> Result<ExitCode
         rms_mix_rate: args.rms_mix,
         resample_rate: args.resample,
         seed: args.seed,
+        autotune: args
+            .autotune
+            .as_deref()
+            .map(|scale| {
+                Ok::<_, anyhow::Error>(Autotune {
+                    scale: Scale::parse(scale)
+                        .map_err(|e| timbre_core::error::invalid_input(e.to_string()))?,
+                    strength: args.autotune_strength,
+                })
+            })
+            .transpose()?,
+        formant_shift: args.formant_shift,
         ..ConvertOptions::default()
     };
     let format = args.format.parse()?;
