@@ -136,7 +136,10 @@ mod tests {
             }),
             ..Default::default()
         });
-        assert!(err.starts_with("autotune strength must be between 0 and 1"), "{err}");
+        assert!(
+            err.starts_with("autotune strength must be between 0 and 1"),
+            "{err}"
+        );
         for rate in [1, 10_000_000] {
             let err = refused(ConvertOptions {
                 resample_rate: Some(rate),
