@@ -3,6 +3,7 @@
 //! conversion pipeline and the RoFormer separators. No Tauri, no database: `timbre-core` drives
 //! these from its jobs.
 
+pub mod blend;
 pub mod checkpoint;
 pub mod crepe;
 pub mod device;
