@@ -12,6 +12,7 @@ pub mod fcpe;
 pub mod hubert;
 pub mod index;
 pub mod layers;
+pub mod model_info;
 pub mod pipeline;
 pub mod rmvpe;
 pub mod separation;

@@ -36,6 +36,19 @@ pub enum Command {
     Index { model: String, index: PathBuf },
     /// Remove a model from the library.
     Rm { model: String },
+    /// A new model as the weighted blend of two or more compatible models (same version, sample
+    /// rate and pitch guidance), as RVC's ckpt merge and Applio's voice blender make it.
+    Blend {
+        /// The models to blend (names or ids).
+        #[arg(num_args = 2.., required = true)]
+        models: Vec<String>,
+        /// One weight per model, comma-separated (default: equal); they need not add up to 1.
+        #[arg(long, value_delimiter = ',')]
+        weights: Vec<f64>,
+        /// The blend's name in the library.
+        #[arg(long)]
+        name: String,
+    },
     /// The shared weight files (HuBERT, RMVPE, pretrained, separation) and whether each is there.
     Files,
 }
@@ -91,6 +104,23 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
             let id = models::find(&library.conn(), &model)?.id;
             let model = library.delete_model(id)?;
             out.print(&model, || format!("removed   {}", model_line(&model)));
+        }
+        Command::Blend {
+            models: names,
+            weights,
+            name,
+        } => {
+            let ids = names
+                .iter()
+                .map(|m| Ok(models::find(&library.conn(), m)?.id))
+                .collect::<Result<Vec<_>>>()?;
+            let weights = if weights.is_empty() {
+                vec![1.0; ids.len()]
+            } else {
+                weights
+            };
+            let model = model_import::blend(&library, &ids, &weights, &name)?;
+            out.print(&model, || format!("blended   {}", model_line(&model)));
         }
         Command::Files => {
             let dir = models_folder::of(&library)?;
