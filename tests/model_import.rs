@@ -331,3 +331,62 @@ fn models_blend_into_a_new_library_model_and_incompatible_ones_are_refused_by_di
     ]);
     assert!(String::from_utf8_lossy(&refused.stderr).contains("one weight per model"));
 }
+
+#[test]
+fn models_export_writes_edited_info_that_the_reference_reads() {
+    let sb = Sandbox::with_extractors(false);
+    sb.import_fixture_voice(GOOD_MODEL, "ada");
+    let out = sb.path("ada-edited.pth");
+    sb.json(&[
+        "models",
+        "export",
+        "ada",
+        out.to_str().unwrap(),
+        "--model-name",
+        "Ada Lovelace",
+        "--author",
+        "Timbre",
+        "--description",
+        "Edited in a test.",
+        "--info",
+        "200epoch",
+    ]);
+    let read = std::process::Command::new(reference_python())
+        .arg("-c")
+        .arg(
+            "import sys, json, torch\n\
+             from rvc_next.engine.models.loader import load_voice\n\
+             load_voice(sys.argv[1], torch.device('cpu'), False)\n\
+             c = torch.load(sys.argv[1], weights_only=True)\n\
+             print(json.dumps([c['model_name'], c['author'], c['description'], c['info']]))\n",
+        )
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        read.status.success(),
+        "{}",
+        String::from_utf8_lossy(&read.stderr)
+    );
+    let entries: serde_json::Value = serde_json::from_slice(&read.stdout).unwrap();
+    assert_eq!(
+        entries,
+        serde_json::json!(["Ada Lovelace", "Timbre", "Edited in a test.", "200epoch"])
+    );
+    // The edited file imports again under the name written into it.
+    let imported = import(&sb, &out, &[]);
+    assert!(
+        imported.status.success(),
+        "{}",
+        String::from_utf8_lossy(&imported.stderr)
+    );
+    let listed = sb.json(&["models", "list"]);
+    assert!(
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["name"] == "Ada Lovelace"),
+        "{listed}"
+    );
+}

@@ -7,6 +7,7 @@ use timbre_core::convert::model_import;
 use timbre_core::db::models::{self, Model};
 use timbre_core::models_folder;
 use timbre_core::voice_import::{self, VoiceImportRequest};
+use timbre_nn::model_info::InfoEdits;
 
 #[derive(clap::Subcommand)]
 pub enum Command {
@@ -48,6 +49,22 @@ pub enum Command {
         /// The blend's name in the library.
         #[arg(long)]
         name: String,
+    },
+    /// Write a model's .pth to OUT with its descriptive entries edited (RVC's "modify model
+    /// info"): name, author, description, info; the weights are unchanged.
+    Export {
+        model: String,
+        out: PathBuf,
+        /// The name written into the file (`model_name`).
+        #[arg(long)]
+        model_name: Option<String>,
+        #[arg(long)]
+        author: Option<String>,
+        #[arg(long)]
+        description: Option<String>,
+        /// RVC's `info` string.
+        #[arg(long)]
+        info: Option<String>,
     },
     /// The shared weight files (HuBERT, RMVPE, pretrained, separation) and whether each is there.
     Files,
@@ -121,6 +138,26 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
             };
             let model = model_import::blend(&library, &ids, &weights, &name)?;
             out.print(&model, || format!("blended   {}", model_line(&model)));
+        }
+        Command::Export {
+            model,
+            out: path,
+            model_name,
+            author,
+            description,
+            info,
+        } => {
+            let id = models::find(&library.conn(), &model)?.id;
+            let edits = InfoEdits {
+                model_name,
+                author,
+                description,
+                info,
+            };
+            let model = model_import::export_with_info(&library, id, &edits, &path)?;
+            out.print(&serde_json::json!({ "model": model, "out": path }), || {
+                format!("exported  {} to {}", model_line(&model), path.display())
+            });
         }
         Command::Files => {
             let dir = models_folder::of(&library)?;

@@ -224,6 +224,23 @@ pub fn blend(library: &Library, model_ids: &[i64], weights: &[f64], name: &str) 
     )
 }
 
+/// Writes the library model `model_id`'s `.pth` to `out` with its descriptive entries edited
+/// (see `timbre_nn::model_info`).
+pub fn export_with_info(
+    library: &Library,
+    model_id: i64,
+    edits: &timbre_nn::model_info::InfoEdits,
+    out: &Path,
+) -> Result<Model> {
+    let model = models::require(&library.conn(), model_id)?;
+    let stored = library
+        .store()
+        .object_path(&model.weights_sha256, WEIGHTS_EXT);
+    timbre_nn::model_info::write_edited(&stored, edits, out)
+        .map_err(|e| name_stored_files(e, &[(&stored, describe_model(&model))]))?;
+    Ok(model)
+}
+
 /// `error` with each stored file's path replaced by what it is to the user (see
 /// [`describe_model`]), keeping the error's kind.
 pub fn name_stored_files(error: anyhow::Error, stored: &[(&Path, String)]) -> anyhow::Error {
