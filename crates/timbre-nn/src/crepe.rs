@@ -23,7 +23,7 @@ const WINDOW: i64 = 1024;
 const PITCH_BINS: usize = 360;
 const CENTS_PER_BIN: f32 = 20.0;
 /// The pitch of bin 0 in cents above 10 Hz.
-const CENTS_OFFSET: f32 = 1997.379_4;
+const CENTS_OFFSET: f32 = 1_997.379_4;
 /// RVC's pitch range.
 pub const F0_MIN: f32 = 50.0;
 pub const F0_MAX: f32 = 1100.0;
