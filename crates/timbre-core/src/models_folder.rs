@@ -136,6 +136,24 @@ mod tests {
     }
 
     #[test]
+    fn crepe_is_found_by_its_own_name_or_where_the_catalogue_puts_it() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(find_crepe(dir.path(), "full").is_none());
+        std::fs::create_dir(dir.path().join("crepe")).unwrap();
+        std::fs::write(dir.path().join("crepe/full.pth"), "x").unwrap();
+        assert_eq!(
+            find_crepe(dir.path(), "full").unwrap(),
+            dir.path().join("crepe/full.pth")
+        );
+        assert!(find_crepe(dir.path(), "tiny").is_none());
+        std::fs::write(dir.path().join("crepe-full.pth"), "x").unwrap();
+        assert_eq!(
+            find_crepe(dir.path(), "full").unwrap(),
+            dir.path().join("crepe-full.pth")
+        );
+    }
+
+    #[test]
     fn known_files_are_marked_present_or_missing() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("rmvpe.pt"), "x").unwrap();
