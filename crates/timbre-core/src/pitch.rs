@@ -1,4 +1,4 @@
-//! The pitch methods that run a network (RMVPE, FCPE): the file each needs in the models folder,
+//! The pitch methods that run a network (RMVPE, FCPE, CREPE): the file each needs in the models folder,
 //! the model loaded through the process's model cache, and the tracker over it that conversion
 //! and dataset preparation use alike.
 
@@ -8,6 +8,7 @@ use std::sync::MutexGuard;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use tch::Device;
+use timbre_nn::crepe::Crepe;
 use timbre_nn::fcpe::Fcpe;
 use timbre_nn::pipeline::{F0Method, PitchTracker};
 use timbre_nn::rmvpe::Rmvpe;
@@ -20,18 +21,27 @@ use crate::models_folder;
 /// The weights `method` runs on, or None for the weight-free methods; an error that says where
 /// to put them when they are missing.
 pub fn model_file(models_dir: &Path, method: F0Method) -> Result<Option<PathBuf>> {
-    let (found, wanted) = match method {
-        F0Method::Rmvpe => (models_folder::find_rmvpe(models_dir), "rmvpe.pt"),
-        F0Method::Fcpe => (models_folder::find_fcpe(models_dir), "fcpe.pt"),
+    let (found, wanted, asset) = match method {
+        F0Method::Rmvpe => (models_folder::find_rmvpe(models_dir), "rmvpe.pt", "rmvpe"),
+        F0Method::Fcpe => (models_folder::find_fcpe(models_dir), "fcpe.pt", "fcpe"),
+        F0Method::Crepe => (
+            models_folder::find_crepe(models_dir, "full"),
+            "crepe-full.pth",
+            "crepe-full",
+        ),
+        F0Method::CrepeTiny => (
+            models_folder::find_crepe(models_dir, "tiny"),
+            "crepe-tiny.pth",
+            "crepe-tiny",
+        ),
         F0Method::Pm | F0Method::Yin => return Ok(None),
     };
     found.map(Some).ok_or_else(|| {
         crate::error::not_found(format!(
             "pitch method {} needs {wanted} in {}: download it on the Models page (timbre \
-             assets download {}), put it there, or choose pm or yin",
+             assets download {asset}), put it there, or choose pm or yin",
             method.name(),
             models_dir.display(),
-            method.name()
         ))
     })
 }
@@ -40,12 +50,14 @@ pub fn model_file(models_dir: &Path, method: F0Method) -> Result<Option<PathBuf>
 pub enum PitchModel {
     Rmvpe(Shared<Rmvpe>),
     Fcpe(Shared<Fcpe>),
+    Crepe(Shared<Crepe>),
 }
 
 /// A pitch network held for one run.
 pub enum HeldPitchModel<'a> {
     Rmvpe(MutexGuard<'a, Rmvpe>),
     Fcpe(MutexGuard<'a, Fcpe>),
+    Crepe(MutexGuard<'a, Crepe>),
 }
 
 impl PitchModel {
@@ -59,6 +71,9 @@ impl PitchModel {
         Ok(match method {
             F0Method::Rmvpe => Some(PitchModel::Rmvpe(models.rmvpe(file, device)?.0)),
             F0Method::Fcpe => Some(PitchModel::Fcpe(models.fcpe(file, device)?.0)),
+            F0Method::Crepe | F0Method::CrepeTiny => {
+                Some(PitchModel::Crepe(models.crepe(file, device)?.0))
+            }
             F0Method::Pm | F0Method::Yin => None,
         })
     }
@@ -67,6 +82,7 @@ impl PitchModel {
         match self {
             PitchModel::Rmvpe(model) => HeldPitchModel::Rmvpe(model.lock()),
             PitchModel::Fcpe(model) => HeldPitchModel::Fcpe(model.lock()),
+            PitchModel::Crepe(model) => HeldPitchModel::Crepe(model.lock()),
         }
     }
 }
@@ -81,6 +97,9 @@ pub fn tracker<'a>(
         (F0Method::Yin, _) => PitchTracker::Yin,
         (F0Method::Rmvpe, Some(HeldPitchModel::Rmvpe(model))) => PitchTracker::Rmvpe(model),
         (F0Method::Fcpe, Some(HeldPitchModel::Fcpe(model))) => PitchTracker::Fcpe(model),
+        (F0Method::Crepe | F0Method::CrepeTiny, Some(HeldPitchModel::Crepe(model))) => {
+            PitchTracker::Crepe(model)
+        }
         (method, _) => anyhow::bail!("the {} model is not loaded", method.name()),
     })
 }

@@ -3,13 +3,16 @@
 //! conversion pipeline and the RoFormer separators. No Tauri, no database: `timbre-core` drives
 //! these from its jobs.
 
+pub mod blend;
 pub mod checkpoint;
+pub mod crepe;
 pub mod device;
 pub mod export;
 pub mod fcpe;
 pub mod hubert;
 pub mod index;
 pub mod layers;
+pub mod model_info;
 pub mod pipeline;
 pub mod rmvpe;
 pub mod separation;

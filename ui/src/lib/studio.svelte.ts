@@ -57,6 +57,11 @@ class StudioState {
     return assets.usableAt('fcpe/fcpe_c_v001.pt');
   }
 
+  /** Whether CREPE's weights (`full` or `tiny`), where the catalogue puts them, are usable. */
+  crepePresent(capacity: 'full' | 'tiny'): boolean | null {
+    return assets.usableAt(`crepe/${capacity}.pth`);
+  }
+
   /** The options at the backend's defaults, unless they are set already. */
   async loadOptions(): Promise<void> {
     try {

@@ -12,7 +12,8 @@ pub enum Command {
     /// The pitch the converter tracks: Hz per 10 ms frame, 0 where unvoiced.
     Pitch {
         file: PathBuf,
-        /// rmvpe (needs rmvpe.pt), fcpe (needs fcpe.pt), pm or yin.
+        /// rmvpe (needs rmvpe.pt), fcpe (needs fcpe.pt), crepe (needs crepe-full.pth), crepe-tiny
+        /// (needs crepe-tiny.pth), pm or yin.
         #[arg(long, default_value = "rmvpe")]
         f0_method: String,
     },

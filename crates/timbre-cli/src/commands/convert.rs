@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use timbre_core::convert::{self, ConvertRequest, ConvertResult, model_import};
 use timbre_core::db::models;
 use timbre_core::input::AudioInput;
-use timbre_nn::pipeline::{ConvertOptions, F0Method, IndexSearch};
+use timbre_nn::pipeline::{Autotune, ConvertOptions, F0Method, IndexSearch, Scale};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -35,7 +35,8 @@ pub struct VoiceArgs {
     /// Pitch shift in semitones, -48..48.
     #[arg(long, short = 't', default_value_t = ConvertOptions::default().transpose, allow_hyphen_values = true)]
     transpose: f32,
-    /// rmvpe (needs models/rmvpe.pt), fcpe (needs models/fcpe.pt), pm or yin.
+    /// rmvpe (needs models/rmvpe.pt), fcpe (needs models/fcpe.pt), crepe (needs
+    /// models/crepe-full.pth), crepe-tiny (needs models/crepe-tiny.pth), pm or yin.
     #[arg(long, default_value = ConvertOptions::default().f0_method.name())]
     f0_method: String,
     /// Share of the features taken from the index, 0..1.
@@ -59,6 +60,17 @@ pub struct VoiceArgs {
     /// Random draws from this seed (default: none at all, fully reproducible).
     #[arg(long)]
     seed: Option<u64>,
+    /// Pull the pitch to the nearest semitone (`--autotune`, or `--autotune chromatic`) or to the
+    /// nearest note of a key (`--autotune Am`, `--autotune "Bb major"`).
+    #[arg(long, num_args = 0..=1, default_missing_value = "chromatic")]
+    autotune: Option<String>,
+    /// How far autotune pulls, 0..1 (1 snaps).
+    #[arg(long, default_value_t = 1.0, requires = "autotune")]
+    autotune_strength: f32,
+    /// Move the formants by this many semitones, -2..2, keeping the pitch (up: a smaller-sounding
+    /// voice).
+    #[arg(long, default_value_t = ConvertOptions::default().formant_shift, allow_hyphen_values = true)]
+    formant_shift: f32,
 }
 
 impl VoiceArgs {
@@ -78,6 +90,18 @@ impl VoiceArgs {
             rms_mix_rate: self.rms_mix,
             resample_rate: self.resample,
             seed: self.seed,
+            autotune: self
+                .autotune
+                .as_deref()
+                .map(|scale| {
+                    Ok::<_, anyhow::Error>(Autotune {
+                        scale: Scale::parse(scale)
+                            .map_err(|e| timbre_core::error::invalid_input(e.to_string()))?,
+                        strength: self.autotune_strength,
+                    })
+                })
+                .transpose()?,
+            formant_shift: self.formant_shift,
             ..ConvertOptions::default()
         })
     }

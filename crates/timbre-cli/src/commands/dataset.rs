@@ -42,7 +42,8 @@ pub struct PrepareArgs {
     rate: String,
     #[arg(long, value_enum, default_value = "v2")]
     version: VersionName,
-    /// rmvpe (needs rmvpe.pt in the models folder), fcpe (needs fcpe.pt), pm or yin.
+    /// rmvpe (needs rmvpe.pt in the models folder), fcpe (needs fcpe.pt), crepe (needs
+    /// crepe-full.pth), crepe-tiny (needs crepe-tiny.pth), pm or yin.
     #[arg(long, default_value = "rmvpe")]
     f0_method: String,
     /// Isolate the voice of each input first: `--isolate` (the first separation model of the

@@ -7,6 +7,7 @@ use timbre_core::convert::model_import;
 use timbre_core::db::models::{self, Model};
 use timbre_core::models_folder;
 use timbre_core::voice_import::{self, VoiceImportRequest};
+use timbre_nn::model_info::InfoEdits;
 
 #[derive(clap::Subcommand)]
 pub enum Command {
@@ -36,6 +37,35 @@ pub enum Command {
     Index { model: String, index: PathBuf },
     /// Remove a model from the library.
     Rm { model: String },
+    /// A new model as the weighted blend of two or more compatible models (same version, sample
+    /// rate and pitch guidance), as RVC's ckpt merge and Applio's voice blender make it.
+    Blend {
+        /// The models to blend (names or ids).
+        #[arg(num_args = 2.., required = true)]
+        models: Vec<String>,
+        /// One weight per model, comma-separated (default: equal); they need not add up to 1.
+        #[arg(long, value_delimiter = ',')]
+        weights: Vec<f64>,
+        /// The blend's name in the library.
+        #[arg(long)]
+        name: String,
+    },
+    /// Write a model's .pth to OUT with its descriptive entries edited (RVC's "modify model
+    /// info"): name, author, description, info; the weights are unchanged.
+    Export {
+        model: String,
+        out: PathBuf,
+        /// The name written into the file (`model_name`).
+        #[arg(long)]
+        model_name: Option<String>,
+        #[arg(long)]
+        author: Option<String>,
+        #[arg(long)]
+        description: Option<String>,
+        /// RVC's `info` string.
+        #[arg(long)]
+        info: Option<String>,
+    },
     /// The shared weight files (HuBERT, RMVPE, pretrained, separation) and whether each is there.
     Files,
 }
@@ -91,6 +121,43 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
             let id = models::find(&library.conn(), &model)?.id;
             let model = library.delete_model(id)?;
             out.print(&model, || format!("removed   {}", model_line(&model)));
+        }
+        Command::Blend {
+            models: names,
+            weights,
+            name,
+        } => {
+            let ids = names
+                .iter()
+                .map(|m| Ok(models::find(&library.conn(), m)?.id))
+                .collect::<Result<Vec<_>>>()?;
+            let weights = if weights.is_empty() {
+                vec![1.0; ids.len()]
+            } else {
+                weights
+            };
+            let model = model_import::blend(&library, &ids, &weights, &name)?;
+            out.print(&model, || format!("blended   {}", model_line(&model)));
+        }
+        Command::Export {
+            model,
+            out: path,
+            model_name,
+            author,
+            description,
+            info,
+        } => {
+            let id = models::find(&library.conn(), &model)?.id;
+            let edits = InfoEdits {
+                model_name,
+                author,
+                description,
+                info,
+            };
+            let model = model_import::export_with_info(&library, id, &edits, &path)?;
+            out.print(&serde_json::json!({ "model": model, "out": path }), || {
+                format!("exported  {} to {}", model_line(&model), path.display())
+            });
         }
         Command::Files => {
             let dir = models_folder::of(&library)?;

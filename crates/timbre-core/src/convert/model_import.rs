@@ -2,7 +2,7 @@
 //! every tensor present with its shape, every weight finite) and its optional `.index` (checked
 //! against the model's feature size), both copied into the store.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use serde_json::json;
@@ -153,6 +153,92 @@ pub fn describe_model(model: &Model) -> String {
         Some(source) => format!("model \"{}\" (imported from {source})", model.name),
         None => format!("model \"{}\"", model.name),
     }
+}
+
+/// A new library model named `name`: the blend of the library models `model_ids` by `weights`
+/// (see `timbre_nn::blend`; the weights need not add up to 1). Models that cannot blend are
+/// refused naming the difference; the blend's `info` names its parents.
+pub fn blend(library: &Library, model_ids: &[i64], weights: &[f64], name: &str) -> Result<Model> {
+    let invalid = crate::error::invalid_input;
+    if model_ids.len() != weights.len() {
+        return Err(invalid(format!(
+            "{} models and {} weights: give one weight per model",
+            model_ids.len(),
+            weights.len()
+        )));
+    }
+    if name.trim().is_empty() {
+        return Err(invalid("the blend needs a name".into()));
+    }
+    let parents = model_ids
+        .iter()
+        .map(|&id| models::require(&library.conn(), id))
+        .collect::<Result<Vec<_>>>()?;
+    let stored: Vec<_> = parents
+        .iter()
+        .map(|m| library.store().object_path(&m.weights_sha256, WEIGHTS_EXT))
+        .collect();
+    let info = format!(
+        "blend of {}",
+        parents
+            .iter()
+            .zip(weights)
+            .map(|(m, w)| format!("{} ({w})", m.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let tmp_dir = library.data_dir().join("store").join("tmp");
+    std::fs::create_dir_all(&tmp_dir)?;
+    let file = tempfile::Builder::new()
+        .suffix(".pth")
+        .tempfile_in(&tmp_dir)?;
+    let inputs: Vec<(&Path, f64)> = stored
+        .iter()
+        .map(PathBuf::as_path)
+        .zip(weights.iter().copied())
+        .collect();
+    timbre_nn::blend::blend_models(&inputs, &info, file.path()).map_err(|e| {
+        let named: Vec<(&Path, String)> = stored
+            .iter()
+            .zip(&parents)
+            .map(|(path, m)| (path.as_path(), describe_model(m)))
+            .collect();
+        let e = name_stored_files(e, &named);
+        match kind_of(&e) {
+            crate::error::ErrorKind::Internal => invalid(format!("{e:#}")),
+            _ => e,
+        }
+    })?;
+    let checked = check_model(file.path()).map_err(|e| invalid(format!("{e:#}")))?;
+    store_checked(
+        library,
+        &CheckedModel {
+            weights: file.path(),
+            info: &checked,
+            source: &info,
+            file_name: &format!("{name}.pth"),
+            index: None,
+        },
+        Some(name),
+        None,
+    )
+}
+
+/// Writes the library model `model_id`'s `.pth` to `out` with its descriptive entries edited
+/// (see `timbre_nn::model_info`).
+pub fn export_with_info(
+    library: &Library,
+    model_id: i64,
+    edits: &timbre_nn::model_info::InfoEdits,
+    out: &Path,
+) -> Result<Model> {
+    let model = models::require(&library.conn(), model_id)?;
+    let stored = library
+        .store()
+        .object_path(&model.weights_sha256, WEIGHTS_EXT);
+    timbre_nn::model_info::write_edited(&stored, edits, out)
+        .map_err(|e| name_stored_files(e, &[(&stored, describe_model(&model))]))?;
+    Ok(model)
 }
 
 /// `error` with each stored file's path replaced by what it is to the user (see

@@ -51,6 +51,10 @@ pub fn check_options(options: &ConvertOptions) -> Result<()> {
     check_range("protect", options.protect, 0.0, 0.5)?;
     check_range("rms_mix_rate", options.rms_mix_rate, 0.0, 1.0)?;
     check_range("speaker_id", options.speaker_id, 0, 10_000)?;
+    check_range("formant_shift", options.formant_shift, -2.0, 2.0)?;
+    if let Some(autotune) = options.autotune {
+        check_range("autotune strength", autotune.strength, 0.0, 1.0)?;
+    }
     if let Some(rate) = options.resample_rate {
         // The render leaves the model's rate alone below 16 kHz.
         check_range("resample_rate", rate, 16_000, 192_000)?;
@@ -120,6 +124,22 @@ mod tests {
             ..Default::default()
         });
         assert!(err.contains("rms_mix_rate") && err.contains("-3"), "{err}");
+        let err = refused(ConvertOptions {
+            formant_shift: 5.0,
+            ..Default::default()
+        });
+        assert_eq!(err, "formant_shift must be between -2 and 2, not 5");
+        let err = refused(ConvertOptions {
+            autotune: Some(timbre_nn::pipeline::Autotune {
+                scale: timbre_nn::pipeline::Scale::Chromatic,
+                strength: 1.5,
+            }),
+            ..Default::default()
+        });
+        assert!(
+            err.starts_with("autotune strength must be between 0 and 1"),
+            "{err}"
+        );
         for rate in [1, 10_000_000] {
             let err = refused(ConvertOptions {
                 resample_rate: Some(rate),

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use tch::Device;
+use timbre_nn::crepe::Crepe;
 use timbre_nn::device::Precision;
 use timbre_nn::fcpe::Fcpe;
 use timbre_nn::hubert::Hubert;
@@ -62,6 +63,13 @@ impl ModelCache {
         let key = key(ModelKind::Fcpe, hashing::identity(path)?, device, "fp32");
         self.get_or_load(key, &file_name(path), || {
             Ok((Fcpe::load(path, device)?, hashing::disk_bytes(path)))
+        })
+    }
+
+    pub fn crepe(&self, path: &Path, device: Device) -> Result<(Shared<Crepe>, CacheUse)> {
+        let key = key(ModelKind::Crepe, hashing::identity(path)?, device, "fp32");
+        self.get_or_load(key, &file_name(path), || {
+            Ok((Crepe::load(path, device)?, hashing::disk_bytes(path)))
         })
     }
 

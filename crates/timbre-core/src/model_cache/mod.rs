@@ -47,6 +47,7 @@ pub enum ModelKind {
     Hubert,
     Rmvpe,
     Fcpe,
+    Crepe,
     Voice,
     Index,
     Separator,

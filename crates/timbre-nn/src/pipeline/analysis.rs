@@ -12,6 +12,7 @@ use tch::{Kind, Tensor};
 use super::pitch;
 use super::segments::{self, Chunking, Segment, WINDOW};
 use super::store;
+use crate::crepe::Crepe;
 use crate::fcpe::Fcpe;
 use crate::hubert::{FeatureVersion, Hubert};
 use crate::rmvpe::Rmvpe;
@@ -20,6 +21,8 @@ use crate::rmvpe::Rmvpe;
 pub enum PitchTracker<'a> {
     Rmvpe(&'a Rmvpe),
     Fcpe(&'a Fcpe),
+    /// Full or tiny, as the model loaded.
+    Crepe(&'a Crepe),
     Pm,
     Yin,
 }
@@ -40,6 +43,7 @@ impl PitchTracker<'_> {
                 )?)
             }
             PitchTracker::Fcpe(model) => model.f0(audio_16k, crate::fcpe::THRESHOLD),
+            PitchTracker::Crepe(model) => model.f0(audio_16k),
             PitchTracker::Pm => Ok(timbre_audio::pitch::pm::track(audio_16k, F0_MIN, F0_MAX)),
             PitchTracker::Yin => Ok(timbre_audio::pitch::yin::track(audio_16k, F0_MIN, F0_MAX)),
         }

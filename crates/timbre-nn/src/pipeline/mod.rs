@@ -10,6 +10,8 @@
 //! [`render`] what depends on the voice model and its parameters.
 
 mod analysis;
+pub mod autotune;
+mod formant;
 mod output;
 pub mod pitch;
 mod render;
@@ -21,6 +23,7 @@ mod tests;
 use serde::{Deserialize, Serialize};
 
 pub use analysis::{Analysis, PitchTracker, analyze, analyze_to_file, pitch_curve};
+pub use autotune::{Autotune, Scale};
 pub use pitch::F0Method;
 pub use render::{Converted, OutputSink, Rendered, render, render_to};
 pub use segments::Chunking;
@@ -56,6 +59,11 @@ pub struct ConvertOptions {
     /// Random draws from this seed; None: no randomness at all (reproducible renders).
     pub seed: Option<u64>,
     pub chunking: Chunking,
+    /// Pull the pitch to the nearest note (None: off, the reference's arithmetic).
+    pub autotune: Option<Autotune>,
+    /// Semitones the formants move (up: smaller-sounding voice) while the pitch stays where
+    /// `transpose` puts it, as rvc-next's offline and realtime converters do; 0 is off.
+    pub formant_shift: f32,
 }
 
 impl Default for ConvertOptions {
@@ -71,6 +79,8 @@ impl Default for ConvertOptions {
             resample_rate: None,
             seed: None,
             chunking: Chunking::default(),
+            autotune: None,
+            formant_shift: 0.0,
         }
     }
 }

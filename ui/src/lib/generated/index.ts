@@ -1,6 +1,7 @@
 export type { AssetList } from './AssetList';
 export type { AssetStatus } from './AssetStatus';
 export type { AudioInput } from './AudioInput';
+export type { Autotune } from './Autotune';
 export type { CacheUse } from './CacheUse';
 export type { CachedModel } from './CachedModel';
 export type { Conversion } from './Conversion';
@@ -52,6 +53,7 @@ export type { PreviewInfo } from './PreviewInfo';
 export type { PreviewRequest } from './PreviewRequest';
 export type { ResourceSnapshot } from './ResourceSnapshot';
 export type { SavedTake } from './SavedTake';
+export type { Scale } from './Scale';
 export type { SeparationModel } from './SeparationModel';
 export type { SkippedFile } from './SkippedFile';
 export type { Stage } from './Stage';
