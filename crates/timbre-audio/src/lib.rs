@@ -6,6 +6,7 @@ pub mod analysis;
 pub mod buffer;
 pub mod dataset;
 pub mod decode;
+pub mod effects;
 pub mod encode;
 pub mod enhance;
 pub mod error;

@@ -37,7 +37,7 @@ const CEILING_MARGIN_DB: f64 = 0.1;
 
 /// What the limiter did.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) struct Limited {
+pub(crate) struct Limited {
     /// Separate excursions over the ceiling.
     pub peaks: usize,
     pub max_reduction_db: f64,
@@ -48,7 +48,7 @@ pub(super) struct Limited {
 /// over the last `L` (fewer at the start), which ramps down before a peak and never lets a peak through; recovery is
 /// slowed to `RELEASE_SECS`. Runs as a stream with a delay of `L + HALF_TAPS` samples, writing
 /// back in place.
-pub(super) fn limit(
+pub(crate) fn limit(
     buffer: &mut AudioBuffer,
     ceiling_db: f64,
     progress: &mut Progress<'_>,
