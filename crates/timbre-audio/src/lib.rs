@@ -10,6 +10,7 @@ pub mod effects;
 pub mod encode;
 pub mod enhance;
 pub mod error;
+pub mod export;
 pub mod filter;
 pub mod isolate;
 pub mod pitch;
