@@ -8,6 +8,7 @@ pub mod convert;
 pub mod dataset;
 pub mod devices;
 pub mod doctor;
+pub mod effects;
 pub mod hashing;
 pub mod import;
 pub mod input;

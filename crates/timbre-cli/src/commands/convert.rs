@@ -46,9 +46,13 @@ pub struct Args {
     /// Resample the output to this rate (Hz), 16000..192000.
     #[arg(long)]
     resample: Option<u32>,
-    /// wav16, wav24, wav-float or flac.
+    /// wav16, wav24, wav-float, flac, mp3, vorbis or opus (tagged: title, voice, parameters).
     #[arg(long, default_value = "wav16")]
     format: String,
+    /// An effects preset (`timbre effects list`) or a preset's JSON file, run over the
+    /// converted audio before it is encoded.
+    #[arg(long)]
+    effects: Option<String>,
     /// Random draws from this seed (default: none at all, fully reproducible).
     #[arg(long)]
     seed: Option<u64>,
@@ -74,6 +78,11 @@ pub fn run(data_dir: Option<&Path>, out: &Output, args: Args) -> Result<ExitCode
     };
     let format = args.format.parse()?;
     let system = open_jobs(data_dir)?;
+    let effects = args
+        .effects
+        .as_deref()
+        .map(|spec| timbre_core::effects::resolve(system.library(), spec))
+        .transpose()?;
     let model = resolve_model(system.library(), &args)?;
     out.note(&format!("model {}", model_line(&model)));
     let request = ConvertRequest {
@@ -82,6 +91,7 @@ pub fn run(data_dir: Option<&Path>, out: &Output, args: Args) -> Result<ExitCode
         options,
         format,
         out_dir: args.out.clone(),
+        effects,
     };
     let labels = args.inputs.iter().map(|p| p.display().to_string());
     let job_ids = convert::submit(&system, request)?

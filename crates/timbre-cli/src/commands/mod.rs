@@ -4,6 +4,7 @@ pub mod clean;
 pub mod convert;
 pub mod dataset;
 pub mod doctor;
+pub mod effects;
 pub mod import;
 pub mod jobs;
 pub mod library;

@@ -72,6 +72,11 @@ pub fn submit(system: &JobSystem, request: CleanRequest) -> Result<Vec<Job>> {
     if let Some(options) = &request.enhance {
         check_enhance_options(options)?;
     }
+    if !request.format.is_lossless() {
+        return Err(invalid_input(
+            "cleaned takes are kept lossless: choose wav16, wav24, wav-float or flac",
+        ));
+    }
     if let Some(secs) = request.preview_secs {
         if request.isolation.is_none() {
             return Err(invalid_input(

@@ -6,6 +6,7 @@ pub mod backups;
 pub mod conversions;
 pub mod datasets;
 pub mod derived_takes;
+pub mod effect_presets;
 pub mod integrity;
 pub mod job_events;
 pub mod jobs;
@@ -47,6 +48,7 @@ const MIGRATIONS: &[&str] = &[
     training_metrics::CREATE,
     training_previews::CREATE,
     jobs::ADD_CRASH_RECOVERY,
+    effect_presets::CREATE,
 ];
 
 /// Opens the library database: refused when damaged, migrated (after a backup) when older
