@@ -86,6 +86,7 @@ fn export_contract(dir: &Path) -> Result<(), ts_rs::ExportError> {
         PreviewInfo,
         VoiceImportRequest,
         VoiceImportReport,
+        timbre_core::db::effect_presets::EffectPreset,
     );
     Ok(())
 }

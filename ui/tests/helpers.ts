@@ -19,6 +19,7 @@ export interface Backend {
 const defaultHandlers: Record<string, Handler> = {
   get_conversion_defaults: () => BACKEND_DEFAULTS.get_conversion_defaults,
   get_training_defaults: () => BACKEND_DEFAULTS.get_training_defaults,
+  list_effect_presets: () => [],
 };
 
 /** Commands called that no handler answers, since the last `takeUnansweredCommands`. */
