@@ -66,11 +66,7 @@ impl std::str::FromStr for OutputFormat {
     fn from_str(name: &str) -> anyhow::Result<Self> {
         let name_used = if name == "ogg" { "vorbis" } else { name };
         serde_json::from_value(serde_json::Value::String(name_used.replace('-', "_"))).map_err(
-            |_| {
-                crate::error::invalid_input(format!(
-                    "unknown output format {name:?}: use {NAMES}"
-                ))
-            },
+            |_| crate::error::invalid_input(format!("unknown output format {name:?}: use {NAMES}")),
         )
     }
 }

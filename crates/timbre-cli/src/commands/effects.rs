@@ -23,7 +23,11 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
         Command::List => {
             let presets = effect_presets::list(&library.conn())?;
             out.print(&presets, || {
-                presets.iter().map(preset_line).collect::<Vec<_>>().join("\n")
+                presets
+                    .iter()
+                    .map(preset_line)
+                    .collect::<Vec<_>>()
+                    .join("\n")
             });
         }
         Command::Show { name } => {

@@ -213,7 +213,10 @@ mod tests {
         let err = get(&conn, "Quiet").unwrap_err();
         assert_eq!(kind_of(&err), ErrorKind::NotFound);
         assert_eq!(err.to_string(), "no effects preset named \"Quiet\"");
-        assert_eq!(kind_of(&delete(&conn, "Quiet").unwrap_err()), ErrorKind::NotFound);
+        assert_eq!(
+            kind_of(&delete(&conn, "Quiet").unwrap_err()),
+            ErrorKind::NotFound
+        );
     }
 
     #[test]
