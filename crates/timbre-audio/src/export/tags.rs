@@ -1,6 +1,9 @@
-//! Title, artist and comment, in each format's own tag (ID3v2 for MP3 and WAV, Vorbis comments
-//! for FLAC, Ogg Vorbis and Opus), through lofty.
+//! Title, artist and comment, in each format's own tag: ID3v2 for MP3 and Vorbis comments for
+//! FLAC, Ogg Vorbis and Opus, through lofty; a RIFF `LIST/INFO` chunk appended to a WAV by hand,
+//! as lofty rewrites a WAV through memory and a long conversion's WAV is never held whole.
 
+use std::fs::OpenOptions;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use lofty::config::WriteOptions;
@@ -36,6 +39,10 @@ fn tag_error(path: &Path, action: &str, err: &(dyn std::error::Error + 'static))
 
 /// Sets the tags of the file at `path`, keeping any others it has.
 pub fn write_tags(path: &Path, tags: &Tags) -> Result<(), AudioError> {
+    if is_wav(path)? {
+        return append_riff_info(path, tags)
+            .map_err(|e| AudioError::io(Some(path), "could not write its tags", &e));
+    }
     let mut file =
         lofty::read_from_path(path).map_err(|e| tag_error(path, "could not read its tags", &e))?;
     if file.primary_tag().is_none() {
@@ -53,7 +60,7 @@ pub fn write_tags(path: &Path, tags: &Tags) -> Result<(), AudioError> {
 pub fn read_tags(path: &Path) -> Result<Tags, AudioError> {
     let file =
         lofty::read_from_path(path).map_err(|e| tag_error(path, "could not read its tags", &e))?;
-    let Some(tag) = file.primary_tag() else {
+    let Some(tag) = file.primary_tag().or_else(|| file.first_tag()) else {
         return Ok(Tags::default());
     };
     let text = |value: Option<std::borrow::Cow<'_, str>>| value.map(|v| v.into_owned());
@@ -62,4 +69,47 @@ pub fn read_tags(path: &Path) -> Result<Tags, AudioError> {
         artist: text(tag.artist()).unwrap_or_default(),
         comment: text(tag.comment()).unwrap_or_default(),
     })
+}
+
+fn is_wav(path: &Path) -> Result<bool, AudioError> {
+    let mut head = [0u8; 12];
+    let read = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .map_err(|e| AudioError::io(Some(path), "could not read the file", &e))?;
+    Ok(read == 12 && &head[..4] == b"RIFF" && &head[8..] == b"WAVE")
+}
+
+/// Appends `LIST/INFO` with `INAM`, `IART` and `ICMT` and updates the RIFF size, in place.
+fn append_riff_info(path: &Path, tags: &Tags) -> std::io::Result<()> {
+    let mut info = b"INFO".to_vec();
+    for (id, text) in [
+        (b"INAM", &tags.title),
+        (b"IART", &tags.artist),
+        (b"ICMT", &tags.comment),
+    ] {
+        let mut value = text.as_bytes().to_vec();
+        value.push(0);
+        info.extend_from_slice(id);
+        info.extend_from_slice(&(value.len() as u32).to_le_bytes());
+        if value.len() % 2 == 1 {
+            value.push(0);
+        }
+        info.extend_from_slice(&value);
+    }
+    let mut file = OpenOptions::new().read(true).write(true).open(path)?;
+    let mut end = file.seek(SeekFrom::End(0))?;
+    // Chunks start on even offsets.
+    if end % 2 == 1 {
+        file.write_all(&[0])?;
+        end += 1;
+    }
+    let mut chunk = b"LIST".to_vec();
+    chunk.extend_from_slice(&(info.len() as u32).to_le_bytes());
+    chunk.extend_from_slice(&info);
+    file.write_all(&chunk)?;
+    let riff_size = u32::try_from(end + chunk.len() as u64 - 8)
+        .map_err(|_| std::io::Error::other("the WAV would pass 4 GiB"))?;
+    file.seek(SeekFrom::Start(4))?;
+    file.write_all(&riff_size.to_le_bytes())?;
+    file.sync_all()
 }
