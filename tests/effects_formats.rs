@@ -197,3 +197,77 @@ fn a_chain_runs_on_the_converted_audio_and_every_format_comes_back_tagged() {
         "{err}"
     );
 }
+
+/// `timbre convert --out DIR` with DIR a 32 KiB tmpfs (mounted in an unprivileged user
+/// namespace, as `library_full_disk.rs` does): the copy fails naming the file, leaves nothing
+/// there, and the conversion stays in the library.
+#[test]
+fn a_full_output_disk_names_the_file_and_leaves_no_partial_copy() {
+    let namespaces = std::process::Command::new("unshare")
+        .args(["-rm", "true"])
+        .output();
+    assert!(
+        namespaces.as_ref().is_ok_and(|out| out.status.success()),
+        "this test needs unprivileged user namespaces (`unshare -rm true` failed: {namespaces:?})"
+    );
+    let sb = Sandbox::with_extractors(false);
+    import_plain_model(&sb);
+    let input = sb.path("voice.wav");
+    write_sine_wav(&input, 2.0, 220.0);
+    let out = sb.path("full");
+    std::fs::create_dir(&out).unwrap();
+    let timbre = sb.cpu_command();
+    let listing = sb.path("listing");
+    let script = r#"d=$1 listing=$2
+        shift 2
+        mount -t tmpfs -o size=32k tmpfs "$d" || exit 97
+        "$@"
+        rc=$?
+        ls -A "$d" > "$listing"
+        exit $rc"#;
+    let mut cmd = std::process::Command::new("unshare");
+    cmd.args(["-rm", "sh", "-c", script, "sh"])
+        .arg(&out)
+        .arg(&listing)
+        .arg(timbre.get_program())
+        .args(timbre.get_args())
+        .args([
+            "--json", "convert", "--model", "plain", "--format", "flac", "--out",
+        ])
+        .arg(&out)
+        .arg(&input);
+    for (key, value) in timbre.get_envs() {
+        match value {
+            Some(value) => cmd.env(key, value),
+            None => cmd.env_remove(key),
+        };
+    }
+    let ran = cmd.output().unwrap();
+    let results: serde_json::Value = serde_json::from_slice(&ran.stdout).unwrap_or_else(|_| {
+        panic!(
+            "no JSON from timbre: {}",
+            String::from_utf8_lossy(&ran.stderr)
+        )
+    });
+    assert_eq!(
+        results[0]["ok"],
+        false,
+        "{results}: {}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let error = results[0]["error"].as_str().unwrap();
+    assert!(
+        error.contains(&format!(
+            "{}: cannot write",
+            out.join("voice (plain).flac").display()
+        )) && error.contains("No space left"),
+        "{error}"
+    );
+    let left = std::fs::read_to_string(&listing).unwrap();
+    assert_eq!(left, "", "left on the full disk");
+    let library = rusqlite::Connection::open(sb.data_dir().join("library.sqlite3")).unwrap();
+    let kept: i64 = library
+        .query_row("SELECT count(*) FROM conversions", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(kept, 1, "the conversion stays in the library");
+}
