@@ -169,6 +169,13 @@ mod tests {
             err.contains("choose isolation, enhancement or both"),
             "{err}"
         );
+        let lossy = CleanRequest {
+            isolation: Some(IsolationMethod::Rough),
+            format: OutputFormat::Mp3,
+            ..request.clone()
+        };
+        let err = submit(&system, lossy).unwrap_err().to_string();
+        assert!(err.starts_with("cleaned takes are kept lossless"), "{err}");
         let preview = CleanRequest {
             isolation: Some(IsolationMethod::Rough),
             preview_secs: Some(0.0),
