@@ -16,6 +16,7 @@ debian_packages=(
   libayatana-appindicator3-dev librsvg2-dev libxdo-dev libssl-dev libasound2-dev
   gstreamer1.0-libav gstreamer1.0-plugins-good
   python3 python3-venv python3-pip
+  libopus-dev
 )
 # espeak-ng: real speech for the pitch parity tests.
 $want_test_tools && debian_packages+=(xvfb xauth dbus dbus-x11 webkit2gtk-driver alsa-utils xdotool espeak-ng)

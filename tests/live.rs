@@ -130,6 +130,9 @@ fn bad_settings_and_missing_models_are_refused_by_name() {
     let out = stream(&sb, &input, "x.wav", &["--crossfade-ms", "600"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("crossfade"));
+    let out = stream(&sb, &input, "x.wav", &["--f0-method", "crepe-tiny"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("offline conversion"));
     let out = stream(&sb, &input, "x.wav", &["--f0-method", "rmvpe"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("rmvpe.pt"));

@@ -93,6 +93,7 @@ fn export_contract(dir: &Path) -> Result<(), ts_rs::ExportError> {
         timbre_core::live::LiveStatus,
         timbre_core::live::LatencyMeasurement,
         timbre_core::live::RecordedSession,
+        timbre_core::db::effect_presets::EffectPreset,
     );
     Ok(())
 }

@@ -56,6 +56,7 @@ describe('Convert page', () => {
       options: { ...BACKEND_DEFAULTS.get_conversion_defaults, transpose: -5, f0_method: 'yin', protect: 0.2 },
       format: 'flac',
       outDir: '/out',
+      effects: null,
     });
     // Queued jobs are listed at once, before any update arrives.
     expect(await screen.findAllByTestId('conversion-job')).toHaveLength(4);

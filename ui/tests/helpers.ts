@@ -21,6 +21,7 @@ const defaultHandlers: Record<string, Handler> = {
   get_conversion_defaults: () => BACKEND_DEFAULTS.get_conversion_defaults,
   get_training_defaults: () => BACKEND_DEFAULTS.get_training_defaults,
   get_live_defaults: () => BACKEND_DEFAULTS.get_live_defaults,
+  list_effect_presets: () => [],
 };
 
 /** Commands called that no handler answers, since the last `takeUnansweredCommands`. */

@@ -163,6 +163,7 @@ fn run_job(system: &JobSystem, input: &Path, model: &str) -> Result<Value> {
         options: ConvertOptions::default(),
         format: OutputFormat::Wav16,
         out_dir: None,
+        effects: None,
     };
     let submitted = convert::submit(system, request)?;
     let job = system.run_job(submitted[0].id)?;

@@ -55,6 +55,9 @@ enum Command {
     /// Show or change settings.
     #[command(subcommand)]
     Settings(commands::settings::Command),
+    /// Effects presets for converted audio: list, show, save, delete.
+    #[command(subcommand)]
+    Effects(commands::effects::Command),
     /// The weight files the app uses: list, download (verified), verify, remove.
     #[command(subcommand)]
     Assets(commands::assets::Command),
@@ -90,6 +93,7 @@ fn main() -> ExitCode {
         Command::Models(cmd) => commands::models::run(cli.data_dir.as_deref(), &out, cmd),
         Command::Jobs(cmd) => commands::jobs::run(cli.data_dir.as_deref(), &out, cmd),
         Command::Settings(cmd) => commands::settings::run(cli.data_dir.as_deref(), &out, cmd),
+        Command::Effects(cmd) => commands::effects::run(cli.data_dir.as_deref(), &out, cmd),
         Command::Assets(cmd) => commands::assets::run(cli.data_dir.as_deref(), &out, cmd),
         Command::Doctor => commands::doctor::run(cli.data_dir.as_deref(), &out),
         Command::Analyze(cmd) => commands::analyze::run(cli.data_dir.as_deref(), &out, cmd),

@@ -9,6 +9,7 @@ pub mod cover;
 pub mod dataset;
 pub mod devices;
 pub mod doctor;
+pub mod effects;
 pub mod hashing;
 pub mod import;
 pub mod input;

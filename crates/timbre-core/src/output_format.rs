@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 use timbre_audio::SampleFormat;
+use timbre_audio::export::Codec;
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
@@ -13,38 +14,60 @@ pub enum OutputFormat {
     /// 32-bit float WAV.
     WavFloat,
     Flac,
+    /// 192 kbit/s.
+    Mp3,
+    /// Ogg Vorbis, quality 6.
+    Vorbis,
+    /// Ogg Opus, 128 kbit/s at 48 kHz.
+    Opus,
 }
+
+/// The names the CLI takes, as it lists them.
+const NAMES: &str = "wav16, wav24, wav-float, flac, mp3, vorbis or opus";
 
 impl OutputFormat {
     pub fn extension(self) -> &'static str {
-        if self == OutputFormat::Flac {
-            "flac"
-        } else {
-            "wav"
-        }
+        self.codec().extension()
     }
 
-    /// The WAV sample format, or None for FLAC.
+    /// The WAV sample format, or None for the others.
     pub fn wav_sample_format(self) -> Option<SampleFormat> {
         match self {
             OutputFormat::Wav16 => Some(SampleFormat::Int16),
             OutputFormat::Wav24 => Some(SampleFormat::Int24),
             OutputFormat::WavFloat => Some(SampleFormat::Float32),
-            OutputFormat::Flac => None,
+            _ => None,
         }
+    }
+
+    pub fn codec(self) -> Codec {
+        match (self.wav_sample_format(), self) {
+            (Some(sample_format), _) => Codec::Wav(sample_format),
+            (None, OutputFormat::Mp3) => Codec::Mp3,
+            (None, OutputFormat::Vorbis) => Codec::Vorbis,
+            (None, OutputFormat::Opus) => Codec::Opus,
+            (None, _) => Codec::Flac,
+        }
+    }
+
+    pub fn is_lossless(self) -> bool {
+        !matches!(
+            self,
+            OutputFormat::Mp3 | OutputFormat::Vorbis | OutputFormat::Opus
+        )
     }
 }
 
-/// The names the CLI takes: `wav16`, `wav24`, `wav-float` (or `wav_float`) and `flac`.
+/// The names the CLI takes: `wav16`, `wav24`, `wav-float` (or `wav_float`), `flac`, `mp3`,
+/// `vorbis` (or `ogg`) and `opus`.
 impl std::str::FromStr for OutputFormat {
     type Err = anyhow::Error;
 
     fn from_str(name: &str) -> anyhow::Result<Self> {
-        serde_json::from_value(serde_json::Value::String(name.replace('-', "_"))).map_err(|_| {
-            crate::error::invalid_input(format!(
-                "unknown output format {name:?}: use wav16, wav24, wav-float or flac"
-            ))
-        })
+        let name_used = if name == "ogg" { "vorbis" } else { name };
+        serde_json::from_value(serde_json::Value::String(name_used.replace('-', "_"))).map_err(
+            |_| crate::error::invalid_input(format!("unknown output format {name:?}: use {NAMES}")),
+        )
     }
 }
 
@@ -59,8 +82,16 @@ mod tests {
             OutputFormat::WavFloat
         );
         assert_eq!("flac".parse::<OutputFormat>().unwrap(), OutputFormat::Flac);
+        assert_eq!("ogg".parse::<OutputFormat>().unwrap(), OutputFormat::Vorbis);
+        assert_eq!("opus".parse::<OutputFormat>().unwrap(), OutputFormat::Opus);
         assert_eq!(OutputFormat::Flac.wav_sample_format(), None);
-        let err = "mp3".parse::<OutputFormat>().unwrap_err().to_string();
-        assert!(err.contains("unknown output format \"mp3\""), "{err}");
+        assert_eq!(OutputFormat::Vorbis.extension(), "ogg");
+        assert_eq!(OutputFormat::Mp3.codec(), Codec::Mp3);
+        assert!(!OutputFormat::Opus.is_lossless() && OutputFormat::Flac.is_lossless());
+        let err = "aac".parse::<OutputFormat>().unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "unknown output format \"aac\": use wav16, wav24, wav-float, flac, mp3, vorbis or opus"
+        );
     }
 }

@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use tauri::State;
 use tauri::ipc::Response;
+use timbre_audio::effects::EffectChain;
 use timbre_core::convert::{self, ConvertRequest};
+use timbre_core::db::effect_presets::{self, EffectPreset};
 use timbre_core::db::{conversions, takes};
 use timbre_core::error::not_found;
 use timbre_core::input::AudioInput;
@@ -39,6 +41,7 @@ pub fn submit_conversions(
     options: ConvertOptions,
     format: OutputFormat,
     out_dir: Option<PathBuf>,
+    effects: Option<EffectChain>,
 ) -> CommandResult<Vec<i64>> {
     let request = ConvertRequest {
         inputs,
@@ -46,9 +49,36 @@ pub fn submit_conversions(
         options,
         format,
         out_dir,
+        effects,
     };
     let jobs = convert::submit(&state.jobs, request)?;
     Ok(jobs.into_iter().map(|job| job.id).collect())
+}
+
+/// The built-in effects presets, then the saved ones.
+#[tauri::command]
+pub fn list_effect_presets(state: State<'_, AppState>) -> CommandResult<Vec<EffectPreset>> {
+    Ok(effect_presets::list(&state.library().conn())?)
+}
+
+/// Saves `chain` as the preset `name`, replacing a saved one of that name.
+#[tauri::command]
+pub fn save_effect_preset(
+    state: State<'_, AppState>,
+    name: String,
+    chain: EffectChain,
+) -> CommandResult<EffectPreset> {
+    Ok(state
+        .library()
+        .edit(|conn| effect_presets::save(conn, &name, &chain))?)
+}
+
+#[tauri::command]
+pub fn delete_effect_preset(state: State<'_, AppState>, name: String) -> CommandResult<()> {
+    state
+        .library()
+        .edit(|conn| effect_presets::delete(conn, &name))?;
+    Ok(())
 }
 
 /// The options a conversion takes unless told otherwise, for the Convert page's form.

@@ -4,6 +4,8 @@
 import { Channel, invoke, type InvokeArgs } from '@tauri-apps/api/core';
 import type {
   AudioInput,
+  EffectChain,
+  EffectPreset,
   IsolationMethod,
   OutputFormat,
   PrepareRequest,
@@ -330,7 +332,13 @@ export const submitConversions = (
   options: ConvertOptions,
   format: OutputFormat,
   outDir: string | null,
-) => call<number[]>('submit_conversions', { inputs, modelIds, options, format, outDir });
+  effects: EffectChain | null = null,
+) => call<number[]>('submit_conversions', { inputs, modelIds, options, format, outDir, effects });
+/** The built-in effects presets, then the saved ones. */
+export const listEffectPresets = () => call<EffectPreset[]>('list_effect_presets');
+export const saveEffectPreset = (name: string, chain: EffectChain) =>
+  call<EffectPreset>('save_effect_preset', { name, chain });
+export const deleteEffectPreset = (name: string) => call<null>('delete_effect_preset', { name });
 /** Every conversion, or those of one input (by content hash). */
 export const listConversions = (inputSha256: string | null) =>
   call<Conversion[]>('list_conversions', { inputSha256 });

@@ -5,9 +5,11 @@ import type {
   Conversion,
   AudioInput,
   ConvertOptions,
+  EffectChain,
   OutputFormat,
   VoiceModel,
 } from './api';
+import { chainToSend } from './effects';
 import { app } from './stores.svelte';
 import { planDrop } from './dropRouting';
 import { cleaner } from './cleaner.svelte';
@@ -40,6 +42,8 @@ class StudioState {
   options = $state<ConvertOptions | null>(null);
   format = $state<OutputFormat>('wav16');
   outDir = $state('');
+  /** The effects run over each converted take before it is encoded; empty for none. */
+  effects = $state<EffectChain>({ effects: [] });
   /** Convert jobs queued from this window, oldest first. */
   convertJobIds = $state<number[]>([]);
 
@@ -164,7 +168,8 @@ class StudioState {
       // The Compare page queues conversions without the Convert page's form having opened.
       const options = { ...(this.options ?? (await defaults.load()).conversion) };
       const outDir = this.outDir.trim() || null;
-      const ids = await api.submitConversions(inputs, modelIds, options, this.format, outDir);
+      const effects = chainToSend($state.snapshot(this.effects));
+      const ids = await api.submitConversions(inputs, modelIds, options, this.format, outDir, effects);
       this.convertJobIds.push(...ids);
       return ids;
     } catch (err) {
@@ -229,6 +234,7 @@ class StudioState {
     this.options = null;
     this.format = 'wav16';
     this.outDir = '';
+    this.effects = { effects: [] };
     this.convertJobIds = [];
     this.compareInput = null;
     this.compareIds = [];

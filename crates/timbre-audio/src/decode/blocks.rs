@@ -49,7 +49,7 @@ impl BlockReader {
         {
             return Err(too_long(path, secs, max));
         }
-        let decoder = symphonia::default::get_codecs()
+        let decoder = super::opus_codec::codecs()
             .make_audio_decoder(&opened.params, &AudioDecoderOptions::default())
             .map_err(|e| container_error(e, path))?;
         Ok(Self {

@@ -17,6 +17,7 @@ mod header;
 #[cfg(test)]
 mod lossy_tests;
 mod mp4;
+mod opus_codec;
 #[cfg(test)]
 mod refusal_tests;
 #[cfg(test)]
@@ -173,7 +174,7 @@ fn open(
         .and_then(|p| p.audio())
         .ok_or_else(|| unsupported("the file has no audio track"))?
         .clone();
-    let codec = symphonia::default::get_codecs()
+    let codec = opus_codec::codecs()
         .get_audio_decoder(params.codec)
         .ok_or_else(|| unsupported("the audio codec in this file is not supported"))?
         .codec

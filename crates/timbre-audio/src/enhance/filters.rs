@@ -6,7 +6,7 @@ const HIGH_PASS_ORDER: usize = 4;
 
 /// Zero-phase Butterworth high-pass in place; false (and nothing done) when the cutoff is not
 /// below the Nyquist frequency.
-pub(super) fn high_pass(samples: &mut [f32], rate: u32, cutoff_hz: f64) -> bool {
+pub(crate) fn high_pass(samples: &mut [f32], rate: u32, cutoff_hz: f64) -> bool {
     let Some((b, a)) = butter_highpass(HIGH_PASS_ORDER, cutoff_hz, f64::from(rate)) else {
         return false;
     };

@@ -45,7 +45,7 @@ pub struct Limited {
 
 /// Keeps the true peak (4× oversampled) at or below `ceiling_db` dBTP, in place: the buffer
 /// through a [`TruePeakLimiter`].
-pub(super) fn limit(
+pub(crate) fn limit(
     buffer: &mut AudioBuffer,
     ceiling_db: f64,
     progress: &mut Progress<'_>,

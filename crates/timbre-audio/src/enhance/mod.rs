@@ -4,8 +4,8 @@
 //! block by block), so an hour of audio needs little more memory than itself.
 
 mod denoise;
-mod filters;
-mod level;
+pub(crate) mod filters;
+pub(crate) mod level;
 #[cfg(test)]
 mod tests;
 mod vad;

@@ -18,9 +18,13 @@ pub struct Args {
     /// Folder for the converted files (they are also kept in the library).
     #[arg(long)]
     out: Option<PathBuf>,
-    /// wav16, wav24, wav-float or flac.
+    /// wav16, wav24, wav-float, flac, mp3, vorbis or opus (tagged: title, voice, parameters).
     #[arg(long, default_value = "wav16")]
     format: String,
+    /// An effects preset (`timbre effects list`) or a preset's JSON file, run over the
+    /// converted audio before it is encoded.
+    #[arg(long)]
+    effects: Option<String>,
 }
 
 /// The voice and every conversion option: what `timbre convert` and `timbre cover` take.
@@ -127,6 +131,11 @@ pub fn run(data_dir: Option<&Path>, out: &Output, args: Args) -> Result<ExitCode
     let options = args.voice.options()?;
     let format = args.format.parse()?;
     let system = open_jobs(data_dir)?;
+    let effects = args
+        .effects
+        .as_deref()
+        .map(|spec| timbre_core::effects::resolve(system.library(), spec))
+        .transpose()?;
     let model = args.voice.resolve_model(system.library())?;
     out.note(&format!("model {}", model_line(&model)));
     let request = ConvertRequest {
@@ -135,6 +144,7 @@ pub fn run(data_dir: Option<&Path>, out: &Output, args: Args) -> Result<ExitCode
         options,
         format,
         out_dir: args.out.clone(),
+        effects,
     };
     let labels = args.inputs.iter().map(|p| p.display().to_string());
     let job_ids = convert::submit(&system, request)?

@@ -5,6 +5,7 @@ pub mod convert;
 pub mod cover;
 pub mod dataset;
 pub mod doctor;
+pub mod effects;
 pub mod import;
 pub mod jobs;
 pub mod library;

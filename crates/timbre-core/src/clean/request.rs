@@ -72,6 +72,11 @@ pub fn submit(system: &JobSystem, request: CleanRequest) -> Result<Vec<Job>> {
     if let Some(options) = &request.enhance {
         check_enhance_options(options)?;
     }
+    if !request.format.is_lossless() {
+        return Err(invalid_input(
+            "cleaned takes are kept lossless: choose wav16, wav24, wav-float or flac",
+        ));
+    }
     if let Some(secs) = request.preview_secs {
         if request.isolation.is_none() {
             return Err(invalid_input(
@@ -164,6 +169,13 @@ mod tests {
             err.contains("choose isolation, enhancement or both"),
             "{err}"
         );
+        let lossy = CleanRequest {
+            isolation: Some(IsolationMethod::Rough),
+            format: OutputFormat::Mp3,
+            ..request.clone()
+        };
+        let err = submit(&system, lossy).unwrap_err().to_string();
+        assert!(err.starts_with("cleaned takes are kept lossless"), "{err}");
         let preview = CleanRequest {
             isolation: Some(IsolationMethod::Rough),
             preview_secs: Some(0.0),

@@ -18,6 +18,8 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use timbre_audio::effects::EffectChain;
+use timbre_audio::export::Tags;
 use timbre_audio::resample::StreamResampler;
 use timbre_audio::{DecodeOptions, analysis};
 use timbre_nn::device::Precision;
@@ -47,6 +49,9 @@ pub struct ConvertParams {
     /// Also write the result into this folder.
     #[serde(default)]
     pub out_dir: Option<PathBuf>,
+    /// Absent (not null) when off, so the parameters of a plain conversion are as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effects: Option<EffectChain>,
 }
 
 pub struct ConvertHandler {
@@ -211,7 +216,11 @@ pub fn convert(
     )?;
     progress(0.02, format!("{} with {}", input.name, model.name))?;
     let label = format!("{} with {}", input.name, model.name);
-    let mut output = output::OutputFile::new(params.format, &library.store().tmp_dir())?;
+    let mut output = output::OutputFile::new(
+        params.format,
+        params.effects.clone(),
+        &library.store().tmp_dir(),
+    )?;
     let outcome = run_engine(
         library,
         engine,
@@ -225,7 +234,15 @@ pub fn convert(
     let rendered = outcome.rendered;
     let input_seconds = input.audio_16k.len() as f64 / 16_000.0;
     drop(input.audio_16k);
-    let file = output.finish()?;
+    let mut recorded = serde_json::to_value(&params.options)?;
+    if let (Some(chain), Some(fields)) = (&params.effects, recorded.as_object_mut()) {
+        fields.insert("effects".into(), serde_json::to_value(chain)?);
+    }
+    let file = output.finish(&Tags {
+        title: format!("{} ({})", input.name, model.name),
+        artist: model.name.clone(),
+        comment: recorded.to_string(),
+    })?;
     let stored = library
         .store()
         .ingest_file(file.path(), params.format.extension())?;
@@ -241,7 +258,7 @@ pub fn convert(
                 input_take_id: input.take_id,
                 input_path: Some(input.path.display().to_string()),
                 input_sha256: input.sha256.clone(),
-                params: serde_json::to_value(&params.options)?,
+                params: recorded,
                 sha256: stored.sha256.clone(),
                 format: params.format.extension().into(),
                 sample_rate: rendered.sample_rate,
@@ -327,6 +344,8 @@ pub(crate) fn run_engine(
 }
 
 /// Copies the result to `<dir>/<input> (<model>).<ext>`, never overwriting: a number is added.
+/// The copy is written under a temporary name and renamed when complete, so a full disk leaves
+/// no partial file.
 pub(crate) fn copy_out(
     object: &Path,
     dir: &Path,
@@ -353,8 +372,15 @@ pub(crate) fn copy_out(
         })
         .find(|p| !p.exists())
         .context("no free output name")?;
-    std::fs::copy(object, &target)
-        .with_context(|| format!("{}: cannot write", target.display()))?;
+    let written = (|| {
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".timbre-")
+            .tempfile_in(dir)?;
+        std::io::copy(&mut std::fs::File::open(object)?, tmp.as_file_mut())?;
+        tmp.as_file().sync_all()?;
+        tmp.persist_noclobber(&target).map_err(|e| e.error)
+    })();
+    written.with_context(|| format!("{}: cannot write", target.display()))?;
     Ok(target)
 }
 

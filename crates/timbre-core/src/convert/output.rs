@@ -1,10 +1,13 @@
-//! The converted audio written to a temporary file as the render hands it over, in the job's
-//! output format, so a long output is never held in memory (except FLAC, whose encoder takes
-//! the whole signal).
+//! The converted audio written to a temporary file as the render hands it over. A WAV with no
+//! effects is streamed to disk, so a long output is never held in memory; FLAC and the lossy
+//! formats (whose encoders here take the whole signal) and any effects chain (which runs
+//! offline over the whole take) gather it first and encode it at the end.
 
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use tempfile::NamedTempFile;
+use timbre_audio::effects::EffectChain;
+use timbre_audio::export::{self, Tags};
 use timbre_audio::{AudioBuffer, WavStreamWriter};
 use timbre_nn::pipeline::OutputSink;
 
@@ -12,38 +15,50 @@ use crate::output_format::OutputFormat;
 
 pub(crate) struct OutputFile {
     format: OutputFormat,
+    effects: Option<EffectChain>,
     tmp_dir: PathBuf,
     file: NamedTempFile,
     wav: Option<(WavStreamWriter, u32)>,
-    /// FLAC: the samples, encoded at the end.
-    flac: Option<AudioBuffer>,
+    /// The samples, processed and encoded at the end.
+    gathered: Option<AudioBuffer>,
 }
 
 impl OutputFile {
     /// A file in `tmp_dir`, the library's own temporary folder: one a killed process leaves
     /// behind is removed at the next start, not left in the system's.
-    pub fn new(format: OutputFormat, tmp_dir: &Path) -> Result<OutputFile> {
+    pub fn new(
+        format: OutputFormat,
+        effects: Option<EffectChain>,
+        tmp_dir: &Path,
+    ) -> Result<OutputFile> {
         let file = tempfile::Builder::new()
             .suffix(&format!(".{}", format.extension()))
             .tempfile_in(tmp_dir)
             .with_context(|| format!("creating the output file in {}", tmp_dir.display()))?;
         Ok(OutputFile {
             format,
+            effects: effects.filter(|chain| !chain.effects.is_empty()),
             tmp_dir: tmp_dir.to_path_buf(),
             file,
             wav: None,
-            flac: None,
+            gathered: None,
         })
     }
 
-    /// The complete file.
-    pub fn finish(self) -> Result<NamedTempFile> {
+    /// The complete file, tagged.
+    pub fn finish(self, tags: &Tags) -> Result<NamedTempFile> {
         if let Some((wav, _)) = self.wav {
             wav.finish()?;
         }
-        if let Some(buffer) = self.flac {
-            timbre_audio::write_flac(self.file.path(), &buffer, 16)?;
+        if let Some(mut buffer) = self.gathered {
+            if let Some(chain) = &self.effects {
+                chain
+                    .apply(&mut buffer)
+                    .map_err(|e| crate::error::invalid_input(format!("effects: {e}")))?;
+            }
+            export::write_encoded(self.file.path(), &buffer, self.format.codec())?;
         }
+        export::write_tags(self.file.path(), tags)?;
         Ok(self.file)
     }
 }
@@ -54,12 +69,13 @@ impl OutputSink for OutputFile {
     }
 
     fn begin(&mut self, sample_rate: u32) -> Result<()> {
-        let Some(fmt) = self.format.wav_sample_format() else {
-            self.flac = Some(AudioBuffer::new(sample_rate, vec![Vec::new()]));
-            return Ok(());
-        };
-        let wav = WavStreamWriter::create(self.file.path(), sample_rate, 1, fmt)?;
-        self.wav = Some((wav, sample_rate));
+        match self.format.wav_sample_format() {
+            Some(fmt) if self.effects.is_none() => {
+                let wav = WavStreamWriter::create(self.file.path(), sample_rate, 1, fmt)?;
+                self.wav = Some((wav, sample_rate));
+            }
+            _ => self.gathered = Some(AudioBuffer::new(sample_rate, vec![Vec::new()])),
+        }
         Ok(())
     }
 
@@ -67,7 +83,7 @@ impl OutputSink for OutputFile {
         if let Some((wav, rate)) = &mut self.wav {
             wav.write(&AudioBuffer::new(*rate, vec![samples.to_vec()]))?;
         }
-        if let Some(buffer) = &mut self.flac {
+        if let Some(buffer) = &mut self.gathered {
             buffer.channels[0].extend_from_slice(samples);
         }
         Ok(())

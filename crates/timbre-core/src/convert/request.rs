@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
+use timbre_audio::effects::EffectChain;
 use timbre_nn::pipeline::ConvertOptions;
 
 use super::{CacheUse, ConvertParams, KIND};
@@ -27,6 +28,9 @@ pub struct ConvertRequest {
     /// Also write each result into this folder.
     #[serde(default)]
     pub out_dir: Option<PathBuf>,
+    /// Run over the converted audio before it is encoded; none leaves the conversion as is.
+    #[serde(default)]
+    pub effects: Option<EffectChain>,
 }
 
 /// What a `convert` job gives.
@@ -71,6 +75,11 @@ pub fn submit(system: &JobSystem, request: ConvertRequest) -> Result<Vec<Job>> {
         ));
     }
     check_options(&request.options)?;
+    if let Some(chain) = &request.effects {
+        chain
+            .check()
+            .map_err(|e| crate::error::invalid_input(format!("effects: {e}")))?;
+    }
     let library = system.library();
     for &id in &request.model_ids {
         models::require(&library.conn(), id)?;
@@ -91,6 +100,7 @@ pub fn submit(system: &JobSystem, request: ConvertRequest) -> Result<Vec<Job>> {
                 options: request.options.clone(),
                 format: request.format,
                 out_dir: out_dir.clone(),
+                effects: request.effects.clone(),
             };
             jobs.push(system.submit(KIND, serde_json::to_value(&params)?)?);
         }
@@ -163,6 +173,7 @@ mod tests {
             options: ConvertOptions::default(),
             format: OutputFormat::Wav16,
             out_dir: None,
+            effects: None,
         };
         let err = submit(&system, request.clone()).unwrap_err();
         assert_eq!(crate::error::kind_of(&err), crate::ErrorKind::NotFound);

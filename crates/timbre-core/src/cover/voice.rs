@@ -4,6 +4,7 @@
 
 use anyhow::{Context, Result};
 use serde_json::json;
+use timbre_audio::export::Tags;
 use timbre_nn::pipeline::ConvertOptions;
 
 use super::stages::{Made, Stage, Stages};
@@ -57,7 +58,7 @@ pub(super) fn convert(
     let mut takes = stages.cached_or_run(Stage::Convert, &key, &["converted"], |progress| {
         let max_secs = library.settings()?.max_import_duration_secs;
         let input = load_input(library, &AudioInput::Take(vocals.id), max_secs)?;
-        let mut output = OutputFile::new(OutputFormat::WavFloat, &library.store().tmp_dir())?;
+        let mut output = OutputFile::new(OutputFormat::WavFloat, None, &library.store().tmp_dir())?;
         let label = format!("with {}", model.name);
         run_engine(
             library,
@@ -70,11 +71,17 @@ pub(super) fn convert(
             &mut |f| progress(f, label.clone()),
         )?;
         drop(input);
+        let name = format!("{song_name} (vocals, {})", model.name);
+        let tags = Tags {
+            title: name.clone(),
+            artist: model.name.clone(),
+            comment: serde_json::to_string(options)?,
+        };
         Ok(vec![Made {
             role: "converted",
             operation: "cover_converted_vocals",
-            name: format!("{song_name} (vocals, {})", model.name),
-            file: output.finish()?.into_temp_path(),
+            name,
+            file: output.finish(&tags)?.into_temp_path(),
             format: "wav",
             params: json!({ "model_id": model.id, "model_name": model.name, "options": options }),
         }])

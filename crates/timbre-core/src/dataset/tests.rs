@@ -231,6 +231,7 @@ fn a_preparation_and_a_conversion_share_one_loaded_hubert() {
             options,
             format: Default::default(),
             out_dir: None,
+            effects: None,
         },
     )
     .unwrap();

@@ -139,7 +139,8 @@ pub fn load_models(
     let (rmvpe, fcpe) = match pitch_model {
         Some(PitchModel::Rmvpe(model)) => (Some(model), None),
         Some(PitchModel::Fcpe(model)) => (None, Some(model)),
-        None => (None, None),
+        // Refused by `StreamParams::check` before any model loads.
+        Some(PitchModel::Crepe(_)) | None => (None, None),
     };
     Ok(StreamModels {
         hubert,

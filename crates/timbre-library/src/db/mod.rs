@@ -7,6 +7,7 @@ pub mod conversions;
 pub mod cover_stages;
 pub mod datasets;
 pub mod derived_takes;
+pub mod effect_presets;
 pub mod integrity;
 pub mod job_events;
 pub mod jobs;
@@ -49,6 +50,7 @@ const MIGRATIONS: &[&str] = &[
     training_previews::CREATE,
     jobs::ADD_CRASH_RECOVERY,
     cover_stages::CREATE,
+    effect_presets::CREATE,
 ];
 
 /// Opens the library database: refused when damaged, migrated (after a backup) when older

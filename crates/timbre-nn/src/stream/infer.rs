@@ -125,11 +125,8 @@ fn tracker<'a>(
             Some(model) => PitchTracker::Fcpe(model),
             None => bail!("the fcpe pitch method needs fcpe.pt, which is not loaded"),
         },
-        F0Method::Crepe | F0Method::CrepeTiny => bail!(
-            "the {} pitch method is for offline conversion; live conversion takes rmvpe, fcpe, \
-             pm or yin",
-            method.name()
-        ),
+        // Refused by `StreamParams::check`.
+        F0Method::Crepe | F0Method::CrepeTiny => bail!("{} does not run live", method.name()),
         F0Method::Pm => PitchTracker::Pm,
         F0Method::Yin => PitchTracker::Yin,
     })

@@ -103,6 +103,12 @@ impl StreamParams {
             self.crossfade_ms
         );
         ensure!(
+            !matches!(self.f0_method, F0Method::Crepe | F0Method::CrepeTiny),
+            "the {} pitch method is for offline conversion; live conversion takes rmvpe, fcpe, \
+             pm or yin",
+            self.f0_method.name()
+        );
+        ensure!(
             self.threshold_db.is_finite() && self.transpose.is_finite(),
             "the gate threshold and the transpose must be numbers"
         );

@@ -1,0 +1,131 @@
+//! Finished audio in the formats people publish: WAV, FLAC, MP3 (LAME, built from the C that
+//! mp3lame-encoder vendors), Ogg Vorbis (libvorbis with aoTuV's tuning, vendored by vorbis_rs)
+//! and Opus (the system libopus through the `opus` crate, in an Ogg container written with
+//! `ogg`), tagged by lofty. Everything decodes again through `crate::decode` (symphonia, with
+//! our libopus decoder for Opus).
+
+mod lossy;
+mod ogg_opus;
+mod tags;
+#[cfg(test)]
+mod tests;
+
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+pub use tags::{Tags, read_tags, write_tags};
+
+use crate::buffer::AudioBuffer;
+use crate::encode::{SampleFormat, write_flac, write_wav};
+use crate::error::{AudioError, AudioErrorKind};
+
+/// What a file is encoded as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Codec {
+    Wav(SampleFormat),
+    /// 16-bit.
+    Flac,
+    /// 192 kbit/s CBR (joint stereo for two channels).
+    Mp3,
+    /// Quality 6 of 10 VBR (about 190 kbit/s for stereo).
+    Vorbis,
+    /// 128 kbit/s VBR per channel pair, at 48 kHz.
+    Opus,
+}
+
+impl Codec {
+    pub fn extension(self) -> &'static str {
+        match self {
+            Codec::Wav(_) => "wav",
+            Codec::Flac => "flac",
+            Codec::Mp3 => "mp3",
+            Codec::Vorbis => "ogg",
+            Codec::Opus => "opus",
+        }
+    }
+}
+
+/// Writes `buffer` to `path` in `codec` with `tags`. The file is encoded and tagged under a
+/// hidden temporary name beside `path` and renamed into place only when complete, so a failure
+/// (a full disk) leaves no partial file; errors name `path`.
+pub fn export(
+    path: &Path,
+    buffer: &AudioBuffer,
+    codec: Codec,
+    tags: &Tags,
+) -> Result<(), AudioError> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let named = |mut err: AudioError| {
+        err.path = Some(path.to_path_buf());
+        err
+    };
+    let tmp = tempfile::Builder::new()
+        .prefix(".timbre-export-")
+        .suffix(&format!(".{}", codec.extension()))
+        .tempfile_in(dir)
+        .map_err(|e| AudioError::io(Some(path), "could not create the file", &e))?;
+    write_encoded(tmp.path(), buffer, codec).map_err(named)?;
+    write_tags(tmp.path(), tags).map_err(named)?;
+    tmp.persist(path)
+        .map_err(|e| AudioError::io(Some(path), "could not write the file", &e.error))?;
+    Ok(())
+}
+
+/// `buffer` encoded in `codec` into `path`, untagged.
+pub fn write_encoded(path: &Path, buffer: &AudioBuffer, codec: Codec) -> Result<(), AudioError> {
+    match codec {
+        Codec::Wav(format) => write_wav(path, buffer, format),
+        Codec::Flac => write_flac(path, buffer, 16),
+        Codec::Mp3 => write_with(path, |out| lossy::encode_mp3(buffer, out, path)),
+        Codec::Vorbis => write_with(path, |out| lossy::encode_vorbis(buffer, out, path)),
+        Codec::Opus => write_with(path, |out| ogg_opus::encode(buffer, out, path)),
+    }
+}
+
+/// Creates `path` and hands the encoder a buffered writer on it, flushed and synced at the end so
+/// a full disk shows here and not later.
+fn write_with(
+    path: &Path,
+    encode: impl FnOnce(&mut BufWriter<std::fs::File>) -> Result<(), AudioError>,
+) -> Result<(), AudioError> {
+    let file = std::fs::File::create(path)
+        .map_err(|e| AudioError::io(Some(path), "could not create the file", &e))?;
+    let mut out = BufWriter::new(file);
+    encode(&mut out)?;
+    let file = out
+        .into_inner()
+        .map_err(|e| AudioError::io(Some(path), "could not write the file", e.error()))?;
+    file.sync_all()
+        .map_err(|e| AudioError::io(Some(path), "could not write the file", &e))
+}
+
+pub(crate) fn write_error(path: &Path, err: &std::io::Error) -> AudioError {
+    AudioError::io(Some(path), "could not write the file", err)
+}
+
+pub(crate) fn codec_error(path: &Path, codec: &str, detail: impl std::fmt::Display) -> AudioError {
+    AudioError::new(
+        AudioErrorKind::Unsupported,
+        Some(path),
+        format!("cannot be encoded as {codec}: {detail}"),
+    )
+}
+
+/// Lossy codecs here take one or two channels.
+fn check_stereo(buffer: &AudioBuffer, path: &Path, codec: &str) -> Result<(), AudioError> {
+    match buffer.channels.len() {
+        1 | 2 => Ok(()),
+        n => Err(codec_error(
+            path,
+            codec,
+            format!("it holds one or two channels, not {n}"),
+        )),
+    }
+}
+
+fn write_all(out: &mut impl Write, bytes: &[u8], path: &Path) -> Result<(), AudioError> {
+    out.write_all(bytes).map_err(|e| write_error(path, &e))
+}
