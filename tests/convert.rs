@@ -4,23 +4,6 @@
 use std::path::Path;
 use timbre_integration_tests::{Sandbox, rvc_parity_fixtures, write_sine_wav};
 
-fn timbre(sb: &Sandbox, args: &[&str]) -> std::process::Output {
-    sb.cpu_command()
-        .args(args)
-        .output()
-        .expect("running timbre")
-}
-
-fn json(sb: &Sandbox, args: &[&str]) -> serde_json::Value {
-    let out = timbre(sb, &[&["--json"], args].concat());
-    assert!(
-        out.status.success(),
-        "timbre {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("JSON on stdout")
-}
-
 fn fixture(path: &str) -> String {
     rvc_parity_fixtures().join(path).display().to_string()
 }
@@ -31,18 +14,15 @@ fn models_convert_in_a_batch_and_a_second_model_reuses_the_analysis() {
     let (a, b) = (sb.path("a.wav"), sb.path("b.wav"));
     write_sine_wav(&a, 1.5, 220.0);
     write_sine_wav(&b, 1.0, 330.0);
-    let with_pitch = json(
-        &sb,
-        &[
-            "models",
-            "import",
-            &fixture("synth_v1_f0_40k/model.pth"),
-            "--index",
-            &fixture("index_v1/added_IVF51_Flat_nprobe_1_tiny_v1.index"),
-            "--name",
-            "pitched",
-        ],
-    );
+    let with_pitch = sb.cpu_json(&[
+        "models",
+        "import",
+        &fixture("synth_v1_f0_40k/model.pth"),
+        "--index",
+        &fixture("index_v1/added_IVF51_Flat_nprobe_1_tiny_v1.index"),
+        "--name",
+        "pitched",
+    ]);
     assert_eq!(
         (
             with_pitch[0]["version"].as_str(),
@@ -52,20 +32,17 @@ fn models_convert_in_a_batch_and_a_second_model_reuses_the_analysis() {
     );
     assert!(with_pitch[0]["index_sha256"].is_string());
     let out_dir = sb.path("out");
-    let results = json(
-        &sb,
-        &[
-            "convert",
-            "--model",
-            "pitched",
-            "-t",
-            "3",
-            "--out",
-            out_dir.to_str().unwrap(),
-            a.to_str().unwrap(),
-            b.to_str().unwrap(),
-        ],
-    );
+    let results = sb.cpu_json(&[
+        "convert",
+        "--model",
+        "pitched",
+        "-t",
+        "3",
+        "--out",
+        out_dir.to_str().unwrap(),
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+    ]);
     let results = results.as_array().unwrap();
     assert_eq!(results.len(), 2);
     for (result, seconds) in results.iter().zip([1.5, 1.0]) {
@@ -83,32 +60,26 @@ fn models_convert_in_a_batch_and_a_second_model_reuses_the_analysis() {
         assert_eq!(result["result"]["analysis_cache"], "computed");
     }
     // Another model on the same input (a new process) takes the analysis from the disk cache.
-    json(
-        &sb,
-        &[
-            "models",
-            "import",
-            &fixture("synth_v1_nono_32k/model.pth"),
-            "--name",
-            "plain",
-        ],
-    );
-    let again = json(
-        &sb,
-        &[
-            "convert",
-            "--model",
-            "pitched",
-            "-t",
-            "-2",
-            a.to_str().unwrap(),
-        ],
-    );
+    sb.cpu_json(&[
+        "models",
+        "import",
+        &fixture("synth_v1_nono_32k/model.pth"),
+        "--name",
+        "plain",
+    ]);
+    let again = sb.cpu_json(&[
+        "convert",
+        "--model",
+        "pitched",
+        "-t",
+        "-2",
+        a.to_str().unwrap(),
+    ]);
     assert_eq!(again[0]["result"]["analysis_cache"], "disk");
-    let plain = json(&sb, &["convert", "--model", "plain", a.to_str().unwrap()]);
+    let plain = sb.cpu_json(&["convert", "--model", "plain", a.to_str().unwrap()]);
     assert_eq!(plain[0]["ok"], true, "{}", plain[0]);
     assert_eq!(plain[0]["result"]["conversion"]["sample_rate"], 32_000);
-    let listed = json(&sb, &["models", "list"]);
+    let listed = sb.cpu_json(&["models", "list"]);
     assert_eq!(listed.as_array().unwrap().len(), 2);
 }
 
@@ -117,7 +88,7 @@ fn bad_models_and_inputs_are_refused_with_the_file_named() {
     let sb = Sandbox::with_extractors(true);
     let junk = sb.path("junk.pth");
     std::fs::write(&junk, b"definitely not a checkpoint").unwrap();
-    let out = timbre(&sb, &["models", "import", junk.to_str().unwrap()]);
+    let out = sb.cpu_run(&["models", "import", junk.to_str().unwrap()]);
     assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("junk.pth"),
@@ -128,21 +99,18 @@ fn bad_models_and_inputs_are_refused_with_the_file_named() {
     let truncated = sb.path("truncated.pth");
     let bytes = std::fs::read(rvc_parity_fixtures().join("synth_v2_f0_40k/model.pth")).unwrap();
     std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
-    let out = timbre(&sb, &["models", "import", truncated.to_str().unwrap()]);
+    let out = sb.cpu_run(&["models", "import", truncated.to_str().unwrap()]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("truncated.pth"));
 
     // A v2 model with a v1 index: refused, naming the index and the fix.
-    let out = timbre(
-        &sb,
-        &[
-            "models",
-            "import",
-            &fixture("synth_v2_f0_40k/model.pth"),
-            "--index",
-            &fixture("index_v1/added_IVF51_Flat_nprobe_1_tiny_v1.index"),
-        ],
-    );
+    let out = sb.cpu_run(&[
+        "models",
+        "import",
+        &fixture("synth_v2_f0_40k/model.pth"),
+        "--index",
+        &fixture("index_v1/added_IVF51_Flat_nprobe_1_tiny_v1.index"),
+    ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
@@ -150,27 +118,21 @@ fn bad_models_and_inputs_are_refused_with_the_file_named() {
         "{err}"
     );
     assert_eq!(
-        json(&sb, &["models", "list"]).as_array().unwrap().len(),
+        sb.cpu_json(&["models", "list"]).as_array().unwrap().len(),
         0,
         "nothing half-imported"
     );
 
-    json(
-        &sb,
-        &[
-            "models",
-            "import",
-            &fixture("synth_v2_f0_40k/model.pth"),
-            "--name",
-            "v2",
-        ],
-    );
+    sb.cpu_json(&[
+        "models",
+        "import",
+        &fixture("synth_v2_f0_40k/model.pth"),
+        "--name",
+        "v2",
+    ]);
     let blip = sb.path("blip.wav");
     write_sine_wav(&blip, 0.05, 440.0);
-    let out = timbre(
-        &sb,
-        &["--json", "convert", "--model", "v2", blip.to_str().unwrap()],
-    );
+    let out = sb.cpu_run(&["--json", "convert", "--model", "v2", blip.to_str().unwrap()]);
     assert!(!out.status.success());
     let results: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let error = results[0]["error"].as_str().unwrap();
@@ -182,10 +144,7 @@ fn bad_models_and_inputs_are_refused_with_the_file_named() {
     std::fs::remove_file(sb.path("models/hubert_base.pt")).unwrap();
     let tone = sb.path("tone.wav");
     write_sine_wav(&tone, 1.0, 440.0);
-    let out = timbre(
-        &sb,
-        &["--json", "convert", "--model", "v2", tone.to_str().unwrap()],
-    );
+    let out = sb.cpu_run(&["--json", "convert", "--model", "v2", tone.to_str().unwrap()]);
     let results: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let error = results[0]["error"].as_str().unwrap();
     assert!(error.contains("hubert_base.pt"), "{error}");
@@ -235,18 +194,15 @@ fn convert_peak_rss_kb(sb: &Sandbox, model: &str, input: &Path) -> u64 {
 #[ignore = "minutes of synthesis: run `cargo test --release -p timbre-integration-tests --test convert -- --ignored --nocapture`"]
 fn long_inputs_convert_in_memory_bounded_by_the_segment_not_the_duration() {
     let sb = Sandbox::with_extractors(true);
-    json(
-        &sb,
-        &[
-            "models",
-            "import",
-            &fixture("synth_v1_f0_40k/model.pth"),
-            "--index",
-            &fixture("index_v1/added_IVF51_Flat_nprobe_1_tiny_v1.index"),
-            "--name",
-            "voice",
-        ],
-    );
+    sb.cpu_json(&[
+        "models",
+        "import",
+        &fixture("synth_v1_f0_40k/model.pth"),
+        "--index",
+        &fixture("index_v1/added_IVF51_Flat_nprobe_1_tiny_v1.index"),
+        "--name",
+        "voice",
+    ]);
     let mut peaks = Vec::new();
     for minutes in [2.0, 8.0] {
         let input = sb.path(&format!("{minutes}.wav"));

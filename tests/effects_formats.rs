@@ -6,25 +6,8 @@ use std::path::Path;
 use timbre_audio::export::read_tags;
 use timbre_integration_tests::{Sandbox, rvc_parity_fixtures, write_sine_wav};
 
-fn timbre(sb: &Sandbox, args: &[&str]) -> std::process::Output {
-    sb.cpu_command()
-        .args(args)
-        .output()
-        .expect("running timbre")
-}
-
-fn json(sb: &Sandbox, args: &[&str]) -> serde_json::Value {
-    let out = timbre(sb, &[&["--json"], args].concat());
-    assert!(
-        out.status.success(),
-        "timbre {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("JSON on stdout")
-}
-
 fn failure(sb: &Sandbox, args: &[&str]) -> String {
-    let out = timbre(sb, args);
+    let out = sb.cpu_run(args);
     assert!(!out.status.success(), "timbre {args:?} succeeded");
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -33,7 +16,7 @@ fn failure(sb: &Sandbox, args: &[&str]) -> String {
 fn presets_are_saved_shown_refused_and_deleted_by_name() {
     let sb = Sandbox::new();
     let names = |sb: &Sandbox| -> Vec<String> {
-        json(sb, &["effects", "list"])
+        sb.cpu_json(&["effects", "list"])
             .as_array()
             .unwrap()
             .iter()
@@ -47,8 +30,8 @@ fn presets_are_saved_shown_refused_and_deleted_by_name() {
         r#"{"effects": [{"effect": "peaking_eq", "frequency_hz": 250, "gain_db": 2}]}"#,
     )
     .unwrap();
-    json(&sb, &["effects", "save", "Warm", file.to_str().unwrap()]);
-    let shown = json(&sb, &["effects", "show", "Warm"]);
+    sb.cpu_json(&["effects", "save", "Warm", file.to_str().unwrap()]);
+    let shown = sb.cpu_json(&["effects", "show", "Warm"]);
     assert_eq!(shown["chain"]["effects"][0]["frequency_hz"], 250.0);
     assert_eq!(shown["chain"]["effects"][0]["q"], 1.0, "defaults filled in");
     assert_eq!(names(&sb), ["Clean vocal", "Radio", "Hall", "Warm"]);
@@ -63,28 +46,24 @@ fn presets_are_saved_shown_refused_and_deleted_by_name() {
     );
     let err = failure(&sb, &["effects", "delete", "Hall"]);
     assert!(err.contains("built-in"), "{err}");
-    json(&sb, &["effects", "delete", "Warm"]);
+    sb.cpu_json(&["effects", "delete", "Warm"]);
     let err = failure(&sb, &["effects", "show", "Warm"]);
     assert!(err.contains("no effects preset named \"Warm\""), "{err}");
 }
 
 fn import_plain_model(sb: &Sandbox) {
     let model = rvc_parity_fixtures().join("synth_v1_nono_32k/model.pth");
-    json(
-        sb,
-        &[
-            "models",
-            "import",
-            model.to_str().unwrap(),
-            "--name",
-            "plain",
-        ],
-    );
+    sb.cpu_json(&[
+        "models",
+        "import",
+        model.to_str().unwrap(),
+        "--name",
+        "plain",
+    ]);
 }
 
 fn convert(sb: &Sandbox, input: &Path, extra: &[&str]) -> (serde_json::Value, String) {
-    let results = json(
-        sb,
+    let results = sb.cpu_json(
         &[
             &["convert", "--model", "plain", input.to_str().unwrap()],
             extra,

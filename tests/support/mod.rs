@@ -159,9 +159,25 @@ impl Sandbox {
         self.command().args(args).output().expect("running timbre")
     }
 
+    /// Runs on the CPU with the sandbox's models folder.
+    pub fn cpu_run(&self, args: &[&str]) -> Output {
+        self.cpu_command()
+            .args(args)
+            .output()
+            .expect("running timbre")
+    }
+
     /// Runs with `--json`, expects success, and parses stdout.
     pub fn json(&self, args: &[&str]) -> serde_json::Value {
-        let out = self.run(&[&["--json"], args].concat());
+        Self::parsed(args, self.run(&[&["--json"], args].concat()))
+    }
+
+    /// [`Sandbox::json`] on the CPU with the sandbox's models folder.
+    pub fn cpu_json(&self, args: &[&str]) -> serde_json::Value {
+        Self::parsed(args, self.cpu_run(&[&["--json"], args].concat()))
+    }
+
+    fn parsed(args: &[&str], out: Output) -> serde_json::Value {
         assert!(
             out.status.success(),
             "timbre {args:?} failed: {}",

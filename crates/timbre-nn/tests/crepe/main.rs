@@ -11,7 +11,11 @@ use timbre_audio::{AudioBuffer, SampleFormat};
 use timbre_nn::crepe::{self, Capacity, Crepe};
 use timbre_test_support::{crepe_weights, reference_python};
 
-const RATE: u32 = 16_000;
+#[path = "../pitch_inputs/mod.rs"]
+mod pitch_inputs;
+
+use pitch_inputs::{RATE, speech, tone};
+
 /// Largest difference of the network's output (sigmoids, 0..1) allowed.
 const PROBABILITY_MAX_ABS: f64 = 1e-4;
 /// Largest difference of a voiced frame's f0 allowed, in cents.
@@ -20,22 +24,6 @@ const F0_MAX_CENTS: f64 = 0.01;
 const VOICING_MAX_DIFFERING: f64 = 0.01;
 /// torchcrepe's dither is at most one bin, 20 cents; the mean filter keeps it within that.
 const DITHER_MAX_CENTS: f64 = 20.0 + F0_MAX_CENTS;
-
-fn tone(secs: f64, f0: impl Fn(f64) -> f64, noise_snr_db: Option<f64>) -> Vec<f32> {
-    timbre_test_support::tone(RATE, secs, f0, noise_snr_db)
-}
-
-/// espeak-ng's voice saying `text`, resampled to 16 kHz.
-fn speech(dir: &Path, text: &str) -> Vec<f32> {
-    // Beside, not among, the inputs the reference reads.
-    let folder = dir.join("espeak");
-    std::fs::create_dir_all(&folder).unwrap();
-    let wav = folder.join("speech.wav");
-    timbre_test_support::espeak(&wav, text);
-    let decoded = timbre_audio::decode_file(&wav, &Default::default()).unwrap();
-    let resampled = timbre_audio::resample(&decoded.to_mono(), RATE).unwrap();
-    resampled.channels.into_iter().next().unwrap()
-}
 
 /// The inputs: the full model (64 times the tiny one's work, minutes on a CPU) gets speech and
 /// a tone, the tiny one every case.

@@ -10,28 +10,15 @@ use timbre_audio::{AudioBuffer, SampleFormat};
 use timbre_nn::fcpe::{Fcpe, THRESHOLD};
 use timbre_test_support::reference_python;
 
-const RATE: u32 = 16_000;
+#[path = "../pitch_inputs/mod.rs"]
+mod pitch_inputs;
+
+use pitch_inputs::{RATE, speech, tone};
+
 /// Largest difference of the posterior (a sigmoid, 0..1) allowed.
 const LATENT_MAX_ABS: f64 = 1e-5;
 /// Largest difference of a voiced frame's f0 allowed, in cents.
 const F0_MAX_CENTS: f64 = 0.1;
-
-/// A tone of known pitch at 16 kHz.
-fn tone(secs: f64, f0: impl Fn(f64) -> f64, noise_snr_db: Option<f64>) -> Vec<f32> {
-    timbre_test_support::tone(RATE, secs, f0, noise_snr_db)
-}
-
-/// espeak-ng's voice saying `text`, resampled to 16 kHz.
-fn speech(dir: &Path, text: &str) -> Vec<f32> {
-    // Beside, not among, the inputs the reference reads.
-    let folder = dir.join("espeak");
-    std::fs::create_dir_all(&folder).unwrap();
-    let wav = folder.join("speech.wav");
-    timbre_test_support::espeak(&wav, text);
-    let decoded = timbre_audio::decode_file(&wav, &Default::default()).unwrap();
-    let resampled = timbre_audio::resample(&decoded.to_mono(), RATE).unwrap();
-    resampled.channels.into_iter().next().unwrap()
-}
 
 fn inputs(dir: &Path) -> Vec<(&'static str, Vec<f32>)> {
     let mut silence_then_tone = vec![0.0f32; 8000];
