@@ -112,6 +112,7 @@ fn a_song_is_covered_and_another_voice_or_transpose_reruns_only_conversion_and_r
             "isolate ran",
             "second_pass skipped",
             "convert ran",
+            "effects skipped",
             "remix ran"
         ]
     );
@@ -164,6 +165,7 @@ fn a_song_is_covered_and_another_voice_or_transpose_reruns_only_conversion_and_r
         "isolate cached",
         "second_pass skipped",
         "convert ran",
+        "effects skipped",
         "remix ran",
     ];
     assert_eq!(stages(&tenor), only_voice);
@@ -187,6 +189,7 @@ fn a_song_is_covered_and_another_voice_or_transpose_reruns_only_conversion_and_r
             "isolate cached",
             "second_pass skipped",
             "convert cached",
+            "effects skipped",
             "remix ran"
         ]
     );
@@ -280,6 +283,7 @@ fn with_the_vocals_passed_through_the_cover_equals_the_song() {
             "isolate ran",
             "second_pass skipped",
             "convert skipped",
+            "effects skipped",
             "remix ran"
         ]
     );
@@ -303,6 +307,7 @@ fn with_the_vocals_passed_through_the_cover_equals_the_song() {
             "isolate ran",
             "second_pass ran",
             "convert skipped",
+            "effects skipped",
             "remix ran"
         ]
     );
@@ -479,7 +484,66 @@ fn a_cover_killed_after_its_isolation_resumes_from_the_cache() {
             "isolate cached",
             "second_pass skipped",
             "convert ran",
+            "effects skipped",
             "remix ran"
         ]
     );
+}
+
+#[test]
+fn effects_run_over_the_converted_vocals_and_other_effects_rerun_only_effects_and_remix() {
+    let sb = with_voices();
+    let path = sb.path("song.wav");
+    song(&path, RATE, 2.0);
+    let voice = [
+        "--f0-method",
+        "pm",
+        "--separation",
+        "rough",
+        "--model",
+        "alto",
+    ];
+    let radio = cover(&sb, &path, &[&voice[..], &["--effects", "Radio"]].concat());
+    assert_eq!(
+        stages(&radio),
+        [
+            "isolate ran",
+            "second_pass skipped",
+            "convert ran",
+            "effects ran",
+            "remix ran"
+        ]
+    );
+    let roles: Vec<&str> = radio["stems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["vocals", "instrumental", "converted", "processed", "cover"]
+    );
+    let hall = cover(&sb, &path, &[&voice[..], &["--effects", "Hall"]].concat());
+    assert_eq!(
+        stages(&hall),
+        [
+            "isolate cached",
+            "second_pass skipped",
+            "convert cached",
+            "effects ran",
+            "remix ran"
+        ]
+    );
+    assert_ne!(hall["cover"]["sha256"], radio["cover"]["sha256"]);
+    let out = sb
+        .cpu_command()
+        .args(["cover", path.to_str().unwrap(), "--out"])
+        .arg(sb.path("covers"))
+        .args(voice)
+        .args(["--effects", "no such preset"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("neither an effects preset nor a file"));
 }

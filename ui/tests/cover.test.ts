@@ -42,6 +42,7 @@ describe('cover logic', () => {
       instrumentalGainDb: 1.5,
       matchLoudness: false,
       format: 'flac' as const,
+      effects: null,
     };
     expect(coverSettings(form, BACKEND_DEFAULTS.get_conversion_defaults)).toEqual({
       model_id: 2,
@@ -52,6 +53,7 @@ describe('cover logic', () => {
       instrumental_gain_db: 1.5,
       match_loudness: false,
       format: 'flac',
+      effects: null,
     });
     expect(coverSettings({ ...form, separation: { kind: 'rough' }, modelId: null }, null)).toMatchObject({
       model_id: null,
@@ -62,7 +64,7 @@ describe('cover logic', () => {
 
   it('reads the stages from the progress while running and from the result once done', () => {
     const running = makeJob({ kind: 'cover', state: 'running', message: 'a: b: convert: with Ada' });
-    expect(stageRows(running).map((r) => r.state)).toEqual(['ran', 'ran', 'running', 'waiting']);
+    expect(stageRows(running).map((r) => r.state)).toEqual(['ran', 'ran', 'running', 'waiting', 'waiting']);
     const queued = makeJob({ kind: 'cover', state: 'queued', message: '' });
     expect(stageRows(queued).every((r) => r.state === 'waiting')).toBe(true);
     const done = makeJob({
@@ -74,11 +76,12 @@ describe('cover logic', () => {
           { stage: 'isolate', status: 'cached', seconds: 0, detail: '' },
           { stage: 'second_pass', status: 'skipped', seconds: 0, detail: '' },
           { stage: 'convert', status: 'ran', seconds: 3, detail: '' },
+          { stage: 'effects', status: 'skipped', seconds: 0, detail: '' },
           { stage: 'remix', status: 'ran', seconds: 1, detail: '' },
         ],
       },
     });
-    expect(stageRows(done).map((r) => r.state)).toEqual(['cached', 'skipped', 'ran', 'ran']);
+    expect(stageRows(done).map((r) => r.state)).toEqual(['cached', 'skipped', 'ran', 'skipped', 'ran']);
     expect(songsOf([done, makeJob({ id: 2, state: 'failed' })], [done.id, 2])).toEqual([7]);
   });
 
@@ -128,6 +131,7 @@ describe('Cover page', () => {
         instrumental_gain_db: 0,
         match_loudness: true,
         format: 'wav16',
+        effects: null,
       },
     });
     expect(coverer.jobIds).toEqual([51, 52]);

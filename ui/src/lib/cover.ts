@@ -1,6 +1,6 @@
 // The Cover page's choices turned into what the backend takes, and its jobs and results read
 // back: the stages of a job, the stems and covers of a song, the covers' conversions to compare.
-import { jobJson, type Conversion, type ConvertOptions, type CoverResult, type CoverSettings, type DerivedResult, type IsolationMethod, type Job, type OutputFormat, type Stage, type StageStatus } from './api';
+import { jobJson, type Conversion, type ConvertOptions, type CoverResult, type CoverSettings, type DerivedResult, type EffectChain, type IsolationMethod, type Job, type OutputFormat, type Stage, type StageStatus } from './api';
 
 /** The separation: the rough weight-free isolation, or a RoFormer of the models folder. */
 export type Separation = { kind: 'rough' } | { kind: 'model'; name: string };
@@ -15,6 +15,8 @@ export interface CoverForm {
   instrumentalGainDb: number;
   matchLoudness: boolean;
   format: OutputFormat;
+  /** Effects over the converted vocals before the remix (a preset's chain). */
+  effects: EffectChain | null;
 }
 
 /** The request's settings, with the Convert page's conversion parameters. */
@@ -29,6 +31,7 @@ export function coverSettings(form: CoverForm, options: ConvertOptions | null): 
     instrumental_gain_db: form.instrumentalGainDb,
     match_loudness: form.matchLoudness,
     format: form.format,
+    effects: form.effects,
   };
 }
 
@@ -36,6 +39,7 @@ export const STAGES: readonly { stage: Stage; label: string }[] = [
   { stage: 'isolate', label: 'Isolate vocals' },
   { stage: 'second_pass', label: 'Second pass' },
   { stage: 'convert', label: 'Convert vocals' },
+  { stage: 'effects', label: 'Effects' },
   { stage: 'remix', label: 'Remix' },
 ];
 

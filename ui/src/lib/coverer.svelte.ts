@@ -1,7 +1,7 @@
 // The Cover page's songs, choices and jobs (Svelte 5 runes), kept here so they survive switching
 // pages and so a drop on the page can add songs.
 import * as api from './api';
-import type { AudioInput, IsolationModels } from './api';
+import type { AudioInput, EffectPreset, IsolationModels } from './api';
 import { app } from './stores.svelte';
 import { sameInput, studio } from './studio.svelte';
 import { basename } from './format';
@@ -15,12 +15,15 @@ const DEFAULT_FORM: CoverForm = {
   instrumentalGainDb: 0,
   matchLoudness: true,
   format: 'wav16',
+  effects: null,
 };
 
 class CovererState {
   songs = $state<AudioInput[]>([]);
   form = $state<CoverForm>({ ...DEFAULT_FORM });
   models = $state<IsolationModels | null>(null);
+  /** The effects presets to choose from for the vocals. */
+  presets = $state<EffectPreset[]>([]);
   /** Cover jobs queued from this window, oldest first. */
   jobIds = $state<number[]>([]);
 
@@ -31,7 +34,7 @@ class CovererState {
 
   async load(): Promise<void> {
     try {
-      this.models = await api.listIsolationModels();
+      [this.models, this.presets] = await Promise.all([api.listIsolationModels(), api.listEffectPresets()]);
       const names = this.models.models.map((m) => m.name);
       const { separation, secondPass } = this.form;
       // The best separation there is: the first RoFormer, else the rough preview.

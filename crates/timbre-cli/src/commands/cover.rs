@@ -53,9 +53,13 @@ pub struct Args {
     /// Leave the converted vocals' loudness as the voice made it.
     #[arg(long)]
     no_match_loudness: bool,
-    /// wav16, wav24, wav-float or flac.
+    /// wav16, wav24, wav-float, flac, mp3, vorbis or opus.
     #[arg(long, default_value = "wav16")]
     format: String,
+    /// An effects preset (`timbre effects list`) or a preset's JSON file, run over the
+    /// converted vocals before the remix.
+    #[arg(long)]
+    effects: Option<String>,
     /// Folder for the covers (stems and covers are also kept in the library).
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
@@ -99,6 +103,11 @@ pub fn run(data_dir: Option<&Path>, out: &Output, args: Args) -> Result<ExitCode
             instrumental_gain_db: args.instrumental_gain,
             match_loudness: !args.no_match_loudness,
             format,
+            effects: args
+                .effects
+                .as_deref()
+                .map(|spec| timbre_core::effects::resolve(system.library(), spec))
+                .transpose()?,
         },
         out_dir: Some(args.out.clone()),
     };

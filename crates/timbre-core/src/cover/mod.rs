@@ -6,6 +6,7 @@
 //! another voice or transpose reruns only the conversion and the remix.
 
 mod conversion;
+mod effects;
 mod remix;
 mod request;
 mod separate;
@@ -165,11 +166,12 @@ impl CoverHandler {
             &models_dir,
             &lead,
         )?;
+        let processed = effects::apply(&mut stages, settings.effects.as_ref(), &converted.take)?;
         let cover = remix::remix(
             &mut stages,
             &remix::Mix {
                 original_vocals: &lead,
-                converted: &converted.take,
+                converted: &processed,
                 instrumental: &split.instrumental,
                 backing: backing.as_ref(),
                 settings,
@@ -212,6 +214,9 @@ impl CoverHandler {
         }
         if converted.voice.is_some() {
             stems.push(stem("converted", &converted.take));
+        }
+        if processed.id != converted.take.id {
+            stems.push(stem("processed", &processed));
         }
         stems.push(stem("cover", &cover));
         ctx.progress(1.0, format!("{}: cover done", song.name))?;

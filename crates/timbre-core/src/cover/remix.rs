@@ -6,6 +6,7 @@
 use anyhow::Result;
 use serde_json::json;
 use timbre_audio::enhance::TruePeakLimiter;
+use timbre_audio::export::{Codec, Tags};
 use timbre_audio::resample::StreamResampler;
 use timbre_audio::{AudioBuffer, BlockReader, DecodeOptions, WavStreamWriter};
 
@@ -25,6 +26,7 @@ const BLOCK_FRAMES: usize = 1 << 16;
 pub(super) struct Mix<'a> {
     /// The vocals the conversion started from: the loudness to match.
     pub original_vocals: &'a Take,
+    /// The converted vocals, after the effects when there are any.
     pub converted: &'a Take,
     pub instrumental: &'a Take,
     /// What a second pass left of the vocals besides the lead.
@@ -91,11 +93,17 @@ pub(super) fn remix(stages: &mut Stages, mix: &Mix, notes: &mut Vec<String>) -> 
         }
         let (rest, limited) = limiter.finish();
         sink.write(rate, rest)?;
-        sink.finish(&file)?;
+        let name = format!("{song_name} (cover, {voice})");
+        let tags = Tags {
+            title: name.clone(),
+            artist: voice.to_string(),
+            comment: serde_json::to_string(settings)?,
+        };
+        sink.finish(&file, &tags)?;
         Ok(vec![Made {
             role: "cover",
             operation: "cover",
-            name: format!("{song_name} (cover, {voice})"),
+            name,
             file,
             format: format.extension(),
             params: json!({
@@ -212,9 +220,10 @@ impl StemStream {
 
 /// The cover's file as it is mixed: WAV streamed; FLAC collected, as its encoder takes the whole
 /// signal.
+/// WAV streams block by block; the other formats' encoders take the whole cover.
 enum Sink {
     Wav(WavStreamWriter),
-    Flac(AudioBuffer),
+    Whole(AudioBuffer, Codec),
 }
 
 impl Sink {
@@ -231,17 +240,17 @@ impl Sink {
                 channels,
                 sample_format,
             )?),
-            None => Sink::Flac(AudioBuffer::new(
-                rate,
-                vec![Vec::new(); usize::from(channels)],
-            )),
+            None => Sink::Whole(
+                AudioBuffer::new(rate, vec![Vec::new(); usize::from(channels)]),
+                format.codec(),
+            ),
         })
     }
 
     fn write(&mut self, rate: u32, block: Vec<Vec<f32>>) -> Result<()> {
         match self {
             Sink::Wav(wav) => wav.write(&AudioBuffer::new(rate, block))?,
-            Sink::Flac(all) => {
+            Sink::Whole(all, _) => {
                 for (channel, part) in all.channels.iter_mut().zip(block) {
                     channel.extend(part);
                 }
@@ -250,10 +259,10 @@ impl Sink {
         Ok(())
     }
 
-    fn finish(self, path: &std::path::Path) -> Result<()> {
+    fn finish(self, path: &std::path::Path, tags: &Tags) -> Result<()> {
         match self {
             Sink::Wav(wav) => wav.finish()?,
-            Sink::Flac(all) => timbre_audio::write_flac(path, &all, 16)?,
+            Sink::Whole(all, codec) => timbre_audio::export::export(path, &all, codec, tags)?,
         }
         Ok(())
     }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
+use timbre_audio::effects::EffectChain;
 use timbre_nn::pipeline::ConvertOptions;
 
 use super::{CoverParams, KIND};
@@ -44,6 +45,10 @@ pub struct CoverSettings {
     pub match_loudness: bool,
     #[serde(default)]
     pub format: OutputFormat,
+    /// Effects over the converted vocals before the remix.
+    #[serde(default)]
+    #[ts(optional = nullable)]
+    pub effects: Option<EffectChain>,
 }
 
 fn default_true() -> bool {

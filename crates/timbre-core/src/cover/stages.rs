@@ -24,6 +24,7 @@ pub enum Stage {
     Isolate,
     SecondPass,
     Convert,
+    Effects,
     Remix,
 }
 
@@ -33,6 +34,7 @@ impl Stage {
             Stage::Isolate => "isolate",
             Stage::SecondPass => "second_pass",
             Stage::Convert => "convert",
+            Stage::Effects => "effects",
             Stage::Remix => "remix",
         }
     }
@@ -42,8 +44,9 @@ impl Stage {
         match self {
             Stage::Isolate => (0.0, 0.35),
             Stage::SecondPass => (0.35, 0.45),
-            Stage::Convert => (0.45, 0.85),
-            Stage::Remix => (0.85, 0.99),
+            Stage::Convert => (0.45, 0.82),
+            Stage::Effects => (0.82, 0.86),
+            Stage::Remix => (0.86, 0.99),
         }
     }
 }
