@@ -71,9 +71,9 @@ describe('cover', () => {
     await $(`${byTestId('cover-song-input')}[data-label="cover-song"]`).waitForDisplayed({ timeout: 5000 });
     assert.equal(await $(byTestId('cover-separation')).getValue(), '', 'without a RoFormer the rough isolation is chosen');
     const first = await coverWith(voices.alto);
-    assert.deepEqual(first.stages, ['isolate ran', 'second_pass skipped', 'convert ran', 'remix ran']);
+    assert.deepEqual(first.stages, ['isolate ran', 'second_pass skipped', 'convert ran', 'effects skipped', 'remix ran']);
     const second = await coverWith(voices.tenor);
-    assert.deepEqual(second.stages, ['isolate cached', 'second_pass skipped', 'convert ran', 'remix ran']);
+    assert.deepEqual(second.stages, ['isolate cached', 'second_pass skipped', 'convert ran', 'effects skipped', 'remix ran']);
     await screenshot('e2e-cover.png');
   });
 
