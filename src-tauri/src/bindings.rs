@@ -88,6 +88,7 @@ fn export_contract(dir: &Path) -> Result<(), ts_rs::ExportError> {
         PreviewInfo,
         VoiceImportRequest,
         VoiceImportReport,
+        timbre_core::pitch::PitchCurve,
         timbre_core::live::DeviceList,
         timbre_core::live::LiveRequest,
         timbre_core::live::LiveStatus,

@@ -42,6 +42,7 @@ pub fn run() {
             commands::devices::get_device_report,
             commands::devices::set_devices,
             commands::record::list_input_devices,
+            commands::analyze::analyze_pitch,
             commands::live::list_live_devices,
             commands::live::start_live,
             commands::live::live_status,

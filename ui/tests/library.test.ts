@@ -106,4 +106,26 @@ describe('Library page', () => {
     expect(empty).toHaveTextContent(/import audio files, or drop them anywhere/i);
     expect(empty).toHaveTextContent(/record/i);
   });
+
+  it("shows a take's pitch curve, tracked again with another method", async () => {
+    const be = backend({
+      analyze_pitch: (a) => ({
+        input: 'Verse A',
+        method: a.f0Method,
+        frame_secs: 0.01,
+        f0: [0, 220, 221, 0, 0, 330, 331, 332],
+        voiced_frames: 5,
+        median_hz: 330,
+      }),
+    });
+    render(Library);
+    const rows = await screen.findAllByTestId('take-row');
+    await fireEvent.click(within(rows[0]).getByTestId('take-pitch'));
+    await waitFor(() => expect(screen.getByTestId('pitch-summary')).toHaveTextContent('5 of 8 frames voiced, median 330.0 Hz'));
+    expect(screen.getAllByTestId('pitch-line')).toHaveLength(2);
+    expect(be.argsOf('analyze_pitch')[0]).toEqual({ takeId: 1, f0Method: 'pm' });
+    await fireEvent.change(screen.getByTestId('pitch-method'), { target: { value: 'fcpe' } });
+    await waitFor(() => expect(be.argsOf('analyze_pitch')).toHaveLength(2));
+    expect(be.argsOf('analyze_pitch')[1]).toEqual({ takeId: 1, f0Method: 'fcpe' });
+  });
 });

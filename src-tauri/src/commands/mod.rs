@@ -1,3 +1,4 @@
+pub mod analyze;
 pub mod assets;
 pub mod clean;
 pub mod compare;

@@ -28,6 +28,7 @@ import type {
   ErrorKind,
   F0Method,
   Gains,
+  PitchCurve,
   InputDevice,
   IsolationModels,
   Job,
@@ -405,3 +406,7 @@ export const resourceSnapshot = () => call<ResourceSnapshot>('get_resource_snaps
 export const devicesReport = () => call<DeviceReport>('get_device_report');
 export const setDevices = (device: string, extractionDevice: string) =>
   call<DeviceReport>('set_devices', { device, extractionDevice });
+
+/** Hz per 10 ms frame of a take, as conversion tracks its pitch (0 where unvoiced). */
+export const analyzePitch = (takeId: number, f0Method: F0Method) =>
+  call<PitchCurve>('analyze_pitch', { takeId, f0Method });

@@ -72,6 +72,7 @@ export type { Notification } from './Notification';
 export type { OutputDevice } from './OutputDevice';
 export type { OutputFormat } from './OutputFormat';
 export type { PeakingEq } from './PeakingEq';
+export type { PitchCurve } from './PitchCurve';
 export type { PitchRange } from './PitchRange';
 export type { PrepareRequest } from './PrepareRequest';
 export type { Pretrained } from './Pretrained';
