@@ -89,6 +89,7 @@ fn export_contract(dir: &Path) -> Result<(), ts_rs::ExportError> {
         VoiceImportRequest,
         VoiceImportReport,
         timbre_core::pitch::PitchCurve,
+        timbre_nn::model_info::InfoEdits,
         timbre_core::live::DeviceList,
         timbre_core::live::LiveRequest,
         timbre_core::live::LiveStatus,

@@ -59,6 +59,8 @@ pub fn run() {
             commands::models::rename_model,
             commands::models::delete_model,
             commands::models::attach_model_index,
+            commands::models::blend_models,
+            commands::models::export_model,
             commands::assets::list_assets,
             commands::assets::download_assets,
             commands::assets::verify_assets,

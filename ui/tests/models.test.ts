@@ -103,4 +103,34 @@ describe('Models page', () => {
       ),
     );
   });
+
+  it('blends two chosen models with their weights, and exports one with new info', async () => {
+    const be = backend({
+      blend_models: (a) => makeModel({ id: 9, name: a.name }),
+      export_model: (a) => `${a.outDir}/${a.edits.model_name}.pth`,
+    });
+    render(Models);
+    await screen.findAllByTestId('model-row');
+    const picks = screen.getAllByTestId('blend-pick');
+    expect(screen.getByTestId('blend-submit')).toBeDisabled();
+    await fireEvent.click(picks[0]);
+    await fireEvent.click(picks[1]);
+    const weights = screen.getAllByTestId('blend-weight');
+    await fireEvent.input(weights[0], { target: { value: '0.7' } });
+    await fireEvent.input(weights[1], { target: { value: '0.3' } });
+    await fireEvent.input(screen.getByTestId('blend-name'), { target: { value: 'Ada-Bo' } });
+    await fireEvent.click(screen.getByTestId('blend-submit'));
+    await waitFor(() => expect(be.argsOf('blend_models')).toEqual([{ ids: [1, 2], weights: [0.7, 0.3], name: 'Ada-Bo' }]));
+
+    await fireEvent.change(screen.getByTestId('export-model'), { target: { value: '1' } });
+    await fireEvent.input(screen.getByTestId('export-name'), { target: { value: 'Ada final' } });
+    await fireEvent.input(screen.getByTestId('export-info'), { target: { value: '200 epochs' } });
+    await fireEvent.input(screen.getByTestId('export-dir'), { target: { value: '/out' } });
+    await fireEvent.click(screen.getByTestId('export-submit'));
+    await waitFor(() =>
+      expect(be.argsOf('export_model')).toEqual([
+        { id: 1, edits: { model_name: 'Ada final', author: null, description: null, info: '200 epochs' }, outDir: '/out' },
+      ]),
+    );
+  });
 });

@@ -9,7 +9,7 @@ use anyhow::{Result, bail};
 use crate::checkpoint::{self, Value, write_torch_file};
 
 /// The entries to set; None leaves an entry as it is.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize, ts_rs::TS)]
 pub struct InfoEdits {
     pub model_name: Option<String>,
     pub author: Option<String>,

@@ -6,6 +6,7 @@ use tauri::State;
 use timbre_core::convert::model_import;
 use timbre_core::db::models::{self, Model};
 use timbre_core::voice_import::{self, VoiceImportRequest};
+use timbre_nn::model_info::InfoEdits;
 
 #[tauri::command]
 pub fn list_models(state: State<'_, AppState>) -> CommandResult<Vec<Model>> {
@@ -70,4 +71,47 @@ pub async fn attach_model_index(
     })
     .await??;
     Ok(model)
+}
+
+/// A new model in the library: the weighted blend of compatible models (same version, rate and
+/// pitch guidance; others are refused naming the difference).
+#[tauri::command]
+pub async fn blend_models(
+    state: State<'_, AppState>,
+    ids: Vec<i64>,
+    weights: Vec<f64>,
+    name: String,
+) -> CommandResult<Model> {
+    let jobs = Arc::clone(&state.jobs);
+    let model = tauri::async_runtime::spawn_blocking(move || {
+        model_import::blend(jobs.library(), &ids, &weights, &name)
+    })
+    .await??;
+    Ok(model)
+}
+
+/// Writes a model's `.pth` into `out_dir` (named after the model) with its name, author,
+/// description and info edited; the path written.
+#[tauri::command]
+pub async fn export_model(
+    state: State<'_, AppState>,
+    id: i64,
+    edits: InfoEdits,
+    out_dir: PathBuf,
+) -> CommandResult<PathBuf> {
+    let jobs = Arc::clone(&state.jobs);
+    let path = tauri::async_runtime::spawn_blocking(move || {
+        let library = jobs.library();
+        let model = models::require(&library.conn(), id)?;
+        let file_name = edits
+            .model_name
+            .as_deref()
+            .unwrap_or(&model.name)
+            .to_string();
+        let path = out_dir.join(format!("{}.pth", file_name.replace(['/', '\\'], "_")));
+        model_import::export_with_info(library, id, &edits, &path)?;
+        anyhow::Ok(path)
+    })
+    .await??;
+    Ok(path)
 }

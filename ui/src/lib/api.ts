@@ -28,6 +28,7 @@ import type {
   ErrorKind,
   F0Method,
   Gains,
+  InfoEdits,
   PitchCurve,
   InputDevice,
   IsolationModels,
@@ -410,3 +411,10 @@ export const setDevices = (device: string, extractionDevice: string) =>
 /** Hz per 10 ms frame of a take, as conversion tracks its pitch (0 where unvoiced). */
 export const analyzePitch = (takeId: number, f0Method: F0Method) =>
   call<PitchCurve>('analyze_pitch', { takeId, f0Method });
+
+/** A new library model: the weighted blend of compatible models. */
+export const blendModels = (ids: number[], weights: number[], name: string) =>
+  call<VoiceModel>('blend_models', { ids, weights, name });
+/** Writes a model's .pth into `outDir` with its descriptive entries edited; the path written. */
+export const exportModel = (id: number, edits: InfoEdits, outDir: string) =>
+  call<string>('export_model', { id, edits, outDir });

@@ -40,6 +40,7 @@ export type { Gains } from './Gains';
 export type { Gpu } from './Gpu';
 export type { GpuSnapshot } from './GpuSnapshot';
 export type { HighPass } from './HighPass';
+export type { InfoEdits } from './InfoEdits';
 export type { InputDevice } from './InputDevice';
 export type { IsolationMethod } from './IsolationMethod';
 export type { IsolationModels } from './IsolationModels';
