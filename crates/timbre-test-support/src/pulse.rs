@@ -114,7 +114,9 @@ impl PulseLoop {
                 "--daemonize=no",
                 "--exit-idle-time=-1",
                 "--load=module-native-protocol-unix",
-                "--load=module-null-sink sink_name=loop",
+                // A fixed rate: the null sink otherwise switches between 44.1 and 48 kHz with its
+                // clients, and PulseAudio's own resampling adds latency no device reports.
+                "--load=module-null-sink sink_name=loop rate=48000",
                 "--load=module-always-sink",
             ])
             .stdin(Stdio::null())
