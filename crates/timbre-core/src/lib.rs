@@ -30,12 +30,13 @@ pub use library::{Library, Notification};
 
 /// Every job kind this build can run, the model-loading ones sharing `models`.
 pub fn job_handlers(models: &Arc<model_cache::ModelCache>) -> Vec<Arc<dyn jobs::JobHandler>> {
+    let engine = convert::SharedEngine::new(models.clone());
     vec![
         Arc::new(import::ImportHandler),
-        Arc::new(convert::ConvertHandler::new(models.clone())),
+        Arc::new(convert::ConvertHandler::new(engine.clone())),
         Arc::new(clean::EnhanceHandler),
         Arc::new(clean::IsolateHandler::new(models.clone())),
-        Arc::new(cover::CoverHandler::new(models.clone())),
+        Arc::new(cover::CoverHandler::new(engine)),
         Arc::new(dataset::DatasetHandler::new(models.clone())),
         Arc::new(train::TrainHandler),
         Arc::new(assets::DownloadHandler),

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use timbre_audio::live::loopback::LoopbackFailure;
 use timbre_audio::live::{Gains, LiveState};
 use timbre_core::db::models;
-use timbre_core::live::file::{self, FileStreamRequest};
+use timbre_core::live::file::{self, FileStreamReport, FileStreamRequest};
 use timbre_core::live::{self, LatencyMeasurement, LiveRequest, LiveStatus, LiveStream, LiveVoice};
 use timbre_core::model_cache::ModelCache;
 use timbre_nn::pipeline::F0Method;
@@ -190,19 +190,13 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
             };
             run_stream(library, request, seconds, out)
         }
-        Command::File { .. } => stream_file(data_dir, out, cmd),
-    }
-}
-
-fn stream_file(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCode> {
-    let library = open_library(data_dir)?;
-    match cmd {
         Command::File {
             input,
             out: output,
             rate,
             stream,
         } => {
+            let library = open_library(data_dir)?;
             let request = FileStreamRequest {
                 input,
                 output,
@@ -212,25 +206,26 @@ fn stream_file(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<Ex
                 passthrough: stream.passthrough,
             };
             let report = file::stream_file(&library, &ModelCache::default(), &request)?;
-            out.print(&report, || {
-                let t = &report.times;
-                format!(
-                    "streamed   {} -> {} ({:.1} s in {} blocks of {:.0} ms: {:.1} ms each on average, \
-                     {:.1} ms at the 95th percentile, {:.1} ms at most)",
-                    report.input.display(),
-                    report.output.display(),
-                    report.input_seconds,
-                    t.blocks,
-                    t.budget_ms,
-                    t.mean_ms,
-                    t.p95_ms,
-                    t.max_ms
-                )
-            });
+            out.print(&report, || file_line(&report));
+            Ok(ExitCode::SUCCESS)
         }
-        _ => unreachable!("stream_file takes `live file` only"),
     }
-    Ok(ExitCode::SUCCESS)
+}
+
+fn file_line(report: &FileStreamReport) -> String {
+    let t = &report.times;
+    format!(
+        "streamed   {} -> {} ({:.1} s in {} blocks of {:.0} ms: {:.1} ms each on average, \
+         {:.1} ms at the 95th percentile, {:.1} ms at most)",
+        report.input.display(),
+        report.output.display(),
+        report.input_seconds,
+        t.blocks,
+        t.budget_ms,
+        t.mean_ms,
+        t.p95_ms,
+        t.max_ms
+    )
 }
 
 fn devices(out: &Output) -> Result<ExitCode> {

@@ -54,17 +54,68 @@ pub struct ConvertParams {
     pub effects: Option<EffectChain>,
 }
 
-pub struct ConvertHandler {
+/// The process's one conversion engine, shared by the convert and cover jobs so that both keep
+/// their analyses in one cache; one job at a time runs it.
+pub struct SharedEngine {
     models: Arc<ModelCache>,
-    engine: Mutex<Option<Engine>>,
+    slot: Mutex<Option<Engine>>,
+}
+
+impl SharedEngine {
+    pub fn new(models: Arc<ModelCache>) -> Arc<SharedEngine> {
+        Arc::new(SharedEngine {
+            models,
+            slot: Mutex::new(None),
+        })
+    }
+
+    pub(crate) fn models(&self) -> &Arc<ModelCache> {
+        &self.models
+    }
+
+    /// Runs `work` on the engine for the device the settings name now (a new one when it
+    /// changed), with the model cache's budget re-read.
+    pub(crate) fn run<T>(
+        &self,
+        library: &Library,
+        work: impl FnOnce(&mut Engine) -> Result<T>,
+    ) -> Result<T> {
+        let mut slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
+        let settings = library.settings()?;
+        let device = crate::devices::Devices::of(&settings)?.main;
+        if slot.as_ref().is_none_or(|e| e.device() != device) {
+            *slot = None;
+            let precision = Precision::default_for(device)?;
+            *slot = Some(Engine::new(
+                device,
+                precision,
+                self.models.clone(),
+                &library.data_dir().join("cache"),
+            ));
+        }
+        self.models.set_budget_mb(settings.model_cache_mb);
+        work(
+            slot.as_mut()
+                .context("the conversion engine is not ready")?,
+        )
+    }
+
+    /// Empties the model cache and the analyses kept in memory.
+    pub(crate) fn free(&self) {
+        self.models.clear();
+        if let Some(engine) = self.slot.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+            engine.free();
+        }
+    }
+}
+
+pub struct ConvertHandler {
+    engine: Arc<SharedEngine>,
 }
 
 impl ConvertHandler {
-    pub fn new(models: Arc<ModelCache>) -> Self {
-        Self {
-            models,
-            engine: Mutex::new(None),
-        }
+    pub fn new(engine: Arc<SharedEngine>) -> Self {
+        Self { engine }
     }
 }
 
@@ -85,54 +136,23 @@ impl JobHandler for ConvertHandler {
     fn run(&self, ctx: &JobContext) -> Result<Value> {
         let params: ConvertParams = ctx.params()?;
         let library = ctx.library();
-        let mut engine = self.engine.lock().unwrap_or_else(|p| p.into_inner());
-        let engine = ready_engine(&mut engine, library, &self.models)?;
         let models_dir = crate::models_folder::of(library)?;
-        let result = convert(
-            library,
-            engine,
-            &params,
-            &models_dir,
-            ctx.job_id(),
-            &mut |f, message| ctx.progress(f, message),
-        )?;
+        let result = self.engine.run(library, |engine| {
+            convert(
+                library,
+                engine,
+                &params,
+                &models_dir,
+                ctx.job_id(),
+                &mut |f, message| ctx.progress(f, message),
+            )
+        })?;
         Ok(serde_json::to_value(result)?)
     }
 
     fn free_caches(&self) {
-        self.models.clear();
-        if let Some(engine) = self
-            .engine
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_mut()
-        {
-            engine.free();
-        }
+        self.engine.free();
     }
-}
-
-/// The engine in `slot` for the device the settings name now (a new one when it changed), with
-/// the model cache's budget re-read.
-pub(crate) fn ready_engine<'a>(
-    slot: &'a mut Option<Engine>,
-    library: &Library,
-    models: &Arc<ModelCache>,
-) -> Result<&'a mut Engine> {
-    let settings = library.settings()?;
-    let device = crate::devices::Devices::of(&settings)?.main;
-    if slot.as_ref().is_none_or(|e| e.device() != device) {
-        *slot = None;
-        let precision = Precision::default_for(device)?;
-        *slot = Some(Engine::new(
-            device,
-            precision,
-            models.clone(),
-            &library.data_dir().join("cache"),
-        ));
-    }
-    models.set_budget_mb(settings.model_cache_mb);
-    slot.as_mut().context("the conversion engine is not ready")
 }
 
 /// The input as 16 kHz mono, with its content hash and where it came from.

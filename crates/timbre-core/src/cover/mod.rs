@@ -18,7 +18,7 @@ pub use request::{CoverRequest, CoverSettings, submit};
 pub use stages::{Stage, StageReport, StageStatus};
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Result;
@@ -26,12 +26,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::clean::{Separators, isolate};
-use crate::convert::Engine;
+use crate::convert::{Engine, SharedEngine};
 use crate::db::jobs::Lane;
 use crate::db::takes::Take;
 use crate::input::AudioInput;
 use crate::jobs::{JobContext, JobHandler};
-use crate::model_cache::ModelCache;
 
 /// The job kind.
 pub(crate) const KIND: &str = "cover";
@@ -78,16 +77,12 @@ pub struct CoverResult {
 }
 
 pub struct CoverHandler {
-    models: Arc<ModelCache>,
-    engine: Mutex<Option<Engine>>,
+    engine: Arc<SharedEngine>,
 }
 
 impl CoverHandler {
-    pub fn new(models: Arc<ModelCache>) -> Self {
-        Self {
-            models,
-            engine: Mutex::new(None),
-        }
+    pub fn new(engine: Arc<SharedEngine>) -> Self {
+        Self { engine }
     }
 }
 
@@ -107,31 +102,29 @@ impl JobHandler for CoverHandler {
 
     fn run(&self, ctx: &JobContext) -> Result<Value> {
         let params: CoverParams = ctx.params()?;
-        Ok(serde_json::to_value(self.cover(ctx, &params)?)?)
+        let result = self
+            .engine
+            .run(ctx.library(), |engine| self.cover(ctx, &params, engine))?;
+        Ok(serde_json::to_value(result)?)
     }
 
     fn free_caches(&self) {
-        self.models.clear();
-        if let Some(engine) = self
-            .engine
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_mut()
-        {
-            engine.free();
-        }
+        self.engine.free();
     }
 }
 
 impl CoverHandler {
-    fn cover(&self, ctx: &JobContext, params: &CoverParams) -> Result<CoverResult> {
+    fn cover(
+        &self,
+        ctx: &JobContext,
+        params: &CoverParams,
+        engine: &mut Engine,
+    ) -> Result<CoverResult> {
         let started = Instant::now();
         let library = ctx.library();
         let settings = &params.settings;
         let models_dir = crate::models_folder::of(library)?;
-        let mut engine = self.engine.lock().unwrap_or_else(|p| p.into_inner());
-        let engine = crate::convert::ready_engine(&mut engine, library, &self.models)?;
-        let separators = Separators::new(&self.models, engine.device());
+        let separators = Separators::new(self.engine.models(), engine.device());
         let separation = isolate::choose_model(&settings.separation, &models_dir)?;
         let second_pass = match &settings.second_pass {
             Some(name) => {

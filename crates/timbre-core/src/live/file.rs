@@ -103,8 +103,9 @@ pub fn stream_file(
         settings.max_import_duration_secs,
     )?;
     let block = engine.block_size();
-    let mut padded = input.clone();
-    padded.resize(input.len().div_ceil(block) * block + block, 0.0);
+    let input_samples = input.len();
+    let mut padded = input;
+    padded.resize(input_samples.div_ceil(block) * block + block, 0.0);
     let mut output = Vec::with_capacity(padded.len());
     let mut times_ms = Vec::with_capacity(padded.len() / block);
     for chunk in padded.chunks_exact(block) {
@@ -128,7 +129,7 @@ pub fn stream_file(
         output: request.output.clone(),
         sample_rate: request.sample_rate,
         block_samples: block,
-        input_seconds: input.len() as f64 / f64::from(request.sample_rate),
+        input_seconds: input_samples as f64 / f64::from(request.sample_rate),
         times: BlockTimes::of(&times_ms, budget_ms),
     })
 }

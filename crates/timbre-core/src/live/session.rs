@@ -155,7 +155,7 @@ impl LiveStream {
 
     /// New parameters from the next block; a new pitch method's model is loaded first.
     pub fn set_params(&mut self, params: StreamParams) -> Result<()> {
-        params.check()?;
+        // The layout checks the parameters, and that they fit the session's rate.
         timbre_nn::stream::Layout::new(&params, self.session.rate())?;
         if params.f0_method != self.request.params.f0_method {
             self.send(Change::Models(self.models(self.request.voice, &params)?))?;
