@@ -68,6 +68,32 @@ fn a_file_streams_block_by_block_reproducibly_and_reports_its_block_times() {
 }
 
 #[test]
+fn formant_shift_and_denoise_change_the_stream_and_keep_its_length() {
+    let sb = sandbox();
+    let input = sb.write_speech("speech.wav", 1.0);
+    let run = |out: &str, extra: &[&str]| {
+        let result = stream(&sb, &input, out, extra);
+        assert!(
+            result.status.success(),
+            "{extra:?}: {}",
+            String::from_utf8_lossy(&result.stderr)
+        );
+        samples(&sb.path(out)).1
+    };
+    let plain = run("plain.wav", &[]);
+    for (out, extra) in [
+        ("formant.wav", &["--formant-shift", "1.5"][..]),
+        ("denoised.wav", &["--input-denoise", "--output-denoise"][..]),
+    ] {
+        let changed = run(out, extra);
+        assert_eq!(changed.len(), plain.len(), "{extra:?}");
+        let rms = (changed.iter().map(|x| x * x).sum::<f32>() / changed.len() as f32).sqrt();
+        assert!(rms > 1e-3, "{extra:?}: silent, rms {rms}");
+        assert_ne!(changed, plain, "{extra:?} changed nothing");
+    }
+}
+
+#[test]
 fn passthrough_returns_the_input_behind_the_crossfade() {
     let sb = sandbox();
     let input = sb.write_speech("speech.wav", 1.0);
@@ -133,6 +159,9 @@ fn bad_settings_and_missing_models_are_refused_by_name() {
     let out = stream(&sb, &input, "x.wav", &["--f0-method", "crepe-tiny"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("offline conversion"));
+    let out = stream(&sb, &input, "x.wav", &["--formant-shift", "3"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("between -2 and 2"));
     let out = stream(&sb, &input, "x.wav", &["--f0-method", "rmvpe"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("rmvpe.pt"));

@@ -239,12 +239,16 @@ describe('Live page', () => {
     await fireEvent.change(screen.getByTestId('live-context'), { target: { value: '500' } });
     await waitFor(() => expect(be.argsOf('update_live')).toHaveLength(3));
     expect(be.argsOf('update_live')[2].params).toEqual({ ...PARAMS, block_ms: 100, transpose: 5, f0_method: 'pm', context_ms: 500 });
+    await fireEvent.change(screen.getByTestId('live-formant'), { target: { value: '1.5' } });
+    await fireEvent.click(screen.getByTestId('live-input-denoise'));
+    await waitFor(() => expect(be.argsOf('update_live')).toHaveLength(5));
+    expect(be.argsOf('update_live')[4].params).toMatchObject({ formant_shift: 1.5, input_denoise: true, output_denoise: false });
 
     await fireEvent.click(screen.getByTestId('live-passthrough'));
     await fireEvent.change(screen.getByTestId('live-gain-input'), { target: { value: '6' } });
-    await waitFor(() => expect(be.argsOf('update_live')).toHaveLength(5));
-    expect(be.argsOf('update_live')[3]).toMatchObject({ params: null, passthrough: true });
-    expect(be.argsOf('update_live')[4]).toMatchObject({ gains: { input_db: 6, output_db: 0, monitor_db: 0 } });
+    await waitFor(() => expect(be.argsOf('update_live')).toHaveLength(7));
+    expect(be.argsOf('update_live')[5]).toMatchObject({ params: null, passthrough: true });
+    expect(be.argsOf('update_live')[6]).toMatchObject({ gains: { input_db: 6, output_db: 0, monitor_db: 0 } });
   });
 
   it('switches the running stream between voice A and B in one click', async () => {

@@ -29,7 +29,7 @@ pub(super) fn denoise_channel(
 ) -> Result<Energies, ProcessError> {
     let mut up = StreamResampler::new(rate, RNNOISE_RATE)?;
     let mut down = StreamResampler::new(RNNOISE_RATE, rate)?;
-    let mut network = Rnnoise::new();
+    let mut network = Rnnoise::aligned();
     let (mut at_48k, mut denoised_48k, mut back) = (Vec::new(), Vec::new(), Vec::new());
     let mut writer = Writer {
         written: 0,
@@ -83,9 +83,8 @@ impl Writer {
     }
 }
 
-/// The network over a stream: collects whole frames and drops its one-frame delay, so output
-/// sample `n` is the denoised input sample `n`.
-struct Rnnoise {
+/// The network over a stream of 48 kHz samples in -1..1, collecting whole frames.
+pub struct Rnnoise {
     state: Box<DenoiseState<'static>>,
     frame: Vec<f32>,
     output: Vec<f32>,
@@ -95,18 +94,33 @@ struct Rnnoise {
 }
 
 impl Rnnoise {
-    fn new() -> Self {
+    /// Drops the network's one-frame delay, so output sample `n` is the denoised input sample
+    /// `n` (the output trails the input by up to two frames).
+    fn aligned() -> Self {
+        Rnnoise {
+            delay_left: DenoiseState::FRAME_SIZE,
+            ..Rnnoise::delayed()
+        }
+    }
+
+    /// Keeps the network's one-frame delay ([`Rnnoise::FRAME`] samples), so whole frames in give as
+    /// many samples out at once: what a live stream needs.
+    pub fn delayed() -> Self {
         Rnnoise {
             state: DenoiseState::new(),
             frame: Vec::with_capacity(DenoiseState::FRAME_SIZE),
             output: vec![0.0; DenoiseState::FRAME_SIZE],
-            delay_left: DenoiseState::FRAME_SIZE,
+            delay_left: 0,
             consumed: 0,
             produced: 0,
         }
     }
 
-    fn push(&mut self, input: &[f32], out: &mut Vec<f32>) {
+    /// Samples per frame, and the delay of [`Rnnoise::delayed`].
+    pub const FRAME: usize = DenoiseState::FRAME_SIZE;
+    pub const RATE: u32 = RNNOISE_RATE;
+
+    pub fn push(&mut self, input: &[f32], out: &mut Vec<f32>) {
         self.consumed += input.len();
         for &sample in input {
             self.frame.push(sample * I16_SCALE);

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::buffer::AudioBuffer;
 use crate::error::AudioError;
 
+pub use denoise::Rnnoise;
 pub use level::{Limited, TruePeakLimiter};
 pub use vad::TrimOptions;
 

@@ -2,6 +2,8 @@
 //! computes it (without its split-stream ring: input and output here are always two streams
 //! joined by the session's rings, with no extra ring between them).
 
+use crate::enhance::Rnnoise;
+
 /// SOLA searches this far for the best splice, so the engine's output trails by up to it.
 pub const SOLA_SEARCH_MS: f64 = 10.0;
 
@@ -11,15 +13,12 @@ pub fn block_frames(block_ms: f64, sample_rate: u32) -> usize {
     frame.max((block_ms / 10.0).round() as usize * frame)
 }
 
-/// How far the streaming engine's output trails its input, at most: crossfade + 10 ms, plus
-/// `min(crossfade, 40 ms)` with input denoise. Zero for a passthrough (no engine).
-pub fn engine_delay_ms(crossfade_ms: f64, input_denoise: bool) -> f64 {
-    let denoise = if input_denoise {
-        crossfade_ms.min(40.0)
-    } else {
-        0.0
-    };
-    crossfade_ms + SOLA_SEARCH_MS + denoise
+/// How far the streaming engine's output trails its input, at most: crossfade + 10 ms, plus one
+/// RNNoise frame (10 ms) for each denoise pass (input, output) the stream runs. (The
+/// reference's TorchGate input denoise adds `min(crossfade, 40 ms)` instead.)
+pub fn engine_delay_ms(crossfade_ms: f64, denoise_passes: u32) -> f64 {
+    let frame_ms = 1000.0 * Rnnoise::FRAME as f64 / f64::from(Rnnoise::RATE);
+    crossfade_ms + SOLA_SEARCH_MS + f64::from(denoise_passes) * frame_ms
 }
 
 /// Input to output: one block gathered, the engine's delay, one block of output prefill, and
@@ -47,11 +46,11 @@ mod tests {
     #[test]
     fn estimate_matches_the_reference_formula() {
         // rvc-next defaults: block 250, crossfade 50 → 250 + 60 + 250 (+ devices).
-        let engine = engine_delay_ms(50.0, false);
+        let engine = engine_delay_ms(50.0, 0);
         assert_eq!(engine, 60.0);
         assert_eq!(estimate_latency_ms(250.0, engine, 0.0, 0.0), 560.0);
         assert_eq!(estimate_latency_ms(250.0, engine, 12.5, -3.0), 572.5);
-        assert_eq!(engine_delay_ms(50.0, true), 100.0);
-        assert_eq!(engine_delay_ms(20.0, true), 50.0);
+        assert_eq!(engine_delay_ms(50.0, 1), 70.0);
+        assert_eq!(engine_delay_ms(20.0, 2), 50.0);
     }
 }

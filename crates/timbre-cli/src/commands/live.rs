@@ -111,6 +111,16 @@ pub struct StreamArgs {
     rms_mix: f32,
     #[arg(long, default_value_t = 0)]
     speaker: i64,
+    /// Move the formants by this many semitones, -2..2, keeping the pitch (up: a
+    /// smaller-sounding voice).
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
+    formant_shift: f32,
+    /// Denoise the input (RNNoise) before the voice hears it; adds 10 ms.
+    #[arg(long)]
+    input_denoise: bool,
+    /// Denoise the converted output (RNNoise); adds 10 ms.
+    #[arg(long)]
+    output_denoise: bool,
     /// Random draws from this seed (default: none, so the output is reproducible).
     #[arg(long)]
     seed: Option<u64>,
@@ -133,6 +143,9 @@ impl StreamArgs {
             protect: self.protect,
             rms_mix_rate: self.rms_mix,
             speaker_id: self.speaker,
+            formant_shift: self.formant_shift,
+            input_denoise: self.input_denoise,
+            output_denoise: self.output_denoise,
             seed: self.seed,
             ..StreamParams::default()
         };

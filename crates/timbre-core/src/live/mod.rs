@@ -57,7 +57,8 @@ pub fn devices() -> Result<DeviceList> {
 #[derive(Debug, Clone, PartialEq, Serialize, ts_rs::TS)]
 pub struct LatencyMeasurement {
     pub measurement: live::LoopbackRun,
-    /// The round trip plus the engine's delay (crossfade + 10 ms), when a round trip was found.
+    /// The round trip plus the engine's delay without denoise (crossfade + 10 ms), when a round
+    /// trip was found.
     pub stream_latency_ms: Option<f64>,
 }
 
@@ -74,7 +75,7 @@ pub fn measure_latency(
         ..live::SessionConfig::default()
     };
     let measurement = live::measure(&config, block_ms, MEASURE_PINGS, MEASURE_LEVEL_DB)?;
-    let engine_delay = live::latency::engine_delay_ms(crossfade_ms, false);
+    let engine_delay = live::latency::engine_delay_ms(crossfade_ms, 0);
     Ok(LatencyMeasurement {
         stream_latency_ms: measurement.result.round_trip_ms.map(|ms| ms + engine_delay),
         measurement,

@@ -192,8 +192,11 @@ impl LiveStream {
     pub fn status(&self) -> LiveStatus {
         let stats = self.session.stats();
         let params = &self.request.params;
-        // Passthrough goes through the SOLA crossfade too, so its delay is the same.
-        let engine_delay = latency::engine_delay_ms(params.crossfade_ms, false);
+        // Passthrough goes through the SOLA crossfade (and the input denoise) too.
+        let passthrough = self.request.passthrough;
+        let denoise_passes =
+            u32::from(params.input_denoise) + u32::from(params.output_denoise && !passthrough);
+        let engine_delay = latency::engine_delay_ms(params.crossfade_ms, denoise_passes);
         let block_ms = latency::block_frames(params.block_ms, stats.sample_rate) as f64 * 1000.0
             / f64::from(stats.sample_rate.max(1));
         LiveStatus {
@@ -206,7 +209,7 @@ impl LiveStream {
             stats,
             voice: self.request.voice,
             params: params.clone(),
-            passthrough: self.request.passthrough,
+            passthrough,
         }
     }
 

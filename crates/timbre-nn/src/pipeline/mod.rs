@@ -11,7 +11,7 @@
 
 mod analysis;
 pub mod autotune;
-mod formant;
+pub(crate) mod formant;
 mod output;
 pub mod pitch;
 mod render;

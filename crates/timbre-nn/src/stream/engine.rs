@@ -3,11 +3,14 @@
 //! `start_vc`/`audio_callback`): the rolling device-rate and 16 kHz buffers of context +
 //! crossfade + SOLA search + block, the RMS gate, the sinc resample to 16 kHz of the new samples
 //! only, the conversion (`infer`), the resample to the device rate, the RMS mix and the SOLA
-//! crossfade. Hot parameters apply from the next block; block, crossfade and context changes
-//! rebuild the buffers (about one block of silence) and keep the models.
+//! crossfade. Input denoise runs on the gated block before it joins the buffers, output denoise
+//! on the crossfaded block (see `denoise`). Hot parameters apply from the next block; block,
+//! crossfade and context changes rebuild the buffers (about one block of silence) and keep the
+//! models.
 
 use anyhow::{Result, ensure};
 
+use super::denoise::LiveDenoiser;
 use super::infer;
 use super::loudness;
 use super::params::{GATE_OFF_DB, Layout, StreamParams};
@@ -48,6 +51,9 @@ pub struct StreamEngine {
     pitch_cache: PitchCache,
     to_16k: SincResampler,
     from_model: SincResampler,
+    /// Present while their parameter is on; a fresh one starts from silence.
+    input_denoiser: Option<LiveDenoiser>,
+    output_denoiser: Option<LiveDenoiser>,
 }
 
 /// Moves `buffer` `shift` samples toward its start (the oldest drop out).
@@ -78,6 +84,8 @@ impl StreamEngine {
             pitch_cache: PitchCache::new(),
             to_16k: SincResampler::new(sample_rate, 16_000, tch::Device::Cpu),
             from_model,
+            input_denoiser: None,
+            output_denoiser: None,
             models,
         };
         engine.build();
@@ -113,6 +121,8 @@ impl StreamEngine {
         self.gate_history = vec![0.0; 4 * l.zc];
         self.sola = Sola::new(l.sola_buffer, l.sola_search);
         self.pitch_cache = PitchCache::new();
+        self.input_denoiser = None;
+        self.output_denoiser = None;
     }
 
     /// New parameters: hot ones apply from the next block; block, crossfade or context
@@ -151,10 +161,15 @@ impl StreamEngine {
         let mut fixed = vec![0.0f32; l.block];
         let take = block.len().min(l.block);
         fixed[l.block - take..].copy_from_slice(&block[block.len() - take..]);
-        let indata = if self.params.threshold_db > GATE_OFF_DB {
+        let gated = if self.params.threshold_db > GATE_OFF_DB {
             loudness::gate(&fixed, &mut self.gate_history, zc, self.params.threshold_db)
         } else {
             fixed
+        };
+        let rate = self.sample_rate;
+        let indata = match denoiser(&mut self.input_denoiser, self.params.input_denoise, rate) {
+            Some(denoiser) => denoiser.process(&gated),
+            None => gated,
         };
         let n = indata.len();
         roll(&mut self.input_wav, l.block);
@@ -202,6 +217,22 @@ impl StreamEngine {
             output
         };
         output.truncate(l.block + l.sola_buffer + l.sola_search);
-        Ok(self.sola.apply(&output, l.block))
+        let block = self.sola.apply(&output, l.block);
+        let output_denoise = self.params.output_denoise && !self.passthrough;
+        Ok(
+            match denoiser(&mut self.output_denoiser, output_denoise, rate) {
+                Some(denoiser) => denoiser.process(&block),
+                None => block,
+            },
+        )
     }
+}
+
+/// The denoiser when `on` (made on first use), dropped when off.
+fn denoiser(slot: &mut Option<LiveDenoiser>, on: bool, rate: u32) -> Option<&mut LiveDenoiser> {
+    if !on {
+        *slot = None;
+        return None;
+    }
+    Some(slot.get_or_insert_with(|| LiveDenoiser::new(rate)))
 }

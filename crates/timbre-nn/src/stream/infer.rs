@@ -3,7 +3,8 @@
 //! frame repeated, index retrieval on the new frames only (skipped for the block when any
 //! neighbour is missing), pitch on the tail into the cache, ×2 nearest upsampling, protect when
 //! `unvoiced` asks for it, and `skip_head`/`return_length` synthesis (with no random draws
-//! unless the parameters carry a seed).
+//! unless the parameters carry a seed), stretched to `return_length2` frames and resampled back
+//! for a formant shift.
 
 use anyhow::{Result, bail};
 use tch::{Kind, Tensor};
@@ -15,7 +16,7 @@ use crate::Shared;
 use crate::fcpe::Fcpe;
 use crate::hubert::FeatureVersion;
 use crate::index::IvfFlatIndex;
-use crate::pipeline::{F0Method, PitchTracker};
+use crate::pipeline::{F0Method, PitchTracker, formant};
 use crate::rmvpe::Rmvpe;
 use crate::synthesizer::{Noise, Window};
 
@@ -64,7 +65,8 @@ pub fn convert(
         let tracker = tracker(rmvpe.as_deref(), fcpe.as_deref(), params.f0_method)?;
         let tail = pitch::tracker_samples(params.f0_method, layout.block_16k);
         let f0 = pitch::track(&tracker, &audio_16k[audio_16k.len() - tail..])?;
-        let block_pitch = pitch::prepare(f0, params.transpose, params.unvoiced);
+        let block_pitch =
+            pitch::prepare(f0, params.transpose - params.formant_shift, params.unvoiced);
         cache.push(layout.block_16k / 160, &block_pitch);
         let from = cache.hz.len() - p_len;
         let device = voice.device();
@@ -96,19 +98,21 @@ pub fn convert(
     }
     let speaker = params.speaker_id.clamp(0, (info.speakers - 1).max(0));
     let lengths = Tensor::from_slice(&[p_len as i64]);
-    let audio = voice.infer_window(
+    let shift = formant::Shift::new(params.formant_shift, layout.return_length, info.sample_rate);
+    let audio = voice.infer_stretched(
         &phone.to_device(voice.device()),
         &lengths,
         pitch.as_ref().map(|(coarse, _)| coarse),
-        pitch.as_ref().map(|(_, hz)| hz),
+        pitch.as_ref().map(|(_, hz)| shift.scale_pitch(hz)).as_ref(),
         speaker,
         noise,
         Some(Window {
             skip_head: layout.skip_head as i64,
             return_length: layout.return_length as i64,
         }),
+        shift.decoder_frames(),
     )?;
-    crate::synthesizer::samples(&audio)
+    shift.restore(&crate::synthesizer::samples(&audio)?)
 }
 
 fn tracker<'a>(

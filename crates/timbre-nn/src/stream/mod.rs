@@ -2,6 +2,7 @@
 //! 0.2.16's `engine/stream/` (`StreamEngine`, itself RVC's `infer/lib/rtrvc.py` and
 //! `realtime_gui.py`). The devices, threads and recording live in the core's session.
 
+mod denoise;
 mod engine;
 mod infer;
 pub mod loudness;

@@ -3,9 +3,9 @@
 //! them, with the original realtime GUI's defaults; the layout is `StreamEngine._build`
 //! (RVC `realtime_gui.py` `start_vc`).
 //!
-//! Left out for now: formant shift (the reference's default 0 skips its resample), input and
-//! output denoise (off by default), autotune (0), the phase-vocoder crossfade (off) and effects
-//! (none). Each default keeps the reference's arithmetic unchanged.
+//! Denoise is RNNoise from the enhancement (see `denoise`), not the reference's TorchGate.
+//! Left out: autotune (0), the phase-vocoder crossfade (off) and effects (none); each default
+//! keeps the reference's arithmetic unchanged.
 
 use anyhow::{Result, ensure};
 use serde::{Deserialize, Serialize};
@@ -52,6 +52,13 @@ pub struct StreamParams {
     pub rms_mix_rate: f32,
     pub speaker_id: i64,
     pub unvoiced: Unvoiced,
+    /// Semitones the formants move (up: a smaller-sounding voice) while the pitch stays where
+    /// the transpose puts it (the reference's `formant`).
+    pub formant_shift: f32,
+    /// RNNoise over the input before conversion (and over a passthrough).
+    pub input_denoise: bool,
+    /// RNNoise over the converted output.
+    pub output_denoise: bool,
     /// The synthesizer's random draws from this seed (RVC's noise); none draws zeros, which
     /// makes the output deterministic, as the reference's no-noise mode and the parity test.
     #[ts(type = "number | null")]
@@ -72,6 +79,9 @@ impl Default for StreamParams {
             rms_mix_rate: 0.25,
             speaker_id: 0,
             unvoiced: Unvoiced::Original,
+            formant_shift: 0.0,
+            input_denoise: false,
+            output_denoise: false,
             seed: None,
         }
     }
@@ -111,6 +121,11 @@ impl StreamParams {
         ensure!(
             self.threshold_db.is_finite() && self.transpose.is_finite(),
             "the gate threshold and the transpose must be numbers"
+        );
+        ensure!(
+            (-2.0..=2.0).contains(&self.formant_shift),
+            "the formant shift must be between -2 and 2 semitones, not {}",
+            self.formant_shift
         );
         for (name, value, high) in [
             ("index rate", self.index_rate, 1.0),

@@ -2,7 +2,7 @@
 //! rvc-next 0.2.16's (`reference.py`) on the same fixture models with no random draws; the whole
 //! output streams must agree to an SNR of at least 30 dB. `LIVE_PARITY_PARAMS` (a JSON object or
 //! an array of them; keys block_ms, crossfade_ms, context_ms, sample_rate, f0_method, transpose,
-//! index_rate, threshold_db, and voice / index naming fixture files) replaces the default
+//! index_rate, threshold_db, formant_shift, and voice / index naming fixture files) replaces the default
 //! settings; keys it leaves out take the first default's values. Each setting run is printed as
 //! JSON with the SNR measured.
 
@@ -39,6 +39,7 @@ struct Setting {
     transpose: f32,
     index_rate: f32,
     threshold_db: f32,
+    formant_shift: f32,
     /// A fixture folder holding `model.pth`.
     voice: String,
     /// A fixture index file, or none.
@@ -56,6 +57,7 @@ impl Default for Setting {
             transpose: 0.0,
             index_rate: 0.75,
             threshold_db: -60.0,
+            formant_shift: 0.0,
             voice: "synth_v1_f0_40k".into(),
             index: Some("index_v1/added_IVF51_Flat_nprobe_1_tiny_v1.index".into()),
         }
@@ -80,6 +82,7 @@ fn default_settings() -> Vec<Setting> {
             sample_rate: 44_100,
             context_ms: 2000.0,
             transpose: -2.0,
+            formant_shift: 1.5,
             ..Setting::default()
         },
     ]
@@ -136,6 +139,7 @@ fn engine(setting: &Setting, fixtures: &Path) -> StreamEngine {
         transpose: setting.transpose,
         f0_method: setting.f0_method,
         index_rate: setting.index_rate,
+        formant_shift: setting.formant_shift,
         ..StreamParams::default()
     };
     StreamEngine::new(models, params, setting.sample_rate).unwrap()

@@ -5,7 +5,7 @@ the synthesizer zero (z_p = m_p, SineGen's initial phases and noise 0), on the C
 
 Usage: reference.py FIXTURES INPUT.wav PARAMS.json FCPE_WEIGHTS OUT.safetensors
 INPUT is mono float32 at the device rate; PARAMS holds block_ms, crossfade_ms, context_ms,
-sample_rate, f0_method, transpose, index_rate, threshold_db, voice (a fixture folder) and index
+sample_rate, f0_method, transpose, index_rate, threshold_db, formant_shift, voice (a fixture folder) and index
 (a fixture file or null). OUT gets `output`, the engine's blocks joined."""
 
 import json
@@ -90,7 +90,7 @@ def main() -> None:
     runtime = FixtureRuntime(load_hubert(fixtures / "hubert_tiny" / "hf", torch.device("cpu")), f0)
     voice = load_voice(fixtures / params["voice"] / "model.pth", torch.device("cpu"), False)
     index = load_index(fixtures / params["index"]) if params.get("index") else None
-    voice_params = VoiceParams(pitch=params["transpose"], f0_method=params["f0_method"], index_rate=params["index_rate"])
+    voice_params = VoiceParams(pitch=params["transpose"], f0_method=params["f0_method"], index_rate=params["index_rate"], formant=params["formant_shift"])
     stream = StreamParams(
         block_ms=params["block_ms"], crossfade_ms=params["crossfade_ms"], context_ms=params["context_ms"], threshold_db=params["threshold_db"]
     )

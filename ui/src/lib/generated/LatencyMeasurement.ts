@@ -6,6 +6,7 @@ import type { LoopbackRun } from "./LoopbackRun";
  */
 export type LatencyMeasurement = { measurement: LoopbackRun, 
 /**
- * The round trip plus the engine's delay (crossfade + 10 ms), when a round trip was found.
+ * The round trip plus the engine's delay without denoise (crossfade + 10 ms), when a round
+ * trip was found.
  */
 stream_latency_ms: number | null, };

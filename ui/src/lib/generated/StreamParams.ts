@@ -29,6 +29,19 @@ protect: number,
  */
 rms_mix_rate: number, speaker_id: number, unvoiced: Unvoiced, 
 /**
+ * Semitones the formants move (up: a smaller-sounding voice) while the pitch stays where
+ * the transpose puts it (the reference's `formant`).
+ */
+formant_shift: number, 
+/**
+ * RNNoise over the input before conversion (and over a passthrough).
+ */
+input_denoise: boolean, 
+/**
+ * RNNoise over the converted output.
+ */
+output_denoise: boolean, 
+/**
  * The synthesizer's random draws from this seed (RVC's noise); none draws zeros, which
  * makes the output deterministic, as the reference's no-noise mode and the parity test.
  */
