@@ -6,7 +6,7 @@ export LIBTORCH_USE_PYTORCH := 1
 export PATH := $(CURDIR)/.venv/bin:$(HOME)/.cargo/bin:$(PATH)
 APP := target/debug/timbre-studio
 
-.PHONY: run test setup setup-test app test-rust test-ui test-e2e lint bindings bench bench-live bench-isolate fuzz
+.PHONY: run test setup setup-test app test-rust test-ui test-e2e lint bindings bench bench-live bench-isolate bench-cover fuzz
 
 run: setup app
 	WEBKIT_DISABLE_DMABUF_RENDERER=1 $(APP)
@@ -48,14 +48,19 @@ lint:
 bench: setup
 	bench/run.sh
 
-# Full-size random-weight BS-RoFormer and Mel-Band RoFormer separating generated audio on the
-# CPU (docs/PERFORMANCE.md, "Isolation"); BENCH_SECS, BENCH_THREADS (2), BENCH_MODELS (bs,mel).
 # The live engine's per-block time against rvc-next's StreamEngine, into docs/PERFORMANCE.md.
 bench-live: setup
 	bench/live.sh
 
+# Full-size random-weight BS-RoFormer and Mel-Band RoFormer separating generated audio on the
+# CPU (docs/PERFORMANCE.md, "Isolation"); BENCH_SECS, BENCH_THREADS (2), BENCH_MODELS (bs,mel).
 bench-isolate:
 	cargo bench -p timbre-nn --bench separation
+
+# The cover job's stage times for a 3-minute song (BENCH_SECS) with full-size random-weight models
+# on the CPU (bench/cover.sh); writes its section of docs/PERFORMANCE.md. About an hour on 2 cores.
+bench-cover: setup
+	bench/cover.sh
 
 # Each cargo-fuzz target of fuzz/ for FUZZ_SECONDS (60), from corpora fuzz/seed.sh fills; fails on
 # the first crash (its input lands in fuzz/artifacts/<target>/). FUZZ_TARGETS picks targets.

@@ -64,33 +64,34 @@ def write_hubert(folder: Path, seed: int) -> None:
     (folder / "preprocessor_config.json").write_text(json.dumps(preprocessor, indent=2))
 
 
-def voice_like(seconds: float, seed: int) -> np.ndarray:
+def voice_like(seconds: float, seed: int, rate: int = SAMPLE_RATE) -> np.ndarray:
     """Phrases of 1.5–4 s separated by 0.2–0.8 s pauses; each a sawtooth (harmonics up to 7 kHz,
     falling as 1/k) whose pitch glides between 110 and 260 Hz with 5.5 Hz vibrato."""
     rng = np.random.default_rng(seed)
-    n = int(seconds * SAMPLE_RATE)
+    n = int(seconds * rate)
     out = np.zeros(n)
     t = 0
     while t < n:
-        length = min(int(rng.uniform(1.5, 4.0) * SAMPLE_RATE), n - t)
-        time = np.arange(length) / SAMPLE_RATE
+        length = min(int(rng.uniform(1.5, 4.0) * rate), n - t)
+        time = np.arange(length) / rate
         base = np.geomspace(rng.uniform(110, 260), rng.uniform(110, 260), length)
         f0 = base * 2 ** (0.4 / 12 * np.sin(2 * np.pi * 5.5 * time))
-        phase = 2 * np.pi * np.cumsum(f0) / SAMPLE_RATE
+        phase = 2 * np.pi * np.cumsum(f0) / rate
         saw = sum(np.sin(k * phase) / k * (k * f0 < 7_000) for k in range(1, int(7_000 / 110) + 1))
         envelope = np.minimum(1, np.minimum(time, time[::-1]) / 0.05)
         out[t : t + length] = 0.25 * saw * envelope
-        t += length + int(rng.uniform(0.2, 0.8) * SAMPLE_RATE)
+        t += length + int(rng.uniform(0.2, 0.8) * rate)
     out += 0.003 * rng.standard_normal(n)
     return out
 
 
-def write_wav(path: Path, samples: np.ndarray) -> None:
+def write_wav(path: Path, samples: np.ndarray, rate: int = SAMPLE_RATE) -> None:
+    """16-bit PCM; `samples` is `[frames]` or `[frames, channels]`."""
     pcm = (np.clip(samples, -1, 1) * 32767).astype("<i2")
     with wave.open(str(path), "wb") as w:
-        w.setnchannels(1)
+        w.setnchannels(1 if samples.ndim == 1 else samples.shape[1])
         w.setsampwidth(2)
-        w.setframerate(SAMPLE_RATE)
+        w.setframerate(rate)
         w.writeframes(pcm.tobytes())
 
 

@@ -4,9 +4,11 @@
 //!
 //! `BENCH_SECS` (default 30) seconds of audio, `BENCH_THREADS` (default 2) libtorch threads,
 //! `BENCH_MODELS` (default `bs,mel`); the device and precision are the app's (CUDA in float16
-//! when there is one; `TIMBRE_DEVICE`, `TIMBRE_PRECISION`).
+//! when there is one; `TIMBRE_DEVICE`, `TIMBRE_PRECISION`). With `BENCH_WRITE_DIR` set it only
+//! writes each model's checkpoint and config there (`<config name>.ckpt`, `.yaml`), as a models
+//! folder's `separation/` holds them (`make bench-cover` uses this).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -40,9 +42,15 @@ fn reset_peak() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
-/// The random-weight model of `config` written as a real checkpoint and loaded from it.
-fn random_separator(dir: &Path, kind: RoformerKind, config_yaml: &str) -> Result<Separator> {
-    let config_path = dir.join("model.yaml");
+/// The random-weight model of `config_yaml` written as a real checkpoint, `dir/<name>.ckpt`,
+/// beside its config, `dir/<name>.yaml`; returns both paths.
+fn write_random_model(
+    dir: &Path,
+    name: &str,
+    kind: RoformerKind,
+    config_yaml: &str,
+) -> Result<(PathBuf, PathBuf)> {
+    let config_path = dir.join(format!("{name}.yaml"));
     std::fs::write(&config_path, config_yaml)?;
     let config = Config::from_yaml(config_yaml)?;
     let (_, weights) = Roformer::random(kind, &config.model)?;
@@ -61,14 +69,19 @@ fn random_separator(dir: &Path, kind: RoformerKind, config_yaml: &str) -> Result
             ))
         })
         .collect::<Result<Vec<_>>>()?;
-    let checkpoint = dir.join("model.ckpt");
+    let checkpoint = dir.join(format!("{name}.ckpt"));
     write_torch_file(&checkpoint, &Value::ordered_dict(entries))?;
-    drop(weights);
     println!(
         "  {kind:?}: {:.1} M parameters, checkpoint {:.0} MB",
         params as f64 / 1e6,
         std::fs::metadata(&checkpoint)?.len() as f64 / 1e6
     );
+    Ok((checkpoint, config_path))
+}
+
+/// The random-weight model of `config_yaml`, written as a real checkpoint and loaded from it.
+fn random_separator(dir: &Path, kind: RoformerKind, config_yaml: &str) -> Result<Separator> {
+    let (checkpoint, config_path) = write_random_model(dir, "model", kind, config_yaml)?;
     let device = timbre_nn::device::default_device()?;
     let weight_kind = Precision::default_for(device)?.weight_kind();
     Separator::load_on(&checkpoint, &config_path, None, device, weight_kind)
@@ -142,18 +155,27 @@ fn main() -> Result<()> {
     let configs = [
         (
             "bs",
+            "bs_roformer_viperx_317",
             RoformerKind::BsRoformer,
             include_str!("configs/bs_roformer_viperx_317.yaml"),
         ),
         (
             "mel",
+            "mel_band_roformer_kj",
             RoformerKind::MelBandRoformer,
             include_str!("configs/mel_band_roformer_kj.yaml"),
         ),
     ];
-    for (name, kind, yaml) in configs {
-        if models.split(',').any(|m| m.trim() == name) {
-            bench(kind, yaml, secs)?;
+    let write_dir = std::env::var_os("BENCH_WRITE_DIR").map(PathBuf::from);
+    for (short, name, kind, yaml) in configs {
+        if !models.split(',').any(|m| m.trim() == short) {
+            continue;
+        }
+        match &write_dir {
+            Some(dir) => {
+                write_random_model(dir, name, kind, yaml)?;
+            }
+            None => bench(kind, yaml, secs)?,
         }
     }
     Ok(())

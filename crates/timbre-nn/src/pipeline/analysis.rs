@@ -188,6 +188,7 @@ fn run(
                 .features(&audio, version)?
                 .to_device(tch::Device::Cpu),
         )?;
+        crate::device::release_free_memory();
         progress(0.2 + 0.8 * (i + 1) as f64 / segments.len() as f64)?;
     }
     Ok(Analysis {

@@ -124,6 +124,8 @@ pub fn render_to(
         )?;
         let keep_end = audio.len().saturating_sub(pad_tgt);
         scratch.append(&audio[pad_tgt.min(keep_end)..keep_end])?;
+        drop(audio);
+        crate::device::release_free_memory();
         progress((i + 1) as f64 / total as f64)?;
     }
     output::finish(scratch, &analysis.input_rms, rate, options, sink)
