@@ -196,5 +196,7 @@ if ((passed + failed == 0)); then
 fi
 echo "e2e: $(($(date +%s) - started)) s; logs and screenshots in $logs"
 ((skipped == 0)) || echo "$skipped skipped (see results.jsonl)"
+# Last, so that the tail of a CI log names what failed and why.
+grep '"passed":false' "$E2E_RESULTS" | cut -c1-700 | sed 's/^/FAILED: /' || true
 echo "$passed passed, $failed failed"
 ((rc == 0 && failed == 0))
