@@ -91,15 +91,11 @@ mod tests {
                 .audio
                 .channels[0]
                 .clone();
-            let mut seed = 7u64;
+            let noise = timbre_audio::signal::white_noise(rate, 3.0, 7).channels[0].clone();
             let noisy: Vec<f32> = speech
                 .iter()
-                .map(|s| {
-                    seed = seed
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
-                    s + ((seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.1
-                })
+                .zip(&noise)
+                .map(|(s, n)| s + 0.03 * n)
                 .collect();
             let mut denoiser = LiveDenoiser::new(rate);
             let block = 25 * zc;
