@@ -199,7 +199,7 @@ fn stages_on(paths: &Paths, device: tch::Device) -> Result<Value> {
     let (_, rmvpe_secs) = timed(|| PitchTracker::Rmvpe(&rmvpe).track(&padded))?;
     let (_, hubert_secs) = timed(|| {
         pipeline::analyze(
-            audio,
+            audio.clone(),
             &hubert,
             FeatureVersion::V2,
             None,

@@ -132,10 +132,11 @@ pub fn analyze(
         Some(file) => PitchModel::load(models, method, file, device)?,
         None => None,
     };
-    let input = crate::convert::load_input(library, input, settings.max_import_duration_secs)?;
+    let (input, audio_16k) =
+        crate::convert::load_input(library, input, settings.max_import_duration_secs)?;
     let held = model.as_ref().map(PitchModel::lock);
     let tracker = tracker(method, held.as_ref())?;
-    let f0 = timbre_nn::pipeline::pitch_curve(&input.audio_16k, &tracker)
+    let f0 = timbre_nn::pipeline::pitch_curve(&audio_16k, &tracker)
         .with_context(|| format!("{}: tracking its pitch", input.name))?;
     let mut voiced: Vec<f32> = f0.iter().copied().filter(|f| *f > 0.0).collect();
     voiced.sort_by(f32::total_cmp);

@@ -200,54 +200,109 @@ fn compensated_sum(values: &[f64]) -> f64 {
     sum + compensation
 }
 
-/// Zero-phase filtering exactly as `scipy.signal.filtfilt(b, a, x)` with its defaults, in f64.
+/// Zero-phase filtering exactly as `scipy.signal.filtfilt(b, a, x)` with its defaults, in f64:
+/// [`filtfilt_in_place`] on a copy.
+pub fn filtfilt(b: &[f64], a: &[f64], x: &[f32]) -> Vec<f32> {
+    let mut out = x.to_vec();
+    filtfilt_in_place(b, a, &mut out);
+    out
+}
+
+/// Frames of the extended signal filtered at a time by [`filtfilt_in_place`].
+const FILTFILT_BLOCK: usize = 1 << 16;
+
+/// [`filtfilt`] over `x` in place, holding a block of the forward pass at a time rather than the
+/// whole padded signal in f64 (which is four times the input's size): the forward pass keeps its
+/// state at the start of each block, and the backward pass, going from the last block to the
+/// first, recomputes each block's forward output from that state. The arithmetic and its order
+/// are those of the whole-signal run, so the result is the same to the last bit.
 ///
 /// Where scipy refuses a signal no longer than the padding (3·max(len(a), len(b)) samples), the
 /// padding shrinks to `len − 1` instead. Non-finite samples are read as silence so one bad sample
 /// cannot poison the whole recursive output. An `a` without a nonzero coefficient is no filter:
-/// the input comes back unchanged.
-pub fn filtfilt(b: &[f64], a: &[f64], x: &[f32]) -> Vec<f32> {
-    let Some((bn, an)) = normalized(b, a) else {
-        return x.to_vec();
-    };
-    if x.is_empty() {
-        return Vec::new();
-    }
-    let samples: Vec<f64> = x
-        .iter()
-        .map(|&v| if v.is_finite() { f64::from(v) } else { 0.0 })
-        .collect();
-    let padlen = (3 * a.len().max(b.len())).min(samples.len() - 1);
-    let mut extended = odd_extension(&samples, padlen);
-    let zi = lfilter_zi(&bn, &an);
-
-    let mut state: Vec<f64> = zi.iter().map(|z| z * extended[0]).collect();
-    lfilter_in_place(&bn, &an, &mut state, &mut extended);
-    extended.reverse();
-    let mut state: Vec<f64> = zi.iter().map(|z| z * extended[0]).collect();
-    lfilter_in_place(&bn, &an, &mut state, &mut extended);
-    extended.reverse();
-
-    extended[padlen..extended.len() - padlen]
-        .iter()
-        .map(|&v| v as f32)
-        .collect()
+/// the input stays unchanged.
+fn filtfilt_in_place(b: &[f64], a: &[f64], x: &mut [f32]) {
+    filtfilt_in_blocks(b, a, x, FILTFILT_BLOCK);
 }
 
-/// `x` with `n` samples point-reflected about each end (scipy's `odd_ext`); needs `n < x.len()`.
-fn odd_extension(x: &[f64], n: usize) -> Vec<f64> {
-    let (first, last) = (x[0], x[x.len() - 1]);
-    let left = (1..=n).rev().map(|i| 2.0 * first - x[i]);
-    let right = (1..=n).map(|i| 2.0 * last - x[x.len() - 1 - i]);
-    left.chain(x.iter().copied()).chain(right).collect()
+fn filtfilt_in_blocks(b: &[f64], a: &[f64], x: &mut [f32], block: usize) {
+    let Some((bn, an)) = normalized(b, a) else {
+        return;
+    };
+    if x.is_empty() {
+        return;
+    }
+    let n = x.len();
+    let padlen = (3 * a.len().max(b.len())).min(n - 1);
+    let sample = |v: f32| if v.is_finite() { f64::from(v) } else { 0.0 };
+    // scipy's `odd_ext`: `padlen` samples point-reflected about each end, kept aside since the
+    // backward pass overwrites the input they come from.
+    let (first, last) = (sample(x[0]), sample(x[n - 1]));
+    let left: Vec<f64> = (1..=padlen)
+        .rev()
+        .map(|i| 2.0 * first - sample(x[i]))
+        .collect();
+    let right: Vec<f64> = (1..=padlen)
+        .map(|i| 2.0 * last - sample(x[n - 1 - i]))
+        .collect();
+    let total = n + 2 * padlen;
+    // The extended signal's samples `start..start + out.len()`, read before they are overwritten.
+    let extended = |x: &[f32], start: usize, out: &mut Vec<f64>, len: usize| {
+        out.clear();
+        out.extend((start..start + len).map(|i| {
+            if i < padlen {
+                left[i]
+            } else if i < padlen + n {
+                sample(x[i - padlen])
+            } else {
+                right[i - padlen - n]
+            }
+        }));
+    };
+    let zi = lfilter_zi(&bn, &an);
+    let mut buffer = Vec::with_capacity(block.min(total));
+    extended(x, 0, &mut buffer, 1);
+    let mut state: Vec<f64> = zi.iter().map(|z| z * buffer[0]).collect();
+    let starts: Vec<usize> = (0..total).step_by(block).collect();
+    let mut checkpoints = Vec::with_capacity(starts.len());
+    let mut forward_last = 0.0;
+    for &start in &starts {
+        checkpoints.push(state.clone());
+        let len = block.min(total - start);
+        extended(x, start, &mut buffer, len);
+        lfilter_in_place(&bn, &an, &mut state, &mut buffer);
+        forward_last = buffer[len - 1];
+    }
+    let mut backward: Vec<f64> = zi.iter().map(|z| z * forward_last).collect();
+    for (&start, checkpoint) in starts.iter().zip(checkpoints).rev() {
+        let len = block.min(total - start);
+        extended(x, start, &mut buffer, len);
+        let mut state = checkpoint;
+        lfilter_in_place(&bn, &an, &mut state, &mut buffer);
+        buffer.reverse();
+        lfilter_in_place(&bn, &an, &mut backward, &mut buffer);
+        for (offset, value) in buffer.iter().rev().enumerate() {
+            let i = start + offset;
+            if (padlen..padlen + n).contains(&i) {
+                x[i - padlen] = *value as f32;
+            }
+        }
+    }
 }
 
 /// RVC's input conditioning: the 5th-order 48 Hz Butterworth high-pass at 16 kHz, run forwards
 /// and backwards.
 pub fn rvc_highpass(audio_16k: &[f32]) -> Vec<f32> {
+    let mut out = audio_16k.to_vec();
+    rvc_highpass_in_place(&mut out);
+    out
+}
+
+/// [`rvc_highpass`] in place, for inputs too long to hold twice.
+pub fn rvc_highpass_in_place(audio_16k: &mut [f32]) {
     let (b, a) = butter_highpass(RVC_HIGHPASS_ORDER, RVC_HIGHPASS_CUTOFF_HZ, RVC_SAMPLE_RATE)
         .expect("48 Hz lies between 0 and the 8 kHz Nyquist frequency");
-    filtfilt(&b, &a, audio_16k)
+    filtfilt_in_place(&b, &a, audio_16k);
 }
 
 #[cfg(test)]
@@ -419,6 +474,22 @@ mod tests {
         ];
         let (b, a) = butter_lowpass(4, 1650.0, 16000.0).unwrap();
         assert_close(&filtfilt(&b, &a, &x)[..8], &lowpass_head, 1e-6);
+    }
+
+    #[test]
+    fn filtering_block_by_block_gives_the_whole_signals_bits() {
+        let (b, a) = butter_highpass(5, 48.0, 16_000.0).unwrap();
+        let x: Vec<f32> = (0..10_007)
+            .map(|i| ((i as f32 * 0.013).sin() + (i as f32 * 0.31).cos() * 0.3) * 0.5)
+            .collect();
+        let mut whole = x.clone();
+        filtfilt_in_blocks(&b, &a, &mut whole, usize::MAX);
+        for block in [1, 7, 18, 4096] {
+            let mut blocked = x.clone();
+            filtfilt_in_blocks(&b, &a, &mut blocked, block);
+            assert_eq!(blocked, whole, "blocks of {block}");
+        }
+        assert_eq!(filtfilt(&b, &a, &x), whole);
     }
 
     #[test]

@@ -8,7 +8,7 @@ mod rms;
 
 pub use iir::{
     RVC_HIGHPASS_CUTOFF_HZ, RVC_HIGHPASS_ORDER, RVC_SAMPLE_RATE, butter_highpass, butter_lowpass,
-    filtfilt, lfilter_zi, rvc_highpass,
+    filtfilt, lfilter_zi, rvc_highpass, rvc_highpass_in_place,
 };
 pub use lfilter::lfilter;
 pub use median::median_filter;

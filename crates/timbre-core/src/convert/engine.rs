@@ -40,7 +40,8 @@ pub struct Engine {
 /// One conversion for the engine to run.
 pub struct Request<'a> {
     pub input_sha256: &'a str,
-    pub audio_16k: &'a [f32],
+    /// The input, handed over: the analysis filters and pads it in place.
+    pub audio_16k: Vec<f32>,
     pub voice: StoredFile<'a>,
     pub index: Option<StoredFile<'a>>,
     pub options: &'a ConvertOptions,
@@ -79,7 +80,7 @@ impl Engine {
     /// then the render, whose output goes to `sink` piece by piece.
     pub fn convert(
         &mut self,
-        request: &Request,
+        request: Request,
         sink: &mut dyn OutputSink,
         progress: &mut dyn FnMut(f64) -> Result<()>,
     ) -> Result<Outcome> {
@@ -89,10 +90,11 @@ impl Engine {
 
     fn convert_in_precision(
         &mut self,
-        request: &Request,
+        mut request: Request,
         sink: &mut dyn OutputSink,
         progress: &mut dyn FnMut(f64) -> Result<()>,
     ) -> Result<Outcome> {
+        let audio_16k = std::mem::take(&mut request.audio_16k);
         let (voice, voice_cache) = self.models.voice(&request.voice, self.device)?;
         let index = match &request.index {
             Some(file) => Some(self.models.index(file)?.0),
@@ -116,8 +118,13 @@ impl Engine {
         };
         let f0_method = info.f0.then_some(request.options.f0_method);
         let started = Instant::now();
-        let (key, analysis_cache, uncached) =
-            self.ensure_analysis(request, version, f0_method, &mut |f| progress(0.6 * f))?;
+        let (key, analysis_cache, uncached) = self.ensure_analysis(
+            &request,
+            audio_16k,
+            version,
+            f0_method,
+            &mut |f| progress(0.6 * f),
+        )?;
         let analysis_secs = started.elapsed().as_secs_f64();
         let started = Instant::now();
         let analysis = match &uncached {
@@ -154,6 +161,7 @@ impl Engine {
     fn ensure_analysis(
         &mut self,
         request: &Request,
+        audio_16k: Vec<f32>,
         version: FeatureVersion,
         f0_method: Option<F0Method>,
         progress: &mut dyn FnMut(f64) -> Result<()>,
@@ -203,7 +211,7 @@ impl Engine {
         // them all; without a cache folder they stay in memory.
         let analysis = match std::fs::create_dir_all(&self.analysis_dir) {
             Ok(()) => pipeline::analyze_to_file(
-                request.audio_16k,
+                audio_16k,
                 hubert,
                 version,
                 tracker.as_ref(),
@@ -214,7 +222,7 @@ impl Engine {
             Err(err) => {
                 eprintln!("timbre: not caching the analysis: {err}");
                 pipeline::analyze(
-                    request.audio_16k,
+                    audio_16k,
                     hubert,
                     version,
                     tracker.as_ref(),

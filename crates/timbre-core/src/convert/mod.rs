@@ -155,20 +155,21 @@ impl JobHandler for ConvertHandler {
     }
 }
 
-/// The input as 16 kHz mono, with its content hash and where it came from.
+/// Where the input came from, its content hash and length; [`load_input`] gives its audio beside.
 pub(crate) struct Input {
     pub(crate) sha256: String,
-    pub(crate) audio_16k: Vec<f32>,
+    pub(crate) seconds: f64,
     take_id: Option<i64>,
     path: PathBuf,
     pub(crate) name: String,
 }
 
+/// The input and its audio as 16 kHz mono.
 pub(crate) fn load_input(
     library: &Library,
     input: &AudioInput,
     max_duration_secs: f64,
-) -> Result<Input> {
+) -> Result<(Input, Vec<f32>)> {
     let resolved = input.resolve(library)?;
     let sha256 = match &resolved.take {
         Some(take) => take.sha256.clone(),
@@ -183,13 +184,14 @@ pub(crate) fn load_input(
             audio_16k.len() as f64 / 16.0
         )));
     }
-    Ok(Input {
+    let input = Input {
         sha256,
-        audio_16k,
+        seconds: audio_16k.len() as f64 / 16_000.0,
         take_id,
         path,
         name,
-    })
+    };
+    Ok((input, audio_16k))
 }
 
 /// The file as 16 kHz mono, decoded, mixed down and resampled block by block, so only the
@@ -229,7 +231,7 @@ pub fn convert(
 ) -> Result<ConvertResult> {
     let started = Instant::now();
     let model = models::require(&library.conn(), params.model_id)?;
-    let input = load_input(
+    let (input, audio_16k) = load_input(
         library,
         &params.input,
         library.settings()?.max_import_duration_secs,
@@ -246,14 +248,13 @@ pub fn convert(
         engine,
         &model,
         &input,
+        audio_16k,
         &params.options,
         models_dir,
         &mut output,
         &mut |f| progress(0.02 + 0.93 * f, label.clone()),
     )?;
     let rendered = outcome.rendered;
-    let input_seconds = input.audio_16k.len() as f64 / 16_000.0;
-    drop(input.audio_16k);
     let mut recorded = serde_json::to_value(&params.options)?;
     if let (Some(chain), Some(fields)) = (&params.effects, recorded.as_object_mut()) {
         fields.insert("effects".into(), serde_json::to_value(chain)?);
@@ -303,7 +304,7 @@ pub fn convert(
     Ok(ConvertResult {
         conversion,
         output_path: copied_to.unwrap_or(stored.path),
-        input_seconds,
+        input_seconds: input.seconds,
         seconds: seconds_taken,
         analysis_seconds: outcome.analysis_secs,
         render_seconds: outcome.render_secs,
@@ -319,6 +320,7 @@ pub(crate) fn run_engine(
     engine: &mut Engine,
     model: &models::Model,
     input: &Input,
+    audio_16k: Vec<f32>,
     options: &ConvertOptions,
     models_dir: &Path,
     sink: &mut dyn timbre_nn::pipeline::OutputSink,
@@ -333,7 +335,7 @@ pub(crate) fn run_engine(
         .map(|sha| library.store().object_path(sha, models::INDEX_EXT));
     let request = engine::Request {
         input_sha256: &input.sha256,
-        audio_16k: &input.audio_16k,
+        audio_16k,
         voice: StoredFile {
             sha256: &model.weights_sha256,
             path: &weights_path,
@@ -351,7 +353,7 @@ pub(crate) fn run_engine(
         options,
         models_dir,
     };
-    engine.convert(&request, sink, progress).map_err(|e| {
+    engine.convert(request, sink, progress).map_err(|e| {
         let model_label = model_import::describe_model(model);
         let mut stored = vec![(weights_path.as_path(), model_label.clone())];
         stored.extend(

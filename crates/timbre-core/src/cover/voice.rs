@@ -57,7 +57,7 @@ pub(super) fn convert(
     let song_name = stages.song.name.clone();
     let mut takes = stages.cached_or_run(Stage::Convert, &key, &["converted"], |progress| {
         let max_secs = library.settings()?.max_import_duration_secs;
-        let input = load_input(library, &AudioInput::Take(vocals.id), max_secs)?;
+        let (input, audio_16k) = load_input(library, &AudioInput::Take(vocals.id), max_secs)?;
         let mut output = OutputFile::new(OutputFormat::WavFloat, None, &library.store().tmp_dir())?;
         let label = format!("with {}", model.name);
         run_engine(
@@ -65,12 +65,12 @@ pub(super) fn convert(
             engine,
             &model,
             &input,
+            audio_16k,
             options,
             models_dir,
             &mut output,
             &mut |f| progress(f, label.clone()),
         )?;
-        drop(input);
         let name = format!("{song_name} (vocals, {})", model.name);
         let tags = Tags {
             title: name.clone(),

@@ -83,9 +83,10 @@ enum Features {
 }
 
 /// Analyses 16 kHz mono audio, keeping the features in memory. `progress` hears the share done
-/// and may stop the work.
+/// and may stop the work. The input is taken whole and filtered and padded in place, so a long
+/// one is never held twice.
 pub fn analyze(
-    audio_16k: &[f32],
+    audio_16k: Vec<f32>,
     hubert: &Hubert,
     version: FeatureVersion,
     tracker: Option<&PitchTracker>,
@@ -113,7 +114,7 @@ pub fn analyze(
 /// [`analyze`], saving the analysis to `path` as it goes (each segment's features are written
 /// and dropped once computed) and returning it backed by that file.
 pub fn analyze_to_file(
-    audio_16k: &[f32],
+    audio_16k: Vec<f32>,
     hubert: &Hubert,
     version: FeatureVersion,
     tracker: Option<&PitchTracker>,
@@ -151,8 +152,46 @@ pub fn analyze_to_file(
 /// Tensors of a saved analysis besides the features.
 const META_TENSORS: usize = 5;
 
-fn run(
+/// Inputs up to this many pitch frames (5 minutes) are tracked whole, as the reference tracks
+/// them; longer ones piece by piece, so the trackers' work buffers (RMVPE's spectrogram alone is
+/// 25 MB a minute) do not grow with the input.
+const PITCH_PIECE_FRAMES: usize = 30_000;
+/// Frames of input each piece sees on either side beyond the frames it keeps, so a piece's edges
+/// are tracked with the context the whole input gives them (RMVPE's own segments take its
+/// receptive field and 256 frames).
+const PITCH_CONTEXT_FRAMES: usize = 1_000;
+
+/// Hz per 10 ms frame of `audio_16k` (`samples / 160 + 1` values), whole or in pieces.
+fn track_in_pieces(tracker: &PitchTracker, audio_16k: &[f32]) -> Result<Vec<f32>> {
+    track_in_pieces_of(tracker, audio_16k, PITCH_PIECE_FRAMES, PITCH_CONTEXT_FRAMES)
+}
+
+fn track_in_pieces_of(
+    tracker: &PitchTracker,
     audio_16k: &[f32],
+    piece_frames: usize,
+    context_frames: usize,
+) -> Result<Vec<f32>> {
+    let frames = audio_16k.len() / WINDOW + 1;
+    if frames <= piece_frames + 2 * context_frames {
+        return tracker.track(audio_16k);
+    }
+    let mut f0 = Vec::with_capacity(frames);
+    for keep_start in (0..frames).step_by(piece_frames) {
+        let keep_end = (keep_start + piece_frames).min(frames);
+        let run_start = keep_start.saturating_sub(context_frames);
+        let run_end = (keep_end + context_frames).min(frames);
+        let samples = &audio_16k[run_start * WINDOW..(run_end * WINDOW).min(audio_16k.len())];
+        let mut piece = tracker.track(samples)?;
+        piece.resize(run_end - run_start, 0.0);
+        f0.extend_from_slice(&piece[keep_start - run_start..keep_end - run_start]);
+        crate::device::release_free_memory();
+    }
+    Ok(f0)
+}
+
+fn run(
+    audio_16k: Vec<f32>,
     hubert: &Hubert,
     version: FeatureVersion,
     tracker: Option<&PitchTracker>,
@@ -161,15 +200,16 @@ fn run(
     features: &mut dyn FnMut(Tensor) -> Result<()>,
 ) -> Result<Analysis> {
     ensure!(!audio_16k.is_empty(), "the input has no samples");
-    let filtered = timbre_audio::filter::rvc_highpass(audio_16k);
+    let input_len = audio_16k.len();
+    let mut filtered = audio_16k;
+    timbre_audio::filter::rvc_highpass_in_place(&mut filtered);
     let input_rms = timbre_audio::filter::envelope(&filtered, segments::SAMPLE_RATE as u32);
     let segments = segments::segments(&filtered, &chunking);
-    let padded = segments::reflect_pad(&filtered, chunking.pad_samples());
-    drop(filtered);
+    let padded = segments::reflect_pad_owned(filtered, chunking.pad_samples());
     let frames = padded.len() / WINDOW;
     let f0 = match tracker {
         Some(tracker) => {
-            let mut f0 = tracker.track(&padded)?;
+            let mut f0 = track_in_pieces(tracker, &padded)?;
             f0.resize(frames.max(f0.len()), 0.0);
             f0.truncate(frames);
             pitch::fill_unvoiced(&mut f0);
@@ -192,7 +232,7 @@ fn run(
         progress(0.2 + 0.8 * (i + 1) as f64 / segments.len() as f64)?;
     }
     Ok(Analysis {
-        input_len: audio_16k.len(),
+        input_len,
         input_rms,
         chunking,
         segments,
@@ -311,5 +351,32 @@ impl Analysis {
             feature_dim,
             features: Features::Disk(reader),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pitch_tracked_in_pieces_is_the_pitch_tracked_whole() {
+        let rate = segments::SAMPLE_RATE as f32;
+        let audio: Vec<f32> = (0..16_000 * 12)
+            .map(|i| {
+                let t = i as f32 / rate;
+                let hz = 180.0 + 40.0 * (t * 0.7).sin();
+                0.5 * (2.0 * std::f32::consts::PI * hz * t).sin()
+            })
+            .collect();
+        let whole = PitchTracker::Yin.track(&audio).unwrap();
+        let pieces = track_in_pieces_of(&PitchTracker::Yin, &audio, 250, 60).unwrap();
+        assert_eq!(pieces.len(), whole.len());
+        assert!(whole.iter().filter(|f| **f > 0.0).count() > whole.len() * 9 / 10);
+        let worst = whole
+            .iter()
+            .zip(&pieces)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        assert!(worst < 1e-3, "{worst} Hz");
     }
 }

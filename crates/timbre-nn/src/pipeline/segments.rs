@@ -91,7 +91,6 @@ fn cut_points(audio: &[f32], chunking: &Chunking) -> Vec<usize> {
     }
     let t_query = (SAMPLE_RATE as f64 * chunking.x_query) as usize;
     let t_center = ((SAMPLE_RATE as f64 * chunking.x_center) as usize).max(1);
-    let padded = reflect_pad(audio, WINDOW / 2);
     (t_center..audio.len())
         .step_by(t_center)
         .map(|t| {
@@ -99,7 +98,9 @@ fn cut_points(audio: &[f32], chunking: &Chunking) -> Vec<usize> {
             let hi = (t + t_query).min(audio.len());
             let mut best = (lo, f64::INFINITY);
             for n in lo..hi {
-                let sum = window_abs_sum(&padded[n..n + WINDOW]);
+                // The window of the input reflect-padded by WINDOW / 2, read in place.
+                let window = (n..n + WINDOW).map(|m| reflected(audio, m as isize - HALF_WINDOW));
+                let sum = window_abs_sum(window);
                 if sum < best.1 {
                     best = (n, sum);
                 }
@@ -111,23 +112,46 @@ fn cut_points(audio: &[f32], chunking: &Chunking) -> Vec<usize> {
 
 /// The reference's `sum(|audio_pad[i : i - WINDOW]| for i in 0..WINDOW)` at one position, added
 /// in the same order so exact ties (digital silence) resolve as they do there.
-fn window_abs_sum(window: &[f32]) -> f64 {
-    window.iter().fold(0.0, |sum, &v| sum + (v as f64).abs())
+fn window_abs_sum(window: impl Iterator<Item = f32>) -> f64 {
+    window.fold(0.0, |sum, v| sum + (v as f64).abs())
 }
+
+const HALF_WINDOW: isize = (WINDOW / 2) as isize;
 
 /// numpy's `np.pad(x, pad, mode="reflect")` (the edge sample is not repeated); pads longer
 /// than the signal reflect back and forth as numpy does.
 pub fn reflect_pad(x: &[f32], pad: usize) -> Vec<f32> {
+    reflect_pad_owned(x.to_vec(), pad)
+}
+
+/// [`reflect_pad`] that grows `x` itself, so a long input is never held twice.
+pub fn reflect_pad_owned(mut x: Vec<f32>, pad: usize) -> Vec<f32> {
     let n = x.len();
     if n < 2 {
-        return std::iter::repeat_n(x.first().copied().unwrap_or(0.0), n + 2 * pad).collect();
+        let value = x.first().copied().unwrap_or(0.0);
+        return vec![value; n + 2 * pad];
+    }
+    let left: Vec<f32> = (-(pad as isize)..0).map(|i| reflected(&x, i)).collect();
+    let right: Vec<f32> = (n as isize..(n + pad) as isize)
+        .map(|i| reflected(&x, i))
+        .collect();
+    x.reserve_exact(2 * pad);
+    x.resize(n + 2 * pad, 0.0);
+    x.copy_within(0..n, pad);
+    x[..pad].copy_from_slice(&left);
+    x[pad + n..].copy_from_slice(&right);
+    x
+}
+
+/// `x[i]` of `x` reflected about its ends (numpy's "reflect"), for any `i`; needs `x.len() ≥ 2`.
+fn reflected(x: &[f32], i: isize) -> f32 {
+    let n = x.len();
+    if let Some(&inside) = usize::try_from(i).ok().and_then(|i| x.get(i)) {
+        return inside;
     }
     let period = 2 * (n - 1);
-    let at = |i: isize| {
-        let m = i.rem_euclid(period as isize) as usize;
-        x[if m < n { m } else { period - m }]
-    };
-    (-(pad as isize)..(n + pad) as isize).map(at).collect()
+    let m = i.rem_euclid(period as isize) as usize;
+    x[if m < n { m } else { period - m }]
 }
 
 #[cfg(test)]

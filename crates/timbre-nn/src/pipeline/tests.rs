@@ -86,7 +86,7 @@ fn a_multi_segment_render_streams_exactly_what_the_whole_array_pipeline_gave() {
     let tracker = PitchTracker::Yin;
     let none = &mut |_| Ok(());
     let analysis = analyze(
-        &audio,
+        audio.clone(),
         &hubert,
         FeatureVersion::V1,
         Some(&tracker),
@@ -104,7 +104,7 @@ fn a_multi_segment_render_streams_exactly_what_the_whole_array_pipeline_gave() {
     let scratch = tempfile::tempdir().unwrap();
     let path = scratch.path().join("analysis.safetensors");
     let on_disk = analyze_to_file(
-        &audio,
+        audio.clone(),
         &hubert,
         FeatureVersion::V1,
         Some(&tracker),

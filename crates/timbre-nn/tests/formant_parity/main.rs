@@ -88,7 +88,7 @@ fn formant_shift_and_autotune_parity_with_rvc_next() {
     let model = Synthesizer::load(&fixtures.join("synth_v1_f0_40k/model.pth"), device).unwrap();
     let defaults = ConvertOptions::default();
     let analysis = pipeline::analyze(
-        &input,
+        input.clone(),
         &hubert,
         FeatureVersion::V1,
         Some(&PitchTracker::Yin),

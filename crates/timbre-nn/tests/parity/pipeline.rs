@@ -73,7 +73,7 @@ pub fn check(case: &Case, manifest: &Json) -> Result<String> {
     };
     let with_pitch = model.info().f0.then_some(&tracker);
     let analysis = pipeline::analyze(
-        &input,
+        input.clone(),
         &hubert,
         version,
         with_pitch,
