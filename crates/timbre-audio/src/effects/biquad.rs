@@ -49,14 +49,6 @@ impl Coefficients {
         let denominator = 1.0 + self.a[0] * z1 + self.a[1] * z2;
         (numerator / denominator).norm()
     }
-
-    /// Filters `samples` in place (transposed direct form II, starting at rest).
-    pub fn filter(&self, samples: &mut [f32]) {
-        let mut state = Section::default();
-        for x in samples {
-            *x = state.step(self, f64::from(*x)) as f32;
-        }
-    }
 }
 
 /// The running state of one section over one channel.
@@ -79,4 +71,29 @@ impl Section {
 fn angles(frequency_hz: f64, q: f64, rate: f64) -> (f64, f64) {
     let w0 = 2.0 * PI * frequency_hz / rate;
     (w0.cos(), w0.sin() / (2.0 * q))
+}
+
+/// One section run over each channel, its state carried from block to block.
+pub(super) struct Filter {
+    coefficients: Coefficients,
+    sections: Vec<Section>,
+}
+
+impl Filter {
+    /// Starts at rest.
+    pub fn new(coefficients: Coefficients, channels: usize) -> Self {
+        Filter {
+            coefficients,
+            sections: vec![Section::default(); channels],
+        }
+    }
+
+    /// Filters the next block in place.
+    pub fn process(&mut self, block: &mut [Vec<f32>]) {
+        for (section, channel) in self.sections.iter_mut().zip(block) {
+            for x in channel {
+                *x = section.step(&self.coefficients, f64::from(*x)) as f32;
+            }
+        }
+    }
 }

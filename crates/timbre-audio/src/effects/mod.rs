@@ -1,8 +1,11 @@
 //! A post-processing chain for converted audio: an ordered list of effects, each with its
-//! parameters, described in JSON (the preset format) and applied offline, in place, to a whole
-//! buffer of any channel count and rate. The output keeps the input's length, so a processed
-//! vocal stays sample-aligned with what it is mixed against (reverb and delay tails past the end
-//! are cut).
+//! parameters, described in JSON (the preset format). The chain runs as a stream
+//! ([`EffectChain::stream`]): blocks of any channel count go in, and each effect keeps only the
+//! state it carries from block to block (filter states, delay lines, lookaheads), so a long song
+//! needs no more memory than a short one; [`EffectChain::apply`] runs a whole buffer through the
+//! same stream. The output keeps the input's length frame for frame (a lookahead makes the
+//! output lag, never shifts it), so a processed vocal stays sample-aligned with what it is mixed
+//! against (reverb and delay tails past the end are cut).
 //!
 //! Our own DSP rather than fundsp (0.23, MIT/Apache-2.0, builds here): fundsp is a streaming
 //! graph library with no compressor or de-esser, a stereo-only reverb whose decay is not a set
@@ -14,13 +17,14 @@ mod biquad;
 mod dynamics;
 mod modulation;
 mod reverb;
+mod stream;
 #[cfg(test)]
 mod tests;
 
 use serde::{Deserialize, Serialize};
 
 use crate::buffer::AudioBuffer;
-use crate::enhance::{filters, level};
+pub use stream::EffectStream;
 
 /// Effects in the order they run. The empty chain changes nothing.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
@@ -239,37 +243,6 @@ impl Effect {
             _ => None,
         }
     }
-
-    fn apply(&self, buffer: &mut AudioBuffer) {
-        let rate = f64::from(buffer.sample_rate);
-        let channels = buffer.channels.iter_mut();
-        match *self {
-            Effect::Gain(p) => {
-                let gain = db_to_gain(p.db) as f32;
-                channels.flatten().for_each(|x| *x *= gain);
-            }
-            Effect::HighPass(p) => channels.for_each(|c| {
-                filters::high_pass(c, buffer.sample_rate, p.cutoff_hz);
-            }),
-            Effect::LowPass(p) => {
-                let coefficients = biquad::Coefficients::low_pass(p.cutoff_hz, p.q, rate);
-                channels.for_each(|c| coefficients.filter(c));
-            }
-            Effect::PeakingEq(p) => {
-                let coefficients =
-                    biquad::Coefficients::peaking(p.frequency_hz, p.gain_db, p.q, rate);
-                channels.for_each(|c| coefficients.filter(c));
-            }
-            Effect::Compressor(p) => dynamics::compress(buffer, &p),
-            Effect::DeEsser(p) => dynamics::de_ess(buffer, &p),
-            Effect::Delay(p) => modulation::delay(buffer, &p),
-            Effect::Chorus(p) => modulation::chorus(buffer, &p),
-            Effect::Reverb(p) => reverb::reverb(buffer, &p),
-            Effect::Limiter(p) => {
-                level::limit(buffer, p.ceiling_db, &mut |_| true).expect("never cancelled");
-            }
-        }
-    }
 }
 
 pub(crate) fn db_to_gain(db: f64) -> f64 {
@@ -325,11 +298,11 @@ impl EffectChain {
         Ok(())
     }
 
-    /// Runs the chain over `buffer` in place; refuses (before changing anything) parameters out
-    /// of range or a filter frequency at or above the buffer's Nyquist frequency.
-    pub fn apply(&self, buffer: &mut AudioBuffer) -> Result<(), ChainError> {
+    /// Starts the chain over a stream of `channels` channels at `sample_rate`; refuses
+    /// parameters out of range or a filter frequency at or above the Nyquist frequency.
+    pub fn stream(&self, sample_rate: u32, channels: usize) -> Result<EffectStream, ChainError> {
         self.check()?;
-        let nyquist = f64::from(buffer.sample_rate) / 2.0;
+        let nyquist = f64::from(sample_rate) / 2.0;
         for (index, effect) in self.effects.iter().enumerate() {
             if let Some((parameter, hz)) = effect.band_edge_hz()
                 && hz >= nyquist
@@ -343,12 +316,21 @@ impl EffectChain {
                 });
             }
         }
+        Ok(EffectStream::new(self, sample_rate, channels))
+    }
+
+    /// Runs the chain over `buffer` in place, as one block through [`EffectChain::stream`];
+    /// refuses (before changing anything) what `stream` refuses.
+    pub fn apply(&self, buffer: &mut AudioBuffer) -> Result<(), ChainError> {
+        let mut stream = self.stream(buffer.sample_rate, buffer.channels.len())?;
         if buffer.frames() == 0 {
             return Ok(());
         }
-        for effect in &self.effects {
-            effect.apply(buffer);
+        let mut out = stream.run(std::mem::take(&mut buffer.channels));
+        for (channel, rest) in out.iter_mut().zip(stream.finish()) {
+            channel.extend(rest);
         }
+        buffer.channels = out;
         Ok(())
     }
 }

@@ -306,3 +306,109 @@ fn a_wrong_chain_names_the_effect_and_the_problem() {
     );
     assert_eq!(low_rate, original, "nothing changed");
 }
+
+/// Every effect, each set to change the signal; the chorus sweeps deeper than its delay, so it
+/// reads ahead.
+fn every_effect() -> EffectChain {
+    chain(vec![
+        Effect::Gain(Gain { db: 6.0 }),
+        Effect::HighPass(HighPass { cutoff_hz: 60.0 }),
+        Effect::LowPass(LowPass {
+            cutoff_hz: 9_000.0,
+            q: 0.9,
+        }),
+        Effect::PeakingEq(PeakingEq {
+            frequency_hz: 2_500.0,
+            gain_db: 4.0,
+            q: 1.2,
+        }),
+        Effect::Compressor(Compressor {
+            threshold_db: -24.0,
+            ratio: 4.0,
+            knee_db: 6.0,
+            attack_ms: 5.0,
+            release_ms: 80.0,
+            makeup_db: 4.0,
+        }),
+        Effect::DeEsser(DeEsser {
+            frequency_hz: 5_000.0,
+            threshold_db: -40.0,
+            ratio: 6.0,
+        }),
+        Effect::Delay(Delay {
+            time_ms: 180.0,
+            feedback: 0.4,
+            mix: 0.3,
+        }),
+        Effect::Chorus(Chorus {
+            rate_hz: 1.5,
+            depth_ms: 6.0,
+            delay_ms: 4.0,
+            mix: 0.4,
+        }),
+        Effect::Reverb(Reverb {
+            decay_seconds: 1.2,
+            pre_delay_ms: 25.0,
+            damping: 0.4,
+            mix: 0.3,
+        }),
+        Effect::Limiter(Limiter { ceiling_db: -3.0 }),
+    ])
+}
+
+fn stereo_speech(rate: u32, seconds: f64) -> AudioBuffer {
+    let left = speech_like(rate, seconds, 31).audio.channels.remove(0);
+    let right = speech_like(rate, seconds, 32).audio.channels.remove(0);
+    AudioBuffer::new(rate, vec![left, right])
+}
+
+fn frames(channels: &[Vec<f32>], range: std::ops::Range<usize>) -> Vec<Vec<f32>> {
+    channels.iter().map(|c| c[range.clone()].to_vec()).collect()
+}
+
+#[test]
+fn streaming_in_any_blocks_gives_what_apply_gives() {
+    let input = stereo_speech(44_100, 5.0);
+    let chain = every_effect();
+    let mut whole = input.clone();
+    chain.apply(&mut whole).unwrap();
+    let mut stream = chain.stream(44_100, 2).unwrap();
+    let mut streamed = vec![Vec::new(); 2];
+    let mut start = 0;
+    for size in [1, 7, 333, 4_096, 65_536, 0].into_iter().cycle() {
+        if start == input.frames() {
+            break;
+        }
+        let end = (start + size).min(input.frames());
+        let out = stream.push(&frames(&input.channels, start..end));
+        assert!(out.iter().all(|c| c.len() == out[0].len()));
+        streamed.iter_mut().zip(out).for_each(|(s, o)| s.extend(o));
+        start = end;
+    }
+    streamed
+        .iter_mut()
+        .zip(stream.finish())
+        .for_each(|(s, o)| s.extend(o));
+    assert_eq!(streamed[0].len(), input.frames());
+    assert_eq!(streamed, whole.channels);
+    assert_ne!(whole, input);
+}
+
+#[test]
+fn the_stream_holds_as_much_after_a_minute_as_after_seconds() {
+    let rate = 44_100;
+    let source = stereo_speech(rate, 5.0);
+    let chain = every_effect();
+    let held_after = |seconds: usize| {
+        let mut stream = chain.stream(rate, 2).unwrap();
+        let total = seconds * rate as usize;
+        for start in (0..total).step_by(4_096) {
+            let at = start % (source.frames() - 4_096);
+            stream.push(&frames(&source.channels, at..at + 4_096.min(total - start)));
+        }
+        stream.held_samples()
+    };
+    let short = held_after(5);
+    assert_eq!(held_after(60), short);
+    assert!(short < 5 * rate as usize, "{short} samples held");
+}

@@ -1,4 +1,7 @@
-//! The high-pass (a Butterworth run forwards and backwards, in place) and the de-clicker.
+//! The high-pass (a Butterworth run forwards and backwards, in place or as a stream) and the
+//! de-clicker.
+
+use std::collections::VecDeque;
 
 use crate::filter::{butter_highpass, lfilter_zi};
 
@@ -7,38 +10,136 @@ const HIGH_PASS_ORDER: usize = 4;
 /// Zero-phase Butterworth high-pass in place; false (and nothing done) when the cutoff is not
 /// below the Nyquist frequency.
 pub(crate) fn high_pass(samples: &mut [f32], rate: u32, cutoff_hz: f64) -> bool {
-    let Some((b, a)) = butter_highpass(HIGH_PASS_ORDER, cutoff_hz, f64::from(rate)) else {
+    let Some(design) = Design::high_pass(rate, cutoff_hz) else {
         return false;
     };
     if samples.is_empty() {
         return true;
     }
-    let zi = lfilter_zi(&b, &a);
-    filter_in_place(&b, &a, &zi, samples.iter_mut());
-    filter_in_place(&b, &a, &zi, samples.iter_mut().rev());
+    design.filter(samples.iter_mut());
+    design.filter(samples.iter_mut().rev());
     true
 }
 
-/// One pass of the transposed direct form II, in f64, started in the steady state of the first
-/// sample (as filtfilt starts) so the ends do not ring. `a[0]` is 1 for Butterworth designs.
-fn filter_in_place<'a>(
-    b: &[f64],
-    a: &[f64],
-    zi: &[f64],
-    samples: impl Iterator<Item = &'a mut f32>,
-) {
-    let mut samples = samples.peekable();
-    let first = samples.peek().map_or(0.0, |x| f64::from(**x));
-    let mut state: Vec<f64> = zi.iter().map(|z| z * first).collect();
-    let order = state.len();
-    for sample in samples {
-        let input = f64::from(*sample);
+/// A Butterworth design run in the transposed direct form II, in f64. `a[0]` is 1 for
+/// Butterworth designs.
+struct Design {
+    b: Vec<f64>,
+    a: Vec<f64>,
+    zi: Vec<f64>,
+}
+
+impl Design {
+    fn high_pass(rate: u32, cutoff_hz: f64) -> Option<Self> {
+        let (b, a) = butter_highpass(HIGH_PASS_ORDER, cutoff_hz, f64::from(rate))?;
+        let zi = lfilter_zi(&b, &a);
+        Some(Design { b, a, zi })
+    }
+
+    /// The state of the filter settled on a constant `x` (as filtfilt starts, so the ends do
+    /// not ring).
+    fn settled(&self, x: f32) -> Vec<f64> {
+        self.zi.iter().map(|z| z * f64::from(x)).collect()
+    }
+
+    fn step(&self, state: &mut [f64], sample: f32) -> f32 {
+        let (b, a) = (&self.b, &self.a);
+        let input = f64::from(sample);
         let output = b[0] * input + state[0];
+        let order = state.len();
         for i in 0..order {
             let next = if i + 1 < order { state[i + 1] } else { 0.0 };
             state[i] = b[i + 1] * input + next - a[i + 1] * output;
         }
-        *sample = output as f32;
+        output as f32
+    }
+
+    /// One pass in place, started settled on the first sample.
+    fn filter<'a>(&self, samples: impl Iterator<Item = &'a mut f32>) {
+        let mut samples = samples.peekable();
+        let first = samples.peek().map_or(0.0, |x| **x);
+        let mut state = self.settled(first);
+        for sample in samples {
+            *sample = self.step(&mut state, *sample);
+        }
+    }
+}
+
+/// Attenuation the backward pass's start transient must reach before its output is used.
+const TRANSIENT_FLOOR: f64 = 1e-7;
+/// Margin on the slowest pole's decay time for the rest of the impulse response.
+const LOOKAHEAD_MARGIN: f64 = 1.5;
+/// Hops are at least this long and at least the lookahead, so the backward pass runs over at
+/// most twice the samples it gives out.
+const MIN_HOP: usize = 4096;
+
+/// [`high_pass`] on one channel as a stream: the forward pass runs as the samples come; the backward pass runs in hops of `hop` samples at fixed positions (so the
+/// output does not depend on how the input is split), each started `lookahead` samples past its
+/// hop, where the start transient has died away, and the last from the true end as
+/// [`high_pass`] does. The output lags the input by more than `lookahead` samples and at most
+/// `lookahead + hop`; the stream holds `hop + lookahead + 1` samples at most.
+pub(crate) struct HighPassStream {
+    design: Design,
+    /// None until the first sample, on which it settles.
+    forward: Option<Vec<f64>>,
+    hop: usize,
+    lookahead: usize,
+    /// Forward-filtered samples from the first not yet given out.
+    pending: VecDeque<f32>,
+    backward: Vec<f32>,
+}
+
+impl HighPassStream {
+    /// None when the cutoff is not below the Nyquist frequency.
+    pub(crate) fn new(rate: u32, cutoff_hz: f64) -> Option<Self> {
+        let design = Design::high_pass(rate, cutoff_hz)?;
+        // The slowest pole pair of a 4th-order Butterworth high-pass has damping sin(π/8).
+        let decay_rate = (std::f64::consts::PI / 8.0).sin() * std::f64::consts::TAU * cutoff_hz;
+        let seconds = LOOKAHEAD_MARGIN * TRANSIENT_FLOOR.recip().ln() / decay_rate;
+        let lookahead = (seconds * f64::from(rate)).ceil() as usize;
+        let hop = lookahead.max(MIN_HOP);
+        Some(HighPassStream {
+            design,
+            forward: None,
+            hop,
+            lookahead,
+            pending: VecDeque::with_capacity(hop + lookahead + 1),
+            backward: Vec::with_capacity(hop + lookahead + 1),
+        })
+    }
+
+    /// The most samples it holds back at once.
+    pub(crate) fn max_held(&self) -> usize {
+        self.hop + self.lookahead + 1
+    }
+
+    /// Takes the next samples; appends to `out` the hops they complete.
+    pub(crate) fn push(&mut self, samples: &[f32], out: &mut Vec<f32>) {
+        for &sample in samples {
+            let design = &self.design;
+            let state = self.forward.get_or_insert_with(|| design.settled(sample));
+            self.pending.push_back(design.step(state, sample));
+            if self.pending.len() == self.max_held() {
+                self.backward.clear();
+                self.backward.extend(&self.pending);
+                design.filter(self.backward.iter_mut().rev());
+                out.extend_from_slice(&self.backward[..self.hop]);
+                self.pending.drain(..self.hop);
+            }
+        }
+    }
+
+    /// Appends to `out` the samples still held.
+    pub(crate) fn finish(mut self, out: &mut Vec<f32>) {
+        let start = out.len();
+        out.extend(self.pending.drain(..));
+        self.design.filter(out[start..].iter_mut().rev());
+    }
+
+    /// Samples the stream has room for.
+    #[cfg(test)]
+    pub(crate) fn held_samples(&self) -> usize {
+        self.pending.capacity() + self.backward.capacity()
     }
 }
 
@@ -150,6 +251,35 @@ mod tests {
             .fold(0.0, f32::max);
         assert!(worst < 0.03, "{worst}");
         assert!(!high_pass(&mut mixed, 8000, 5000.0));
+    }
+
+    #[test]
+    fn the_streaming_high_pass_matches_the_whole_buffer_one() {
+        let rate = 44_100;
+        let speech = crate::signal::speech_like(rate, 10.0, 21)
+            .audio
+            .channels
+            .remove(0);
+        for cutoff_hz in [20.0, 80.0] {
+            let mut whole = speech.clone();
+            assert!(high_pass(&mut whole, rate, cutoff_hz));
+            let streamed_in = |block: usize| {
+                let mut stream = HighPassStream::new(rate, cutoff_hz).unwrap();
+                let mut out = Vec::new();
+                speech.chunks(block).for_each(|c| stream.push(c, &mut out));
+                stream.finish(&mut out);
+                out
+            };
+            let streamed = streamed_in(speech.len());
+            assert_eq!(streamed_in(1_001), streamed);
+            assert_eq!(streamed.len(), whole.len());
+            let worst = streamed
+                .iter()
+                .zip(&whole)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f32::max);
+            assert!(worst < 1e-5, "{cutoff_hz} Hz: {worst:e}");
+        }
     }
 
     #[test]
