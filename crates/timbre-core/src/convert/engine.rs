@@ -118,13 +118,10 @@ impl Engine {
         };
         let f0_method = info.f0.then_some(request.options.f0_method);
         let started = Instant::now();
-        let (key, analysis_cache, uncached) = self.ensure_analysis(
-            &request,
-            audio_16k,
-            version,
-            f0_method,
-            &mut |f| progress(0.6 * f),
-        )?;
+        let (key, analysis_cache, uncached) =
+            self.ensure_analysis(&request, audio_16k, version, f0_method, &mut |f| {
+                progress(0.6 * f)
+            })?;
         let analysis_secs = started.elapsed().as_secs_f64();
         let started = Instant::now();
         let analysis = match &uncached {
