@@ -1,9 +1,10 @@
+mod flac;
+
 use std::fs::File;
 use std::io::{BufWriter, Cursor, Seek, Write};
 use std::path::Path;
 
-use flacenc::component::BitRepr;
-use flacenc::error::Verify;
+pub use flac::{FlacStreamWriter, write_flac};
 
 use crate::buffer::AudioBuffer;
 use crate::error::{AudioError, AudioErrorKind};
@@ -38,14 +39,16 @@ fn wav_spec(channels: u16, rate: u32, fmt: SampleFormat) -> hound::WavSpec {
     }
 }
 
+/// Interleaves `planes`, one slice per channel, all of one length.
 fn write_frames<W: Write + Seek>(
     wav: &mut hound::WavWriter<W>,
-    buf: &AudioBuffer,
+    planes: &[impl AsRef<[f32]>],
     fmt: SampleFormat,
 ) -> hound::Result<()> {
-    for i in 0..buf.frames() {
-        for ch in &buf.channels {
-            write_sample(wav, ch[i], fmt)?;
+    let frames = planes.first().map_or(0, |p| p.as_ref().len());
+    for i in 0..frames {
+        for plane in planes {
+            write_sample(wav, plane.as_ref()[i], fmt)?;
         }
     }
     Ok(())
@@ -70,13 +73,15 @@ fn write_wav_to<W: Write + Seek>(
 ) -> hound::Result<()> {
     let spec = wav_spec(buf.channel_count(), buf.sample_rate, fmt);
     let mut wav = hound::WavWriter::new(writer, spec)?;
-    write_frames(&mut wav, buf, fmt)?;
+    write_frames(&mut wav, &buf.channels, fmt)?;
     wav.finalize()
 }
 
 /// A WAV file written block by block, for results too long to hold in memory.
 pub struct WavStreamWriter {
     wav: hound::WavWriter<BufWriter<File>>,
+    /// The same file, to sync once hound has finalized it (hound keeps its writer).
+    file: File,
     fmt: SampleFormat,
     path: std::path::PathBuf,
     channels: u16,
@@ -92,11 +97,15 @@ impl WavStreamWriter {
     ) -> Result<Self, AudioError> {
         let file = File::create(path)
             .map_err(|e| AudioError::io(Some(path), "could not create the file", &e))?;
+        let synced = file
+            .try_clone()
+            .map_err(|e| AudioError::io(Some(path), "could not create the file", &e))?;
         let spec = wav_spec(channels, sample_rate, fmt);
         let wav =
             hound::WavWriter::new(BufWriter::new(file), spec).map_err(|e| hound_error(path, e))?;
         Ok(Self {
             wav,
+            file: synced,
             fmt,
             path: path.to_path_buf(),
             channels,
@@ -106,15 +115,27 @@ impl WavStreamWriter {
 
     /// Appends `buf`, which has the writer's channels.
     pub fn write(&mut self, buf: &AudioBuffer) -> Result<(), AudioError> {
-        let frames = self.frames + buf.frames() as u64;
-        check_wav_size(frames, self.channels, self.fmt, Some(&self.path))?;
-        self.frames = frames;
-        write_frames(&mut self.wav, buf, self.fmt).map_err(|e| hound_error(&self.path, e))
+        self.write_planes(&buf.channels)
     }
 
-    /// Completes the header; the file is not a valid WAV before this.
+    /// Appends `planes`, one slice per channel of the writer, all of one length.
+    pub fn write_planes(&mut self, planes: &[impl AsRef<[f32]>]) -> Result<(), AudioError> {
+        let added = planes.first().map_or(0, |p| p.as_ref().len());
+        let frames = self.frames + added as u64;
+        check_wav_size(frames, self.channels, self.fmt, Some(&self.path))?;
+        self.frames = frames;
+        write_frames(&mut self.wav, planes, self.fmt).map_err(|e| hound_error(&self.path, e))
+    }
+
+    /// Completes the header and syncs the file, so a full disk shows here; the file is not a
+    /// valid WAV before this.
     pub fn finish(self) -> Result<(), AudioError> {
-        self.wav.finalize().map_err(|e| hound_error(&self.path, e))
+        self.wav
+            .finalize()
+            .map_err(|e| hound_error(&self.path, e))?;
+        self.file
+            .sync_all()
+            .map_err(|e| AudioError::io(Some(&self.path), "could not write the file", &e))
     }
 }
 
@@ -180,63 +201,6 @@ fn check_wav_size(
             bytes as f64 / f64::from(1u32 << 30)
         ),
     ))
-}
-
-/// Writes a FLAC file with `bits` (16 or 24) bits per sample.
-pub fn write_flac(path: &Path, buf: &AudioBuffer, bits: u8) -> Result<(), AudioError> {
-    let fail = |kind, detail: String| Err(AudioError::new(kind, Some(path), detail));
-    if bits != 16 && bits != 24 {
-        return fail(
-            AudioErrorKind::Unsupported,
-            format!("FLAC can be written with 16 or 24 bits per sample, not {bits}"),
-        );
-    }
-    if buf.frames() == 0 {
-        return fail(
-            AudioErrorKind::NoSamples,
-            "there is no audio to write".into(),
-        );
-    }
-    let samples: Vec<i32> = buf
-        .interleaved()
-        .into_iter()
-        .map(|x| to_int(x, u32::from(bits)))
-        .collect();
-    let config = flacenc::config::Encoder::default()
-        .into_verified()
-        .map_err(|(_, e)| AudioError::new(AudioErrorKind::Io, Some(path), e.to_string()))?;
-    let source = flacenc::source::MemSource::from_samples(
-        &samples,
-        buf.channels.len(),
-        usize::from(bits),
-        buf.sample_rate as usize,
-    );
-    let mut stream = match flacenc::encode_with_fixed_block_size(&config, source, config.block_size)
-    {
-        Ok(stream) => stream,
-        Err(e) => {
-            return fail(
-                AudioErrorKind::Unsupported,
-                format!(
-                    "cannot be encoded as FLAC ({} channels at {} Hz): {e}",
-                    buf.channels.len(),
-                    buf.sample_rate
-                ),
-            );
-        }
-    };
-    // flacenc counts the short last block as the minimum block size; the spec excludes it,
-    // and decoders (symphonia) take min != max to mean variable-size blocks and reject frames.
-    let info = stream.stream_info_mut();
-    let max_block = info.max_block_size();
-    info.set_block_sizes(max_block, max_block)
-        .expect("max block size is already a valid block size");
-    let mut sink = flacenc::bitsink::ByteSink::new();
-    stream
-        .write(&mut sink)
-        .map_err(|e| AudioError::new(AudioErrorKind::Io, Some(path), e.to_string()))?;
-    std::fs::write(path, sink.as_slice())
-        .map_err(|e| AudioError::io(Some(path), "could not write the file", &e))
 }
 
 #[cfg(test)]

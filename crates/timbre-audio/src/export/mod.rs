@@ -3,20 +3,28 @@
 //! and Opus (the system libopus through the `opus` crate, in an Ogg container written with
 //! `ogg`), tagged by lofty. Everything decodes again through `crate::decode` (symphonia, with
 //! our libopus decoder for Opus).
+//!
+//! Every codec is written block by block through [`EncodedWriter`], holding no more than a
+//! codec frame, a resampler chunk and an output buffer, so a long song is never held whole.
 
 mod lossy;
 mod ogg_opus;
 mod tags;
 #[cfg(test)]
 mod tests;
+mod writer;
+#[cfg(test)]
+mod writer_tests;
 
+use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
 pub use tags::{Tags, read_tags, write_tags};
+pub use writer::EncodedWriter;
 
 use crate::buffer::AudioBuffer;
-use crate::encode::{SampleFormat, write_flac, write_wav};
+use crate::encode::SampleFormat;
 use crate::error::{AudioError, AudioErrorKind};
 
 /// What a file is encoded as.
@@ -58,48 +66,49 @@ pub fn export(
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
-    let named = |mut err: AudioError| {
-        err.path = Some(path.to_path_buf());
-        err
-    };
+    let named = naming(path);
     let tmp = tempfile::Builder::new()
         .prefix(".timbre-export-")
         .suffix(&format!(".{}", codec.extension()))
         .tempfile_in(dir)
         .map_err(|e| AudioError::io(Some(path), "could not create the file", &e))?;
-    write_encoded(tmp.path(), buffer, codec).map_err(named)?;
-    write_tags(tmp.path(), tags).map_err(named)?;
+    write_encoded(tmp.path(), buffer, codec).map_err(&named)?;
+    write_tags(tmp.path(), tags).map_err(&named)?;
     tmp.persist(path)
         .map_err(|e| AudioError::io(Some(path), "could not write the file", &e.error))?;
     Ok(())
 }
 
-/// `buffer` encoded in `codec` into `path`, untagged.
+/// `buffer` encoded in `codec` into `path`, untagged: [`EncodedWriter`] given it in one block.
 pub fn write_encoded(path: &Path, buffer: &AudioBuffer, codec: Codec) -> Result<(), AudioError> {
-    match codec {
-        Codec::Wav(format) => write_wav(path, buffer, format),
-        Codec::Flac => write_flac(path, buffer, 16),
-        Codec::Mp3 => write_with(path, |out| lossy::encode_mp3(buffer, out, path)),
-        Codec::Vorbis => write_with(path, |out| lossy::encode_vorbis(buffer, out, path)),
-        Codec::Opus => write_with(path, |out| ogg_opus::encode(buffer, out, path)),
-    }
+    let mut writer =
+        EncodedWriter::create(path, codec, buffer.sample_rate, buffer.channel_count())?;
+    writer.write(&buffer.channels)?;
+    writer.finish()
 }
 
-/// Creates `path` and hands the encoder a buffered writer on it, flushed and synced at the end so
-/// a full disk shows here and not later.
-fn write_with(
-    path: &Path,
-    encode: impl FnOnce(&mut BufWriter<std::fs::File>) -> Result<(), AudioError>,
-) -> Result<(), AudioError> {
-    let file = std::fs::File::create(path)
-        .map_err(|e| AudioError::io(Some(path), "could not create the file", &e))?;
-    let mut out = BufWriter::new(file);
-    encode(&mut out)?;
+/// Creates `path` behind a buffer, for an encoder to write into.
+fn create_file(path: &Path) -> Result<BufWriter<File>, AudioError> {
+    File::create(path)
+        .map(BufWriter::new)
+        .map_err(|e| AudioError::io(Some(path), "could not create the file", &e))
+}
+
+/// Flushes and syncs what [`create_file`] made, so a full disk shows here and not later.
+fn close_file(out: BufWriter<File>, path: &Path) -> Result<(), AudioError> {
     let file = out
         .into_inner()
         .map_err(|e| AudioError::io(Some(path), "could not write the file", e.error()))?;
     file.sync_all()
         .map_err(|e| AudioError::io(Some(path), "could not write the file", &e))
+}
+
+/// Sets `path` on errors that come without one (the resampler's).
+fn naming(path: &Path) -> impl Fn(AudioError) -> AudioError + '_ {
+    move |mut err| {
+        err.path = Some(path.to_path_buf());
+        err
+    }
 }
 
 pub(crate) fn write_error(path: &Path, err: &std::io::Error) -> AudioError {
@@ -115,8 +124,8 @@ pub(crate) fn codec_error(path: &Path, codec: &str, detail: impl std::fmt::Displ
 }
 
 /// Lossy codecs here take one or two channels.
-fn check_stereo(buffer: &AudioBuffer, path: &Path, codec: &str) -> Result<(), AudioError> {
-    match buffer.channels.len() {
+fn check_stereo(channels: u16, path: &Path, codec: &str) -> Result<(), AudioError> {
+    match channels {
         1 | 2 => Ok(()),
         n => Err(codec_error(
             path,
