@@ -1,14 +1,14 @@
 //! The cover's remix stage: the converted vocals over the instrumental (and the second pass's
 //! rest of the vocals), each with its gain, sample-aligned on the instrumental's clock (the
 //! vocals resampled to its rate as a stream), then the true-peak limiter so nothing clips,
-//! written block by block: no stem is held whole.
+//! encoded block by block in the chosen format: no stem is held whole.
 
 use anyhow::Result;
 use serde_json::json;
 use timbre_audio::enhance::TruePeakLimiter;
-use timbre_audio::export::{Codec, Tags};
+use timbre_audio::export::{EncodedWriter, Tags, write_tags};
 use timbre_audio::resample::StreamResampler;
-use timbre_audio::{AudioBuffer, BlockReader, DecodeOptions, WavStreamWriter};
+use timbre_audio::{BlockReader, DecodeOptions};
 
 use super::request::CoverSettings;
 use super::stages::{Made, Stage, Stages, temp_file};
@@ -75,7 +75,7 @@ pub(super) fn remix(stages: &mut Stages, mix: &Mix, notes: &mut Vec<String>) -> 
         let total = mix.instrumental.frames.max(1) as f64;
         let instrumental_gain = gain(instrumental_db);
         let mut limiter = TruePeakLimiter::new(rate, usize::from(channels), CEILING_DBTP);
-        let mut sink = Sink::create(&file, format, rate, channels)?;
+        let mut sink = EncodedWriter::create(&file, format.codec(), rate, channels)?;
         let mut done = 0usize;
         while let Some(block) = instrumental.next_block(BLOCK_FRAMES)? {
             let frames = block.frames();
@@ -87,19 +87,20 @@ pub(super) fn remix(stages: &mut Stages, mix: &Mix, notes: &mut Vec<String>) -> 
             if let Some(backing) = &mut backing {
                 backing.add_to(&mut mixed, rate)?;
             }
-            sink.write(rate, limiter.push(&mixed))?;
+            sink.write(&limiter.push(&mixed))?;
             done += frames;
             progress(done as f64 / total, "mixing".into())?;
         }
         let (rest, limited) = limiter.finish();
-        sink.write(rate, rest)?;
+        sink.write(&rest)?;
         let name = format!("{song_name} (cover, {voice})");
         let tags = Tags {
             title: name.clone(),
             artist: voice.to_string(),
             comment: serde_json::to_string(settings)?,
         };
-        sink.finish(&file, &tags)?;
+        sink.finish()?;
+        write_tags(&file, &tags)?;
         Ok(vec![Made {
             role: "cover",
             operation: "cover",
@@ -218,60 +219,11 @@ impl StemStream {
     }
 }
 
-/// The cover's file as it is mixed: WAV streamed; FLAC collected, as its encoder takes the whole
-/// signal.
-/// WAV streams block by block; the other formats' encoders take the whole cover.
-enum Sink {
-    Wav(WavStreamWriter),
-    Whole(AudioBuffer, Codec),
-}
-
-impl Sink {
-    fn create(
-        path: &std::path::Path,
-        format: crate::output_format::OutputFormat,
-        rate: u32,
-        channels: u16,
-    ) -> Result<Sink> {
-        Ok(match format.wav_sample_format() {
-            Some(sample_format) => Sink::Wav(WavStreamWriter::create(
-                path,
-                rate,
-                channels,
-                sample_format,
-            )?),
-            None => Sink::Whole(
-                AudioBuffer::new(rate, vec![Vec::new(); usize::from(channels)]),
-                format.codec(),
-            ),
-        })
-    }
-
-    fn write(&mut self, rate: u32, block: Vec<Vec<f32>>) -> Result<()> {
-        match self {
-            Sink::Wav(wav) => wav.write(&AudioBuffer::new(rate, block))?,
-            Sink::Whole(all, _) => {
-                for (channel, part) in all.channels.iter_mut().zip(block) {
-                    channel.extend(part);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn finish(self, path: &std::path::Path, tags: &Tags) -> Result<()> {
-        match self {
-            Sink::Wav(wav) => wav.finish()?,
-            Sink::Whole(all, codec) => timbre_audio::export::export(path, &all, codec, tags)?,
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::cover::separate::tests::take;
+    use timbre_audio::AudioBuffer;
 
     #[test]
     fn loudness_matching_moves_the_vocals_to_the_original_within_its_bound() {
