@@ -395,7 +395,7 @@ fn streaming_in_any_blocks_gives_what_apply_gives() {
 }
 
 #[test]
-fn the_stream_holds_as_much_after_a_minute_as_after_seconds() {
+fn the_stream_holds_as_much_after_half_a_minute_as_after_seconds() {
     let rate = 44_100;
     let source = stereo_speech(rate, 5.0);
     let chain = every_effect();
@@ -409,6 +409,6 @@ fn the_stream_holds_as_much_after_a_minute_as_after_seconds() {
         stream.held_samples()
     };
     let short = held_after(5);
-    assert_eq!(held_after(60), short);
+    assert_eq!(held_after(30), short);
     assert!(short < 5 * rate as usize, "{short} samples held");
 }
