@@ -27,6 +27,8 @@ pub use decode::{
     AudioInfo, BlockReader, DecodeOptions, decode_bytes, decode_file, open_audio_file, open_blocks,
     probe_file,
 };
-pub use encode::{SampleFormat, WavStreamWriter, encode_wav, write_flac, write_wav};
+pub use encode::{
+    FlacStreamWriter, SampleFormat, WavStreamWriter, encode_wav, write_flac, write_wav,
+};
 pub use error::{AudioError, AudioErrorKind};
 pub use resample::resample;

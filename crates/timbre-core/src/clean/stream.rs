@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use tch::Tensor;
 use timbre_audio::analysis::{self, Summary};
 use timbre_audio::resample::StreamResampler;
-use timbre_audio::{AudioBuffer, AudioInfo, DecodeOptions, SampleFormat, WavStreamWriter};
+use timbre_audio::{AudioBuffer, AudioInfo, DecodeOptions, FlacStreamWriter, WavStreamWriter};
 use timbre_nn::separation::{MixStats, Separated, Separator};
 
 use super::isolate::{IsolateParams, SeparationModel, Separators};
@@ -16,6 +16,7 @@ use super::{ProgressBridge, Source};
 use crate::db::takes::{NewTake, Origin};
 use crate::input::AudioInput;
 use crate::library::Library;
+use crate::output_format::OutputFormat;
 use crate::store::StoredObject;
 
 /// As the import's thumbnails.
@@ -41,13 +42,55 @@ pub(crate) struct Span<'a> {
     pub block_frames: usize,
 }
 
+/// A stem written as it is separated: WAV, or FLAC at 24 bits as cleaned takes are kept.
+enum StemWriter {
+    Wav(WavStreamWriter),
+    Flac(Box<FlacStreamWriter>),
+}
+
+impl StemWriter {
+    fn create(path: &Path, format: OutputFormat, rate: u32, channels: u16) -> Result<Self> {
+        Ok(match format.wav_sample_format() {
+            Some(sample_format) => StemWriter::Wav(WavStreamWriter::create(
+                path,
+                rate,
+                channels,
+                sample_format,
+            )?),
+            None if format == OutputFormat::Flac => StemWriter::Flac(Box::new(
+                FlacStreamWriter::create(path, rate, channels, 24)?,
+            )),
+            None => anyhow::bail!(
+                "separated stems are kept lossless, not as {}",
+                format.extension()
+            ),
+        })
+    }
+
+    fn write(&mut self, audio: &AudioBuffer) -> Result<()> {
+        match self {
+            StemWriter::Wav(wav) => wav.write_planes(&audio.channels)?,
+            StemWriter::Flac(flac) => flac.write_planes(&audio.channels)?,
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Result<()> {
+        match self {
+            StemWriter::Wav(wav) => wav.finish()?,
+            StemWriter::Flac(flac) => flac.finish()?,
+        }
+        Ok(())
+    }
+}
+
 /// Separates the span (at the model's rate, one or two channels, or more mixed down to mono)
-/// into vocals and instrumental WAVs in `tmp_dir`.
+/// into vocals and instrumental files in `tmp_dir`, WAV or FLAC.
 pub(crate) fn separate_file(
     separator: &Separator,
     span: &Span<'_>,
     tmp_dir: &Path,
-    format: SampleFormat,
+    format: OutputFormat,
     bridge: &mut ProgressBridge<'_>,
     label: &str,
 ) -> Result<SeparatedFiles> {
@@ -83,14 +126,14 @@ pub(crate) fn separate_file(
     let temp = |part: &str| {
         tempfile::Builder::new()
             .prefix(&format!(".isolate-{part}-"))
-            .suffix(".wav")
+            .suffix(&format!(".{}", format.extension()))
             .tempfile_in(tmp_dir)
             .with_context(|| format!("creating a temporary file in {}", tmp_dir.display()))
             .map(|f| f.into_temp_path())
     };
     let (vocals_path, instrumental_path) = (temp("vocals")?, temp("instrumental")?);
-    let mut vocals = WavStreamWriter::create(&vocals_path, rate, channels, format)?;
-    let mut instrumental = WavStreamWriter::create(&instrumental_path, rate, channels, format)?;
+    let mut vocals = StemWriter::create(&vocals_path, format, rate, channels)?;
+    let mut instrumental = StemWriter::create(&instrumental_path, format, rate, channels)?;
     let mut silent = true;
     let mut write = |part: Separated| -> Result<()> {
         let voice = part.stems.get(vocals_index);
@@ -129,8 +172,8 @@ pub(crate) fn separate_file(
 
 impl Separators<'_> {
     /// Separates the input block by block (resampled to the model's rate as it goes) into two
-    /// complete WAV files, or None, having stored nothing, when it needs the in-memory path
-    /// (FLAC output, a sample of a file whose length is unknown before decoding).
+    /// complete files, or None, having stored nothing, when it needs the in-memory path (a
+    /// sample of a file whose length is unknown before decoding).
     pub(super) fn separate_streamed(
         &self,
         library: &Library,
@@ -139,9 +182,6 @@ impl Separators<'_> {
         bridge: &mut ProgressBridge<'_>,
         notes: &mut Vec<String>,
     ) -> Result<Option<(Source, SeparatedFiles)>> {
-        let Some(format) = params.format.wav_sample_format() else {
-            return Ok(None);
-        };
         let (path, name, info) = probe_input(library, &params.input)?;
         let separator = self.loaded(model, bridge, &name)?;
         let separator = separator.lock();
@@ -188,7 +228,7 @@ impl Separators<'_> {
             ));
         }
         let tmp = super::scratch_dir(library);
-        match separate_file(&separator, &span, &tmp, format, bridge, &name) {
+        match separate_file(&separator, &span, &tmp, params.format, bridge, &name) {
             Ok(files) => {
                 if files.silent {
                     notes.push("the input is silent: so are both results".to_string());

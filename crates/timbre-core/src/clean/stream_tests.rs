@@ -3,6 +3,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 use tch::Tensor;
+use timbre_audio::SampleFormat;
 use timbre_audio::signal::backing_track;
 use timbre_nn::checkpoint::{Value, write_torch_file};
 use timbre_nn::separation::{Config, Roformer, RoformerKind};
@@ -103,14 +104,14 @@ fn assert_no_scratch_files(dir: &Path) {
 }
 
 /// `separate_file` of `frames` (all when None) of `path` from `start`, decoded `block_frames` at a
-/// time, into float WAVs; the separator too, for the whole-track comparison.
+/// time, into files of `format`; the separator too, for the whole-track comparison.
 fn separate(
     system: &JobSystem,
     model: &SeparationModel,
     path: &Path,
-    start: u64,
-    frames: Option<u64>,
+    (start, frames): (u64, Option<u64>),
     block_frames: usize,
+    format: OutputFormat,
 ) -> (SeparatedFiles, Shared<Separator>) {
     let info = timbre_audio::probe_file(path).unwrap();
     let models = ModelCache::default();
@@ -129,15 +130,7 @@ fn separate(
     let scratch = crate::clean::scratch_dir(system.library());
     let files = {
         let separator = loaded.lock();
-        separate_file(
-            &separator,
-            &span,
-            &scratch,
-            SampleFormat::Float32,
-            &mut bridge,
-            "mix",
-        )
-        .unwrap()
+        separate_file(&separator, &span, &scratch, format, &mut bridge, "mix").unwrap()
     };
     (files, loaded)
 }
@@ -147,7 +140,14 @@ fn blocks_and_a_span_of_a_file_separate_as_that_audio_whole() {
     let (dir, system, model) = setup();
     let path = write_mix(dir.path(), 2.0);
     let mix = decode(&path);
-    let (files, separator) = separate(&system, &model, &path, 5000, Some(60_000), 7000);
+    let (files, separator) = separate(
+        &system,
+        &model,
+        &path,
+        (5000, Some(60_000)),
+        7000,
+        OutputFormat::WavFloat,
+    );
     let excerpt = as_tensor(&mix).narrow(1, 5000, 60_000);
     let whole = separator.lock().vocals(&excerpt, |_, _| true).unwrap();
     let vocals = as_tensor(&decode(&files.vocals));
@@ -161,6 +161,34 @@ fn blocks_and_a_span_of_a_file_separate_as_that_audio_whole() {
     assert_no_scratch_files(dir.path());
 }
 
+/// FLAC stems stream too, at 24 bits: the float WAV's samples to 24-bit precision.
+#[test]
+fn stems_stream_as_24_bit_flac() {
+    let (dir, system, model) = setup();
+    let path = write_mix(dir.path(), 1.0);
+    let separated = |format| separate(&system, &model, &path, (0, None), 7000, format).0;
+    let (float, flac) = (
+        separated(OutputFormat::WavFloat),
+        separated(OutputFormat::Flac),
+    );
+    assert!(flac.vocals.extension().is_some_and(|e| e == "flac"));
+    assert_eq!(
+        timbre_audio::probe_file(&flac.vocals).unwrap().codec,
+        "flac"
+    );
+    for (flac, float) in [
+        (&flac.vocals, &float.vocals),
+        (&flac.instrumental, &float.instrumental),
+    ] {
+        let (flac, float) = (as_tensor(&decode(flac)), as_tensor(&decode(float)));
+        assert_eq!(flac.size(), float.size());
+        // Within two steps of 24 bits (16 bits would be off by up to 128 of them); integer
+        // samples clip at full scale, where the float stems may go past it.
+        let float = float.clamp(-1.0, 1.0);
+        assert!(max_difference(&flac, &float) < 2.0 / f64::from(1 << 23));
+    }
+}
+
 /// An 8 kHz mono file streams through the resampler: the same as resampling it whole first.
 #[test]
 fn a_file_at_another_rate_is_resampled_as_it_streams() {
@@ -168,7 +196,14 @@ fn a_file_at_another_rate_is_resampled_as_it_streams() {
     let path = dir.path().join("phone.wav");
     let low = timbre_audio::resample(&backing_track(44100, 1.5).to_mono(), 8000).unwrap();
     timbre_audio::write_wav(&path, &low, SampleFormat::Float32).unwrap();
-    let (files, separator) = separate(&system, &model, &path, 0, None, 1500);
+    let (files, separator) = separate(
+        &system,
+        &model,
+        &path,
+        (0, None),
+        1500,
+        OutputFormat::WavFloat,
+    );
     let whole_mix = as_tensor(&timbre_audio::resample(&decode(&path), 44100).unwrap());
     let whole = separator.lock().vocals(&whole_mix, |_, _| true).unwrap();
     let vocals = decode(&files.vocals);

@@ -16,6 +16,7 @@ use crate::clean::{ProgressBridge, Separators};
 use crate::db::takes::Take;
 use crate::hashing;
 use crate::library::Library;
+use crate::output_format::OutputFormat;
 
 /// Bumped when the rough isolation changes what it gives.
 const ROUGH_VERSION: &str = "rough-1";
@@ -195,7 +196,7 @@ fn separate_with(
         &separator,
         &span,
         &tmp,
-        SampleFormat::Float32,
+        OutputFormat::WavFloat,
         &mut bridge,
         label,
     )
