@@ -1,9 +1,10 @@
 //! Voice conversion as the reference RVC pipeline does it (RVC-Project/Retrieval-based-Voice-
 //! Conversion-WebUI `infer/vc/pipeline.py`, the 2026 layout): 48 Hz high-pass, reflect padding,
-//! segments cut at quiet points, pitch once over the whole input, HuBERT features per segment,
-//! index retrieval, ×2 feature upsampling, protect, synthesis, RMS mix, resample, peak-safe output.
-//! A long input never sits whole in memory as features or output: features are saved and read
-//! per segment, and the output goes through a scratch file to a sink ([`render_to`]).
+//! segments cut at quiet points, pitch once over the whole input (in pieces past five minutes),
+//! HuBERT features per segment, index retrieval, ×2 feature upsampling, protect, synthesis, RMS
+//! mix, resample, peak-safe output. A long input is held once, as 16 kHz samples filtered and
+//! padded in place, and never whole as features or output: features are saved and read per
+//! segment, and the output goes through a scratch file to a sink ([`render_to`]).
 //!
 //! The work is split in two so that A/B between models is instant: [`analyze`] computes what
 //! depends only on the input and the extractors (filtered audio, segments, features, raw pitch),
