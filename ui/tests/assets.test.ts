@@ -124,6 +124,33 @@ describe('first-run panel', () => {
     expect(screen.queryByTestId('first-run')).toBeNull();
   });
 
+  it('keeps the newest list when two refreshes answer out of order', async () => {
+    let release: (() => void) | null = null;
+    let calls = 0;
+    mockBackend({
+      list_assets: () => {
+        calls += 1;
+        if (calls === 1) return assetList(essentialAssets(false, false));
+        // The refresh after HuBERT's download answers last, with RMVPE not there yet.
+        if (calls === 2) return new Promise((resolve) => (release = () => resolve(assetList(essentialAssets(true, false)))));
+        return assetList(essentialAssets(true, true));
+      },
+    });
+    render(FirstRunPanel);
+    await assets.start();
+    expect(await screen.findByTestId('first-run')).toBeInTheDocument();
+    notify(downloadJob(20, 'hubert', { state: 'succeeded', progress: 1 }));
+    notify(downloadJob(21, 'rmvpe', { state: 'succeeded', progress: 1 }));
+    await waitFor(() => expect(calls).toBe(3));
+    await waitFor(() => expect(release).not.toBeNull());
+    await waitFor(() => expect(screen.queryByTestId('first-run')).toBeNull());
+    release!();
+    // Let the stale answer arrive; the panel stays gone.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(assets.essentials.missing).toEqual([]);
+    expect(screen.queryByTestId('first-run')).toBeNull();
+  });
+
   it('is not shown when the essentials are there', async () => {
     mockBackend({ list_assets: () => assetList(essentialAssets(true, true)) });
     render(FirstRunPanel);

@@ -28,6 +28,7 @@ class AssetsState {
   firstRunDismissed = $state(false);
 
   private meters = new Map<string, RateMeter>();
+  private refreshes = 0;
   private unsubscribe: (() => void) | null = null;
 
   get assets(): AssetStatus[] {
@@ -90,8 +91,12 @@ class AssetsState {
   }
 
   async refresh(): Promise<void> {
+    // Two downloads ending together start two refreshes whose answers can come back in either
+    // order: only the latest asked for is kept, or a stale list would keep the first-run panel up.
+    const asked = ++this.refreshes;
     try {
-      this.list = await api.listAssets();
+      const list = await api.listAssets();
+      if (asked === this.refreshes) this.list = list;
     } catch (err) {
       app.reportError(err, 'Could not list the models folder');
     }
