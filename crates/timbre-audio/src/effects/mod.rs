@@ -326,7 +326,7 @@ impl EffectChain {
         if buffer.frames() == 0 {
             return Ok(());
         }
-        let mut out = stream.run(std::mem::take(&mut buffer.channels));
+        let mut out = stream.push(std::mem::take(&mut buffer.channels));
         for (channel, rest) in out.iter_mut().zip(stream.finish()) {
             channel.extend(rest);
         }

@@ -23,18 +23,14 @@ impl EffectStream {
         EffectStream { channels, stages }
     }
 
-    /// Takes the next block (one `Vec` per channel, all the same length) and gives the output
-    /// frames now complete. The output lags the input (by the high-pass, de-esser, chorus and
+    /// Takes the next block (one `Vec` per channel, all the same length; processed in place where
+    /// an effect can) and gives the output frames now complete. The output lags the input (by the high-pass, de-esser, chorus and
     /// limiter lookaheads) and [`EffectStream::finish`] gives the rest: output frame `k` is
     /// input frame `k` processed.
     ///
     /// # Panics
     /// If the block does not have one `Vec` per channel of the stream.
-    pub fn push(&mut self, block: &[Vec<f32>]) -> Vec<Vec<f32>> {
-        self.run(block.to_vec())
-    }
-
-    pub(super) fn run(&mut self, block: Vec<Vec<f32>>) -> Vec<Vec<f32>> {
+    pub fn push(&mut self, block: Vec<Vec<f32>>) -> Vec<Vec<f32>> {
         assert_eq!(block.len(), self.channels, "one Vec per channel");
         debug_assert!(block.windows(2).all(|w| w[0].len() == w[1].len()));
         self.stages

@@ -380,7 +380,7 @@ fn streaming_in_any_blocks_gives_what_apply_gives() {
             break;
         }
         let end = (start + size).min(input.frames());
-        let out = stream.push(&frames(&input.channels, start..end));
+        let out = stream.push(frames(&input.channels, start..end));
         assert!(out.iter().all(|c| c.len() == out[0].len()));
         streamed.iter_mut().zip(out).for_each(|(s, o)| s.extend(o));
         start = end;
@@ -404,7 +404,7 @@ fn the_stream_holds_as_much_after_half_a_minute_as_after_seconds() {
         let total = seconds * rate as usize;
         for start in (0..total).step_by(4_096) {
             let at = start % (source.frames() - 4_096);
-            stream.push(&frames(&source.channels, at..at + 4_096.min(total - start)));
+            stream.push(frames(&source.channels, at..at + 4_096.min(total - start)));
         }
         stream.held_samples()
     };

@@ -84,7 +84,7 @@ impl OutputSink for OutputFile {
         if let Some(encoding) = &mut self.encoding {
             let block = vec![samples.to_vec()];
             let block = match &mut encoding.effects {
-                Some(effects) => effects.push(&block),
+                Some(effects) => effects.push(block),
                 None => block,
             };
             encoding.writer.write(&block)?;

@@ -43,7 +43,7 @@ pub(super) fn apply(
         let mut done = 0;
         while let Some(block) = reader.next_block(BLOCK_FRAMES)? {
             done += block.frames();
-            wav.write(&AudioBuffer::new(rate, stream.push(&block.channels)))?;
+            wav.write(&AudioBuffer::new(rate, stream.push(block.channels)))?;
             progress(done as f64 / total, "applying the effects".into())?;
         }
         wav.write(&AudioBuffer::new(rate, stream.finish()))?;
