@@ -322,10 +322,10 @@ fn store_audio(
         .suffix(&format!(".{}", format.extension()))
         .tempfile_in(scratch_dir(library))
         .context("creating a temporary file in the library's store")?;
-    match format.wav_sample_format() {
-        Some(sample_format) => timbre_audio::write_wav(tmp.path(), audio, sample_format)?,
-        None => timbre_audio::write_flac(tmp.path(), audio, 24)?,
-    }
+    let mut writer =
+        stream::StemWriter::create(tmp.path(), format, audio.sample_rate, audio.channel_count())?;
+    writer.write(audio)?;
+    writer.finish()?;
     library.store().ingest_file(tmp.path(), format.extension())
 }
 

@@ -42,14 +42,19 @@ pub(crate) struct Span<'a> {
     pub block_frames: usize,
 }
 
-/// A stem written as it is separated: WAV, or FLAC at 24 bits as cleaned takes are kept.
-enum StemWriter {
+/// A cleaned take's file written as its audio comes: WAV, or FLAC at 24 bits.
+pub(super) enum StemWriter {
     Wav(WavStreamWriter),
     Flac(Box<FlacStreamWriter>),
 }
 
 impl StemWriter {
-    fn create(path: &Path, format: OutputFormat, rate: u32, channels: u16) -> Result<Self> {
+    pub(super) fn create(
+        path: &Path,
+        format: OutputFormat,
+        rate: u32,
+        channels: u16,
+    ) -> Result<Self> {
         Ok(match format.wav_sample_format() {
             Some(sample_format) => StemWriter::Wav(WavStreamWriter::create(
                 path,
@@ -67,7 +72,7 @@ impl StemWriter {
         })
     }
 
-    fn write(&mut self, audio: &AudioBuffer) -> Result<()> {
+    pub(super) fn write(&mut self, audio: &AudioBuffer) -> Result<()> {
         match self {
             StemWriter::Wav(wav) => wav.write_planes(&audio.channels)?,
             StemWriter::Flac(flac) => flac.write_planes(&audio.channels)?,
@@ -75,7 +80,7 @@ impl StemWriter {
         Ok(())
     }
 
-    fn finish(self) -> Result<()> {
+    pub(super) fn finish(self) -> Result<()> {
         match self {
             StemWriter::Wav(wav) => wav.finish()?,
             StemWriter::Flac(flac) => flac.finish()?,
