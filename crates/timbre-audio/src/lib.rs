@@ -14,6 +14,7 @@ pub mod export;
 pub mod filter;
 pub mod isolate;
 pub mod live;
+pub mod memory;
 pub mod pitch;
 pub mod quality;
 pub mod record;

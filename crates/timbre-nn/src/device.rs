@@ -122,19 +122,6 @@ pub unsafe fn limit_kernel_cache() {
     }
 }
 
-/// Hands the free memory of glibc's heap back to the system. libtorch frees each segment's
-/// tensors into the heap, and segments of ever other lengths leave it in pieces that later,
-/// differently sized tensors cannot reuse. Called between segments, it took a conversion's
-/// growth from 52 to 20 MB of peak memory per input minute (fixture models, 2 against 16
-/// minutes of speech), at no measurable cost in speed (docs/PERFORMANCE.md).
-pub fn release_free_memory() {
-    #[cfg(target_env = "gnu")]
-    // SAFETY: malloc_trim takes glibc's own locks and only returns pages no allocation holds.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

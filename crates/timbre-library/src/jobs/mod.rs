@@ -408,6 +408,8 @@ impl JobSystem {
                         Err(anyhow::anyhow!("the job crashed: {}", panic_text(&panic)))
                     });
                 sampler.stop();
+                // What the job freed would otherwise stay mapped until the next one reuses it.
+                timbre_audio::memory::release_free_memory();
                 outcome
             }
         };

@@ -185,7 +185,7 @@ fn track_in_pieces_of(
         let mut piece = tracker.track(samples)?;
         piece.resize(run_end - run_start, 0.0);
         f0.extend_from_slice(&piece[keep_start - run_start..keep_end - run_start]);
-        crate::device::release_free_memory();
+        timbre_audio::memory::release_free_memory();
     }
     Ok(f0)
 }
@@ -217,6 +217,7 @@ fn run(
         }
         None => None,
     };
+    timbre_audio::memory::release_free_memory();
     progress(0.2)?;
     let _guard = tch::no_grad_guard();
     for (i, segment) in segments.iter().enumerate() {
@@ -228,7 +229,7 @@ fn run(
                 .features(&audio, version)?
                 .to_device(tch::Device::Cpu),
         )?;
-        crate::device::release_free_memory();
+        timbre_audio::memory::release_free_memory();
         progress(0.2 + 0.8 * (i + 1) as f64 / segments.len() as f64)?;
     }
     Ok(Analysis {

@@ -106,6 +106,7 @@ pub fn render_to(
     let pad_tgt = options.chunking.pad_samples_at(rate);
     let mut scratch = Scratch::new(sink.scratch_dir())?;
     let total = analysis.segments.len();
+    timbre_audio::memory::release_free_memory();
     for (i, segment) in analysis.segments.iter().enumerate() {
         let frame_start = segment.start / segments::WINDOW;
         let frame_end = segment.end / segments::WINDOW;
@@ -125,7 +126,7 @@ pub fn render_to(
         let keep_end = audio.len().saturating_sub(pad_tgt);
         scratch.append(&audio[pad_tgt.min(keep_end)..keep_end])?;
         drop(audio);
-        crate::device::release_free_memory();
+        timbre_audio::memory::release_free_memory();
         progress((i + 1) as f64 / total as f64)?;
     }
     output::finish(scratch, &analysis.input_rms, rate, options, sink)
