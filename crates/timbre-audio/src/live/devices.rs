@@ -29,6 +29,21 @@ pub struct OutputDevice {
     pub sample_rate: u32,
 }
 
+/// The audio host: PulseAudio when its server is reachable, else ALSA. cpal's `default_host`
+/// gives PulseAudio one try of up to 2 s and then quietly takes ALSA, whose devices have other
+/// names and rates; a loaded machine can miss that one try, so a server that is there gets
+/// three.
+pub(crate) fn audio_host() -> cpal::Host {
+    if cpal::available_hosts().contains(&cpal::HostId::PulseAudio) {
+        for _ in 0..3 {
+            if let Ok(host) = cpal::host_from_id(cpal::HostId::PulseAudio) {
+                return host;
+            }
+        }
+    }
+    cpal::default_host()
+}
+
 pub(crate) fn device_error(detail: impl Into<String>) -> AudioError {
     AudioError::new(AudioErrorKind::Device, None, detail)
 }
@@ -120,7 +135,7 @@ pub(crate) fn find_device(
 /// (name, is_default, channels, default rate) of each device of `direction` that reports a
 /// default configuration.
 fn list(direction: Direction) -> Result<Vec<(String, bool, u16, u32)>, AudioError> {
-    let host = cpal::default_host();
+    let host = audio_host();
     let default_id = default_device(&host, direction).map(|d| device_id(&d));
     Ok(named_devices(&host, direction)?
         .into_iter()

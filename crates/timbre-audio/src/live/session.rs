@@ -20,6 +20,9 @@ const REOPEN_INTERVAL: Duration = Duration::from_millis(500);
 const SUPERVISE_INTERVAL: Duration = Duration::from_millis(50);
 /// An input that delivers nothing this long is lost, even if it reported no error.
 const INPUT_STALL_MS: u64 = 1500;
+/// The longer wait for an opened input's first audio: a sound server or a Bluetooth headset
+/// can take seconds to start delivering.
+const INPUT_START_MS: u64 = 5000;
 
 /// What went in and came out of the processor, at the session's rate, mono.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,6 +77,7 @@ impl LiveSession {
             output_latency: AtomicMs::unset(),
             lost: Mutex::new(None),
             last_input: AtomicU64::new(0),
+            input_started: AtomicBool::new(false),
             epoch: Instant::now(),
             stop: AtomicBool::new(false),
             stats: Mutex::new(LiveStats::starting(rate)),
@@ -274,6 +278,17 @@ fn fail(shared: &Shared, detail: String) {
     stats.processor_error = Some(detail);
 }
 
+/// Whether an input silent for `silent_ms` counts as lost: [`INPUT_STALL_MS`] once it has
+/// delivered, [`INPUT_START_MS`] before its first audio.
+fn input_stalled(started: bool, silent_ms: u64) -> bool {
+    silent_ms
+        > if started {
+            INPUT_STALL_MS
+        } else {
+            INPUT_START_MS
+        }
+}
+
 /// The device thread: holds the streams, and closes and reopens them every
 /// [`REOPEN_INTERVAL`] when a device fails, until it is back.
 fn supervise(shared: &Arc<Shared>, config: &SessionConfig, rate: u32, streams: Streams) {
@@ -284,7 +299,8 @@ fn supervise(shared: &Arc<Shared>, config: &SessionConfig, rate: u32, streams: S
             break;
         }
         let lost = shared.take_lost().or_else(|| {
-            (shared.millis_since_input() > INPUT_STALL_MS)
+            let started = shared.input_started.load(Ordering::Relaxed);
+            input_stalled(started, shared.millis_since_input())
                 .then(|| "the input device stopped delivering audio".to_string())
         });
         let Some(why) = lost else { continue };
@@ -313,5 +329,19 @@ fn supervise(shared: &Arc<Shared>, config: &SessionConfig, rate: u32, streams: S
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_input_gets_longer_to_start_than_to_stall() {
+        assert!(!input_stalled(false, INPUT_STALL_MS + 1));
+        assert!(!input_stalled(false, INPUT_START_MS));
+        assert!(input_stalled(false, INPUT_START_MS + 1));
+        assert!(!input_stalled(true, INPUT_STALL_MS));
+        assert!(input_stalled(true, INPUT_STALL_MS + 1));
     }
 }

@@ -10,7 +10,7 @@ use cpal::traits::{DeviceTrait, StreamTrait};
 use cpal::{FromSample, SizedSample};
 
 use super::SessionConfig;
-use super::devices::{Direction, default_config, device_error, find_device};
+use super::devices::{Direction, audio_host, default_config, device_error, find_device};
 use super::stats::{AtomicGain, AtomicMs, LiveDevice, LiveStats};
 use crate::error::AudioError;
 use crate::resample::StreamResampler;
@@ -142,6 +142,8 @@ pub(crate) struct Shared {
     pub lost: Mutex<Option<String>>,
     /// Milliseconds since `epoch` of the latest input callback (a stalled device is lost too).
     pub last_input: AtomicU64,
+    /// Whether the input has delivered since the streams were opened.
+    pub input_started: AtomicBool,
     pub epoch: Instant,
     pub stop: AtomicBool,
     pub stats: Mutex<LiveStats>,
@@ -193,7 +195,7 @@ pub(crate) struct Resolved {
 }
 
 pub(crate) fn resolve(direction: Direction, wanted: Option<&str>) -> Result<Resolved, AudioError> {
-    let host = cpal::default_host();
+    let host = audio_host();
     let device = find_device(&host, direction, wanted)?;
     let word = if direction == Direction::Input {
         "input"
@@ -260,6 +262,7 @@ pub(crate) fn open_streams(
         }
     }
     *shared.lost.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    shared.input_started.store(false, Ordering::Relaxed);
     shared
         .last_input
         .store(shared.epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
@@ -383,6 +386,7 @@ where
             }
             let now = shared.epoch.elapsed().as_millis() as u64;
             shared.last_input.store(now, Ordering::Relaxed);
+            shared.input_started.store(true, Ordering::Relaxed);
             mono.clear();
             mono.extend(data.chunks(channels).map(|frame| {
                 frame.iter().map(|&s| s.to_sample::<f32>()).sum::<f32>() / channels as f32

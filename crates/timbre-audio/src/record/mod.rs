@@ -11,7 +11,7 @@ use cpal::{FromSample, SizedSample};
 use crate::analysis::{Level, LevelMeter};
 use crate::buffer::AudioBuffer;
 use crate::error::AudioError;
-use crate::live::devices::{Direction, device_error, find_device};
+use crate::live::devices::{Direction, audio_host, device_error, find_device};
 
 mod fake_alsa;
 pub use fake_alsa::{fake_alsa_config, fake_alsa_device};
@@ -120,7 +120,7 @@ impl Recording {
         opts: RecordOptions,
         on_level: impl FnMut(Level, f64) + Send + 'static,
     ) -> Result<Recording, AudioError> {
-        let host = cpal::default_host();
+        let host = audio_host();
         let device = find_device(&host, Direction::Input, opts.device.as_deref())?;
         let config = device
             .default_input_config()
