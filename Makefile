@@ -6,7 +6,7 @@ export LIBTORCH_USE_PYTORCH := 1
 export PATH := $(CURDIR)/.venv/bin:$(HOME)/.cargo/bin:$(PATH)
 APP := target/debug/timbre-studio
 
-.PHONY: run test setup setup-test app test-rust test-ui test-e2e lint bindings bench bench-live bench-isolate bench-cover fuzz
+.PHONY: run test setup setup-test app build-test test-rust test-ui test-e2e lint bindings bench bench-live bench-isolate bench-cover fuzz
 
 run: setup app
 	WEBKIT_DISABLE_DMABUF_RENDERER=1 $(APP)
@@ -23,14 +23,21 @@ setup-test:
 app:
 	npx tauri build --debug --no-bundle
 
-test-rust:
-	cargo build -p timbre-cli
-	cargo test --workspace
+# Everything the suite runs, in one cargo invocation: the workspace's crates, their tests, the
+# `timbre` binary the integration tests drive and the app with its UI embedded (what `make app`
+# builds). Separate invocations each resolve features their own way and built 400 crates twice.
+TEST_FEATURES := --features timbre-studio/custom-protocol
+build-test:
+	npm run build
+	cargo build --workspace --bins --tests $(TEST_FEATURES)
+
+test-rust: build-test
+	cargo test --workspace $(TEST_FEATURES)
 
 test-ui:
 	npm run test:ui
 
-test-e2e: app
+test-e2e: build-test
 	tests/e2e/run.sh
 
 # The UI's TypeScript types written anew from the Rust types, and the UI tests' fixture of the

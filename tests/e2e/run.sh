@@ -2,8 +2,8 @@
 # End-to-end GUI tests of Timbre Studio: the real app binary in real WebKitGTK, driven by
 # WebdriverIO through tauri-driver, under Xvfb and a private D-Bus session.
 #
-# Needs: the app built with its UI (`npx tauri build --debug --no-bundle`, which
-# `make test-e2e` does first), tauri-driver, WebKitWebDriver, xvfb-run, dbus-run-session,
+# Needs: the app built with its UI (`make app`, or `make build-test`, which `make test-e2e`
+# does first), tauri-driver, WebKitWebDriver, xvfb-run, dbus-run-session,
 # python3, Node 20, pulseaudio (scripts/setup.sh --test installs them).
 #
 # Each run gets a temp dir with a fresh library (TIMBRE_DATA_DIR), test audio, and a fake
@@ -26,7 +26,7 @@ root="$(cd "$here/../.." && pwd)"
 cd "$root"
 
 app="${E2E_APP:-$root/target/debug/timbre-studio}"
-[[ -x "$app" ]] || { echo "run.sh: $app is missing: build it with \`npx tauri build --debug --no-bundle\`" >&2; exit 2; }
+[[ -x "$app" ]] || { echo "run.sh: $app is missing: build it with \`make build-test\` or \`make app\`" >&2; exit 2; }
 for tool in xvfb-run dbus-run-session python3 node npm; do
   command -v "$tool" >/dev/null || { echo "run.sh: $tool is missing (scripts/setup.sh --test installs it)" >&2; exit 2; }
 done

@@ -108,7 +108,7 @@ export const config = {
       throw new Error(`port ${PORT} is already in use (a tauri-driver left from another run?)`);
     }
     if (!fs.existsSync(application)) {
-      throw new Error(`the app binary is missing: ${application} (build it with \`npx tauri build --debug --no-bundle\`)`);
+      throw new Error(`the app binary is missing: ${application} (build it with \`make build-test\` or \`make app\`)`);
     }
     const bin = findTauriDriver();
     const log = fs.openSync(path.join(logDir, 'tauri-driver.log'), 'a');
