@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::devices::{Direction, device_error};
+use super::devices::{Direction, audio_host, device_error};
 use super::stats::{AtomicGain, AtomicMs, BlockTimes, LiveLevel, LiveState, LiveStats};
 use super::streams::{Ring, Shared, Streams, open_streams, resolve, session_rate};
 use super::{BlockProcessor, Gains, ProcessorFactory, SessionConfig};
@@ -59,10 +59,12 @@ impl LiveSession {
         config: SessionConfig,
         factory: ProcessorFactory,
     ) -> Result<LiveSession, AudioError> {
-        let rate = session_rate(resolve(Direction::Input, config.input.as_deref())?.sample_rate());
-        resolve(Direction::Output, config.output.as_deref())?;
+        let host = audio_host();
+        let input = resolve(&host, Direction::Input, config.input.as_deref())?;
+        let rate = session_rate(input.sample_rate());
+        resolve(&host, Direction::Output, config.output.as_deref())?;
         if let Some(monitor) = &config.monitor {
-            resolve(Direction::Output, Some(monitor))?;
+            resolve(&host, Direction::Output, Some(monitor))?;
         }
         let shared = Arc::new(Shared {
             input: Ring::new()?,

@@ -194,9 +194,12 @@ pub(crate) struct Resolved {
     info: LiveDevice,
 }
 
-pub(crate) fn resolve(direction: Direction, wanted: Option<&str>) -> Result<Resolved, AudioError> {
-    let host = audio_host();
-    let device = find_device(&host, direction, wanted)?;
+pub(crate) fn resolve(
+    host: &cpal::Host,
+    direction: Direction,
+    wanted: Option<&str>,
+) -> Result<Resolved, AudioError> {
+    let device = find_device(host, direction, wanted)?;
     let word = if direction == Direction::Input {
         "input"
     } else {
@@ -241,12 +244,13 @@ pub(crate) fn open_streams(
     rate: u32,
     block: usize,
 ) -> Result<Streams, AudioError> {
-    let input = resolve(Direction::Input, config.input.as_deref())?;
-    let output = resolve(Direction::Output, config.output.as_deref())?;
+    let host = audio_host();
+    let input = resolve(&host, Direction::Input, config.input.as_deref())?;
+    let output = resolve(&host, Direction::Output, config.output.as_deref())?;
     let monitor = config
         .monitor
         .as_deref()
-        .map(|name| resolve(Direction::Output, Some(name)))
+        .map(|name| resolve(&host, Direction::Output, Some(name)))
         .transpose()?;
     let scaled = |to: u32| (block as u64 * u64::from(to) / u64::from(rate)) as usize;
     shared
