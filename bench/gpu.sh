@@ -10,7 +10,9 @@
 #  (c) cuda_check: the fused AdamW on CUDA against torch's AdamW(fused=True) (bench/gpu_check_adamw.py)
 #      and a CUDA graph captured, replayed and timed against the eager run;
 #  (a) the training step at batch 8 and 16, ours (fused AdamW) and rvc-next's (bench/train_reference.py);
-#  (b) the conversion benchmark (models written here by bench/make_models.py), ours and rvc-next's.
+#  (b) the conversion benchmark (models written here by bench/make_models.py), ours and rvc-next's;
+#  (d) live blocks of 250, 100 and 50 ms on those models: ours with the block's CUDA graphs and
+#      without (and how far the two outputs differ), and rvc-next's StreamEngine.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-target/gpu-out}
@@ -71,4 +73,21 @@ for key in ("cold", "warm", "second_model"):
     print(f"convert {key}: ours {a:.3f} s, reference {b:.3f} s, speed-up {b / a:.2f}x")
 print("stages (ours):", json.dumps(ours.get("stages", {})))
 print("stages (reference, warm):", json.dumps(ref["warm"]["stages"]))
+PY
+
+echo "== (d) live blocks: ours with CUDA graphs and without, the reference"
+live_blocks=250,100,50
+phase live_ours 120 "$carry/bin/live_block" $models --device cuda --threads "$threads" --blocks $live_blocks \
+  > /tmp/live_ours.json
+phase live_reference 120 $python bench/live_reference.py $models --device cuda --threads "$threads" \
+  --blocks $live_blocks > /tmp/live_reference.json
+$python - /tmp/live_ours.json /tmp/live_reference.json <<'PY' | tee -a "$out/summary.txt"
+import json, sys
+ours, ref = (json.load(open(p))["results"] for p in sys.argv[1:3])
+for r in ref:
+    for o in (o for o in ours if round(o["block_ms"]) == round(r["block_ms"])):
+        mode = "graphs" if o["cuda_graphs"] else "eager"
+        print(f"live {o['block_ms']:.0f} ms ({mode}, replayed {o['graphs_replayed']}): ours {o['median_ms']:.2f} ms "
+              f"(p95 {o['p95_ms']:.2f}), reference {r['median_ms']:.2f} ms, ratio {o['median_ms'] / r['median_ms']:.2f}, "
+              f"max difference from graphs {o.get('max_difference_from_graphs', 0):.2e}")
 PY

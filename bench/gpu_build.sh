@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Fills .gpu/ for bench/gpu.sh on the CPU machine: the release builds of the training-step,
-# CUDA-check and conversion benchmarks (libtorch linked dynamically: the GPU machine's torch
-# 2.11.0+cu130 serves them through LD_LIBRARY_PATH), debug info stripped, and the reference's
-# packages that the GPU machine's image lacks (rvc-next and librosa with their compiled needs)
-# as CPython 3.12 wheels. .gpu/ must be git-ignored (.git/info/exclude) and carried; its size
+# CUDA-check, live-block and conversion benchmarks (libtorch linked dynamically: the GPU
+# machine's torch 2.11.0+cu130 serves them through LD_LIBRARY_PATH), debug info stripped, and
+# the reference's packages that the GPU machine's image lacks (rvc-next and librosa with their
+# compiled needs) as CPython 3.12 wheels. .gpu/ must be git-ignored (.git/info/exclude) and carried; its size
 # is printed last (the device's carry limit is 64 MiB with the working tree).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +17,7 @@ for line in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable"):
         print(m["target"]["name"], m["executable"])'
 }
-{ executables -p timbre-nn --bench train_step --bench cuda_check; executables -p timbre-cli --bench convert; } \
+{ executables -p timbre-nn --bench train_step --bench cuda_check --bench live_block; executables -p timbre-cli --bench convert; } \
   | while read -r name path; do
     # The benchmarks only: the `timbre` binary that timbre-cli's benches build too stays behind.
     [[ $name == timbre ]] || strip --strip-all -o ".gpu/bin/$name" "$path"

@@ -3,7 +3,9 @@
 //! voice) streaming its voice-like input at 48 kHz, RMVPE pitch, no index, at several block sizes
 //! with the reference's defaults otherwise (crossfade 50 ms, context 2.5 s). Per block size: a
 //! few blocks to warm up, then the median and 95th percentile of the rest. Prints JSON; bench/
-//! live_reference.py times rvc-next's `StreamEngine` the same way.
+//! live_reference.py times rvc-next's `StreamEngine` the same way. On CUDA each block size runs
+//! twice, with the block's CUDA graphs and without, and the JSON says whether the graphs were
+//! replayed and how far the two outputs differ (the seedless blocks draw no noise).
 //!
 //! `cargo bench -p timbre-nn --bench live_block -- DIR [--threads N] [--blocks 250,100]
 //! [--device cpu|cuda]` (DIR absolute: make_models.py's output folder).
@@ -60,32 +62,58 @@ fn main() -> Result<()> {
     };
     let input = timbre_audio::decode_file(&dir.join("input.wav"), &DecodeOptions::default())?;
     let input = timbre_audio::resample(&input, RATE)?.channels.remove(0);
+    let graph_modes: &[bool] = if device.is_cuda() {
+        &[true, false]
+    } else {
+        &[false]
+    };
     let mut results = Vec::new();
     for block_ms in blocks {
         let params = StreamParams {
             block_ms,
             ..StreamParams::default()
         };
-        let mut engine = StreamEngine::new(stream_models.clone(), params, RATE)?;
-        let block = engine.block_size();
-        let count = WARMUP_BLOCKS + (TIMED_SECONDS * f64::from(RATE)) as usize / block;
-        let mut times_ms = Vec::with_capacity(count);
-        for chunk in input.chunks_exact(block).cycle().take(count) {
-            let started = Instant::now();
-            engine.process(chunk)?;
-            if let tch::Device::Cuda(index) = device {
-                tch::Cuda::synchronize(index as i64);
+        let mut outputs: Vec<Vec<f32>> = Vec::new();
+        for &graphs in graph_modes {
+            let mut engine = StreamEngine::new(stream_models.clone(), params.clone(), RATE)?;
+            engine.set_cuda_graphs(graphs);
+            let block = engine.block_size();
+            let count = WARMUP_BLOCKS + (TIMED_SECONDS * f64::from(RATE)) as usize / block;
+            let mut times_ms = Vec::with_capacity(count);
+            let mut output = Vec::with_capacity(count * block);
+            for chunk in input.chunks_exact(block).cycle().take(count) {
+                let started = Instant::now();
+                output.extend(engine.process(chunk)?);
+                if let tch::Device::Cuda(index) = device {
+                    tch::Cuda::synchronize(index as i64);
+                }
+                times_ms.push(started.elapsed().as_secs_f64() * 1000.0);
             }
-            times_ms.push(started.elapsed().as_secs_f64() * 1000.0);
+            let mut timed = times_ms.split_off(WARMUP_BLOCKS);
+            timed.sort_by(f64::total_cmp);
+            let mut result = serde_json::json!({
+                "block_ms": block as f64 * 1000.0 / f64::from(RATE),
+                "blocks": timed.len(),
+                "median_ms": percentile(&timed, 0.5),
+                "p95_ms": percentile(&timed, 0.95),
+            });
+            if device.is_cuda() {
+                result["cuda_graphs"] = serde_json::json!(graphs);
+                result["graphs_replayed"] = serde_json::json!(
+                    engine.cuda_graphs().hubert_captured() && engine.cuda_graphs().rmvpe_captured()
+                );
+            }
+            if let Some(first) = outputs.first() {
+                let difference = first
+                    .iter()
+                    .zip(&output)
+                    .map(|(a, b)| (a - b).abs())
+                    .fold(0f32, f32::max);
+                result["max_difference_from_graphs"] = serde_json::json!(difference);
+            }
+            outputs.push(output);
+            results.push(result);
         }
-        let mut timed = times_ms.split_off(WARMUP_BLOCKS);
-        timed.sort_by(f64::total_cmp);
-        results.push(serde_json::json!({
-            "block_ms": block as f64 * 1000.0 / f64::from(RATE),
-            "blocks": timed.len(),
-            "median_ms": percentile(&timed, 0.5),
-            "p95_ms": percentile(&timed, 0.95),
-        }));
     }
     let report = serde_json::json!({
         "implementation": "Timbre Studio",

@@ -9,6 +9,7 @@ pub mod crepe;
 pub mod device;
 pub mod export;
 pub mod fcpe;
+pub mod graphed;
 pub mod hubert;
 pub mod index;
 pub mod layers;

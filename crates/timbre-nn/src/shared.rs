@@ -27,3 +27,10 @@ impl<T> Clone for Shared<T> {
         Shared(self.0.clone())
     }
 }
+
+/// Two handles to the same model (not to equal ones).
+impl<T> PartialEq for Shared<T> {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}

@@ -147,7 +147,9 @@ char *timbre_ext_graph_capture(void *graph, int device, int warmup, int (*body)(
       if (body(context) != 0) return error_text("the warm-up run before the capture failed");
     }
     c10::cuda::device_synchronize();
-    g.capture_begin();
+    // Thread-local, not torch's default global mode: a conversion job on another thread may
+    // use the device while a live stream captures, and global mode would fail its calls.
+    g.capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
     int failed = body(context);
     try {
       g.capture_end();

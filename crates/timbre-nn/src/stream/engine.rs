@@ -11,7 +11,7 @@
 use anyhow::{Result, ensure};
 
 use super::denoise::LiveDenoiser;
-use super::infer;
+use super::infer::{self, BlockGraphs};
 use super::loudness;
 use super::params::{GATE_OFF_DB, Layout, StreamParams};
 use super::pitch::PitchCache;
@@ -54,6 +54,7 @@ pub struct StreamEngine {
     /// Present while their parameter is on; a fresh one starts from silence.
     input_denoiser: Option<LiveDenoiser>,
     output_denoiser: Option<LiveDenoiser>,
+    graphs: BlockGraphs,
 }
 
 /// Moves `buffer` `shift` samples toward its start (the oldest drop out).
@@ -86,6 +87,7 @@ impl StreamEngine {
             from_model,
             input_denoiser: None,
             output_denoiser: None,
+            graphs: BlockGraphs::default(),
             models,
         };
         engine.build();
@@ -148,6 +150,17 @@ impl StreamEngine {
         self.models = models;
     }
 
+    /// Whether blocks on a CUDA device replay CUDA graphs (on unless turned off; the benchmark
+    /// turns them off to compare).
+    pub fn set_cuda_graphs(&mut self, on: bool) {
+        self.graphs.set_enabled(on);
+    }
+
+    /// The block's CUDA graphs, to ask whether the last block replayed them.
+    pub fn cuda_graphs(&self) -> &BlockGraphs {
+        &self.graphs
+    }
+
     /// Clears every buffer, as after a device change.
     pub fn reset(&mut self) {
         self.build();
@@ -203,6 +216,7 @@ impl StreamEngine {
                 &l,
                 &self.input_wav_16k,
                 &mut self.pitch_cache,
+                &mut self.graphs,
                 noise,
             )?;
             let mut output = self.from_model.apply_slice(&converted);

@@ -6,21 +6,53 @@
 //! unless the parameters carry a seed), stretched to `return_length2` frames and resampled back
 //! for a formant shift.
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use tch::{Kind, Tensor};
 
 use super::engine::StreamModels;
 use super::params::{Layout, StreamParams, Unvoiced};
 use super::pitch::{self, PitchCache};
 use crate::Shared;
-use crate::fcpe::Fcpe;
-use crate::hubert::FeatureVersion;
+use crate::graphed::GraphedStage;
+use crate::hubert::{FeatureVersion, Hubert};
 use crate::index::IvfFlatIndex;
-use crate::pipeline::{F0Method, PitchTracker, formant};
+use crate::pipeline::formant;
 use crate::rmvpe::Rmvpe;
 use crate::synthesizer::{Noise, Window};
 
 const INDEX_NEIGHBOURS: usize = 8;
+
+/// The block's fixed-shape passes, HuBERT's over the context and RMVPE's over the tail, as
+/// CUDA graphs on a GPU (see `graphed`), kept by the engine from block to block.
+pub struct BlockGraphs {
+    hubert: GraphedStage<(Shared<Hubert>, FeatureVersion)>,
+    rmvpe: GraphedStage<Shared<Rmvpe>>,
+}
+
+impl Default for BlockGraphs {
+    fn default() -> BlockGraphs {
+        BlockGraphs {
+            hubert: GraphedStage::new("live HuBERT"),
+            rmvpe: GraphedStage::new("live RMVPE"),
+        }
+    }
+}
+
+impl BlockGraphs {
+    pub fn set_enabled(&mut self, enabled: bool) {
+        self.hubert.set_enabled(enabled);
+        self.rmvpe.set_enabled(enabled);
+    }
+
+    /// Whether the last block replayed HuBERT's graph (and RMVPE's, where it tracked pitch).
+    pub fn hubert_captured(&self) -> bool {
+        self.hubert.is_captured()
+    }
+
+    pub fn rmvpe_captured(&self) -> bool {
+        self.rmvpe.is_captured()
+    }
+}
 
 /// The converted audio of the block, crossfade and search, at the model's rate.
 pub fn convert(
@@ -29,6 +61,7 @@ pub fn convert(
     layout: &Layout,
     audio_16k: &[f32],
     cache: &mut PitchCache,
+    graphs: &mut BlockGraphs,
     noise: Noise,
 ) -> Result<Vec<f32>> {
     let _guard = tch::no_grad_guard();
@@ -44,7 +77,11 @@ pub fn convert(
     let audio = Tensor::from_slice(audio_16k)
         .view([1, -1])
         .to_device(hubert.device());
-    let features = hubert.features(&audio, version)?.to_kind(Kind::Float);
+    let features = graphs
+        .hubert
+        .run((models.hubert.clone(), version), &audio, |audio| {
+            Ok(hubert.features(audio, version)?.to_kind(Kind::Float))
+        })?;
     let frames = features.size()[1];
     let mut features = Tensor::cat(&[&features, &features.narrow(1, frames - 1, 1)], 1);
     let protect = info.f0 && params.unvoiced != Unvoiced::Original && params.protect < 0.5;
@@ -60,11 +97,13 @@ pub fn convert(
     }
     let p_len = audio_16k.len() / 160;
     let pitch = if info.f0 {
-        let rmvpe = models.rmvpe.as_ref().map(Shared::lock);
-        let fcpe = models.fcpe.as_ref().map(Shared::lock);
-        let tracker = tracker(rmvpe.as_deref(), fcpe.as_deref(), params.f0_method)?;
         let tail = pitch::tracker_samples(params.f0_method, layout.block_16k);
-        let f0 = pitch::track(&tracker, &audio_16k[audio_16k.len() - tail..])?;
+        let f0 = pitch::track(
+            models,
+            params.f0_method,
+            &audio_16k[audio_16k.len() - tail..],
+            &mut graphs.rmvpe,
+        )?;
         let block_pitch =
             pitch::prepare(f0, params.transpose - params.formant_shift, params.unvoiced);
         cache.push(layout.block_16k / 160, &block_pitch);
@@ -113,27 +152,6 @@ pub fn convert(
         shift.decoder_frames(),
     )?;
     shift.restore(&crate::synthesizer::samples(&audio)?)
-}
-
-fn tracker<'a>(
-    rmvpe: Option<&'a Rmvpe>,
-    fcpe: Option<&'a Fcpe>,
-    method: F0Method,
-) -> Result<PitchTracker<'a>> {
-    Ok(match method {
-        F0Method::Rmvpe => match rmvpe {
-            Some(model) => PitchTracker::Rmvpe(model),
-            None => bail!("the rmvpe pitch method needs rmvpe.pt, which is not loaded"),
-        },
-        F0Method::Fcpe => match fcpe {
-            Some(model) => PitchTracker::Fcpe(model),
-            None => bail!("the fcpe pitch method needs fcpe.pt, which is not loaded"),
-        },
-        // Refused by `StreamParams::check`.
-        F0Method::Crepe | F0Method::CrepeTiny => bail!("{} does not run live", method.name()),
-        F0Method::Pm => PitchTracker::Pm,
-        F0Method::Yin => PitchTracker::Yin,
-    })
 }
 
 /// The reference's retrieval of `[1, frames, dim]` features: each frame becomes

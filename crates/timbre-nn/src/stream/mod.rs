@@ -12,4 +12,5 @@ pub mod sinc_resample;
 mod sola;
 
 pub use engine::{StreamEngine, StreamModels};
+pub use infer::BlockGraphs;
 pub use params::{Layout, StreamParams, Unvoiced};

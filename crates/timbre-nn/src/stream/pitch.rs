@@ -4,12 +4,16 @@
 //! interpolation, the pitch is transposed and made coarse in float32, and the frames roll into
 //! a 1024-frame cache from which the synthesizer reads.
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use tch::{Kind, Tensor};
 
+use super::engine::StreamModels;
 use super::params::{PITCH_CACHE, Unvoiced};
+use crate::Shared;
+use crate::graphed::GraphedStage;
 use crate::pipeline::pitch::fill_unvoiced;
 use crate::pipeline::{F0Method, PitchTracker};
+use crate::rmvpe::{self, Rmvpe};
 
 const RMVPE_THRESHOLD: f32 = 0.03;
 /// The realtime pm's floor and ceiling (Hz).
@@ -28,18 +32,37 @@ pub fn tracker_samples(method: F0Method, block_16k: usize) -> usize {
     }
 }
 
-/// Hz per 10 ms frame for `tail` (`tail.len() / 160 + 1` frames), 0 = unvoiced.
-pub fn track(tracker: &PitchTracker, tail: &[f32]) -> Result<Vec<f32>> {
-    match tracker {
-        PitchTracker::Pm => Ok(realtime_pm(tail)),
-        PitchTracker::Rmvpe(model) => {
-            let audio = Tensor::from_slice(tail).to_device(model.device());
-            let f0 = model.f0(&audio, RMVPE_THRESHOLD)?;
+/// Hz per 10 ms frame for `tail` (`tail.len() / 160 + 1` frames), 0 = unvoiced, by `method`
+/// with the stream's models; RMVPE's network through `rmvpe_graph` (a CUDA graph on a GPU).
+pub fn track(
+    models: &StreamModels,
+    method: F0Method,
+    tail: &[f32],
+    rmvpe_graph: &mut GraphedStage<Shared<Rmvpe>>,
+) -> Result<Vec<f32>> {
+    match method {
+        F0Method::Rmvpe => {
+            let Some(handle) = &models.rmvpe else {
+                bail!("the rmvpe pitch method needs rmvpe.pt, which is not loaded")
+            };
+            let model = handle.lock();
+            // The log-mel outside the graph: its reflect padding copies indices from the host.
+            let mel = model.mel(&Tensor::from_slice(tail).to_device(model.device()))?;
+            let f0 = rmvpe_graph.run(handle.clone(), &mel, |mel| {
+                Ok(rmvpe::decode(&model.salience(mel)?, RMVPE_THRESHOLD))
+            })?;
             Ok(Vec::<f32>::try_from(
                 f0.to_kind(Kind::Float).to_device(tch::Device::Cpu),
             )?)
         }
-        other => other.track(tail),
+        F0Method::Fcpe => match &models.fcpe {
+            Some(model) => PitchTracker::Fcpe(&model.lock()).track(tail),
+            None => bail!("the fcpe pitch method needs fcpe.pt, which is not loaded"),
+        },
+        F0Method::Pm => Ok(realtime_pm(tail)),
+        F0Method::Yin => PitchTracker::Yin.track(tail),
+        // Refused by `StreamParams::check`.
+        F0Method::Crepe | F0Method::CrepeTiny => bail!("{} does not run live", method.name()),
     }
 }
 
