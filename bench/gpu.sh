@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench/gpu.sh: both sides of the GPU benchmarks in one run on the lent GPU machine (about 3-4
 # minutes; docs/PERFORMANCE.md, "GPU run"). Built on the CPU machine by bench/gpu_build.sh, which
-# fills .gpu/ (release binaries, debug info stripped, and the reference's packages the machine's
-# image lacks as cp312 wheels); run there from the repository root with .gpu carried:
+# fills .gpu/ (release binaries, debug info stripped, xz-compressed, and the reference's
+# packages the machine's image lacks as cp312 wheels); run there from the repository root with
+# .gpu carried:
 #   bash bench/gpu.sh
 # It writes into $OUT (at most 8 files come back): summary.txt (the figures), log.txt (all
 # output), train_ours.txt, train_reference.txt, convert_ours.json, convert_reference.json and
@@ -31,6 +32,8 @@ summary "== $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=c
 $python -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site "$carry"/wheels/*.whl \
   || { summary "installing the reference's wheels failed"; exit 1; }
 export PYTHONPATH=/tmp/site
+mkdir -p /tmp/gpu && tar -C /tmp/gpu -xJf "$carry/bin.tar.xz" || { summary "unpacking the binaries failed"; exit 1; }
+bin=/tmp/gpu/bin
 
 # nvidia-smi's utilisation every 50 ms while PHASE runs COMMAND; its mean (all samples, and the
 # busy ones) goes into the summary.
@@ -51,17 +54,17 @@ phase() {
 }
 
 echo "== (c) fused AdamW and CUDA graphs on CUDA"
-phase cuda_check 90 "$carry/bin/cuda_check" /tmp && \
+phase cuda_check 90 "$bin/cuda_check" /tmp && \
   phase adamw_vs_torch 60 $python bench/gpu_check_adamw.py /tmp | tee -a "$out/summary.txt"
 
 echo "== (a) training step, batch 8 and 16"
-BENCH_BATCHES=8,16 BENCH_THREADS=$threads phase train_ours 120 "$carry/bin/train_step" | tee "$out/train_ours.txt"
+BENCH_BATCHES=8,16 BENCH_THREADS=$threads phase train_ours 120 "$bin/train_step" | tee "$out/train_ours.txt"
 phase train_reference 150 $python bench/train_reference.py --batches 8,16 --threads "$threads" | tee "$out/train_reference.txt"
 grep -h "batch " "$out/train_ours.txt" "$out/train_reference.txt" | tee -a "$out/summary.txt"
 
 echo "== (b) conversion: models, ours, the reference"
 phase make_models 150 $python bench/make_models.py $models
-phase convert_ours 120 "$carry/bin/convert" $models --threads "$threads" > "$out/convert_ours.json"
+phase convert_ours 120 "$bin/convert" $models --threads "$threads" > "$out/convert_ours.json"
 chunking=$($python -c 'import json, sys; print(",".join(f"{v:g}" for v in json.load(sys.stdin)["chunking"]))' < "$out/convert_ours.json")
 phase convert_reference 180 $python bench/reference.py $models --chunking "${chunking:-3,10,60,65}" --threads "$threads" \
   > "$out/convert_reference.json"
@@ -77,7 +80,7 @@ PY
 
 echo "== (d) live blocks: ours with CUDA graphs and without, the reference"
 live_blocks=250,100,50
-phase live_ours 120 "$carry/bin/live_block" $models --device cuda --threads "$threads" --blocks $live_blocks \
+phase live_ours 120 "$bin/live_block" $models --device cuda --threads "$threads" --blocks $live_blocks \
   > /tmp/live_ours.json
 phase live_reference 120 $python bench/live_reference.py $models --device cuda --threads "$threads" \
   --blocks $live_blocks > /tmp/live_reference.json

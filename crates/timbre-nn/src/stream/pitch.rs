@@ -13,7 +13,7 @@ use crate::Shared;
 use crate::graphed::GraphedStage;
 use crate::pipeline::pitch::fill_unvoiced;
 use crate::pipeline::{F0Method, PitchTracker};
-use crate::rmvpe::{self, Rmvpe};
+use crate::rmvpe::Rmvpe;
 
 const RMVPE_THRESHOLD: f32 = 0.03;
 /// The realtime pm's floor and ceiling (Hz).
@@ -33,7 +33,7 @@ pub fn tracker_samples(method: F0Method, block_16k: usize) -> usize {
 }
 
 /// Hz per 10 ms frame for `tail` (`tail.len() / 160 + 1` frames), 0 = unvoiced, by `method`
-/// with the stream's models; RMVPE's network through `rmvpe_graph` (a CUDA graph on a GPU).
+/// with the stream's models; RMVPE through `rmvpe_graph` (a CUDA graph on a GPU).
 pub fn track(
     models: &StreamModels,
     method: F0Method,
@@ -46,10 +46,9 @@ pub fn track(
                 bail!("the rmvpe pitch method needs rmvpe.pt, which is not loaded")
             };
             let model = handle.lock();
-            // The log-mel outside the graph: its reflect padding copies indices from the host.
-            let mel = model.mel(&Tensor::from_slice(tail).to_device(model.device()))?;
-            let f0 = rmvpe_graph.run(handle.clone(), &mel, |mel| {
-                Ok(rmvpe::decode(&model.salience(mel)?, RMVPE_THRESHOLD))
+            let audio = Tensor::from_slice(tail).to_device(model.device());
+            let f0 = rmvpe_graph.run(handle.clone(), &audio, |audio| {
+                model.f0(audio, RMVPE_THRESHOLD)
             })?;
             Ok(Vec::<f32>::try_from(
                 f0.to_kind(Kind::Float).to_device(tch::Device::Cpu),
