@@ -18,6 +18,7 @@ use super::pitch::PitchCache;
 use super::sinc_resample::SincResampler;
 use super::sola::Sola;
 use crate::Shared;
+use crate::device::Precision;
 use crate::fcpe::Fcpe;
 use crate::hubert::Hubert;
 use crate::index::IvfFlatIndex;
@@ -37,6 +38,9 @@ pub struct StreamModels {
 
 pub struct StreamEngine {
     models: StreamModels,
+    /// The process's default for the voice's device (float16 autocast on CUDA, as the
+    /// reference's live engine runs half there), as conversions use.
+    precision: Precision,
     params: StreamParams,
     sample_rate: u32,
     layout: Layout,
@@ -67,12 +71,16 @@ impl StreamEngine {
     /// An engine for mono audio at `sample_rate` (the device's).
     pub fn new(models: StreamModels, params: StreamParams, sample_rate: u32) -> Result<Self> {
         let layout = Layout::new(&params, sample_rate)?;
-        let from_model = SincResampler::new(
-            models.voice.lock().info().sample_rate,
-            sample_rate,
-            tch::Device::Cpu,
-        );
+        let (model_rate, device) = {
+            let voice = models.voice.lock();
+            (voice.info().sample_rate, voice.device())
+        };
+        let precision = Precision::default_for(device)?;
+        // A precision the device cannot run is refused here, not at the first block.
+        precision.autocast(|| Ok(()))?;
+        let from_model = SincResampler::new(model_rate, sample_rate, tch::Device::Cpu);
         let mut engine = StreamEngine {
+            precision,
             params,
             sample_rate,
             layout,
@@ -210,15 +218,17 @@ impl StreamEngine {
                 None => Noise::None,
             };
             self.blocks += 1;
-            let converted = infer::convert(
-                &self.models,
-                &self.params,
-                &l,
-                &self.input_wav_16k,
-                &mut self.pitch_cache,
-                &mut self.graphs,
-                noise,
-            )?;
+            let converted = self.precision.autocast(|| {
+                infer::convert(
+                    &self.models,
+                    &self.params,
+                    &l,
+                    &self.input_wav_16k,
+                    &mut self.pitch_cache,
+                    &mut self.graphs,
+                    noise,
+                )
+            })?;
             let mut output = self.from_model.apply_slice(&converted);
             if self.params.rms_mix_rate < 1.0 {
                 loudness::rms_mix(
