@@ -1,7 +1,8 @@
 //! A file streamed through the live engine block by block, exactly as the devices would stream
 //! it: decoded, mixed to mono, resampled to the device rate and cut into blocks (the last one
 //! filled out with silence, and one silent block more so that the crossfade and the SOLA search
-//! come out), each block's processing timed. For the tests, the per-block
+//! come out), each block's processing timed, the engine warmed up first as a live session's is.
+//! For the tests, the per-block
 //! benchmark, and users who want to hear what live will sound like.
 
 use std::path::{Path, PathBuf};
@@ -96,6 +97,7 @@ pub fn stream_file(
         super::device(library)?,
     )?;
     let mut engine = StreamEngine::new(models, request.params.clone(), request.sample_rate)?;
+    engine.warm_up()?;
     engine.passthrough = request.passthrough;
     let input = load_mono(
         &request.input,

@@ -126,6 +126,7 @@ impl LiveStream {
             config,
             Box::new(move |rate| {
                 let mut engine = StreamEngine::new(models, params, rate)?;
+                engine.warm_up()?;
                 engine.passthrough = passthrough;
                 Ok(Box::new(EngineProcessor {
                     engine,

@@ -169,6 +169,19 @@ impl StreamEngine {
         &self.graphs
     }
 
+    /// Converts one block of silence and forgets it, so that a stream's first block does not
+    /// pay for the first run's set-up: oneDNN's kernels on the CPU, the capture of the block's
+    /// graphs on CUDA. Afterwards the engine streams as a fresh one would.
+    pub fn warm_up(&mut self) -> Result<()> {
+        let silence = vec![0.0; self.layout.block];
+        let passthrough = std::mem::replace(&mut self.passthrough, false);
+        let converted = self.process(&silence);
+        self.passthrough = passthrough;
+        self.blocks = 0;
+        self.build();
+        converted.map(drop)
+    }
+
     /// Clears every buffer, as after a device change.
     pub fn reset(&mut self) {
         self.build();

@@ -272,3 +272,49 @@ fn hot_changes_keep_the_buffers_and_block_changes_rebuffer() {
         "a refused change leaves the engine as it was"
     );
 }
+
+#[test]
+fn a_warmed_up_engine_streams_as_a_fresh_one() {
+    let fixtures = rvc_parity_fixtures();
+    let setting = Setting {
+        context_ms: 500.0,
+        block_ms: 100.0,
+        f0_method: F0Method::Rmvpe,
+        ..Setting::default()
+    };
+    // Seeded, so each block's noise follows the count of blocks converted.
+    let seeded = |mut engine: StreamEngine| {
+        let params = StreamParams {
+            seed: Some(7),
+            ..engine.params().clone()
+        };
+        engine.set_params(params).unwrap();
+        engine
+    };
+    let mut warmed = seeded(engine(&setting, &fixtures));
+    warmed.passthrough = true;
+    warmed.warm_up().unwrap();
+    assert!(
+        warmed.passthrough,
+        "warming up keeps the passthrough setting"
+    );
+    warmed.passthrough = false;
+    let mut fresh = seeded(engine(&setting, &fixtures));
+    let voice = timbre_audio::signal::speech_like(setting.sample_rate, 1.0, 5).audio;
+    let block = fresh.block_size();
+    let mut heard = false;
+    for (n, chunk) in voice.channels[0].chunks_exact(block).enumerate() {
+        let (a, b) = (
+            warmed.process(chunk).unwrap(),
+            fresh.process(chunk).unwrap(),
+        );
+        heard |= b.iter().any(|&v| v != 0.0);
+        let difference = a
+            .iter()
+            .zip(&b)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        assert!(difference < 1e-6, "block {n}: differs by {difference}");
+    }
+    assert!(heard, "the voice comes through");
+}
