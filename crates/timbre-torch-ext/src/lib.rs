@@ -242,7 +242,9 @@ extern "C" fn run_body<T>(context: *mut c_void) -> c_int {
 impl CudaGraph {
     /// Runs `body` `warmup` times and then once under capture, as `torch.cuda.graph` does (on a
     /// side stream, after the device is idle; warm-up runs let cuDNN and cuBLAS pick and
-    /// allocate before the capture). Returns the graph and what the captured run returned.
+    /// allocate before the capture; autocast's cast cache off throughout). The capture is
+    /// thread-local: other threads may use the device meanwhile. Returns the graph and what the
+    /// captured run returned.
     /// `body` must do the same work on the same tensors every time and never wait for the
     /// device (no reads of values to the host).
     pub fn capture<T>(

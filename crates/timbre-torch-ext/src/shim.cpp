@@ -131,6 +131,15 @@ struct restore_stream {
   ~restore_stream() { c10::cuda::setCurrentCUDAStream(previous); }
 };
 
+// Autocast's cache of cast weights off for the capture, and back as it was after (torch's rule
+// for graphs: `autocast(cache_enabled=False)`). A cast cached in a warm-up run lives outside the
+// graph's pool, and the cache frees it when the autocast region ends, under the graph's feet.
+struct without_autocast_cache {
+  bool previous = at::autocast::is_autocast_cache_enabled();
+  without_autocast_cache() { at::autocast::set_autocast_cache_enabled(false); }
+  ~without_autocast_cache() { at::autocast::set_autocast_cache_enabled(previous); }
+};
+
 // As torch.cuda.graph does: wait for the device, run `body` `warmup` times and then once under
 // capture, all on a side stream from the pool, the capture into the graph's private memory
 // pool. `body` returns nonzero on failure; the capture is then ended and dropped.
@@ -142,6 +151,7 @@ char *timbre_ext_graph_capture(void *graph, int device, int warmup, int (*body)(
     c10::cuda::set_device(index);
     c10::cuda::device_synchronize();
     restore_stream restore{c10::cuda::getCurrentCUDAStream(index)};
+    without_autocast_cache no_cache;
     c10::cuda::setCurrentCUDAStream(c10::cuda::getStreamFromPool(false, index));
     for (int i = 0; i < warmup; i++) {
       if (body(context) != 0) return error_text("the warm-up run before the capture failed");
