@@ -207,6 +207,7 @@ fn check_wav_size(
 mod tests {
     use super::*;
     use crate::decode::{DecodeOptions, decode_bytes, decode_file};
+    use timbre_test_support::max_abs_difference;
 
     fn sine(rate: u32, channels: usize, secs: f32) -> AudioBuffer {
         let frames = (rate as f32 * secs) as usize;
@@ -228,11 +229,7 @@ mod tests {
         assert_eq!(a.channels.len(), b.channels.len());
         assert_eq!(a.frames(), b.frames());
         for (x, y) in a.channels.iter().zip(&b.channels) {
-            let worst = x
-                .iter()
-                .zip(y)
-                .map(|(p, q)| (p - q).abs())
-                .fold(0.0, f32::max);
+            let worst = max_abs_difference(x, y);
             assert!(worst <= tol, "max error {worst} > {tol}");
         }
     }

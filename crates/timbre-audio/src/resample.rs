@@ -168,6 +168,7 @@ fn unsupported(detail: String) -> AudioError {
 mod tests {
     use super::*;
     use crate::test_util::{crossing_freq, sine};
+    use timbre_test_support::max_abs_difference;
 
     #[test]
     fn downsampling_keeps_frequency_length_and_alignment() {
@@ -181,11 +182,7 @@ mod tests {
         // No leading delay: the sine starts at phase 0, so compare against a fresh one.
         let expected = sine(16000, 1000.0, 1.0, 0.5);
         let mid = &out.channels[0][2000..14000];
-        let worst = mid
-            .iter()
-            .zip(&expected[2000..14000])
-            .map(|(a, b)| (a - b).abs())
-            .fold(0.0, f32::max);
+        let worst = max_abs_difference(mid, &expected[2000..14000]);
         // The resampler's delay is removed to the nearest output sample; the fraction left over
         // (about 0.2 samples here) costs ~0.04 at this frequency, a whole sample would be ~0.2.
         assert!(worst < 0.05, "max deviation {worst}");

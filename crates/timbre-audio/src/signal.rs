@@ -266,6 +266,7 @@ pub fn backing_track(sample_rate: u32, seconds: f64) -> AudioBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use timbre_test_support::max_abs_difference;
 
     #[test]
     fn a_generated_sine_measures_its_own_frequency() {
@@ -315,11 +316,7 @@ mod tests {
         let bar = 16000;
         for channel in &track.channels {
             let (first, second) = (&channel[..bar], &channel[bar..2 * bar]);
-            let worst = first
-                .iter()
-                .zip(second)
-                .map(|(a, b)| (a - b).abs())
-                .fold(0.0, f32::max);
+            let worst = max_abs_difference(first, second);
             assert!(worst < 1e-3, "{worst}");
         }
         assert!(crate::analysis::peak(&track) < 1.0);

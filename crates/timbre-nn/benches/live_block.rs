@@ -20,6 +20,7 @@ use timbre_nn::hubert::Hubert;
 use timbre_nn::rmvpe::Rmvpe;
 use timbre_nn::stream::{StreamEngine, StreamModels, StreamParams};
 use timbre_nn::synthesizer::Synthesizer;
+use timbre_test_support::max_abs_difference;
 
 const RATE: u32 = 48_000;
 const WARMUP_BLOCKS: usize = 3;
@@ -104,11 +105,7 @@ fn main() -> Result<()> {
                 );
             }
             if let Some(first) = outputs.first() {
-                let difference = first
-                    .iter()
-                    .zip(&output)
-                    .map(|(a, b)| (a - b).abs())
-                    .fold(0f32, f32::max);
+                let difference = max_abs_difference(first, &output);
                 result["max_difference_from_graphs"] = serde_json::json!(difference);
             }
             outputs.push(output);

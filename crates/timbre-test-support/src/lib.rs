@@ -100,3 +100,12 @@ fn fixture_set(variable: &str, folder: &str) -> PathBuf {
         PathBuf::from,
     )
 }
+
+/// The largest `|a − b|` over the pairs of `a` and `b`, as far as the shorter goes (0 for none):
+/// how far two signals stray from each other.
+pub fn max_abs_difference(a: &[f32], b: &[f32]) -> f32 {
+    a.iter()
+        .zip(b)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f32::max)
+}

@@ -4,6 +4,7 @@ use std::time::Instant;
 use super::*;
 use crate::encode::{SampleFormat, write_wav};
 use crate::test_util::sine;
+use timbre_test_support::max_abs_difference;
 
 pub(super) const PCM: u16 = 1;
 const FLOAT: u16 = 3;
@@ -98,11 +99,7 @@ fn decodes_every_wav_sample_encoding() {
             (8000, src.len()),
             "{bits}-bit"
         );
-        let worst = src
-            .iter()
-            .zip(&buf.channels[0])
-            .map(|(a, b)| (a - b).abs())
-            .fold(0.0, f32::max);
+        let worst = max_abs_difference(&src, &buf.channels[0]);
         assert!(worst <= tol, "{bits}-bit tag {tag}: error {worst}");
     }
 }

@@ -237,6 +237,7 @@ fn bridge(span: &mut [f32]) {
 mod tests {
     use super::*;
     use crate::test_util::sine;
+    use timbre_test_support::max_abs_difference;
 
     #[test]
     fn high_pass_removes_rumble_and_keeps_the_voice_band_in_phase() {
@@ -244,11 +245,7 @@ mod tests {
         let voice = sine(48000, 500.0, 1.0, 0.5);
         let mut mixed: Vec<f32> = rumble.iter().zip(&voice).map(|(a, b)| a + b).collect();
         assert!(high_pass(&mut mixed, 48000, 80.0));
-        let worst = mixed[4800..43200]
-            .iter()
-            .zip(&voice[4800..43200])
-            .map(|(a, b)| (a - b).abs())
-            .fold(0.0, f32::max);
+        let worst = max_abs_difference(&mixed[4800..43200], &voice[4800..43200]);
         assert!(worst < 0.03, "{worst}");
         assert!(!high_pass(&mut mixed, 8000, 5000.0));
     }
@@ -273,11 +270,7 @@ mod tests {
             let streamed = streamed_in(speech.len());
             assert_eq!(streamed_in(1_001), streamed);
             assert_eq!(streamed.len(), whole.len());
-            let worst = streamed
-                .iter()
-                .zip(&whole)
-                .map(|(a, b)| (a - b).abs())
-                .fold(0.0, f32::max);
+            let worst = max_abs_difference(&streamed, &whole);
             assert!(worst < 1e-5, "{cutoff_hz} Hz: {worst:e}");
         }
     }
@@ -300,11 +293,7 @@ mod tests {
             tone[at + 1] -= 0.3;
         }
         assert_eq!(declick(&mut tone, 48000), 4);
-        let worst = tone
-            .iter()
-            .zip(&clean)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0.0, f32::max);
+        let worst = max_abs_difference(&tone, &clean);
         assert!(worst < 0.01, "{worst}");
     }
 }

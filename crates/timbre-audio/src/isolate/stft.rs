@@ -96,6 +96,7 @@ impl Stft {
 mod tests {
     use super::*;
     use crate::test_util::sine;
+    use timbre_test_support::max_abs_difference;
 
     #[test]
     fn analysis_then_overlap_add_gives_the_signal_back() {
@@ -108,11 +109,7 @@ mod tests {
             stft.analyse(&signal, t, &mut spectrum);
             stft.overlap_add(&mut spectrum, t, &mut out);
         }
-        let worst = out
-            .iter()
-            .zip(&signal)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0.0, f32::max);
+        let worst = max_abs_difference(&out, &signal);
         assert!(worst < 1e-5, "{worst}");
     }
 }

@@ -5,6 +5,7 @@
 use super::*;
 use crate::quality::si_sdr;
 use crate::signal::{backing_track, speech_like};
+use timbre_test_support::max_abs_difference;
 
 const RATE: u32 = 22050;
 const SECONDS: f64 = 8.0;
@@ -55,11 +56,7 @@ fn centre_and_repetition_pull_the_voice_out_of_a_stereo_mix() {
         "instrumental +{instrumental_gain:.2} dB"
     );
     let sum = flat(&mixed(&result.vocals, &result.instrumental));
-    let worst = sum
-        .iter()
-        .zip(flat(&mix))
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0, f32::max);
+    let worst = max_abs_difference(&sum, &flat(&mix));
     assert!(worst < 1e-6, "{worst}");
 }
 

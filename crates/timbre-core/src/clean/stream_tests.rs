@@ -7,6 +7,7 @@ use timbre_audio::SampleFormat;
 use timbre_audio::signal::backing_track;
 use timbre_nn::checkpoint::{Value, write_torch_file};
 use timbre_nn::separation::{Config, Roformer, RoformerKind};
+use timbre_test_support::max_abs_difference;
 
 use super::*;
 use crate::clean::IsolateHandler;
@@ -251,8 +252,7 @@ fn an_isolation_by_a_model_is_streamed_into_two_takes_and_a_sample_too() {
         None,
     );
     // The database keeps the waveform in steps of 1/255.
-    let off = (vocals.waveform.iter().zip(&expected.waveform)).map(|(a, b)| (a - b).abs());
-    assert!(off.fold(0.0, f32::max) <= 0.5 / 255.0 + 1e-6);
+    assert!(max_abs_difference(&vocals.waveform, &expected.waveform) <= 0.5 / 255.0 + 1e-6);
     assert_eq!(vocals.waveform.len(), expected.waveform.len());
     assert_eq!(vocals.peak_dbfs, expected.peak_dbfs);
     let sum = as_tensor(&described) + as_tensor(&decode(&library.take_path(&instrumental)));

@@ -358,6 +358,7 @@ impl Analysis {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use timbre_test_support::max_abs_difference;
 
     #[test]
     fn pitch_tracked_in_pieces_is_the_pitch_tracked_whole() {
@@ -373,11 +374,7 @@ mod tests {
         let pieces = track_in_pieces_of(&PitchTracker::Yin, &audio, 250, 60).unwrap();
         assert_eq!(pieces.len(), whole.len());
         assert!(whole.iter().filter(|f| **f > 0.0).count() > whole.len() * 9 / 10);
-        let worst = whole
-            .iter()
-            .zip(&pieces)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0.0f32, f32::max);
+        let worst = max_abs_difference(&whole, &pieces);
         assert!(worst < 1e-3, "{worst} Hz");
     }
 }

@@ -19,7 +19,9 @@ use timbre_nn::pipeline::F0Method;
 use timbre_nn::rmvpe::Rmvpe;
 use timbre_nn::stream::{StreamEngine, StreamModels, StreamParams};
 use timbre_nn::synthesizer::Synthesizer;
-use timbre_test_support::{fcpe_weights, reference_python, rvc_parity_fixtures};
+use timbre_test_support::{
+    fcpe_weights, max_abs_difference, reference_python, rvc_parity_fixtures,
+};
 
 /// The floor is 30 dB, but on the tiny fixture voice a 12-semitone pitch error still
 /// measures about 30 dB and an index rate of 0 instead of 0.75 about 57 dB, so 30 dB would pass
@@ -309,11 +311,7 @@ fn a_warmed_up_engine_streams_as_a_fresh_one() {
             fresh.process(chunk).unwrap(),
         );
         heard |= b.iter().any(|&v| v != 0.0);
-        let difference = a
-            .iter()
-            .zip(&b)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0f32, f32::max);
+        let difference = max_abs_difference(&a, &b);
         assert!(difference < 1e-6, "block {n}: differs by {difference}");
     }
     assert!(heard, "the voice comes through");
