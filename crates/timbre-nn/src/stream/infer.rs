@@ -44,13 +44,10 @@ impl BlockGraphs {
         self.rmvpe.set_enabled(enabled);
     }
 
-    /// Whether the last block replayed HuBERT's graph (and RMVPE's, where it tracked pitch).
-    pub fn hubert_captured(&self) -> bool {
-        self.hubert.is_captured()
-    }
-
-    pub fn rmvpe_captured(&self) -> bool {
-        self.rmvpe.is_captured()
+    /// Whether both HuBERT's and RMVPE's graphs are captured (an engine tracking pitch with
+    /// another method never captures RMVPE's).
+    pub fn captured(&self) -> bool {
+        self.hubert.is_captured() && self.rmvpe.is_captured()
     }
 }
 
