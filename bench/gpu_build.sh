@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fills .gpu/ for bench/gpu.sh on the CPU machine: the release builds of the training-step,
-# CUDA-check, live-block and conversion benchmarks (libtorch linked dynamically: the GPU
+# CUDA-check, live-block, separation and conversion benchmarks (libtorch linked dynamically: the GPU
 # machine's torch 2.11.0+cu130 serves them through LD_LIBRARY_PATH), debug info stripped, and
 # the reference's packages that the GPU machine's image lacks (rvc-next and librosa with their
 # compiled needs) as CPython 3.12 wheels. The binaries go in xz-compressed (.gpu/bin.tar.xz:
@@ -19,7 +19,7 @@ for line in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable"):
         print(m["target"]["name"], m["executable"])'
 }
-{ executables -p timbre-nn --bench train_step --bench cuda_check --bench live_block; executables -p timbre-cli --bench convert; } \
+{ executables -p timbre-nn --bench train_step --bench cuda_check --bench live_block --bench separation; executables -p timbre-cli --bench convert; } \
   | while read -r name path; do
     # The benchmarks only: the `timbre` binary that timbre-cli's benches build too stays behind.
     [[ $name == timbre ]] || strip --strip-all -o ".gpu/bin/$name" "$path"
@@ -28,6 +28,9 @@ python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -
   --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
   --platform manylinux2014_x86_64 -d .gpu/wheels \
   rvc-next==0.2.16 librosa==0.11.0 av==18.1.0 soxr==1.1.0 soundfile==0.14.0 cffi pycparser audioread decorator pooch platformdirs
+# The system libraries the binaries link that the GPU machine's image lacks.
+for binary in .gpu/bin/*; do ldd "$binary"; done | awk '/libopus/ { print $3 }' | sort -u \
+  | while read -r lib; do cp -L "$lib" .gpu/bin/; done
 ls -l .gpu/bin
 tar -C .gpu -cJf .gpu/bin.tar.xz bin
 rm -r .gpu/bin

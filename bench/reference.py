@@ -14,7 +14,9 @@ startup (cold only: interpreter and imports), load (Runtime.hubert / f0 / voice)
 of `OfflineConverter.convert`: high-pass, padding, protect, RMS mix, int16).
 
 Run in .venv-bench: `python bench/reference.py DIR --chunking 3,10,60,65 [--threads 2]`, where
-DIR is make_models.py's output folder.
+DIR is make_models.py's output folder. With `--profile TRACE`, a warm and a second-model
+conversion then run under torch's profiler, and its Chrome trace goes to TRACE
+(bench/profile_summary.py reads it).
 """
 
 import os
@@ -49,7 +51,8 @@ stages: defaultdict[str, float] = defaultdict(float)
 def timed(stage: str, function, device):
     def wrapper(*args, **kwargs):
         started = time.perf_counter()
-        result = function(*args, **kwargs)
+        with torch.profiler.record_function(stage):
+            result = function(*args, **kwargs)
         rt.synchronize(device)
         stages[stage] += time.perf_counter() - started
         return result
@@ -83,6 +86,7 @@ def main() -> None:
     parser.add_argument("--chunking", required=True, help="x_pad,x_query,x_center,x_max in whole seconds")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="auto", help="rvc-next's device choice (auto: CUDA when there is one)")
+    parser.add_argument("--profile", type=Path, help="then a warm and a second-model conversion under torch's profiler, their trace here")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     runtime = rt.Runtime(args.folder / "assets", device=args.device)
@@ -108,6 +112,15 @@ def main() -> None:
         "second_model": second,
     }
     print(json.dumps(result, indent=2))
+    if args.profile:
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if runtime.device.type == "cuda":
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        with torch.profiler.profile(activities=activities) as profiler:
+            for label, voice in (("warm job", "voice_a.pth"), ("second-model job", "voice_b.pth")):
+                with torch.profiler.record_function(label):
+                    convert(runtime, models / voice, args.folder, "profiled")
+        profiler.export_chrome_trace(str(args.profile))
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@ losses, AdamW, GradScaler and autocast) on the shapes of crates/timbre-nn/benche
 the v2 40k generator with pitch and MultiPeriodDiscriminatorV2, batches of 3.7 s pieces of a
 gliding sawtooth with random features. fp16 autocast on CUDA, fp32 on the CPU, as rvc-next picks.
 
-python bench/train_reference.py [--batches 4,8] [--steps 5] [--threads 2]
+python bench/train_reference.py [--batches 4,8] [--steps 5] [--threads 2] [--profile TRACE]
+(--profile: then three more steps of the last batch size under torch's profiler, each a named
+range, their Chrome trace to TRACE, which bench/profile_summary.py reads.)
 """
 
 import argparse
@@ -26,6 +28,7 @@ def main() -> None:
     parser.add_argument("--batches", default="4,8")
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--profile", default=None)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     cuda = torch.cuda.is_available()
@@ -96,6 +99,13 @@ def main() -> None:
         per_step = (time.perf_counter() - started) / args.steps
         peak = torch.cuda.max_memory_allocated() / 2**20 if cuda else float("nan")
         print(f"  batch {size}: {per_step:.3f} s per step ({size / per_step:.1f} pieces/s), mel {mel:.1f}; peak CUDA allocated {peak:.0f} MiB")
+    if args.profile:
+        activities = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
+        with torch.profiler.profile(activities=activities) as profiler:
+            for _ in range(3):
+                with torch.profiler.record_function("training step"):
+                    step()
+        profiler.export_chrome_trace(args.profile)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,11 @@
 //! timbre-nn and timbre-audio APIs: reading the input, loading each model, RMVPE, HuBERT
 //! (`pipeline::analyze` without pitch), saving and loading an analysis (the disk cache), the
 //! synthesizer (`pipeline::render`) and writing the output.
+//!
+//! With `--profile TRACE`, last, one more warm job (on input the engine has not analysed, after
+//! one such job that loads the models outside the trace) and a second-model job run under
+//! torch's profiler, their stages marked, and the Chrome trace goes to TRACE
+//! (`bench/profile_summary.py` reads it).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -47,6 +52,9 @@ struct Args {
     /// libtorch intra-op threads.
     #[arg(long, default_value_t = 2)]
     threads: i32,
+    /// Writes a profiled warm and second-model job's trace here (Chrome trace JSON).
+    #[arg(long)]
+    profile: Option<PathBuf>,
     /// Internal: the fresh process that measures.
     #[arg(long, hide = true)]
     measure: bool,
@@ -87,19 +95,28 @@ fn main() -> Result<()> {
         let mut result = conversion_jobs(&paths)?;
         result["stages"] = stages(&paths)?;
         println!("{}", serde_json::to_string_pretty(&result)?);
+        if let Some(trace) = &args.profile {
+            profile_jobs(&paths, trace)?;
+        }
         return Ok(());
     }
     prepare(&paths)?;
     let child = Command::new(std::env::current_exe()?)
         .arg(&args.dir)
         .args(["--threads", &args.threads.to_string(), "--measure"])
+        .args(
+            args.profile
+                .iter()
+                .flat_map(|p| [std::ffi::OsStr::new("--profile"), p.as_os_str()]),
+        )
         .stderr(std::process::Stdio::inherit())
         .output()
         .context("running the measurements")?;
+    // What was measured before a failure (the profile comes last) is still printed.
+    std::io::stdout().write_all(&child.stdout)?;
     if !child.status.success() {
         bail!("the measurements failed");
     }
-    std::io::stdout().write_all(&child.stdout)?;
     Ok(())
 }
 
@@ -151,6 +168,35 @@ fn conversion_jobs(paths: &Paths) -> Result<Value> {
         "warm": { "seconds": warm["wall_seconds"], "job": warm },
         "second_model": { "seconds": second_model["wall_seconds"], "job": second_model },
     }))
+}
+
+/// A warm job on input the engine has not analysed, then the same input with voice B, under
+/// torch's profiler, each job a named range; the trace goes to `trace`.
+fn profile_jobs(paths: &Paths, trace: &Path) -> Result<()> {
+    let system = JobSystem::new(
+        Arc::new(Library::open(&paths.library)?),
+        job_handlers(&Default::default()),
+    )?;
+    // Two inputs the engine has not analysed: one loads the models and warms this process's
+    // kernels outside the trace, the other (the same samples at half the level) is profiled.
+    let input = read_input(&paths.input)?;
+    let warm_up = paths.input_float.with_file_name("input_int24.wav");
+    timbre_audio::write_wav(&warm_up, &input, SampleFormat::Int24)?;
+    let profiled = paths.input_float.with_file_name("input_half.wav");
+    let half = AudioBuffer::new(
+        input.sample_rate,
+        vec![input.channels[0].iter().map(|s| s * 0.5).collect()],
+    );
+    timbre_audio::write_wav(&profiled, &half, SampleFormat::Float32)?;
+    run_job(&system, &warm_up, "voice_a")?;
+    run_job(&system, &warm_up, "voice_b")?;
+    let cuda = timbre_nn::device::default_device()?.is_cuda();
+    let profiler = timbre_nn::profile::Profiler::start(cuda)?;
+    for (name, model) in [("warm job", "voice_a"), ("second-model job", "voice_b")] {
+        let _range = timbre_nn::profile::range(name);
+        run_job(&system, &profiled, model)?;
+    }
+    profiler.save(trace)
 }
 
 /// Submits a conversion job and runs it in this thread; the job's result with its wall time.

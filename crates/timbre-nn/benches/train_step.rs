@@ -4,6 +4,8 @@
 //! `BENCH_BATCHES` (default `4,8`), `BENCH_STEPS` timed steps after one warm-up (default 5),
 //! `BENCH_THREADS` (default 2). Prints seconds per step and the process's peak RSS;
 //! `bench/train_reference.py` runs rvc-next's step on the same shapes for the ratio.
+//! `BENCH_PROFILE=TRACE`: then three more steps of the last batch size under torch's profiler,
+//! each a named range, their Chrome trace to TRACE (`bench/profile_summary.py` reads it).
 
 use std::time::Instant;
 
@@ -80,6 +82,7 @@ fn main() -> Result<()> {
         "training step benchmark: v2 40k with pitch, {PIECE_FRAMES}-frame pieces, {device:?}, {}",
         precision.name()
     );
+    let mut last_trainer = None;
     for size in batches
         .split(',')
         .filter_map(|b| b.trim().parse::<i64>().ok())
@@ -104,6 +107,16 @@ fn main() -> Result<()> {
             losses.d_total,
             peak_rss_mib()
         );
+        last_trainer = Some((trainer, batch));
+    }
+    if let (Ok(trace), Some((mut trainer, batch))) = (std::env::var("BENCH_PROFILE"), last_trainer)
+    {
+        let profiler = timbre_nn::profile::Profiler::start(device.is_cuda())?;
+        for _ in 0..3 {
+            let _range = timbre_nn::profile::range("training step");
+            trainer.step(&batch)?;
+        }
+        profiler.save(std::path::Path::new(&trace))?;
     }
     Ok(())
 }

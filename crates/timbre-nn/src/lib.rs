@@ -24,3 +24,5 @@ pub mod train;
 pub mod weights;
 
 pub use shared::Shared;
+/// Named ranges and traces of torch's profiler, for the benchmarks' breakdowns.
+pub use timbre_torch_ext::profile;

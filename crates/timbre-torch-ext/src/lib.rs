@@ -1,7 +1,7 @@
 //! The libtorch ops tch 0.24 does not bind, reached through a small C++ shim (src/shim.cpp,
 //! compiled by build.rs against the same libtorch's headers, with torch-sys's flags):
-//! torch's fused AdamW kernel, the multi-tensor (`_foreach_*`) ops a loss scaler needs, and
-//! CUDA graphs (`at::cuda::CUDAGraph`).
+//! torch's fused AdamW kernel, the multi-tensor (`_foreach_*`) ops a loss scaler needs, CUDA
+//! graphs (`at::cuda::CUDAGraph`) and torch's profiler ([`profile`]).
 //!
 //! CUDA graphs are compiled in only where CUDA's runtime headers and libtorch_cuda are there at
 //! build time (the PyPI torch brings both: the headers in its nvidia-* wheels); elsewhere
@@ -60,6 +60,8 @@ unsafe extern "C" {
     ) -> *mut c_char;
     fn timbre_ext_graph_replay(graph: *mut c_void) -> *mut c_char;
 }
+
+pub mod profile;
 
 /// Turns the shim's error string (NULL on success) into a `Result`, freeing it.
 fn checked(error: *mut c_char, what: &str) -> Result<()> {
@@ -229,11 +231,23 @@ struct Capture<'a, T> {
     output: Option<Result<T>>,
 }
 
+thread_local! {
+    static CAPTURING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether this thread is inside [`CudaGraph::capture`]'s body (its warm-up runs or the capture
+/// itself), where work that would capture or replay a graph of its own must run eagerly.
+pub fn is_capturing() -> bool {
+    CAPTURING.with(std::cell::Cell::get)
+}
+
 extern "C" fn run_body<T>(context: *mut c_void) -> c_int {
     // SAFETY: `context` is the `Capture` that `CudaGraph::capture` passes for this call.
     let capture = unsafe { &mut *(context as *mut Capture<'_, T>) };
-    let result = catch_unwind(AssertUnwindSafe(|| (capture.body)()))
-        .unwrap_or_else(|_| Err(anyhow::anyhow!("the captured code panicked")));
+    let was_capturing = CAPTURING.with(|c| c.replace(true));
+    let result = catch_unwind(AssertUnwindSafe(|| (capture.body)()));
+    CAPTURING.with(|c| c.set(was_capturing));
+    let result = result.unwrap_or_else(|_| Err(anyhow::anyhow!("the captured code panicked")));
     let failed = result.is_err();
     capture.output = Some(result);
     c_int::from(failed)

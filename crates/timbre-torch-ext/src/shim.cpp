@@ -10,6 +10,8 @@
 #include <ATen/ops/_foreach_norm.h>
 #include <ATen/ops/_foreach_sub.h>
 #include <ATen/ops/_fused_adamw.h>
+#include <ATen/record_function.h>
+#include <torch/csrc/autograd/profiler_kineto.h>
 
 #ifdef TIMBRE_TORCH_CUDA
 #include <ATen/cuda/CUDAGraph.h>
@@ -112,6 +114,43 @@ int timbre_ext_has_cuda_graphs() {
 #else
   return 0;
 #endif
+}
+
+// torch.profiler.profile's start, on this process: CPU ops and, with `cuda`, the device's
+// kernels, copies and runtime calls (through CUPTI), as kineto records them.
+char *timbre_ext_profiler_start(int cuda) {
+  GUARDED({
+    using torch::profiler::impl::ActivityType;
+    torch::profiler::impl::ProfilerConfig config(torch::profiler::impl::ProfilerState::KINETO);
+    std::set<ActivityType> activities{ActivityType::CPU};
+    if (cuda != 0) activities.insert(ActivityType::CUDA);
+    torch::autograd::profiler::prepareProfiler(config, activities);
+    torch::autograd::profiler::enableProfiler(config, activities);
+  })
+}
+
+// Stops the profiler and writes what it recorded as a Chrome trace (JSON) to `path` (NULL:
+// discards it).
+char *timbre_ext_profiler_stop(const char *path) {
+  GUARDED({
+    auto result = torch::autograd::profiler::disableProfiler();
+    if (!result) return error_text("the profiler was not running");
+    if (path != nullptr) result->save(path);
+  })
+}
+
+// A named range in the profile (torch.profiler.record_function): begun here, ended by
+// timbre_ext_range_end on the same thread. Costs one allocation when no profiler runs.
+void *timbre_ext_range_begin(const char *name) {
+  auto *range = new at::RecordFunction(at::RecordScope::USER_SCOPE);
+  if (range->isActive()) range->before(std::string(name));
+  return range;
+}
+
+void timbre_ext_range_end(void *range) {
+  auto *record = static_cast<at::RecordFunction *>(range);
+  record->end();
+  delete record;
 }
 
 #ifdef TIMBRE_TORCH_CUDA

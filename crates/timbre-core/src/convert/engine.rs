@@ -95,6 +95,7 @@ impl Engine {
         progress: &mut dyn FnMut(f64) -> Result<()>,
     ) -> Result<Outcome> {
         let audio_16k = std::mem::take(&mut request.audio_16k);
+        let load_range = timbre_nn::profile::range("voice");
         let (voice, voice_cache) = self.models.voice(&request.voice, self.device)?;
         let index = match &request.index {
             Some(file) => Some(self.models.index(file)?.0),
@@ -111,6 +112,7 @@ impl Engine {
                 &info,
             )?;
         }
+        drop(load_range);
         let version = if info.feature_dim == 256 {
             FeatureVersion::V1
         } else {
@@ -118,12 +120,15 @@ impl Engine {
         };
         let f0_method = info.f0.then_some(request.options.f0_method);
         let started = Instant::now();
+        let analysis_range = timbre_nn::profile::range("analysis");
         let (key, analysis_cache, uncached) =
             self.ensure_analysis(&request, audio_16k, version, f0_method, &mut |f| {
                 progress(0.6 * f)
             })?;
+        drop(analysis_range);
         let analysis_secs = started.elapsed().as_secs_f64();
         let started = Instant::now();
+        let _range = timbre_nn::profile::range("render");
         let analysis = match &uncached {
             Some(analysis) => analysis,
             None => self

@@ -231,11 +231,13 @@ pub fn convert(
 ) -> Result<ConvertResult> {
     let started = Instant::now();
     let model = models::require(&library.conn(), params.model_id)?;
+    let decode_range = timbre_nn::profile::range("decode");
     let (input, audio_16k) = load_input(
         library,
         &params.input,
         library.settings()?.max_import_duration_secs,
     )?;
+    drop(decode_range);
     progress(0.02, format!("{} with {}", input.name, model.name))?;
     let label = format!("{} with {}", input.name, model.name);
     let mut output = output::OutputFile::new(
@@ -255,6 +257,7 @@ pub fn convert(
         &mut |f| progress(0.02 + 0.93 * f, label.clone()),
     )?;
     let rendered = outcome.rendered;
+    let _range = timbre_nn::profile::range("encode and store");
     let mut recorded = serde_json::to_value(&params.options)?;
     if let (Some(chain), Some(fields)) = (&params.effects, recorded.as_object_mut()) {
         fields.insert("effects".into(), serde_json::to_value(chain)?);

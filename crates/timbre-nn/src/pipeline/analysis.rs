@@ -207,6 +207,7 @@ fn run(
     let segments = segments::segments(&filtered, &chunking);
     let padded = segments::reflect_pad_owned(filtered, chunking.pad_samples());
     let frames = padded.len() / WINDOW;
+    let pitch_range = crate::profile::range("pitch");
     let f0 = match tracker {
         Some(tracker) => {
             let mut f0 = track_in_pieces(tracker, &padded)?;
@@ -217,9 +218,11 @@ fn run(
         }
         None => None,
     };
+    drop(pitch_range);
     timbre_audio::memory::release_free_memory();
     progress(0.2)?;
     let _guard = tch::no_grad_guard();
+    let _range = crate::profile::range("hubert");
     for (i, segment) in segments.iter().enumerate() {
         let audio = Tensor::from_slice(&padded[segment.start..segment.end])
             .view([1, -1])

@@ -15,6 +15,9 @@ use super::render::{OutputSink, Rendered};
 
 /// Samples read at a time.
 const BLOCK: usize = 1 << 16;
+/// Samples mixed at a time: the mix spreads each block over every core, so a small block spends
+/// more on starting threads than on the mix.
+const MIX_BLOCK: usize = 1 << 20;
 
 /// The synthesized output before the mix, as raw f32 in a temporary file.
 pub(super) struct Scratch {
@@ -161,7 +164,7 @@ impl Pass<'_> {
         let (mut block, mut resampled) = (Vec::new(), Vec::new());
         let mut at = 0;
         while at < self.len {
-            blocks.next(BLOCK, &mut block)?;
+            blocks.next(MIX_BLOCK, &mut block)?;
             if let Some(mix) = self.mix {
                 mix_block(&mut block, at, self.len, mix);
             }

@@ -107,6 +107,7 @@ pub fn render_to(
     let mut scratch = Scratch::new(sink.scratch_dir())?;
     let total = analysis.segments.len();
     timbre_audio::memory::release_free_memory();
+    let synthesis_range = crate::profile::range("synthesizer");
     for (i, segment) in analysis.segments.iter().enumerate() {
         let frame_start = segment.start / segments::WINDOW;
         let frame_end = segment.end / segments::WINDOW;
@@ -129,6 +130,8 @@ pub fn render_to(
         timbre_audio::memory::release_free_memory();
         progress((i + 1) as f64 / total as f64)?;
     }
+    drop(synthesis_range);
+    let _range = crate::profile::range("output");
     output::finish(scratch, &analysis.input_rms, rate, options, sink)
 }
 

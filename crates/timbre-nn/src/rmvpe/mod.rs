@@ -2,6 +2,7 @@
 //! `infer/lib/rmvpe.py` does it: log-mel of 16 kHz audio, the `E2E` network's salience over
 //! 20-cent pitch bins per 10 ms frame, and `decode` / `to_local_average_cents` to Hz.
 
+mod gru;
 mod mel;
 mod model;
 

@@ -8,6 +8,7 @@ use anyhow::{Result, bail, ensure};
 use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
+use super::gru::BiGru;
 use crate::layers::{BatchNorm, Conv2d, Linear, channels_last};
 use crate::weights::Weights;
 
@@ -327,45 +328,6 @@ impl ResDecoderBlock {
     fn forward(&self, x: &Tensor, skip: &Tensor) -> Tensor {
         let up = self.upsample.forward(x).relu_();
         self.blocks.forward(&Tensor::cat(&[&up, skip], 1))
-    }
-}
-
-/// A bidirectional multi-layer GRU (torch.nn.GRU with `batch_first`, `bidirectional`).
-struct BiGru {
-    /// Per layer and direction: w_ih, w_hh, b_ih, b_hh, as `torch.gru` takes them.
-    params: Vec<Tensor>,
-    layers: i64,
-    hidden: i64,
-}
-
-impl BiGru {
-    fn load(w: &Weights, prefix: &str, layers: usize, input: i64, hidden: i64) -> Result<Self> {
-        let mut params = Vec::with_capacity(layers * 8);
-        for layer in 0..layers {
-            let layer_input = if layer == 0 { input } else { 2 * hidden };
-            for direction in ["", "_reverse"] {
-                let name = |kind: &str| format!("{prefix}.{kind}_l{layer}{direction}");
-                params.push(w.get_shaped(&name("weight_ih"), &[3 * hidden, layer_input])?);
-                params.push(w.get_shaped(&name("weight_hh"), &[3 * hidden, hidden])?);
-                params.push(w.get_shaped(&name("bias_ih"), &[3 * hidden])?);
-                params.push(w.get_shaped(&name("bias_hh"), &[3 * hidden])?);
-            }
-        }
-        Ok(Self {
-            params,
-            layers: layers as i64,
-            hidden,
-        })
-    }
-
-    /// `[batch, frames, input]` → `[batch, frames, 2 × hidden]`.
-    fn forward(&self, x: &Tensor) -> Tensor {
-        let h0 = Tensor::zeros(
-            [2 * self.layers, x.size()[0], self.hidden],
-            (x.kind(), x.device()),
-        );
-        x.gru(&h0, &self.params, true, self.layers, 0.0, false, true, true)
-            .0
     }
 }
 

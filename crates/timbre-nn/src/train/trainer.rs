@@ -206,6 +206,7 @@ impl Trainer {
         let precision = self.precision;
         let segment_frames = self.config.segment_frames();
         let hop = self.config.data.hop_length;
+        let range = crate::profile::range("generator forward");
         let (output, y_mel, y_hat_mel, wave) = precision.autocast(|| {
             let output = self.generator.forward(
                 &TrainingBatch {
@@ -229,7 +230,9 @@ impl Trainer {
             );
             Ok((output, y_mel, y_hat_mel, wave))
         })?;
+        drop(range);
 
+        let range = crate::profile::range("discriminator step");
         let scores =
             precision.autocast(|| Ok(self.discriminator.forward(&wave, &output.audio.detach())))?;
         let discriminator = discriminator_loss(&scores.real_scores, &scores.generated_scores);
@@ -240,6 +243,8 @@ impl Trainer {
             false,
         );
         let grad_norm_d = self.scaler.step(&mut self.optimizer_d, &grads_d)?;
+        drop(range);
+        let range = crate::profile::range("generator losses");
 
         let judged = precision.autocast(|| Ok(self.discriminator.forward(&wave, &output.audio)))?;
         let mel = y_mel.l1_loss(&y_hat_mel, Reduction::Mean) * self.config.train.c_mel;
@@ -253,6 +258,8 @@ impl Trainer {
         let fm = feature_loss(&judged.real_features, &judged.generated_features);
         let (adversarial, _) = generator_loss(&judged.generated_scores);
         let g_total = &adversarial + &fm + &mel + &kl;
+        drop(range);
+        let range = crate::profile::range("generator backward and step");
         let generator_parameters: Vec<Tensor> = self
             .generator
             .parameters()
@@ -268,6 +275,8 @@ impl Trainer {
         let grad_norm_g = self.scaler.step(&mut self.optimizer_g, &grads_g)?;
         self.scaler.update();
         self.global_step += 1;
+        drop(range);
+        let _range = crate::profile::range("losses to the host");
         let value = |t: &Tensor| t.double_value(&[]);
         Ok(StepLosses {
             g_total: value(&g_total),
