@@ -105,4 +105,34 @@ PY
 else
     echo "seed.sh: no ffmpeg: audio_decode and wav_header start empty" >&2
 fi
+# WAV layouts symphonia panicked on before the header check knew them (tests/bad_audio.rs makes
+# the same files): a `fmt ` after 100 JUNK chunks, a second `fmt `, an extensible speaker mask
+# with its top bit set. As audio_decode inputs: a 0 (the wav hint), then the file.
+if command -v python3 > /dev/null; then
+    python3 - corpus/audio_decode <<'PY'
+import struct, sys
+from pathlib import Path
+
+def riff(chunks):
+    body = b"WAVE" + b"".join(
+        tag + struct.pack("<I", len(data)) + data + b"\0" * (len(data) % 2) for tag, data in chunks)
+    return b"RIFF" + struct.pack("<I", len(body)) + body
+
+def pcm(channels, tag=1):
+    return struct.pack("<HHIIHH", tag, channels, 16000, 32000 * channels, (2 * channels) & 0xFFFF, 16)
+
+pcm_guid = bytes([1, 0, 0, 0, 0, 0, 0x10, 0, 0x80, 0, 0, 0xAA, 0, 0x38, 0x9B, 0x71])
+extensible = pcm(2, 0xFFFE) + struct.pack("<HHI", 22, 16, 0x80000000) + pcm_guid
+data = (b"data", bytes(8))
+files = {
+    "junk-then-fmt.wav": [(b"JUNK", bytes(4))] * 100 + [(b"fmt ", pcm(40000)), data],
+    "two-fmt.wav": [(b"fmt ", pcm(1)), (b"fmt ", pcm(40000)), data],
+    "speaker-mask.wav": [(b"fmt ", extensible), data],
+}
+for name, chunks in files.items():
+    (Path(sys.argv[1]) / name).write_bytes(b"\0" + riff(chunks))
+PY
+else
+    echo "seed.sh: no python3: audio_decode starts without the crafted WAVs" >&2
+fi
 echo "seeded: $(for d in corpus/*/; do printf '%s %s  ' "$(basename "$d")" "$(ls "$d" | wc -l)"; done)"

@@ -2,6 +2,7 @@
 //! pointing at it: every fault lands the file verified or not at all, with a message naming the
 //! asset, the URL and the problem; a killed download resumes; `verify` catches corruption.
 
+use std::time::Duration;
 use timbre_integration_tests::asset_server::{Fault, Seen};
 use timbre_integration_tests::assets::*;
 
@@ -427,4 +428,198 @@ fn a_mirror_set_in_the_settings_serves_what_the_primary_endpoint_lacks() {
     assert_verified(&setup.models().join("rmvpe.pt"), &bytes);
     let tried: Vec<String> = setup.server.seen().iter().map(|s| s.path.clone()).collect();
     assert_eq!(tried[0], "/nothing-here/r/rmvpe.pt");
+}
+
+#[test]
+fn an_endless_body_stops_at_the_declared_size_and_the_next_mirror_serves_the_file() {
+    let (a, b) = (fixture(17), fixture(18));
+    let setup = Setup::new(&[
+        entry(
+            "rmvpe",
+            "rmvpe.pt",
+            &["endless/rmvpe.pt", "mirror/rmvpe.pt"],
+            &a,
+        ),
+        entry("fcpe", "fcpe.pt", &["endless/fcpe.pt"], &b),
+    ]);
+    setup.server.serve("/endless/rmvpe.pt", &a, Fault::Endless);
+    setup.server.serve("/mirror/rmvpe.pt", &a, Fault::None);
+    setup.server.serve("/endless/fcpe.pt", &b, Fault::Endless);
+    let (ok, results) = setup.download_within(&["rmvpe", "fcpe"], Duration::from_secs(60));
+    assert!(!ok, "{results:?}");
+    assert_eq!(results[0]["result"]["url"], setup.url("/mirror/rmvpe.pt"));
+    assert_verified(&setup.models().join("rmvpe.pt"), &a);
+
+    let error = results[1]["error"].as_str().unwrap();
+    let too_long = format!(
+        "{} sent more than the 300.0 KB the catalogue declares",
+        setup.url("/endless/fcpe.pt")
+    );
+    assert!(error.contains(&too_long), "{error}");
+    // The part was garbage: nothing is kept to resume from.
+    let file = setup.models().join("fcpe.pt");
+    assert!(!file.exists() && !part_of(&file).exists());
+    // A server that sends too much is not asked again: one request to each endless URL.
+    let seen = setup.server.seen();
+    let endless: Vec<&Seen> = seen
+        .iter()
+        .filter(|s| s.path.starts_with("/endless/"))
+        .collect();
+    assert_eq!(endless.len(), 2, "{endless:?}");
+}
+
+#[test]
+fn a_part_longer_than_the_declared_size_is_discarded_not_resumed() {
+    let bytes = fixture(19);
+    let setup = Setup::new(&[entry("rmvpe", "rmvpe.pt", &["r/rmvpe.pt"], &bytes)]);
+    let file = setup.models().join("rmvpe.pt");
+    std::fs::create_dir_all(setup.models()).unwrap();
+    std::fs::write(part_of(&file), vec![7u8; SIZE + 1000]).unwrap();
+    setup.server.serve("/r/rmvpe.pt", &bytes, Fault::None);
+    let (ok, results) = setup.download(&["rmvpe"]);
+    assert!(ok, "{results:?}");
+    assert_eq!(results[0]["result"]["resumed_from"], 0);
+    assert_eq!(
+        setup.server.seen(),
+        [Seen {
+            path: "/r/rmvpe.pt".into(),
+            range_start: None
+        }]
+    );
+    assert_verified(&file, &bytes);
+}
+
+#[test]
+fn a_trickle_fails_as_too_slow_naming_the_url_and_a_slow_but_steady_mirror_does_not() {
+    let (a, b) = (fixture(20), fixture(21));
+    let setup = Setup::new(&[
+        entry("hubert", "hubert_base.pt", &["trickle/hubert_base.pt"], &a),
+        entry(
+            "rmvpe",
+            "rmvpe.pt",
+            &["trickle/rmvpe.pt", "steady/rmvpe.pt"],
+            &b,
+        ),
+    ]);
+    let trickle = Fault::Slow {
+        chunk: 1,
+        every: Duration::from_millis(200),
+    };
+    setup
+        .server
+        .serve("/trickle/hubert_base.pt", &a, trickle.clone());
+    setup.server.serve("/trickle/rmvpe.pt", &b, trickle);
+    // About 80 kB/s: the download spans several windows, each far above the minimum.
+    let steady = Fault::Slow {
+        chunk: 4096,
+        every: Duration::from_millis(50),
+    };
+    setup.server.serve("/steady/rmvpe.pt", &b, steady);
+    for (key, value) in [
+        ("download_stall_secs", "1"),
+        ("download_stall_bytes", "10000"),
+    ] {
+        let set = setup.run(&["settings", "set", key, value]);
+        assert!(
+            set.status.success(),
+            "{}",
+            String::from_utf8_lossy(&set.stderr)
+        );
+    }
+    let (ok, results) = setup.download_within(&["hubert", "rmvpe"], Duration::from_secs(90));
+    assert!(!ok, "{results:?}");
+    let error = results[0]["error"].as_str().unwrap();
+    let too_slow = format!(
+        "{}: too slow: under 10.0 KB in 1 s",
+        setup.url("/trickle/hubert_base.pt")
+    );
+    assert!(error.contains(&too_slow), "{error}");
+    assert!(error.contains("(tried 4 times)"), "{error}");
+    assert!(!setup.models().join("hubert_base.pt").exists());
+
+    assert_eq!(
+        results[1]["result"]["url"],
+        setup.url("/steady/rmvpe.pt"),
+        "{results:?}"
+    );
+    assert_verified(&setup.models().join("rmvpe.pt"), &b);
+    // What the trickle sent was the file's start: each try resumed from it.
+    let resumed: Vec<Option<u64>> = setup
+        .server
+        .seen()
+        .iter()
+        .filter(|s| s.path == "/trickle/hubert_base.pt")
+        .map(|s| s.range_start)
+        .collect();
+    assert_eq!(resumed.len(), 4, "{resumed:?}");
+    assert!(resumed[1..].iter().all(|r| r.is_some()), "{resumed:?}");
+}
+
+/// Runs inside the namespace, arguments: the models folder, the folder for what it reports,
+/// then the `timbre` command line. A 1 MiB tmpfs is the models folder; once the download's
+/// part holds 20 kB, a filler takes the rest of that disk.
+const FULL_MODELS_DISK: &str = r#"
+set -u
+models=$1 out=$2
+shift 2
+mkdir -p "$models"
+mount -t tmpfs -o size=1m tmpfs "$models" || exit 1
+timeout 120 "$@" --json assets download rmvpe > "$out/download.out" 2> "$out/download.err" &
+until [ "$(stat -c %s "$models/rmvpe.pt.part" 2> /dev/null || echo 0)" -gt 20000 ]; do
+    kill -0 $! 2> /dev/null || break
+    sleep 0.05
+done
+dd if=/dev/zero of="$models/filler" bs=4k 2> /dev/null
+wait $!
+echo $? > "$out/download.rc"
+stat -c %s "$models/rmvpe.pt.part" > "$out/part_size"
+"#;
+
+#[test]
+fn a_full_disk_during_a_download_names_the_models_folders_disk() {
+    let namespaces = std::process::Command::new("unshare")
+        .args(["-rm", "true"])
+        .output();
+    assert!(
+        namespaces.as_ref().is_ok_and(|out| out.status.success()),
+        "this test needs unprivileged user namespaces (`unshare -rm true` failed: {namespaces:?}) \
+         to mount a small tmpfs as a full disk"
+    );
+    let bytes = fixture(22);
+    let setup = Setup::new(&[entry("rmvpe", "rmvpe.pt", &["r/rmvpe.pt"], &bytes)]);
+    setup.server.serve("/r/rmvpe.pt", &bytes, slow());
+    let reports = setup.sb.path("reports");
+    std::fs::create_dir(&reports).unwrap();
+    let timbre = setup.command();
+    let mut in_namespace = std::process::Command::new("unshare");
+    in_namespace
+        .args(["-rm", "sh", "-c", FULL_MODELS_DISK, "sh"])
+        .arg(setup.models())
+        .arg(&reports)
+        .arg(timbre.get_program())
+        .args(timbre.get_args());
+    for (key, value) in timbre.get_envs() {
+        match value {
+            Some(value) => in_namespace.env(key, value),
+            None => in_namespace.env_remove(key),
+        };
+    }
+    let ran = in_namespace.output().unwrap();
+    assert!(ran.status.success(), "the namespace script failed: {ran:?}");
+    let read = |name: &str| std::fs::read_to_string(reports.join(name)).unwrap();
+    let rc: i32 = read("download.rc").trim().parse().unwrap();
+    assert_ne!(rc, 124, "the download hung: {}", read("download.err"));
+    assert_ne!(rc, 0, "the disk was full: {}", read("download.out"));
+    let results: serde_json::Value = serde_json::from_str(&read("download.out")).unwrap();
+    let error = results[0]["error"].as_str().unwrap();
+    let models_full = format!("the disk holding {} is full", setup.models().display());
+    assert!(error.contains(&models_full), "{error}");
+    assert!(error.contains("No space left on device"), "{error}");
+    assert!(
+        !error.contains(&setup.sb.data_dir().display().to_string()),
+        "the data dir's disk is not the full one: {error}"
+    );
+    // What arrived is the file's start: kept, to resume once there is room.
+    let part_size: u64 = read("part_size").trim().parse().unwrap();
+    assert!(part_size > 20_000, "{part_size}");
 }

@@ -158,3 +158,119 @@ fn a_fifo_is_refused_by_every_command_without_blocking() {
     cmd.args(["convert", "--model", "plain", file]);
     assert_refused(&run_within(cmd, Duration::from_secs(120)), &fifo, words);
 }
+
+/// A RIFF/WAVE file of `chunks` (each an id and a body, padded to an even length).
+fn riff_wave(chunks: &[(&[u8; 4], Vec<u8>)]) -> Vec<u8> {
+    let mut body = b"WAVE".to_vec();
+    for (id, chunk) in chunks {
+        body.extend_from_slice(*id);
+        body.extend_from_slice(&(chunk.len() as u32).to_le_bytes());
+        body.extend_from_slice(chunk);
+        if chunk.len() % 2 == 1 {
+            body.push(0);
+        }
+    }
+    let mut file = b"RIFF".to_vec();
+    file.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    file.extend(body);
+    file
+}
+
+/// A PCM `fmt ` chunk's body: 16-bit samples at 16 kHz.
+fn pcm_fmt(channels: u16) -> Vec<u8> {
+    let mut fmt = Vec::new();
+    fmt.extend_from_slice(&1u16.to_le_bytes());
+    fmt.extend_from_slice(&channels.to_le_bytes());
+    fmt.extend_from_slice(&16_000u32.to_le_bytes());
+    fmt.extend_from_slice(&(32_000 * u32::from(channels)).to_le_bytes());
+    fmt.extend_from_slice(&channels.wrapping_mul(2).to_le_bytes());
+    fmt.extend_from_slice(&16u16.to_le_bytes());
+    fmt
+}
+
+/// A WAVE_FORMAT_EXTENSIBLE `fmt ` chunk's body: 16-bit PCM, stereo, with `mask` as its
+/// speaker mask.
+fn extensible_stereo_fmt(mask: u32) -> Vec<u8> {
+    let mut fmt = pcm_fmt(2);
+    fmt[0..2].copy_from_slice(&0xFFFEu16.to_le_bytes());
+    fmt.extend_from_slice(&22u16.to_le_bytes());
+    fmt.extend_from_slice(&16u16.to_le_bytes());
+    fmt.extend_from_slice(&mask.to_le_bytes());
+    // KSDATAFORMAT_SUBTYPE_PCM.
+    fmt.extend_from_slice(&[
+        0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0xaa, 0x00, 0x38, 0x9b,
+        0x71,
+    ]);
+    fmt
+}
+
+/// The lossy fixture `aac_mono44.m4a` with its time-to-sample table (two entries: 44 packets of
+/// 1,024 samples, then one of 68) made one packet of 1,024 samples, then 2³² − 1 packets of one:
+/// symphonia adds the packet counts up in a u32 when it times the second packet, and panics.
+fn overflowing_stts_m4a() -> Vec<u8> {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../crates/timbre-audio/testdata/lossy/aac_mono44.m4a");
+    let mut bytes = std::fs::read(&fixture).unwrap();
+    let stts = bytes.windows(4).position(|w| w == b"stts").unwrap();
+    let entries = stts + 12;
+    assert_eq!(bytes[stts + 8..entries], 2u32.to_be_bytes(), "two entries");
+    for (i, value) in [1u32, 1024, u32::MAX, 1].into_iter().enumerate() {
+        bytes[entries + 4 * i..entries + 4 * i + 4].copy_from_slice(&value.to_be_bytes());
+    }
+    bytes
+}
+
+/// Crafted files on which symphonia panics: three WAV layouts that the header check refuses
+/// before symphonia reads them (a `fmt ` after many other chunks, a second `fmt `, a speaker
+/// mask with its top bit set), and an M4A it has no check for, whose panic the decode guard
+/// turns into an error. None prints a panic's message or a backtrace.
+#[test]
+fn crafted_files_that_panic_symphonia_are_refused_without_panic_text() {
+    let sb = Sandbox::new();
+    let data = || vec![0u8; 8];
+    let mut junk_first = vec![(b"JUNK", vec![0u8; 4]); 100];
+    junk_first.extend([(b"fmt ", pcm_fmt(40_000)), (b"data", data())]);
+    let cases = [
+        (
+            "junk-then-fmt.wav",
+            riff_wave(&junk_first),
+            "its header declares 40000 channels",
+        ),
+        (
+            "two-fmt.wav",
+            riff_wave(&[
+                (b"fmt ", pcm_fmt(1)),
+                (b"fmt ", pcm_fmt(40_000)),
+                (b"data", data()),
+            ]),
+            "its header has two `fmt ` chunks",
+        ),
+        (
+            "speaker-mask.wav",
+            riff_wave(&[
+                (b"fmt ", extensible_stereo_fmt(0x8000_0000)),
+                (b"data", data()),
+            ]),
+            "its speaker mask 0x80000000 does not fit its 2 channels",
+        ),
+        (
+            "stts.m4a",
+            overflowing_stts_m4a(),
+            "the file is damaged (its decoder failed on it)",
+        ),
+    ];
+    for (name, bytes, words) in cases {
+        let path = sb.path(name);
+        std::fs::write(&path, bytes).unwrap();
+        let mut cmd = sb.command();
+        cmd.env("RUST_BACKTRACE", "1")
+            .args(["import", path.to_str().unwrap()]);
+        let out = run_within(cmd, Duration::from_secs(60));
+        assert_refused(&out, &path, words);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !stderr.contains("panicked at") && !stderr.to_lowercase().contains("backtrace"),
+            "{name}: {stderr}"
+        );
+    }
+}

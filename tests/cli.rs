@@ -132,3 +132,124 @@ fn the_data_dir_comes_from_the_environment_too() {
     assert!(out.status.success());
     assert_eq!(sb.json(&["library", "list"]).as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn a_file_named_like_an_error_fails_once_not_as_out_of_memory() {
+    let sb = Sandbox::new();
+    let named = sb.path("out of memory.wav");
+    std::fs::write(&named, "CUDA out of memory. Not audio at all.\n").unwrap();
+    let out = sb.run(&["--json", "import", named.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["job"]["state"], "failed", "{result}");
+    assert_eq!(result["job"]["attempts"], 0, "no retry: {result}");
+    let shown = sb.json(&["jobs", "show", &result["job"]["id"].to_string()]);
+    let kinds: Vec<&str> = shown["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["kind"].as_str())
+        .collect();
+    assert!(!kinds.contains(&"retry"), "{kinds:?}");
+}
+
+#[test]
+fn a_read_only_library_folder_is_named_in_the_error() {
+    let namespaces = std::process::Command::new("unshare")
+        .args(["-rm", "true"])
+        .output();
+    assert!(
+        namespaces.as_ref().is_ok_and(|out| out.status.success()),
+        "this test needs unprivileged user namespaces (`unshare -rm true` failed: \
+         {namespaces:?}) to mount a read-only folder"
+    );
+    let sb = Sandbox::new();
+    let wav = sb.path("take.wav");
+    write_sine_wav(&wav, 0.2, 440.0);
+    sb.json(&["import", wav.to_str().unwrap()]);
+    let data = sb.data_dir();
+    // The library folder bound onto itself read-only, inside a mount namespace.
+    let script = r#"bin=$1 data=$2 wav=$3
+        mount --bind "$data" "$data" && mount -o remount,bind,ro "$data" || exit 99
+        "$bin" --data-dir "$data" library list
+        "$bin" --data-dir "$data" import "$wav""#;
+    let out = std::process::Command::new("unshare")
+        .args(["-rm", "sh", "-c", script, "sh"])
+        .arg(timbre_integration_tests::timbre_bin())
+        .arg(&data)
+        .arg(&wav)
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(99), "mounting failed");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let named = format!(
+        "in the library folder {}: Read-only file system",
+        data.display()
+    );
+    assert_eq!(stderr.matches(&named).count(), 2, "{stderr}");
+}
+
+#[test]
+fn a_symbolic_link_loop_is_called_one() {
+    let sb = Sandbox::new();
+    let looped = sb.path("loop.wav");
+    std::os::unix::fs::symlink(&looped, &looped).unwrap();
+    let out = sb.run(&["enhance", looped.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "{}: cannot read: Too many levels of symbolic links",
+            looped.display()
+        )) && !stderr.contains("no such file"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_file_named_twice_in_one_import_is_imported_once() {
+    let sb = Sandbox::new();
+    let wav = sb.path("take.wav");
+    write_sine_wav(&wav, 0.5, 440.0);
+    let out = sb
+        .command()
+        .current_dir(sb.dir.path())
+        .args(["import", wav.to_str().unwrap(), "take.wav", "./take.wav"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.trim(),
+        format!("imported   {} (take 1)", wav.display())
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("importing 1 file(s)"));
+}
+
+#[test]
+fn control_characters_in_names_are_escaped_for_the_terminal_only() {
+    let sb = Sandbox::new();
+    let wav = sb.path("line\nbreak\ttab\x1b[31mred.wav");
+    write_sine_wav(&wav, 0.5, 440.0);
+    sb.json(&["import", "--voice", "Ada\x1b[2J", wav.to_str().unwrap()]);
+    let listed = sb.json(&["library", "list"]);
+    assert_eq!(listed[0]["name"], "line\nbreak\ttab\x1b[31mred");
+    for args in [&["library", "list"][..], &["library", "voices"]] {
+        let out = sb.run(args);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !stdout.contains('\x1b')
+                && !stdout.contains('\t')
+                && stdout.trim().lines().count() == 1,
+            "{args:?}: {stdout:?}"
+        );
+    }
+    let out = sb.run(&["library", "list"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains(r"line\nbreak\ttab\x1b[31mred"));
+    let out = sb.run(&["library", "voices"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains(r"Ada\x1b[2J"));
+}

@@ -179,7 +179,7 @@ fn a_chain_runs_on_the_converted_audio_and_every_format_comes_back_tagged() {
 
 /// `timbre convert --out DIR` with DIR a 32 KiB tmpfs (mounted in an unprivileged user
 /// namespace, as `library_full_disk.rs` does): the copy fails naming the file, leaves nothing
-/// there, and the conversion stays in the library.
+/// there, and the failed job records no conversion.
 #[test]
 fn a_full_output_disk_names_the_file_and_leaves_no_partial_copy() {
     let namespaces = std::process::Command::new("unshare")
@@ -248,5 +248,6 @@ fn a_full_output_disk_names_the_file_and_leaves_no_partial_copy() {
     let kept: i64 = library
         .query_row("SELECT count(*) FROM conversions", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(kept, 1, "the conversion stays in the library");
+    // The job failed: its result is not recorded (the row is written last, after the copy).
+    assert_eq!(kept, 0, "a conversion whose copy failed is recorded");
 }

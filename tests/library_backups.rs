@@ -104,3 +104,40 @@ fn an_empty_file_is_refused_not_replaced_by_an_empty_library() {
     );
     restore_newest(&sb);
 }
+
+/// `library restore` of a file that is no backup of ours (empty, or another program's SQLite
+/// database) is refused naming the file and the problem, and the library still opens as it was.
+#[test]
+fn a_file_that_is_not_a_library_backup_is_not_restored() {
+    let sb = Sandbox::new();
+    let clip = sb.path("clip.wav");
+    write_sine_wav(&clip, 0.5, 220.0);
+    sb.json(&["import", clip.to_str().unwrap()]);
+    let empty = sb.path("empty.sqlite3");
+    std::fs::write(&empty, b"").unwrap();
+    let foreign = sb.path("foreign.sqlite3");
+    rusqlite::Connection::open(&foreign)
+        .unwrap()
+        .execute_batch("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('hello')")
+        .unwrap();
+    for (file, words) in [
+        (&empty, "it is empty (0 bytes)"),
+        (
+            &foreign,
+            "it is an SQLite database without a Timbre Studio library's schema",
+        ),
+    ] {
+        let out = sb.run(&["library", "restore", file.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{stderr}");
+        assert!(
+            stderr.contains(&format!("{} cannot be restored: {words}", file.display())),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains("the library was left as it was"),
+            "{stderr}"
+        );
+        assert_eq!(sb.json(&["library", "list"]).as_array().unwrap().len(), 1);
+    }
+}

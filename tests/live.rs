@@ -152,7 +152,32 @@ fn bad_settings_and_missing_models_are_refused_by_name() {
     let input = sb.write_speech("speech.wav", 0.5);
     let out = stream(&sb, &input, "x.wav", &["--block-ms", "5"]);
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("at least 10 ms"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("block_ms must be between 10"));
+    // Issue 34's hostile values: each refused by name at once, before any buffer is made.
+    for (flag, value, expected) in [
+        (
+            "--rate",
+            "100000000",
+            "the device rate must be between 8000 and 192000",
+        ),
+        (
+            "--rate",
+            "4294967200",
+            "the device rate must be between 8000 and 192000",
+        ),
+        ("--block-ms", "1e300", "block_ms must be between"),
+        ("--crossfade-ms", "1e300", "crossfade_ms must be between"),
+        ("--context-ms", "-5", "context_ms must be between"),
+        ("--transpose", "1e9", "transpose must be between -48 and 48"),
+        ("--speaker", "9", "speaker 9 asked for, but this model has"),
+    ] {
+        let out = stream(&sb, &input, "x.wav", &[flag, value]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(expected),
+            "{flag} {value}: {err}"
+        );
+    }
     let out = stream(&sb, &input, "x.wav", &["--crossfade-ms", "600"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("crossfade"));

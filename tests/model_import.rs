@@ -75,6 +75,24 @@ fn damaged_models_are_refused_at_import_naming_the_file_and_the_tensor() {
             "for k in w:\n    w[k] = torch.full_like(w[k], float('nan'))",
             "holds NaN or infinite weights",
         ),
+        // Shapes every layer accepts but a conversion would not: 767-d content features, 255
+        // pitch classes, a weight norm's magnitude that does not fit its weight.
+        (
+            "feature_width.pth",
+            "w['enc_p.emb_phone.weight'] = w['enc_p.emb_phone.weight'][:, :-1].clone()",
+            "`enc_p.emb_phone` has a weight of shape [16, 767], expected [16, 256] (v1) or \
+             [16, 768] (v2)",
+        ),
+        (
+            "pitch_classes.pth",
+            "w['enc_p.emb_pitch.weight'] = w['enc_p.emb_pitch.weight'][:-1].clone()",
+            "`enc_p.emb_pitch` has a weight of shape [255, 16], expected [256, 16]",
+        ),
+        (
+            "magnitude.pth",
+            "w['dec.ups.1.weight_g'] = w['dec.ups.1.weight_g'][:-1].clone()",
+            "tensor `dec.ups.1.weight_g` has shape [31, 1, 1], expected [32, 1, 1]",
+        ),
     ];
     for (file, mutation, expected) in cases {
         let message = refusal(&sb, &mutated_model(&sb, file, mutation));
@@ -330,6 +348,37 @@ fn models_blend_into_a_new_library_model_and_incompatible_ones_are_refused_by_di
         "bad",
     ]);
     assert!(String::from_utf8_lossy(&refused.stderr).contains("one weight per model"));
+    // Weights each finite whose sum is not would make every tensor 0: a silent model. A
+    // negative weight reaches the check rather than clap's "unexpected argument".
+    for (weights, words) in [
+        (
+            "1e308,1e308",
+            "the weights 1e308, 1e308 add up to more than a number holds",
+        ),
+        ("-1,2", "weight -1 is negative"),
+        ("inf,1", "weight inf is not a finite number"),
+    ] {
+        let refused = sb.run(&[
+            "models",
+            "blend",
+            "ada",
+            "bo",
+            "--weights",
+            weights,
+            "--name",
+            "silent",
+        ]);
+        let err = String::from_utf8_lossy(&refused.stderr);
+        assert!(!refused.status.success(), "{weights}: {err}");
+        assert!(err.contains(words), "{weights}: {err}");
+    }
+    assert!(
+        !sb.json(&["models", "list"])
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["name"] == "silent")
+    );
 }
 
 #[test]

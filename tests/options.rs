@@ -79,6 +79,19 @@ fn cleaning_options_out_of_range_are_refused_by_name() {
             vec!["isolate", "--rough", "--preview", "0", input],
             "preview_secs must be between 0.5 and 3600, not 0",
         ),
+        // Negative numbers reach the range check instead of being taken for options.
+        (
+            vec!["enhance", "--high-pass", "-5", input],
+            "high_pass_hz must be between 10 and 1000, not -5",
+        ),
+        (
+            vec!["enhance", "--max-pause", "-1", input],
+            "max_pause_secs must be between 0.05 and 60, not -1",
+        ),
+        (
+            vec!["enhance", "--denoise", "-0.5", input],
+            "denoise_strength must be between 0 and 1, not -0.5",
+        ),
     ] {
         let said = refused(&sb, &args);
         assert!(said.contains(message), "{args:?}: {said}");
@@ -100,6 +113,20 @@ fn settings_out_of_range_are_refused_by_name_and_not_stored() {
         let said = refused(&sb, &["settings", "set", key, value]);
         let message = format!("{key} must be {range}, not {value}");
         assert!(said.contains(&message), "{key} {value}: {said}");
+    }
+    for (key, value) in [
+        ("download_endpoint", "file:///etc"),
+        (
+            "download_mirrors",
+            r#"["https://hf-mirror.com", "/srv/mirror"]"#,
+        ),
+    ] {
+        let said = refused(&sb, &["settings", "set", key, value]);
+        assert!(
+            said.contains(&format!("setting {key}: "))
+                && said.contains("is not an http:// or https:// URL"),
+            "{key} {value}: {said}"
+        );
     }
     assert_eq!(sb.json(&["settings", "list"]), before);
 }

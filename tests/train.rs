@@ -2,7 +2,8 @@
 //! trained on a dataset prepared from generated speech with the fixture HuBERT, on the CPU:
 //! checkpoints, losses, previews, the model and index in the library, conversion with it;
 //! a stop and a resume; the refusals (a pretrained file of another rate, too little audio); a
-//! `kill -9` after a checkpoint, recovered by the job system and resumed from it.
+//! `kill -9` after a checkpoint, recovered by the job system and resumed from it, what a save
+//! cut off would leave cleared.
 //! One test, since each step builds on the one before: the steps of the full-size
 //! discriminator, not the data, are what cost time, so batches are large and epochs few.
 
@@ -401,8 +402,22 @@ fn killed_and_recovered(sb: &Sandbox, config: &str) {
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let saved = *pairs(&folder).last().unwrap();
+    // What a kill during a later save leaves: its `G_` written, its `D_` half written under the
+    // temporary name (from before the next process starts), neither ever resumed from.
+    let checkpoints = folder.join("checkpoints");
+    let unpaired = checkpoints.join(format!("G_{}.pth", saved + 1000));
+    std::fs::copy(checkpoints.join(format!("G_{saved}.pth")), &unpaired).unwrap();
+    let cut_off = checkpoints.join(format!(".D_{}.pth.4242.0.tmp", saved + 1000));
+    std::fs::File::create(&cut_off)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - Duration::from_secs(3600))
+        .unwrap();
 
     let jobs = ok(sb, &["jobs", "list"]);
+    assert!(
+        !cut_off.exists(),
+        "the next start removes a temporary file no process writes"
+    );
     let job = jobs
         .as_array()
         .unwrap()
@@ -430,4 +445,9 @@ fn killed_and_recovered(sb: &Sandbox, config: &str) {
         Some(saved),
         "{resumed_at}"
     );
+    assert!(
+        !unpaired.exists(),
+        "the resumed run removed the half of a pair"
+    );
+    assert!(!checkpoint_steps(&folder).is_empty(), "whole pairs only");
 }

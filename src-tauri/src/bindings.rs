@@ -10,7 +10,7 @@
 
 use crate::commands::assets::AssetList;
 use crate::commands::clean::{DerivedResult, EnhancePresets, IsolationModels};
-use crate::commands::convert::ConversionDefaults;
+use crate::commands::convert::ParameterRanges;
 use crate::commands::datasets::DatasetRow;
 use crate::commands::record::LevelUpdate;
 use crate::commands::train::TrainingDefaults;
@@ -80,7 +80,8 @@ fn export_contract(dir: &Path) -> Result<(), ts_rs::ExportError> {
         LevelUpdate,
         AssetList,
         doctor::Report,
-        ConversionDefaults,
+        timbre_nn::voice::VoiceParams,
+        ParameterRanges,
         TrainingDefaults,
         IsolationModels,
         SeparationModel,
@@ -179,12 +180,14 @@ const DEFAULTS_FIXTURE: &str = concat!(
 fn command_defaults() -> String {
     #[derive(serde::Serialize)]
     struct Answers {
-        get_conversion_defaults: ConversionDefaults,
+        get_conversion_defaults: timbre_nn::voice::VoiceParams,
+        get_parameter_ranges: ParameterRanges,
         get_training_defaults: TrainingDefaults,
         get_live_defaults: timbre_nn::stream::StreamParams,
     }
     let answers = Answers {
         get_conversion_defaults: crate::commands::convert::get_conversion_defaults(),
+        get_parameter_ranges: crate::commands::convert::get_parameter_ranges(),
         get_training_defaults: crate::commands::train::get_training_defaults(),
         get_live_defaults: crate::commands::live::get_live_defaults(),
     };

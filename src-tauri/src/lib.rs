@@ -68,6 +68,7 @@ pub fn run() {
             commands::assets::get_doctor_report,
             commands::convert::submit_conversions,
             commands::convert::get_conversion_defaults,
+            commands::convert::get_parameter_ranges,
             commands::convert::list_conversions,
             commands::convert::get_conversion_audio,
             commands::convert::get_conversion_input_audio,

@@ -1,17 +1,18 @@
 use crate::commands::clean::PreviewState;
-use crate::commands::record::ActiveRecording;
 use std::sync::{Arc, Mutex};
 use timbre_core::Library;
 use timbre_core::jobs::JobSystem;
 use timbre_core::live::LiveStream;
 use timbre_core::model_cache::ModelCache;
 use timbre_core::monitor::ResourceMonitor;
+use timbre_core::recording::Recorder;
 
 pub struct AppState {
     pub jobs: Arc<JobSystem>,
     /// The models every job and the previews load, shared.
     pub models: Arc<ModelCache>,
-    pub recording: Mutex<Option<ActiveRecording>>,
+    /// The Record page's capture.
+    pub recorder: Arc<Recorder>,
     /// The Live page's stream.
     pub live: Mutex<Option<LiveStream>>,
     pub monitor: Mutex<ResourceMonitor>,
@@ -23,7 +24,7 @@ impl AppState {
         AppState {
             jobs,
             models,
-            recording: Mutex::new(None),
+            recorder: Arc::default(),
             live: Mutex::new(None),
             monitor: Mutex::new(ResourceMonitor::new()),
             previews: Arc::default(),

@@ -32,7 +32,13 @@ pub enum Fault {
         chunk: usize,
         every: Duration,
     },
+    /// 200 and the file over and over, without a Content-Length, until the client hangs up
+    /// (or [`ENDLESS_CAP`] bytes, so that a client that never stops cannot fill the disk).
+    Endless,
 }
+
+/// Where an endless body ends after all.
+pub const ENDLESS_CAP: usize = 64 << 20;
 
 /// One request the server saw.
 #[derive(Debug, Clone, PartialEq)]
@@ -186,6 +192,13 @@ fn serve(
             respond(stream, "200 OK", &[], &wrong)
         }
         Fault::NoRange => respond(stream, "200 OK", &[], &body),
+        Fault::Endless => {
+            write_head(&mut stream, "200 OK", &[], None)?;
+            for _ in 0..ENDLESS_CAP / body.len().max(1) {
+                stream.write_all(&body)?;
+            }
+            Ok(())
+        }
         _ => {
             let start = range_start.unwrap_or(0) as usize;
             if start >= body.len() && start > 0 {
@@ -198,7 +211,12 @@ fn serve(
             };
             let range = format!("bytes {start}-{}/{}", body.len() - 1, body.len());
             let rest = &body[start..];
-            write_head(&mut stream, status, &[("Content-Range", range)], rest.len())?;
+            write_head(
+                &mut stream,
+                status,
+                &[("Content-Range", range)],
+                Some(rest.len()),
+            )?;
             match fault {
                 Fault::Drop { at, .. } => {
                     stream.write_all(&rest[..at.saturating_sub(start).min(rest.len())])?;
@@ -223,10 +241,12 @@ fn write_head(
     stream: &mut TcpStream,
     status: &str,
     headers: &[(&str, String)],
-    length: usize,
+    length: Option<usize>,
 ) -> std::io::Result<()> {
-    let mut head =
-        format!("HTTP/1.1 {status}\r\nContent-Length: {length}\r\nConnection: close\r\n");
+    let mut head = format!("HTTP/1.1 {status}\r\nConnection: close\r\n");
+    if let Some(length) = length {
+        head.push_str(&format!("Content-Length: {length}\r\n"));
+    }
     for (name, value) in headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
@@ -240,6 +260,6 @@ fn respond(
     headers: &[(&str, String)],
     body: &[u8],
 ) -> std::io::Result<()> {
-    write_head(&mut stream, status, headers, body.len())?;
+    write_head(&mut stream, status, headers, Some(body.len()))?;
     stream.write_all(body)
 }

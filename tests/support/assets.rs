@@ -108,7 +108,33 @@ impl Setup {
 
     /// `timbre --json assets download NAMES…`: (success, the per-asset results).
     pub fn download(&self, names: &[&str]) -> (bool, Vec<serde_json::Value>) {
-        let out = self.run(&[&["--json", "assets", "download"], names].concat());
+        self.download_within(names, Duration::from_secs(300))
+    }
+
+    /// [`Setup::download`], failing the test when it still runs after `limit`.
+    pub fn download_within(
+        &self,
+        names: &[&str],
+        limit: Duration,
+    ) -> (bool, Vec<serde_json::Value>) {
+        let mut child = self
+            .command()
+            .args([&["--json", "assets", "download"], names].concat())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("running timbre");
+        let started = Instant::now();
+        // Under --json both outputs are a few lines, written at the end: the pipes never fill.
+        while child.try_wait().expect("waiting for timbre").is_none() {
+            if started.elapsed() > limit {
+                child.kill().expect("stopping timbre");
+                child.wait().expect("waiting for timbre");
+                panic!("timbre assets download {names:?} still ran after {limit:?}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let out = child.wait_with_output().expect("reading timbre's output");
         let results: Vec<serde_json::Value> =
             serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
                 panic!(

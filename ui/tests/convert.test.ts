@@ -42,6 +42,11 @@ describe('Convert page', () => {
     expect(screen.getByTestId('convert-submit')).toBeDisabled();
     await chooseModel('Ada');
     await chooseModel('Bo');
+    // The controls offer exactly the backend's ranges.
+    const ranges = BACKEND_DEFAULTS.get_parameter_ranges.voice;
+    expect(screen.getByTestId('param-transpose')).toHaveAttribute('min', String(ranges.transpose.min));
+    expect(screen.getByTestId('param-transpose')).toHaveAttribute('max', String(ranges.transpose.max));
+    expect(screen.getByTestId('param-protect')).toHaveAttribute('max', String(ranges.protect.max));
     await fireEvent.input(screen.getByTestId('param-transpose'), { target: { value: '-5' } });
     await fireEvent.change(screen.getByTestId('param-f0-method'), { target: { value: 'yin' } });
     await fireEvent.input(screen.getByTestId('param-protect'), { target: { value: '0.2' } });

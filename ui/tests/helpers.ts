@@ -4,7 +4,8 @@ import commandDefaults from './fixtures/command-defaults.json';
 
 /** What the defaults commands answer, as Rust writes it (`make bindings` regenerates the file). */
 export const BACKEND_DEFAULTS = commandDefaults as {
-  get_conversion_defaults: import('../src/lib/api').ConversionDefaults;
+  get_conversion_defaults: import('../src/lib/api').VoiceParams;
+  get_parameter_ranges: import('../src/lib/api').ParameterRanges;
   get_training_defaults: import('../src/lib/api').TrainingDefaults;
   get_live_defaults: import('../src/lib/api').StreamParams;
 };
@@ -19,6 +20,7 @@ export interface Backend {
 
 const defaultHandlers: Record<string, Handler> = {
   get_conversion_defaults: () => BACKEND_DEFAULTS.get_conversion_defaults,
+  get_parameter_ranges: () => BACKEND_DEFAULTS.get_parameter_ranges,
   get_training_defaults: () => BACKEND_DEFAULTS.get_training_defaults,
   get_live_defaults: () => BACKEND_DEFAULTS.get_live_defaults,
   list_effect_presets: () => [],

@@ -227,6 +227,11 @@ describe('Live page', () => {
     await waitFor(() => expect(screen.getByTestId('live-state')).toHaveAttribute('data-state', 'running'));
     expect(be.argsOf('start_live')[0].request.params.block_ms).toBe(100);
 
+    // The voice's controls are the Convert page's, with the backend's ranges.
+    const ranges = BACKEND_DEFAULTS.get_parameter_ranges;
+    expect(screen.getByTestId('live-transpose')).toHaveAttribute('max', String(ranges.voice.transpose.max));
+    expect(screen.getByTestId('live-block')).toHaveAttribute('max', String(ranges.stream.block_ms.max));
+    expect(screen.getByTestId('live-autotune')).toBeInTheDocument();
     await fireEvent.change(screen.getByTestId('live-transpose'), { target: { value: '5' } });
     await waitFor(() => expect(be.argsOf('update_live')).toHaveLength(1));
     expect(be.argsOf('update_live')[0]).toEqual({
@@ -239,7 +244,7 @@ describe('Live page', () => {
     await fireEvent.change(screen.getByTestId('live-context'), { target: { value: '500' } });
     await waitFor(() => expect(be.argsOf('update_live')).toHaveLength(3));
     expect(be.argsOf('update_live')[2].params).toEqual({ ...PARAMS, block_ms: 100, transpose: 5, f0_method: 'pm', context_ms: 500 });
-    await fireEvent.change(screen.getByTestId('live-formant'), { target: { value: '1.5' } });
+    await fireEvent.change(screen.getByTestId('live-formant-shift'), { target: { value: '1.5' } });
     await fireEvent.click(screen.getByTestId('live-input-denoise'));
     await waitFor(() => expect(be.argsOf('update_live')).toHaveLength(5));
     expect(be.argsOf('update_live')[4].params).toMatchObject({ formant_shift: 1.5, input_denoise: true, output_denoise: false });

@@ -1,5 +1,27 @@
 use serde::Serialize;
+use std::borrow::Cow;
 use timbre_core::ErrorReport;
+
+/// `text` for a terminal: control characters (a line break, a tab, an escape that would recolour
+/// or move the cursor) shown as escapes (`\n`, `\t`, `\x1b`), everything else as it is. Names come
+/// from file names and users; JSON output keeps them exact.
+pub fn escape_controls(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => shown.push_str("\\n"),
+            '\t' => shown.push_str("\\t"),
+            '\r' => shown.push_str("\\r"),
+            // The control characters (Unicode's Cc) all lie below U+0100.
+            c if c.is_control() => shown.push_str(&format!("\\x{:02x}", u32::from(c))),
+            c => shown.push(c),
+        }
+    }
+    Cow::Owned(shown)
+}
 
 pub struct Output {
     pub json: bool,
@@ -50,5 +72,19 @@ impl Output {
         } else {
             eprintln!("timbre: {}", report.message);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escape_controls;
+
+    #[test]
+    fn control_characters_are_shown_as_escapes() {
+        assert_eq!(escape_controls("Ada take 1 é"), "Ada take 1 é");
+        assert_eq!(
+            escape_controls("a\nb\tc\x1b[31md\r\u{7f}\u{85}"),
+            "a\\nb\\tc\\x1b[31md\\r\\x7f\\x85"
+        );
     }
 }

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::assets::{self, AssetState, AssetStatus, Catalog};
 use crate::devices::{self, DeviceReport};
+use crate::jobs::{Need, Needs};
 use crate::library::Library;
 use crate::models_folder;
 
@@ -65,7 +66,15 @@ pub fn report(library: &Library) -> Result<Report> {
     };
     let jobs = crate::job_handlers(&Default::default())
         .iter()
-        .map(|handler| readiness(handler.kind(), &models_dir, &devices, &statuses))
+        .map(|handler| {
+            readiness(
+                handler.kind(),
+                handler.needs(),
+                &models_dir,
+                &devices,
+                &statuses,
+            )
+        })
         .collect();
     Ok(Report {
         libtorch: libtorch(),
@@ -102,62 +111,53 @@ fn libtorch() -> Libtorch {
     }
 }
 
+/// Whether a kind can run, from what it declares it needs (`JobHandler::needs`): each
+/// required need that is missing stops it; each optional one missing is what it would use.
 fn readiness(
     kind: &str,
+    needs: Needs,
     models_dir: &std::path::Path,
     devices: &DeviceReport,
     assets: &[AssetStatus],
 ) -> JobReadiness {
-    let mut lacks = Vec::new();
-    let mut would_use = Vec::new();
     let usable = |path: &str| {
         assets.iter().any(|s| {
             s.asset.path == path && matches!(s.state, AssetState::Present | AssetState::Verified)
         })
     };
-    let hubert = || {
-        (models_folder::find_hubert(models_dir).is_none()).then(|| {
-            format!(
-                "HuBERT: hubert_base.pt in {} (timbre assets download hubert)",
-                models_dir.display()
-            )
-        })
-    };
-    let rmvpe = || {
-        (!usable("rmvpe.pt"))
-            .then(|| "RMVPE for rmvpe pitch (timbre assets download rmvpe)".to_string())
-    };
-    let device = || devices.problem.clone();
-    match kind {
-        "convert" | "dataset" => {
-            lacks.extend(hubert());
-            lacks.extend(device());
-            would_use.extend(rmvpe());
-        }
-        "train" => {
-            lacks.extend(device());
-            if !usable("pretrained_v2/f0G40k.pth") || !usable("pretrained_v2/f0D40k.pth") {
-                would_use.push(
+    // What a need lacks, said as what to do; None when it is met.
+    let missing =
+        |need: Need| -> Option<String> {
+            match need {
+                Need::Hubert => models_folder::find_hubert(models_dir).is_none().then(|| {
+                    format!(
+                        "HuBERT: hubert_base.pt in {} (timbre assets download hubert)",
+                        models_dir.display()
+                    )
+                }),
+                Need::Device => devices.problem.clone(),
+                Need::Rmvpe => (!usable("rmvpe.pt"))
+                    .then(|| "RMVPE for rmvpe pitch (timbre assets download rmvpe)".to_string()),
+                Need::PretrainedBases => (!usable("pretrained_v2/f0G40k.pth")
+                    || !usable("pretrained_v2/f0D40k.pth"))
+                .then(|| {
                     "pretrained bases, e.g. pretrained_v2/f0G40k.pth and f0D40k.pth (timbre assets \
-                     download pretrained-v2-f0G40k pretrained-v2-f0D40k); without them training \
-                     starts from scratch"
-                        .into(),
-                );
-            }
-        }
-        "isolate" => {
-            lacks.extend(device());
-            if crate::clean::separation_models(models_dir).is_empty() {
-                would_use.push(
-                    "a RoFormer .ckpt + .yaml in separation/ (timbre assets download \
+                 download pretrained-v2-f0G40k pretrained-v2-f0D40k); without them training \
+                 starts from scratch"
+                        .to_string()
+                }),
+                Need::SeparationModel => crate::clean::separation_models(models_dir)
+                    .is_empty()
+                    .then(|| {
+                        "a RoFormer .ckpt + .yaml in separation/ (timbre assets download \
                      bs-roformer-ep317 bs-roformer-ep317-config); without one only the rough \
                      preview runs"
-                        .into(),
-                );
+                            .to_string()
+                    }),
             }
-        }
-        _ => {}
-    }
+        };
+    let lacks: Vec<String> = needs.required.iter().filter_map(|&n| missing(n)).collect();
+    let would_use = needs.optional.iter().filter_map(|&n| missing(n)).collect();
     JobReadiness {
         kind: kind.to_string(),
         ready: lacks.is_empty(),
@@ -170,8 +170,16 @@ fn readiness(
 mod tests {
     use super::*;
 
+    /// Every kind this build runs, by name, with what it declares.
+    fn kinds() -> Vec<(&'static str, Needs)> {
+        crate::job_handlers(&Default::default())
+            .iter()
+            .map(|h| (h.kind(), h.needs()))
+            .collect()
+    }
+
     #[test]
-    fn conversion_lacks_hubert_until_it_is_there() {
+    fn conversion_and_covers_lack_hubert_until_it_is_there() {
         let dir = tempfile::tempdir().unwrap();
         let catalog = Catalog::read().unwrap();
         let devices = DeviceReport {
@@ -183,14 +191,22 @@ mod tests {
             problem: None,
         };
         let statuses = || assets::inspect(dir.path(), &catalog.assets, false).unwrap();
-        let convert = readiness("convert", dir.path(), &devices, &statuses());
-        assert!(!convert.ready);
-        assert!(convert.lacks[0].contains("hubert_base.pt"), "{convert:?}");
-        assert!(convert.would_use[0].contains("RMVPE"));
+        let of = |kind: &str| {
+            let (_, needs) = kinds().into_iter().find(|(k, _)| *k == kind).unwrap();
+            readiness(kind, needs, dir.path(), &devices, &statuses())
+        };
+        for kind in ["convert", "cover", "dataset"] {
+            let lacking = of(kind);
+            assert!(!lacking.ready, "{lacking:?}");
+            assert!(lacking.lacks[0].contains("hubert_base.pt"), "{lacking:?}");
+            assert!(lacking.would_use[0].contains("RMVPE"), "{lacking:?}");
+        }
+        assert!(of("cover").would_use[1].contains("RoFormer"));
         std::fs::write(dir.path().join("hubert_base.pt"), "x").unwrap();
-        assert!(readiness("convert", dir.path(), &devices, &statuses()).ready);
-        assert!(readiness("import", dir.path(), &devices, &statuses()).ready);
-        let train = readiness("train", dir.path(), &devices, &statuses());
+        for kind in ["convert", "cover", "dataset", "import", "enhance"] {
+            assert!(of(kind).ready, "{kind}");
+        }
+        let train = of("train");
         assert!(train.ready && train.would_use[0].contains("f0G40k"));
     }
 }

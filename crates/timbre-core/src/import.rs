@@ -48,11 +48,17 @@ pub fn submit(system: &JobSystem, request: ImportRequest) -> Result<Job> {
             "choose at least one file to import",
         ));
     }
-    let paths = request
-        .paths
-        .iter()
-        .map(std::path::absolute)
-        .collect::<std::io::Result<_>>()?;
+    // Each file once, however often and by whatever path it was named: a second mention
+    // would only be reported as a duplicate of the first.
+    let mut seen = HashSet::new();
+    let mut paths = Vec::with_capacity(request.paths.len());
+    for path in &request.paths {
+        let path = std::path::absolute(path)?;
+        let identity = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+        if seen.insert(identity) {
+            paths.push(path);
+        }
+    }
     let request = ImportRequest { paths, ..request };
     system.submit(KIND, serde_json::to_value(&request)?)
 }
@@ -205,14 +211,14 @@ pub fn import_file(
         .map_or_else(|| "untitled".into(), |s| s.to_string_lossy().into_owned());
     let new = describe(
         &audio,
-        &stored,
+        &stored.sha256,
         &format,
         name,
         Some(path),
         Origin::Imported,
         voice_id,
     );
-    let (take, duplicate) = commit_take(library, &stored, &new, |conn, take, duplicate| {
+    let (take, duplicate) = commit_take(library, stored, &new, |conn, take, duplicate| {
         let outcome = success(path, take, duplicate);
         report(conn, &outcome)
     })
@@ -259,19 +265,19 @@ pub fn save_recording(
     );
     let new = describe(
         audio,
-        &stored,
+        &stored.sha256,
         "wav",
         name,
         None,
         Origin::Recorded,
         voice_id,
     );
-    Ok(commit_take(library, &stored, &new, |_, _, _| Ok(()))?.0)
+    Ok(commit_take(library, stored, &new, |_, _, _| Ok(()))?.0)
 }
 
 pub(crate) fn describe(
     audio: &AudioBuffer,
-    stored: &StoredObject,
+    sha256: &str,
     format: &str,
     name: String,
     source: Option<&Path>,
@@ -281,7 +287,7 @@ pub(crate) fn describe(
     NewTake {
         voice_id,
         name,
-        sha256: stored.sha256.clone(),
+        sha256: sha256.to_string(),
         format: format.to_string(),
         source_path: source.map(|p| p.display().to_string()),
         origin,
@@ -296,10 +302,10 @@ pub(crate) fn describe(
 }
 
 /// Adds the take unless its content is already there; either way `also` runs in the same
-/// transaction. A stored object that ends up without a row is removed.
+/// transaction. A stored object that ends up without a row is discarded.
 fn commit_take(
     library: &Library,
-    stored: &StoredObject,
+    stored: StoredObject,
     new: &NewTake,
     also: impl FnOnce(&Connection, &Take, bool) -> Result<()>,
 ) -> Result<(Take, bool)> {
@@ -323,9 +329,7 @@ fn commit_take(
             Ok(done)
         }
         Err(err) => {
-            if takes::find_by_sha(&library.conn(), &new.sha256)?.is_none() {
-                library.store().remove(&stored.sha256, &new.format)?;
-            }
+            library.discard(stored)?;
             Err(err)
         }
     }

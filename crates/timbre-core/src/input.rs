@@ -37,11 +37,20 @@ impl AudioInput {
                 })
             }
             AudioInput::File(path) => {
-                if !path.exists() {
-                    return Err(crate::error::not_found(format!(
-                        "{}: no such file",
-                        path.display()
-                    )));
+                // Not `exists()`, which says "no" to a loop of symbolic links or a folder that
+                // cannot be read as well.
+                match std::fs::metadata(path) {
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        return Err(crate::error::not_found(format!(
+                            "{}: no such file",
+                            path.display()
+                        )));
+                    }
+                    Err(e) => {
+                        return Err(anyhow::Error::new(e)
+                            .context(format!("{}: cannot read", path.display())));
+                    }
+                    Ok(_) => {}
                 }
                 Ok(ResolvedInput {
                     path: path.clone(),
@@ -98,6 +107,17 @@ mod tests {
         let missing = dir.path().join("gone.wav");
         let err = AudioInput::File(missing).resolve(&library).unwrap_err();
         assert!(err.to_string().contains("gone.wav: no such file"), "{err}");
+        let looped = dir.path().join("loop.wav");
+        std::os::unix::fs::symlink(&looped, &looped).unwrap();
+        let err = AudioInput::File(looped.clone())
+            .resolve(&library)
+            .unwrap_err();
+        let message = format!("{err:#}");
+        assert!(
+            message.starts_with(&format!("{}: cannot read: ", looped.display()))
+                && message.contains("Too many levels of symbolic links"),
+            "{message}"
+        );
         let present = dir.path().join("voice.flac");
         std::fs::write(&present, b"").unwrap();
         let resolved = AudioInput::File(present.clone()).resolve(&library).unwrap();

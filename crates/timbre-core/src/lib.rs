@@ -18,6 +18,8 @@ pub mod model_cache;
 pub mod models_folder;
 pub mod output_format;
 pub mod pitch;
+pub mod recording;
+pub mod torch_errors;
 pub mod train;
 pub mod voice_import;
 
@@ -28,10 +30,11 @@ use std::sync::Arc;
 pub use error::{ErrorKind, ErrorReport};
 pub use library::{Library, Notification};
 
-/// Every job kind this build can run, the model-loading ones sharing `models`.
+/// Every job kind this build can run, the model-loading ones sharing `models`; libtorch's
+/// out-of-memory failures in any of them reach the job system typed.
 pub fn job_handlers(models: &Arc<model_cache::ModelCache>) -> Vec<Arc<dyn jobs::JobHandler>> {
     let engine = convert::SharedEngine::new(models.clone());
-    vec![
+    let kinds: [Arc<dyn jobs::JobHandler>; 9] = [
         Arc::new(import::ImportHandler),
         Arc::new(convert::ConvertHandler::new(engine.clone())),
         Arc::new(clean::EnhanceHandler),
@@ -41,5 +44,9 @@ pub fn job_handlers(models: &Arc<model_cache::ModelCache>) -> Vec<Arc<dyn jobs::
         Arc::new(train::TrainHandler),
         Arc::new(assets::DownloadHandler),
         Arc::new(voice_import::VoiceImportHandler),
-    ]
+    ];
+    kinds
+        .into_iter()
+        .map(|kind| Arc::new(torch_errors::TypedTorchErrors(kind)) as Arc<dyn jobs::JobHandler>)
+        .collect()
 }

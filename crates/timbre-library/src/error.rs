@@ -14,6 +14,8 @@ pub enum ErrorKind {
     Busy,
     /// The disk holding the library (or an output) has no room left.
     DiskFull,
+    /// The device (or the host) had no memory left for a libtorch allocation.
+    OutOfMemory,
     /// The library database is damaged or not a database: restore a backup.
     Damaged,
     Io,
@@ -40,6 +42,16 @@ pub fn not_found(message: impl Into<String>) -> anyhow::Error {
 pub fn invalid_input(message: impl Into<String>) -> anyhow::Error {
     KindedError {
         kind: ErrorKind::InvalidInput,
+        message: message.into(),
+    }
+    .into()
+}
+
+/// An allocation libtorch could not make: only its errors that say so are made this kind (see
+/// `timbre_core::torch_errors`), never an error because its text mentions memory.
+pub fn out_of_memory(message: impl Into<String>) -> anyhow::Error {
+    KindedError {
+        kind: ErrorKind::OutOfMemory,
         message: message.into(),
     }
     .into()

@@ -9,6 +9,9 @@ pub mod library;
 pub mod monitor;
 pub mod settings;
 pub mod store;
+#[cfg(test)]
+mod store_properties;
+mod temp_sweep;
 
 pub use error::{ErrorKind, ErrorReport};
 pub use library::{Library, Notification};

@@ -1,12 +1,12 @@
 //! The library: one data directory holding the database, the content store and the
 //! per-process lock files that tell live processes from dead ones.
 
-use crate::db::{self, conversions, models, takes, voices};
+use crate::db::{self, conversions, models, objects, takes, voices};
 use crate::settings::Settings;
-use crate::store::ContentStore;
+use crate::store::{ContentStore, GarbageReport, ObjectKey, ObjectUsers, Released, StoredObject};
 use anyhow::{Context, Result};
-use rusqlite::Connection;
-use std::collections::HashSet;
+use rusqlite::{Connection, OpenFlags};
+use std::cell::OnceCell;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, Sender, channel};
@@ -76,27 +76,38 @@ impl Library {
     fn open_inner(data_dir: &Path) -> Result<Library> {
         let run_dir = data_dir.join("run");
         fs::create_dir_all(&run_dir).with_context(|| format!("creating {}", run_dir.display()))?;
+        // A read-only or foreign library folder fails here first: say which folder.
+        let create_lock = |name: &str| {
+            File::create(run_dir.join(name)).with_context(|| {
+                format!(
+                    "creating run/{name} in the library folder {}",
+                    data_dir.display()
+                )
+            })
+        };
         // Held while this process registers itself, so two starting processes never judge
         // each other dead between creating and locking their files.
-        let startup = File::create(run_dir.join("startup.lock"))?;
+        let startup = create_lock("startup.lock")?;
         startup
             .lock()
             .context("waiting for another Timbre process to start")?;
         let process_id = uuid::Uuid::new_v4().to_string();
-        let process_lock = File::create(run_dir.join(format!("{process_id}.lock")))?;
+        let process_lock = create_lock(&format!("{process_id}.lock"))?;
         process_lock.lock()?;
         let conn = db::open(&data_dir.join(DATABASE))?;
         let library = Library {
             data_dir: data_dir.to_path_buf(),
             conn: Mutex::new(conn),
-            store: ContentStore::open(data_dir.join("store"))?,
+            store: ContentStore::open(data_dir.join("store"), &process_id)?,
             process_id,
             _process_lock: process_lock,
             subscribers: Mutex::new(Vec::new()),
         };
-        if library.remove_dead_process_locks()? {
-            library.collect_garbage()?;
+        let alone = library.remove_dead_process_locks()?;
+        if alone {
+            library.collect_garbage(true)?;
         }
+        crate::temp_sweep::sweep(data_dir, alone);
         library.keep_reserve();
         drop(startup);
         Ok(library)
@@ -211,6 +222,23 @@ impl Library {
         }
     }
 
+    /// Whether no other process has this library open now.
+    pub fn is_alone(&self) -> Result<bool> {
+        for entry in fs::read_dir(self.data_dir.join("run"))? {
+            let path = entry?.path();
+            let Some(id) = path.file_stem().and_then(|s| s.to_str()) else {
+                continue;
+            };
+            let other_lock = id != "startup"
+                && id != self.process_id
+                && path.extension().is_some_and(|e| e == "lock");
+            if other_lock && !self.is_process_dead(id) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
     /// Deletes the lock files of ended processes; true when no other process is alive.
     fn remove_dead_process_locks(&self) -> Result<bool> {
         let mut alone = true;
@@ -240,58 +268,73 @@ impl Library {
         Ok(alone)
     }
 
-    fn collect_garbage(&self) -> Result<()> {
-        if self.replaced_database_kept()? {
-            // Its takes' audio is kept until the user removes it: it may be all that is left.
-            self.store
-                .clean_tmp()
-                .context("cleaning the content store")?;
-            return Ok(());
-        }
-        let keep: HashSet<(String, String)> = {
-            let conn = self.conn();
-            let mut keep: HashSet<_> = takes::all_hashes(&conn)?.into_iter().collect();
-            keep.extend(models::all_hashes(&conn)?);
-            keep.extend(conversions::all_hashes(&conn)?);
-            keep
-        };
-        self.store
-            .collect_garbage(&keep)
+    /// Squares the content store with the rows (`ContentStore::collect_garbage`): what no row
+    /// names is removed, or kept in the trash while a backup names it; what a row names comes
+    /// back from the trash. `alone`: no other process is alive, so the temporary files are
+    /// nobody's and go too. `timbre library gc` runs this; every start does when alone.
+    pub fn collect_garbage(&self, alone: bool) -> Result<GarbageReport> {
+        let named = objects::named(&self.conn())?;
+        let users = self.object_users();
+        let mut report = self
+            .store
+            .collect_garbage(&named, &users, alone)
             .context("cleaning the content store")?;
-        Ok(())
+        report.missing = self.store.missing(&named);
+        Ok(report)
     }
 
-    /// Whether a database replaced by a restore is still kept aside.
-    fn replaced_database_kept(&self) -> Result<bool> {
-        let aside = format!("{DATABASE}.damaged-");
-        for entry in fs::read_dir(&self.data_dir)? {
-            if entry?.file_name().to_string_lossy().starts_with(&aside) {
-                return Ok(true);
-            }
+    /// Who still needs the store's objects: this database's rows, the backups kept of it (and a
+    /// database a restore set aside), the processes alive.
+    fn object_users(&self) -> LibraryObjectUsers<'_> {
+        LibraryObjectUsers {
+            library: self,
+            backups: OnceCell::new(),
         }
-        Ok(false)
+    }
+
+    /// Lets go of an object this process stored and will not name after all (its job failed):
+    /// unpinned, then released as a deleted row's would be.
+    pub fn discard(&self, stored: StoredObject) -> Result<Released> {
+        let key = stored.key();
+        drop(stored);
+        Ok(self.release_objects(&[key])?[0])
+    }
+
+    /// Lets go of the objects of deleted rows (after the deletion is committed): each is
+    /// removed unless another row names it or an ingest still holds it, and trashed while a
+    /// kept backup names it.
+    pub fn release_objects(&self, keys: &[ObjectKey]) -> Result<Vec<Released>> {
+        self.store.release(keys, &self.object_users())
     }
 
     pub fn take_path(&self, take: &takes::Take) -> PathBuf {
         self.store.object_path(&take.sha256, &take.format)
     }
 
+    /// Deletes a take, and its audio unless something else (a conversion with the same bytes)
+    /// still names it.
     pub fn delete_take(&self, id: i64) -> Result<takes::Take> {
         let take = self.write(|conn| takes::delete(conn, id))?;
-        self.store.remove(&take.sha256, &take.format)?;
         self.notify(Notification::LibraryChanged);
+        self.release_objects(&[ObjectKey::new(take.sha256.clone(), take.format.clone())])?;
         Ok(take)
     }
 
-    /// Deletes a voice model and its stored weights and index.
+    /// Deletes a voice model, and its stored weights and index unless another model names them.
     pub fn delete_model(&self, id: i64) -> Result<models::Model> {
         let model = self.write(|conn| models::delete(conn, id))?;
-        self.store
-            .remove(&model.weights_sha256, models::WEIGHTS_EXT)?;
-        if let Some(index) = &model.index_sha256 {
-            self.store.remove(index, models::INDEX_EXT)?;
-        }
         self.notify(Notification::LibraryChanged);
+        let mut keys = vec![ObjectKey::new(
+            model.weights_sha256.clone(),
+            models::WEIGHTS_EXT,
+        )];
+        keys.extend(
+            model
+                .index_sha256
+                .iter()
+                .map(|index| ObjectKey::new(index.clone(), models::INDEX_EXT)),
+        );
+        self.release_objects(&keys)?;
         Ok(model)
     }
 
@@ -303,17 +346,12 @@ impl Library {
     /// Deletes a conversion, and its audio unless another conversion or a take (a cover's) has
     /// the same output.
     pub fn delete_conversion(&self, id: i64) -> Result<conversions::Conversion> {
-        let (conversion, still_used) = self.write(|conn| {
-            let conversion = conversions::delete(conn, id)?;
-            let still_used = conversions::all_hashes(conn)?
-                .contains(&(conversion.sha256.clone(), conversion.format.clone()))
-                || takes::find_by_sha(conn, &conversion.sha256)?.is_some();
-            Ok((conversion, still_used))
-        })?;
-        if !still_used {
-            self.store.remove(&conversion.sha256, &conversion.format)?;
-        }
+        let conversion = self.write(|conn| conversions::delete(conn, id))?;
         self.notify(Notification::LibraryChanged);
+        self.release_objects(&[ObjectKey::new(
+            conversion.sha256.clone(),
+            conversion.format.clone(),
+        )])?;
         Ok(conversion)
     }
 
@@ -328,6 +366,62 @@ impl Library {
         voice
             .map(|name| Ok(voices::ensure(&self.conn(), name)?.id))
             .transpose()
+    }
+}
+
+/// [`ObjectUsers`] for a library: its rows, its kept backups (opened read-only when first
+/// asked), its processes' locks.
+struct LibraryObjectUsers<'a> {
+    library: &'a Library,
+    backups: OnceCell<Vec<Connection>>,
+}
+
+impl LibraryObjectUsers<'_> {
+    /// The kept backups and any database a restore set aside, each a read-only connection; one
+    /// that cannot be opened names nothing (a damaged file keeps no object alive).
+    fn backups(&self) -> Result<&[Connection]> {
+        if self.backups.get().is_none() {
+            let database = self.library.data_dir.join(DATABASE);
+            let mut paths: Vec<PathBuf> = db::backups::list(&database)?
+                .into_iter()
+                .map(|b| b.path)
+                .collect();
+            let aside = format!("{DATABASE}.damaged-");
+            for entry in fs::read_dir(&self.library.data_dir)? {
+                let entry = entry?;
+                if entry.file_name().to_string_lossy().starts_with(&aside) {
+                    paths.push(entry.path());
+                }
+            }
+            let connections = paths
+                .iter()
+                .filter_map(|path| {
+                    Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).ok()
+                })
+                .collect();
+            let _ = self.backups.set(connections);
+        }
+        Ok(self.backups.get().expect("set above"))
+    }
+}
+
+impl ObjectUsers for LibraryObjectUsers<'_> {
+    fn in_library(&self, key: &ObjectKey) -> Result<bool> {
+        objects::names(&self.library.conn(), key)
+    }
+
+    fn in_backups(&self, key: &ObjectKey) -> Result<bool> {
+        for backup in self.backups()? {
+            // A backup that cannot be read names nothing.
+            if objects::names(backup, key).unwrap_or(false) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    fn process_alive(&self, process_id: &str) -> bool {
+        !self.library.is_process_dead(process_id)
     }
 }
 

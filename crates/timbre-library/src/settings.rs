@@ -34,6 +34,11 @@ pub struct Settings {
     /// More base URLs, tried in order after the endpoint. HTTPS, or plain HTTP for a mirror on
     /// the local network. The HTTPS proxy comes from the environment (`HTTPS_PROXY`).
     pub download_mirrors: Vec<String>,
+    /// A download attempt that receives fewer than `download_stall_bytes` in
+    /// `download_stall_secs` has stalled: it stops, is tried again (resuming), then the next
+    /// mirror is.
+    pub download_stall_bytes: u64,
+    pub download_stall_secs: f64,
 }
 
 impl Default for Settings {
@@ -54,6 +59,8 @@ impl Default for Settings {
             extraction_device: String::new(),
             download_endpoint: String::new(),
             download_mirrors: Vec::new(),
+            download_stall_bytes: 100_000,
+            download_stall_secs: 60.0,
         }
     }
 }
@@ -94,6 +101,12 @@ impl Settings {
         match key {
             "device" => check_device_name(key, &settings.device)?,
             "extraction_device" => check_device_name(key, &settings.extraction_device)?,
+            "download_endpoint" => check_download_url(key, &settings.download_endpoint)?,
+            "download_mirrors" => {
+                for mirror in &settings.download_mirrors {
+                    check_download_url(key, mirror)?;
+                }
+            }
             _ => settings.check_ranges()?,
         }
         crate::db::settings::put(conn, key, &parsed.to_string())?;
@@ -128,11 +141,38 @@ impl Settings {
             120.0,
         )?;
         check_range("model_cache_mb", self.model_cache_mb, 0, 1 << 20)?;
+        check_range(
+            "download_stall_bytes",
+            self.download_stall_bytes,
+            1,
+            1 << 30,
+        )?;
+        check_range("download_stall_secs", self.download_stall_secs, 1.0, 3600.0)?;
         Ok(())
     }
 
     pub fn retry_delay_secs(&self, attempt: u32) -> f64 {
         (self.retry_base_secs * 2f64.powi(attempt as i32)).min(self.retry_max_secs)
+    }
+}
+
+/// A download base URL: empty (none), or an `http://` or `https://` URL with a host. Anything
+/// else (`file:///etc`, a bare path) would be fetched from nowhere the downloads can reach.
+fn check_download_url(key: &str, value: &str) -> Result<()> {
+    let url = value.trim();
+    if url.is_empty() {
+        return Ok(());
+    }
+    let host = ["https://", "http://"].iter().find_map(|scheme| {
+        url.get(..scheme.len())
+            .filter(|start| start.eq_ignore_ascii_case(scheme))
+            .map(|_| &url[scheme.len()..])
+    });
+    match host {
+        Some(rest) if !rest.is_empty() && !rest.starts_with('/') => Ok(()),
+        _ => Err(crate::error::invalid_input(format!(
+            "setting {key}: {url:?} is not an http:// or https:// URL with a host"
+        ))),
     }
 }
 
@@ -184,6 +224,39 @@ mod tests {
     }
 
     #[test]
+    fn download_urls_are_http_or_https_with_a_host() {
+        let conn = crate::db::open_in_memory();
+        for (key, value) in [
+            ("download_endpoint", "file:///etc"),
+            ("download_endpoint", "/etc"),
+            ("download_endpoint", "https://"),
+            ("download_endpoint", "http:///x"),
+            (
+                "download_mirrors",
+                r#"["https://hf-mirror.com", "ftp://mirror"]"#,
+            ),
+        ] {
+            let err = Settings::set(&conn, key, value).unwrap_err();
+            let message = format!("{err:#}");
+            assert!(
+                message.starts_with(&format!("setting {key}: "))
+                    && message.contains("not an http:// or https:// URL"),
+                "{key} = {value}: {message}"
+            );
+        }
+        assert_eq!(Settings::load(&conn).unwrap(), Settings::default());
+        let set = Settings::set(&conn, "download_endpoint", "HTTPS://hf-mirror.com/").unwrap();
+        assert_eq!(set.download_endpoint, "HTTPS://hf-mirror.com/");
+        Settings::set(
+            &conn,
+            "download_mirrors",
+            r#"["http://192.168.1.2:8080/hf"]"#,
+        )
+        .unwrap();
+        Settings::set(&conn, "download_endpoint", "").unwrap();
+    }
+
+    #[test]
     fn numbers_outside_their_ranges_are_refused_and_not_stored() {
         let conn = crate::db::open_in_memory();
         assert!(Settings::default().check_ranges().is_ok());
@@ -197,6 +270,12 @@ mod tests {
             ("light_workers", "0", "between 1 and 64, not 0"),
             ("retry_base_secs", "-1", "between 0 and 3600, not -1"),
             ("monitor_interval_ms", "0", "between 10 and 60000, not 0"),
+            ("download_stall_secs", "0", "between 1 and 3600, not 0"),
+            (
+                "download_stall_bytes",
+                "0",
+                "between 1 and 1073741824, not 0",
+            ),
         ] {
             let err = Settings::set(&conn, key, value).unwrap_err().to_string();
             assert_eq!(err, format!("{key} must be {range}"));

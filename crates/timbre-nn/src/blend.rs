@@ -20,15 +20,8 @@ const SPEAKER_TABLE: &str = "emb_g.weight";
 /// a message naming the difference.
 pub fn blend_models(models: &[(&Path, f64)], info: &str, out: &Path) -> Result<()> {
     ensure!(models.len() >= 2, "a blend needs at least two models");
-    let total: f64 = models.iter().map(|(_, w)| w).sum();
-    for (path, weight) in models {
-        ensure!(
-            weight.is_finite() && *weight >= 0.0,
-            "{}: a blend weight must be 0 or more, not {weight}",
-            path.display()
-        );
-    }
-    ensure!(total > 0.0, "the blend weights add up to 0");
+    let weights: Vec<f64> = models.iter().map(|(_, weight)| *weight).collect();
+    let total = check_weights(&weights)?;
     let infos = models
         .iter()
         .map(|(path, _)| check_model(path))
@@ -78,11 +71,15 @@ pub fn blend_models(models: &[(&Path, f64)], info: &str, out: &Path) -> Result<(
                 None => part,
             });
         }
-        let sum = sum.context("no tensors to blend")?;
-        blended.push((
-            Value::Str(name.clone()),
-            Value::Tensor(sum.to_kind(Kind::Half)),
-        ));
+        let sum = sum.context("no tensors to blend")?.to_kind(Kind::Half);
+        // The models' own weights are finite (`check_model`), but a float32 model's may lie
+        // beyond what the blend's float16 holds.
+        ensure!(
+            bool::try_from(sum.isfinite().all())?,
+            "the blend's `{name}` has values beyond float16's range (±65504): the models cannot \
+             blend into a usable one"
+        );
+        blended.push((Value::Str(name.clone()), Value::Tensor(sum)));
     }
     for (root, (path, _)) in roots.iter().zip(models).skip(1) {
         let count = weight_entries(root, path)?.len();
@@ -105,6 +102,54 @@ pub fn blend_models(models: &[(&Path, f64)], info: &str, out: &Path) -> Result<(
         .chain([(Value::Str("info".into()), Value::Str(info.to_string()))])
         .collect();
     write_torch_file(out, &Value::ordered_dict(entries))
+}
+
+/// Refuses blend weights that are not finite numbers of 0 or more, or whose sum is not a finite
+/// number above 0 (the weights are divided by it: an infinite sum would make every weight 0, a
+/// silent model). Returns the sum.
+pub fn check_weights(weights: &[f64]) -> Result<f64> {
+    for &weight in weights {
+        ensure!(
+            weight.is_finite(),
+            "weight {} is not a finite number: blend weights are numbers of 0 or more",
+            shown(weight)
+        );
+        ensure!(
+            weight >= 0.0,
+            "weight {} is negative: blend weights are 0 or more",
+            shown(weight)
+        );
+    }
+    let total: f64 = weights.iter().sum();
+    let listed = || {
+        weights
+            .iter()
+            .map(|&w| shown(w))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    ensure!(
+        total.is_finite(),
+        "the weights {} add up to more than a number holds: use smaller ones (only their \
+         ratios matter)",
+        listed()
+    );
+    ensure!(
+        total > 0.0,
+        "the weights {} add up to 0: at least one must be above 0",
+        listed()
+    );
+    Ok(total)
+}
+
+/// A weight as the user would have typed it: `-1`, `0.25`, and `1e308` rather than its 309
+/// digits.
+fn shown(weight: f64) -> String {
+    if weight == 0.0 || (1e-6..1e16).contains(&weight.abs()) {
+        weight.to_string()
+    } else {
+        format!("{weight:e}")
+    }
 }
 
 fn check_compatible(first: &Path, a: &ModelInfo, path: &Path, b: &ModelInfo) -> Result<()> {

@@ -21,6 +21,7 @@ mod shared;
 pub mod stream;
 pub mod synthesizer;
 pub mod train;
+pub mod voice;
 pub mod weights;
 
 pub use shared::Shared;

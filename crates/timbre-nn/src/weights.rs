@@ -135,6 +135,7 @@ impl Weights {
                 self.get_opt(&format!("{prefix}.{v_name}")),
             );
             if let (Some(g), Some(v)) = (g, v) {
+                check_magnitude(&self.source, &format!("{prefix}.{g_name}"), &g, &v)?;
                 return Ok(LayerWeight::Normed { g, v });
             }
         }
@@ -174,4 +175,28 @@ impl Weights {
             .collect();
         Weights::new(tensors, self.source)
     }
+}
+
+/// A weight norm's magnitude `g` fits its direction `v` when it has `v`'s rank and, in each
+/// dimension, `v`'s size or 1 (torch's `dim=0`: `[out, 1, 1]`); any other `g` would make
+/// computing the weight fail (a panic inside libtorch) or broadcast it into another shape.
+fn check_magnitude(source: &Path, g_name: &str, g: &Tensor, v: &Tensor) -> Result<()> {
+    let (g_shape, v_shape) = (g.size(), v.size());
+    let fits = g_shape.len() == v_shape.len()
+        && g_shape
+            .iter()
+            .zip(&v_shape)
+            .all(|(&g, &v)| g == 1 || g == v);
+    if fits {
+        return Ok(());
+    }
+    let mut expected = vec![1; v_shape.len()];
+    if let Some(first) = expected.first_mut() {
+        *first = v_shape[0];
+    }
+    bail!(
+        "{}: tensor `{g_name}` has shape {g_shape:?}, expected {expected:?} (the weight norm of a \
+         weight of shape {v_shape:?})",
+        source.display()
+    )
 }

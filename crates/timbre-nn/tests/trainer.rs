@@ -208,6 +208,41 @@ fn only_the_newest_checkpoints_are_kept() {
     assert_eq!(resumed.global_step(), 3);
 }
 
+/// What a kill during a save leaves: `G_3.pth` written, `D_3.pth` half written under its
+/// temporary name, beside the pair of step 2 (and a `D_` whose `G_` is gone). The run resumes
+/// from step 2 and the leftovers are removed.
+#[test]
+fn a_save_cut_off_is_cleared_and_the_run_resumes_from_the_last_whole_pair() {
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let later = tempfile::tempdir().unwrap();
+    let mut original = trainer();
+    let batch = fixed_batch(original.config());
+    for _ in 0..2 {
+        original.step(&batch).unwrap();
+    }
+    original.finish_epoch();
+    original.save_checkpoint(dir.path(), 5).unwrap();
+    original.step(&batch).unwrap();
+    original.save_checkpoint(later.path(), 5).unwrap();
+    std::fs::copy(later.path().join("G_3.pth"), dir.path().join("G_3.pth")).unwrap();
+    let discriminator = std::fs::read(later.path().join("D_3.pth")).unwrap();
+    let cut_off = dir.path().join(".D_3.pth.4242.0.tmp");
+    std::fs::write(&cut_off, &discriminator[..discriminator.len() / 2]).unwrap();
+    std::fs::copy(later.path().join("D_3.pth"), dir.path().join("D_1.pth")).unwrap();
+
+    let mut resumed = trainer();
+    resumed.resume(dir.path(), 1).unwrap().unwrap();
+    assert_eq!(resumed.global_step(), 2);
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["D_2.pth", "G_2.pth"]);
+}
+
 #[test]
 fn nothing_to_resume_and_a_checkpoint_of_another_model_are_told_apart() {
     let _serial = one_at_a_time();

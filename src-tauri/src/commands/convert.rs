@@ -13,23 +13,16 @@ use timbre_core::db::{conversions, takes};
 use timbre_core::error::not_found;
 use timbre_core::input::AudioInput;
 use timbre_core::output_format::OutputFormat;
-use timbre_nn::pipeline::{Autotune, ConvertOptions, F0Method};
+use timbre_nn::pipeline::ConvertOptions;
+use timbre_nn::stream::{STREAM_RANGES, StreamRanges};
+use timbre_nn::voice::{RANGES, VoiceParams, VoiceRanges};
 
-/// The conversion parameters the Convert page sets, at the pipeline's defaults; the page sends
-/// them back as `options` (every other option keeps its default).
+/// The ranges the app's controls offer: the voice's (the Convert, Cover and Live pages) and
+/// the live stream's; the backend refuses anything outside them.
 #[derive(Serialize, ts_rs::TS)]
-pub struct ConversionDefaults {
-    speaker_id: i64,
-    /// Semitones.
-    transpose: f32,
-    f0_method: F0Method,
-    index_rate: f32,
-    protect: f32,
-    rms_mix_rate: f32,
-    /// None: off.
-    autotune: Option<Autotune>,
-    /// Semitones, -2..2.
-    formant_shift: f32,
+pub struct ParameterRanges {
+    voice: VoiceRanges,
+    stream: StreamRanges,
 }
 
 /// Queues one `convert` job per (input, model) and returns their ids at once.
@@ -81,19 +74,18 @@ pub fn delete_effect_preset(state: State<'_, AppState>, name: String) -> Command
     Ok(())
 }
 
-/// The options a conversion takes unless told otherwise, for the Convert page's form.
+/// The voice parameters a conversion takes unless told otherwise, for the Convert page's form;
+/// the page sends them back as `options` (the offline options keep their defaults).
 #[tauri::command]
-pub fn get_conversion_defaults() -> ConversionDefaults {
-    let defaults = ConvertOptions::default();
-    ConversionDefaults {
-        speaker_id: defaults.speaker_id,
-        transpose: defaults.transpose,
-        f0_method: defaults.f0_method,
-        index_rate: defaults.index_rate,
-        protect: defaults.protect,
-        rms_mix_rate: defaults.rms_mix_rate,
-        autotune: defaults.autotune,
-        formant_shift: defaults.formant_shift,
+pub fn get_conversion_defaults() -> VoiceParams {
+    ConvertOptions::default().voice
+}
+
+#[tauri::command]
+pub fn get_parameter_ranges() -> ParameterRanges {
+    ParameterRanges {
+        voice: RANGES,
+        stream: STREAM_RANGES,
     }
 }
 

@@ -2,8 +2,10 @@
 // their defaults and the resource charts; then a take prepared into a v1 dataset from the page
 // (the tiny parity HuBERT's v1 features have the real v1 width; 75 s, as training refuses less
 // than a minute), a one-epoch run trained on it whose losses and preview reach the page as they
-// are recorded, and a second run stopped. Each step waits on the state it needs (the job's, the
-// run's status, a loss point, a preview), never on a time, which depends on the machine's load.
+// are recorded, and a second run stopped. The runs train run.sh's tiny generator
+// (TIMBRE_TRAIN_MODEL_CONFIG), the app's whole training path in seconds. Each step waits on the
+// state it needs (the job's, the run's status, a loss point, a preview), never on a time, which
+// depends on the machine's load.
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import {
@@ -120,7 +122,9 @@ describe('train', () => {
   });
 
   it('stops a run that is training', async () => {
-    await setNumber('training-epochs', 50);
+    // Enough epochs of the tiny generator (run.sh) that the run is still training when Stop
+    // is clicked, however fast the machine.
+    await setNumber('training-epochs', 5000);
     await startRun();
     const run = $(byTestId('training-run'));
     await waitFor(async () => (await run.getAttribute('data-status')) === 'running', {

@@ -15,7 +15,6 @@ import type {
   AssetList,
   AssetStatus,
   Conversion,
-  ConversionDefaults,
   CoverSettings,
   Dataset,
   DatasetRow,
@@ -53,6 +52,8 @@ import type {
   Take,
   Training,
   TrainingDefaults,
+  ParameterRanges,
+  VoiceParams,
   TrainingMetric,
   TrainingPreview,
   Voice,
@@ -74,9 +75,9 @@ export interface FileEventData {
   error?: string;
 }
 
-/** The conversion parameters the UI sets (the backend's defaults for them come from
+/** The conversion parameters the UI sets: the voice's (the backend's defaults for them come from
  * `get_conversion_defaults`); the backend defaults every other one. */
-export type ConvertOptions = ConversionDefaults;
+export type ConvertOptions = VoiceParams;
 
 /** `params` of a convert job. */
 export interface ConvertJobParams {
@@ -152,6 +153,7 @@ const ERROR_KINDS: Record<ErrorKind, true> = {
   cancelled: true,
   internal: true,
   disk_full: true,
+  out_of_memory: true,
   damaged: true,
 };
 
@@ -326,7 +328,8 @@ export const removeAsset = (name: string) => call<AssetStatus>('remove_asset', {
 export const doctorReport = () => call<DoctorReport>('get_doctor_report');
 
 // ---- conversion ----
-export const conversionDefaults = () => call<ConversionDefaults>('get_conversion_defaults');
+export const conversionDefaults = () => call<VoiceParams>('get_conversion_defaults');
+export const parameterRanges = () => call<ParameterRanges>('get_parameter_ranges');
 /** Queues one convert job per (input, model) and resolves to their ids at once. */
 export const submitConversions = (
   inputs: AudioInput[],

@@ -3,6 +3,7 @@
 import * as api from './api';
 import type { DeviceList, Gains, LatencyMeasurement, LiveStatus, RecordedSession, StreamParams } from './api';
 import { app } from './stores.svelte';
+import { defaults } from './defaults.svelte';
 import { buildLiveRequest, liveSide, otherVoice, type AbSide, type LiveForm } from './live';
 
 /** The page's side of the stream: what it has asked for and not yet heard back about. */
@@ -63,15 +64,18 @@ class LiveSession {
   }
 
   async load(): Promise<void> {
-    const [devices, params] = await Promise.allSettled([
+    const [devices, params, ranges] = await Promise.allSettled([
       api.listLiveDevices(),
       this.params ? Promise.resolve(this.params) : api.liveDefaults(),
+      // The controls' ranges (LiveParams), shared with the Convert page.
+      defaults.load(),
     ]);
     if (devices.status === 'fulfilled') this.devices = devices.value;
     else app.reportError(devices.reason, 'Could not list audio devices');
     this.devicesLoaded = true;
     if (params.status === 'fulfilled') this.params ??= params.value;
     else app.reportError(params.reason, 'Could not load the live defaults');
+    if (ranges.status === 'rejected') app.reportError(ranges.reason, 'Could not load the defaults');
   }
 
   async start(): Promise<void> {

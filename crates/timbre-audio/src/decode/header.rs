@@ -60,8 +60,9 @@ fn bad_header(path: Option<&Path>, detail: String) -> AudioError {
 const TAG_PCM: u16 = 1;
 const TAG_FLOAT: u16 = 3;
 const TAG_EXTENSIBLE: u16 = 0xFFFE;
-/// How many chunks before `fmt ` are skipped looking for it; a valid file has a handful.
-const MAX_CHUNKS_BEFORE_FMT: usize = 64;
+/// How many chunks may come before `data`: a valid file has a handful. Symphonia reads every
+/// `fmt ` chunk among them, however far in, so the check must see them all.
+const MAX_CHUNKS_BEFORE_DATA: usize = 256;
 
 /// What a WAV `fmt ` chunk declares.
 #[derive(Debug, PartialEq)]
@@ -81,16 +82,14 @@ pub(super) fn check_wave_header<R: Read + Seek>(
     source: &mut R,
     path: Option<&Path>,
 ) -> Result<(), AudioError> {
-    let format = read_wave_format(source);
+    let format = read_wave_format(source, path);
     source
         .seek(SeekFrom::Start(0))
         .map_err(|e| AudioError::io(path, "could not read the file", &e))?;
-    match format {
-        Ok(Some(format)) => check_wave_format(&format, path),
+    match format? {
+        Some(format) => check_wave_format(&format, path),
         // Not a WAV file, or one whose chunks symphonia will find damaged and say so.
-        Ok(None) => Ok(()),
-        Err(e) if e.kind() == ErrorKind::UnexpectedEof => Ok(()),
-        Err(e) => Err(AudioError::io(path, "could not read the file", &e)),
+        None => Ok(()),
     }
 }
 
@@ -162,193 +161,104 @@ fn find_wave_start<R: Read>(source: &mut R) -> std::io::Result<Option<u64>> {
     }
 }
 
-/// The `fmt ` chunk of a RIFF/WAVE stream; None when the stream is not one or has no such chunk
-/// before its `data` chunk.
-fn read_wave_format<R: Read + Seek>(source: &mut R) -> std::io::Result<Option<WaveFormat>> {
+/// The `fmt ` chunk of a RIFF/WAVE stream, looked for among all the chunks before `data`; None
+/// when the stream is not one or has no such chunk, or ends before it. Refuses a second `fmt `
+/// chunk, and more than [`MAX_CHUNKS_BEFORE_DATA`] chunks.
+fn read_wave_format<R: Read + Seek>(
+    source: &mut R,
+    path: Option<&Path>,
+) -> Result<Option<WaveFormat>, AudioError> {
+    let mut format = None;
+    match walk_chunks(source, &mut format, path) {
+        Ok(()) => Ok(format),
+        // Symphonia stops at the same end and says the file is damaged; a `fmt ` read before
+        // it is still checked, as symphonia parses it before reaching the end.
+        Err(Walk::Read(e)) if e.kind() == ErrorKind::UnexpectedEof => Ok(format),
+        Err(Walk::Read(e)) => Err(AudioError::io(path, "could not read the file", &e)),
+        Err(Walk::Refused(err)) => Err(err),
+    }
+}
+
+enum Walk {
+    Read(std::io::Error),
+    Refused(AudioError),
+}
+
+impl From<std::io::Error> for Walk {
+    fn from(e: std::io::Error) -> Self {
+        Walk::Read(e)
+    }
+}
+
+/// Reads the chunks of a RIFF/WAVE stream up to `data`, putting its `fmt ` into `format`.
+fn walk_chunks<R: Read + Seek>(
+    source: &mut R,
+    format: &mut Option<WaveFormat>,
+    path: Option<&Path>,
+) -> Result<(), Walk> {
     let Some(start) = find_wave_start(source)? else {
-        return Ok(None);
+        return Ok(());
     };
     source.seek(SeekFrom::Start(start))?;
     let mut riff = [0u8; 12];
     source.read_exact(&mut riff)?;
     if &riff[0..4] != b"RIFF" || &riff[8..12] != b"WAVE" {
-        return Ok(None);
+        return Ok(());
     }
-    for _ in 0..MAX_CHUNKS_BEFORE_FMT {
+    for _ in 0..MAX_CHUNKS_BEFORE_DATA {
         let mut header = [0u8; 8];
         source.read_exact(&mut header)?;
         let size = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
+        // Chunks are padded to an even length.
+        let next = source.stream_position()? + u64::from(size) + u64::from(size & 1);
         match &header[0..4] {
-            b"fmt " => {
-                let mut fmt = [0u8; 16];
-                source.read_exact(&mut fmt)?;
-                let u16_at = |i: usize| u16::from_le_bytes([fmt[i], fmt[i + 1]]);
-                let tag = u16_at(0);
-                // cbSize and the valid bits, then the mask.
-                let channel_mask = if tag == TAG_EXTENSIBLE && size >= 24 {
-                    let mut extension = [0u8; 8];
-                    source.read_exact(&mut extension)?;
-                    Some(u32::from_le_bytes([
-                        extension[4],
-                        extension[5],
-                        extension[6],
-                        extension[7],
-                    ]))
-                } else {
-                    None
-                };
-                return Ok(Some(WaveFormat {
-                    tag,
-                    channels: u16_at(2),
-                    sample_rate: u32::from_le_bytes([fmt[4], fmt[5], fmt[6], fmt[7]]),
-                    block_align: u16_at(12),
-                    bits_per_sample: u16_at(14),
-                    channel_mask,
-                }));
+            b"fmt " if format.is_some() => {
+                return Err(Walk::Refused(bad_header(
+                    path,
+                    "its header has two `fmt ` chunks".into(),
+                )));
             }
-            b"data" => return Ok(None),
-            // Chunks are padded to an even length.
-            _ => {
-                source.seek(SeekFrom::Current(i64::from(size) + i64::from(size & 1)))?;
-            }
+            b"fmt " => *format = Some(read_fmt_body(source, size)?),
+            b"data" => return Ok(()),
+            _ => {}
         }
+        source.seek(SeekFrom::Start(next))?;
     }
-    Ok(None)
+    Err(Walk::Refused(bad_header(
+        path,
+        format!("its header has more than {MAX_CHUNKS_BEFORE_DATA} chunks before the audio"),
+    )))
+}
+
+/// The fields of a `fmt ` chunk of `size` bytes, read from its start.
+fn read_fmt_body<R: Read>(source: &mut R, size: u32) -> std::io::Result<WaveFormat> {
+    let mut fmt = [0u8; 16];
+    source.read_exact(&mut fmt)?;
+    let u16_at = |i: usize| u16::from_le_bytes([fmt[i], fmt[i + 1]]);
+    let tag = u16_at(0);
+    // cbSize and the valid bits, then the mask.
+    let channel_mask = if tag == TAG_EXTENSIBLE && size >= 24 {
+        let mut extension = [0u8; 8];
+        source.read_exact(&mut extension)?;
+        Some(u32::from_le_bytes([
+            extension[4],
+            extension[5],
+            extension[6],
+            extension[7],
+        ]))
+    } else {
+        None
+    };
+    Ok(WaveFormat {
+        tag,
+        channels: u16_at(2),
+        sample_rate: u32::from_le_bytes([fmt[4], fmt[5], fmt[6], fmt[7]]),
+        block_align: u16_at(12),
+        bits_per_sample: u16_at(14),
+        channel_mask,
+    })
 }
 
 #[cfg(test)]
-mod tests {
-    use std::io::Cursor;
-
-    use super::*;
-
-    fn wave(chunks: &[(&[u8; 4], Vec<u8>)]) -> Vec<u8> {
-        let mut out = b"RIFF\0\0\0\0WAVE".to_vec();
-        for (id, body) in chunks {
-            out.extend_from_slice(*id);
-            out.extend_from_slice(&(body.len() as u32).to_le_bytes());
-            out.extend_from_slice(body);
-            if body.len() % 2 == 1 {
-                out.push(0);
-            }
-        }
-        out
-    }
-
-    fn fmt(tag: u16, channels: u16, rate: u32, align: u16, bits: u16) -> Vec<u8> {
-        let mut out = Vec::new();
-        out.extend_from_slice(&tag.to_le_bytes());
-        out.extend_from_slice(&channels.to_le_bytes());
-        out.extend_from_slice(&rate.to_le_bytes());
-        out.extend_from_slice(&rate.wrapping_mul(u32::from(align)).to_le_bytes());
-        out.extend_from_slice(&align.to_le_bytes());
-        out.extend_from_slice(&bits.to_le_bytes());
-        out
-    }
-
-    #[test]
-    fn finds_fmt_after_other_chunks_including_odd_sized_ones() {
-        let bytes = wave(&[
-            (b"JUNK", vec![0; 3]),
-            (b"fmt ", fmt(TAG_PCM, 2, 44_100, 4, 16)),
-            (b"data", vec![0; 8]),
-        ]);
-        let mut cursor = Cursor::new(bytes);
-        assert_eq!(
-            read_wave_format(&mut cursor).unwrap(),
-            Some(WaveFormat {
-                tag: TAG_PCM,
-                channels: 2,
-                sample_rate: 44_100,
-                block_align: 4,
-                bits_per_sample: 16,
-                channel_mask: None,
-            })
-        );
-        assert!(check_wave_header(&mut cursor, None).is_ok());
-        assert_eq!(cursor.position(), 0, "rewound for symphonia");
-    }
-
-    #[test]
-    fn other_files_pass_untouched() {
-        for bytes in [b"fLaC\0\0\0\x22".to_vec(), b"RIFF".to_vec(), Vec::new()] {
-            assert!(check_wave_header(&mut Cursor::new(bytes), None).is_ok());
-        }
-    }
-
-    #[test]
-    fn each_absurd_field_is_named() {
-        let cases = [
-            (fmt(TAG_PCM, 65_535, 44_100, 2, 16), "65535 channels"),
-            (fmt(TAG_PCM, 0, 44_100, 2, 16), "0 channels"),
-            (fmt(TAG_PCM, 1, 0, 2, 16), "sample rate of 0 Hz"),
-            (
-                fmt(TAG_PCM, 1, u32::MAX, 2, 16),
-                "sample rate of 4294967295 Hz",
-            ),
-            (fmt(TAG_PCM, 1, 44_100, 0, 16), "block size of 0 bytes"),
-            (fmt(TAG_FLOAT, 1, 44_100, 2, 0), "0 bits per sample"),
-        ];
-        let path = Path::new("take.wav");
-        for (body, words) in cases {
-            let bytes = wave(&[(b"fmt ", body), (b"data", vec![0; 4])]);
-            let err = check_wave_header(&mut Cursor::new(bytes), Some(path)).unwrap_err();
-            assert_eq!(err.kind, AudioErrorKind::Unsupported);
-            let message = err.to_string();
-            assert!(message.starts_with("take.wav: "), "{message}");
-            assert!(message.contains(words), "{message} should say {words}");
-        }
-    }
-
-    #[test]
-    fn an_extensible_mask_that_cannot_hold_the_channels_is_refused() {
-        let extensible = |channels: u16, mask: u32| {
-            let mut body = fmt(TAG_EXTENSIBLE, channels, 48_000, channels * 2, 16);
-            body.extend_from_slice(&22u16.to_le_bytes());
-            body.extend_from_slice(&16u16.to_le_bytes());
-            body.extend_from_slice(&mask.to_le_bytes());
-            body.extend_from_slice(&[0; 16]);
-            wave(&[(b"fmt ", body), (b"data", vec![0; 4])])
-        };
-        for (channels, mask) in [(2, 0x3), (6, 0x3F), (8, 0), (30, 0), (2, 0xFFFF_FFFF)] {
-            let bytes = extensible(channels, mask);
-            assert!(
-                check_wave_header(&mut Cursor::new(bytes), None).is_ok(),
-                "{channels} {mask:x}"
-            );
-        }
-        for (channels, mask) in [(32, 0), (40, 0x3), (3, 0x8000_0001)] {
-            let err =
-                check_wave_header(&mut Cursor::new(extensible(channels, mask)), None).unwrap_err();
-            assert!(err.detail.contains("speaker mask"), "{err}");
-        }
-    }
-
-    #[test]
-    fn a_header_after_junk_is_found_where_the_probe_finds_it_across_read_pieces() {
-        let bad = wave(&[
-            (b"fmt ", fmt(TAG_PCM, 0, 44_100, 4, 16)),
-            (b"data", vec![0; 4]),
-        ]);
-        // Straddling the first 4 KiB piece, and deep in a later one.
-        for junk in [4090, 300_000] {
-            let mut bytes = vec![0x55; junk];
-            bytes.extend_from_slice(&bad);
-            let err = check_wave_header(&mut Cursor::new(bytes), None).unwrap_err();
-            assert!(err.detail.contains("channels"), "{junk}: {err}");
-        }
-        // Beyond the probe's depth symphonia does not look, so neither does the check.
-        let mut beyond = vec![0x55; PROBE_DEPTH as usize + 1];
-        beyond.extend_from_slice(&bad);
-        assert!(check_wave_header(&mut Cursor::new(beyond), None).is_ok());
-    }
-
-    #[test]
-    fn bounds_are_inclusive() {
-        assert!(check_format(1, MIN_SAMPLE_RATE, None).is_ok());
-        assert!(check_format(u32::from(MAX_CHANNELS), MAX_SAMPLE_RATE, None).is_ok());
-        assert!(check_format(u32::from(MAX_CHANNELS) + 1, 44_100, None).is_err());
-        assert!(check_format(1, MAX_SAMPLE_RATE + 1, None).is_err());
-        assert!(check_format(1, MIN_SAMPLE_RATE - 1, None).is_err());
-    }
-}
+#[path = "header_tests.rs"]
+mod tests;

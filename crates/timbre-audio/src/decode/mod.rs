@@ -11,8 +11,10 @@ use symphonia::core::meta::MetadataOptions;
 
 use crate::buffer::AudioBuffer;
 use crate::error::{AudioError, AudioErrorKind};
+use guard::guard;
 
 mod blocks;
+mod guard;
 mod header;
 #[cfg(test)]
 mod lossy_tests;
@@ -254,18 +256,6 @@ fn trim_of(edits: &mp4::EditList, rate: u32, total: Option<u64>) -> Trim {
         (a, b) => a.or(b),
     };
     Trim { skip, keep }
-}
-
-/// Runs a call into symphonia, turning a panic (an unchecked overflow on a damaged file) into
-/// an error naming the file.
-fn guard<T>(path: Option<&Path>, call: impl FnOnce() -> T) -> Result<T, AudioError> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)).map_err(|_| {
-        AudioError::new(
-            AudioErrorKind::Corrupt,
-            path,
-            "the file is damaged (its decoder failed on it)",
-        )
-    })
 }
 
 fn too_long(path: Option<&Path>, secs: f64, max: f64) -> AudioError {

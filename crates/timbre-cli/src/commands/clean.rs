@@ -66,10 +66,10 @@ pub struct EnhanceArgs {
     #[arg(long)]
     no_limit: bool,
     /// High-pass cutoff in Hz.
-    #[arg(long, value_name = "HZ")]
+    #[arg(long, value_name = "HZ", allow_hyphen_values = true)]
     high_pass: Option<f64>,
     /// Denoising strength, 0 (none) to 1 (full).
-    #[arg(long, value_name = "STRENGTH")]
+    #[arg(long, value_name = "STRENGTH", allow_hyphen_values = true)]
     denoise: Option<f32>,
     /// Target integrated loudness in LUFS.
     #[arg(long, value_name = "LUFS", allow_hyphen_values = true)]
@@ -78,7 +78,7 @@ pub struct EnhanceArgs {
     #[arg(long, value_name = "DBTP", allow_hyphen_values = true)]
     ceiling: Option<f64>,
     /// Shorten pauses longer than this to it, in seconds.
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", allow_hyphen_values = true)]
     max_pause: Option<f64>,
 }
 
@@ -221,11 +221,7 @@ fn run_jobs<T: DeserializeOwned + serde::Serialize>(
                     lines.extend(notes.iter().map(|n| format!("           note: {n}")));
                     lines.join("\n")
                 }
-                None => format!(
-                    "failed     {}: {}",
-                    o.input,
-                    o.error.as_deref().unwrap_or("unknown error")
-                ),
+                None => o.failure_line(),
             })
             .collect::<Vec<_>>()
             .join("\n")

@@ -6,7 +6,9 @@ use std::process::ExitCode;
 use timbre_core::convert::{self, ConvertRequest, ConvertResult, model_import};
 use timbre_core::db::models;
 use timbre_core::input::AudioInput;
-use timbre_nn::pipeline::{Autotune, ConvertOptions, F0Method, IndexSearch, Scale};
+use timbre_nn::pipeline::{ConvertOptions, IndexSearch};
+
+use super::voice_args::VoiceArgs;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -14,7 +16,7 @@ pub struct Args {
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
     #[command(flatten)]
-    voice: VoiceArgs,
+    conversion: ConversionArgs,
     /// Folder for the converted files (they are also kept in the library).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -29,123 +31,111 @@ pub struct Args {
 
 /// The voice and every conversion option: what `timbre convert` and `timbre cover` take.
 #[derive(clap::Args)]
-pub struct VoiceArgs {
+pub struct ConversionArgs {
     /// A model of the library (id or name), or an RVC .pth file (imported first).
     #[arg(long, short)]
     pub model: String,
     /// The model's .index (imported with a .pth given to --model).
     #[arg(long)]
     index: Option<PathBuf>,
-    /// Pitch shift in semitones, -48..48.
-    #[arg(long, short = 't', default_value_t = ConvertOptions::default().transpose, allow_hyphen_values = true)]
-    transpose: f32,
-    /// rmvpe (needs models/rmvpe.pt), fcpe (needs models/fcpe.pt), crepe (needs
-    /// models/crepe-full.pth), crepe-tiny (needs models/crepe-tiny.pth), pm or yin.
-    #[arg(long, default_value = ConvertOptions::default().f0_method.name())]
-    f0_method: String,
-    /// Share of the features taken from the index, 0..1.
-    #[arg(long, default_value_t = ConvertOptions::default().index_rate, allow_hyphen_values = true)]
-    index_rate: f32,
     /// Search the index exactly instead of as faiss does (nprobe 1).
     #[arg(long)]
     exact_index: bool,
-    /// 0..0.5: below 0.5, protects breaths and consonants from the index and model.
-    #[arg(long, default_value_t = ConvertOptions::default().protect, allow_hyphen_values = true)]
-    protect: f32,
-    /// 0..1: 1 keeps the model's loudness envelope, 0 follows the input's.
-    #[arg(long, default_value_t = ConvertOptions::default().rms_mix_rate, allow_hyphen_values = true)]
-    rms_mix: f32,
-    /// Speaker of a multi-speaker model.
-    #[arg(long, default_value_t = ConvertOptions::default().speaker_id, allow_hyphen_values = true)]
-    speaker: i64,
     /// Resample the output to this rate (Hz), 16000..192000.
     #[arg(long)]
     resample: Option<u32>,
-    /// Random draws from this seed (default: none at all, fully reproducible).
-    #[arg(long)]
-    seed: Option<u64>,
-    /// Pull the pitch to the nearest semitone (`--autotune`, or `--autotune chromatic`) or to the
-    /// nearest note of a key (`--autotune Am`, `--autotune "Bb major"`).
-    #[arg(long, num_args = 0..=1, default_missing_value = "chromatic")]
-    autotune: Option<String>,
-    /// How far autotune pulls, 0..1 (1 snaps).
-    #[arg(long, default_value_t = 1.0, requires = "autotune")]
-    autotune_strength: f32,
-    /// Move the formants by this many semitones, -2..2, keeping the pitch (up: a smaller-sounding
-    /// voice).
-    #[arg(long, default_value_t = ConvertOptions::default().formant_shift, allow_hyphen_values = true)]
-    formant_shift: f32,
+    #[command(flatten)]
+    voice: VoiceArgs,
 }
 
-impl VoiceArgs {
+impl ConversionArgs {
     pub fn options(&self) -> Result<ConvertOptions> {
         Ok(ConvertOptions {
-            speaker_id: self.speaker,
-            transpose: self.transpose,
-            f0_method: F0Method::parse(&self.f0_method)
-                .map_err(|e| timbre_core::error::invalid_input(e.to_string()))?,
-            index_rate: self.index_rate,
+            voice: self.voice.params()?,
             index_search: if self.exact_index {
                 IndexSearch::Exact
             } else {
                 IndexSearch::Faiss
             },
-            protect: self.protect,
-            rms_mix_rate: self.rms_mix,
             resample_rate: self.resample,
-            seed: self.seed,
-            autotune: self
-                .autotune
-                .as_deref()
-                .map(|scale| {
-                    Ok::<_, anyhow::Error>(Autotune {
-                        scale: Scale::parse(scale)
-                            .map_err(|e| timbre_core::error::invalid_input(e.to_string()))?,
-                        strength: self.autotune_strength,
-                    })
-                })
-                .transpose()?,
-            formant_shift: self.formant_shift,
             ..ConvertOptions::default()
         })
     }
 
-    /// The model `--model` names: one of the library, or a `.pth` imported (with `--index`).
-    pub fn resolve_model(&self, library: &timbre_core::Library) -> Result<models::Model> {
+    /// The model `--model` names, checked but not yet brought in: one of the library, or a
+    /// `.pth` checked with `--index` as import checks them.
+    pub fn choose_model(&self, library: &timbre_core::Library) -> Result<ChosenModel> {
         let as_path = Path::new(&self.model);
         if as_path
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("pth"))
         {
-            return model_import::import_model(library, as_path, self.index.as_deref(), None, None);
+            let file = model_import::ModelFile::check(as_path, self.index.as_deref())?;
+            return Ok(ChosenModel::File(Box::new(file)));
         }
-        let model = models::find(&library.conn(), &self.model)?;
-        match &self.index {
-            Some(index) => model_import::attach_index(library, model.id, index),
-            None => Ok(model),
+        Ok(ChosenModel::Library(Box::new(models::find(
+            &library.conn(),
+            &self.model,
+        )?)))
+    }
+
+    /// The chosen model in the library: a `.pth` imported, a library model with `--index`
+    /// attached.
+    pub fn bring_in(
+        &self,
+        library: &timbre_core::Library,
+        chosen: ChosenModel,
+    ) -> Result<models::Model> {
+        match (chosen, &self.index) {
+            (ChosenModel::File(file), _) => file.import(library, None, None),
+            (ChosenModel::Library(model), Some(index)) => {
+                model_import::attach_index(library, model.id, index)
+            }
+            (ChosenModel::Library(model), None) => Ok(*model),
         }
+    }
+
+    /// The model `--model` names: one of the library, or a `.pth` imported (with `--index`).
+    pub fn resolve_model(&self, library: &timbre_core::Library) -> Result<models::Model> {
+        let chosen = self.choose_model(library)?;
+        self.bring_in(library, chosen)
     }
 }
 
+/// What `--model` named: a model of the library, or a model file to import.
+pub enum ChosenModel {
+    Library(Box<models::Model>),
+    File(Box<model_import::ModelFile>),
+}
+
 pub fn run(data_dir: Option<&Path>, out: &Output, args: Args) -> Result<ExitCode> {
-    let options = args.voice.options()?;
+    let options = args.conversion.options()?;
     let format = args.format.parse()?;
     let system = open_jobs(data_dir)?;
+    let library = system.library();
     let effects = args
         .effects
         .as_deref()
-        .map(|spec| timbre_core::effects::resolve(system.library(), spec))
+        .map(|spec| timbre_core::effects::resolve(library, spec))
         .transpose()?;
-    let model = args.voice.resolve_model(system.library())?;
-    out.note(&format!("model {}", model_line(&model)));
-    let request = ConvertRequest {
+    let chosen = args.conversion.choose_model(library)?;
+    let (model_ids, pending_name) = match &chosen {
+        ChosenModel::Library(model) => (vec![model.id], None),
+        ChosenModel::File(file) => (vec![], Some(file.default_name())),
+    };
+    let mut request = ConvertRequest {
         inputs: args.inputs.iter().cloned().map(AudioInput::File).collect(),
-        model_ids: vec![model.id],
+        model_ids,
         options,
         format,
         out_dir: args.out.clone(),
         effects,
     };
+    // The whole request passes before a model file is imported or an index attached.
+    convert::check(library, &request, pending_name.as_deref())?;
+    let model = args.conversion.bring_in(library, chosen)?;
+    out.note(&format!("model {}", model_line(&model)));
+    request.model_ids = vec![model.id];
     let labels = args.inputs.iter().map(|p| p.display().to_string());
     let job_ids = convert::submit(&system, request)?
         .into_iter()
@@ -172,9 +162,6 @@ fn result_line(outcome: &JobOutcome<ConvertResult>) -> String {
             result.seconds,
             result.analysis_cache.name()
         ),
-        None => format!(
-            "failed     {input}: {}",
-            outcome.error.as_deref().unwrap_or("unknown error")
-        ),
+        None => outcome.failure_line(),
     }
 }

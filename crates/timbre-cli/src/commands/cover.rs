@@ -1,7 +1,7 @@
 //! `timbre cover SONG… --model M`: one cover job per song (isolate, second pass, convert,
 //! remix); the stems and the cover land in the library as takes linked to the song.
 
-use super::convert::VoiceArgs;
+use super::convert::ConversionArgs;
 use super::{JobOutcome, models::model_line, open_jobs};
 use crate::output::Output;
 use anyhow::Result;
@@ -25,7 +25,7 @@ pub struct Args {
     /// The voice and its conversion options, as `timbre convert` takes them; `--model none`
     /// keeps the original vocals (the remix alone).
     #[command(flatten)]
-    voice: VoiceArgs,
+    conversion: ConversionArgs,
     /// Vocal isolation: a RoFormer of the models folder's separation/ by name, or `rough` (the
     /// weight-free preview). Default: the first model there, else rough.
     #[arg(long, value_name = "NAME|rough")]
@@ -66,14 +66,14 @@ pub struct Args {
 }
 
 pub fn run(data_dir: Option<&Path>, out: &Output, args: Args) -> Result<ExitCode> {
-    let options = args.voice.options()?;
+    let options = args.conversion.options()?;
     let format = args.format.parse()?;
     let system = open_jobs(data_dir)?;
-    let model_id = if args.voice.model == NO_VOICE {
+    let model_id = if args.conversion.model == NO_VOICE {
         out.note("no voice: the original vocals pass through");
         None
     } else {
-        let model = args.voice.resolve_model(system.library())?;
+        let model = args.conversion.resolve_model(system.library())?;
         out.note(&format!("model {}", model_line(&model)));
         Some(model.id)
     };
@@ -132,11 +132,7 @@ pub fn run(data_dir: Option<&Path>, out: &Output, args: Args) -> Result<ExitCode
 
 fn result_lines(outcome: &JobOutcome<CoverResult>) -> String {
     let Some(result) = &outcome.result else {
-        return format!(
-            "failed     {}: {}",
-            outcome.input,
-            outcome.error.as_deref().unwrap_or("unknown error")
-        );
+        return outcome.failure_line();
     };
     let stages = result
         .stages

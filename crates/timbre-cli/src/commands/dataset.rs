@@ -177,8 +177,7 @@ fn prepare(data_dir: Option<&Path>, out: &Output, args: PrepareArgs) -> Result<E
 
 fn prepared_lines(outcome: &JobOutcome<PrepareResult>) -> String {
     let Some(result) = &outcome.result else {
-        let error = outcome.error.as_deref().unwrap_or("unknown error");
-        return format!("failed     {}: {error}", outcome.input);
+        return outcome.failure_line();
     };
     let mut lines = vec![
         format!(

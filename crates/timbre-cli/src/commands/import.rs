@@ -20,12 +20,15 @@ pub struct Args {
 pub fn run(data_dir: Option<&Path>, out: &Output, args: Args) -> Result<ExitCode> {
     let system = open_jobs(data_dir)?;
     let voice_id = system.library().resolve_voice(args.voice.as_deref())?;
-    let count = args.files.len();
     let request = ImportRequest {
         paths: args.files,
         voice_id,
     };
     let job = import::submit(&system, request)?;
+    // The files as the job has them: each once.
+    let count = serde_json::from_value::<ImportRequest>(job.params.clone())?
+        .paths
+        .len();
     out.note(&format!("job {}: importing {count} file(s)", job.id));
     super::show_progress(&system, vec![job.id], out);
     let done = system.run_job(job.id)?;

@@ -1,5 +1,5 @@
 use super::{duration, open_library};
-use crate::output::Output;
+use crate::output::{Output, escape_controls};
 use anyhow::Result;
 use std::path::Path;
 use std::process::ExitCode;
@@ -30,6 +30,9 @@ pub enum Command {
     /// Put a backup (a name from `library backups`, or a path) in place of the library
     /// database; the replaced file is kept aside, renamed.
     Restore { backup: String },
+    /// Square the stored files with the library: remove what nothing names, keep in the trash
+    /// what only a kept backup names, bring back from it what the library names.
+    Gc,
 }
 
 pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCode> {
@@ -92,7 +95,7 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
             out.print(&removed, || {
                 removed
                     .iter()
-                    .map(|t| format!("deleted take {} \"{}\"", t.id, t.name))
+                    .map(|t| format!("deleted take {} \"{}\"", t.id, escape_controls(&t.name)))
                     .collect::<Vec<_>>()
                     .join("\n")
             });
@@ -102,16 +105,39 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
             out.print(&voices, || {
                 voices
                     .iter()
-                    .map(|v| format!("{:>5}  {}  ({} takes)", v.id, v.name, v.take_count))
+                    .map(|v| {
+                        let name = escape_controls(&v.name);
+                        format!("{:>5}  {name}  ({} takes)", v.id, v.take_count)
+                    })
                     .collect::<Vec<_>>()
                     .join("\n")
             });
+        }
+        Command::Gc => {
+            let alone = library.is_alone()?;
+            let report = library.collect_garbage(alone)?;
+            out.print(&report, || gc_summary(&report));
+            if !report.missing.is_empty() {
+                return Err(timbre_core::error::not_found(format!(
+                    "{} stored file(s) the library names are missing: {}",
+                    report.missing.len(),
+                    report
+                        .missing
+                        .iter()
+                        .map(|k| format!("{}.{}", k.sha256, k.ext))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
         }
         Command::Datasets => {
             let sets = datasets::list(&library.conn())?;
             out.print(&sets, || {
                 sets.iter()
-                    .map(|d| format!("{:>5}  {}  ({} takes)", d.id, d.name, d.take_count))
+                    .map(|d| {
+                        let name = escape_controls(&d.name);
+                        format!("{:>5}  {name}  ({} takes)", d.id, d.take_count)
+                    })
                     .collect::<Vec<_>>()
                     .join("\n")
             });
@@ -124,11 +150,24 @@ fn take_line(t: &takes::Take) -> String {
     format!(
         "{:>5}  {:<32} {:>8}  {:>6} Hz  {} ch  peak {:>6.1} dBFS  {}",
         t.id,
-        t.name,
+        escape_controls(&t.name),
         duration(t.duration_secs),
         t.sample_rate,
         t.channels,
         t.peak_dbfs,
-        t.tags.join(",")
+        escape_controls(&t.tags.join(","))
+    )
+}
+
+fn gc_summary(report: &timbre_core::store::GarbageReport) -> String {
+    format!(
+        "removed {} unused file(s), moved {} to the trash (a backup names them), brought back {} \
+         from the trash, emptied {} from the trash, cleaned {} partial file(s) and {} stale pin(s)",
+        report.orphan_objects,
+        report.trashed_objects,
+        report.restored_objects,
+        report.emptied_from_trash,
+        report.partial_files,
+        report.stale_pins
     )
 }

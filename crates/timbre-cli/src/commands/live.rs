@@ -1,4 +1,5 @@
 use super::open_library;
+use super::voice_args::VoiceArgs;
 use crate::output::Output;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
@@ -11,7 +12,6 @@ use timbre_core::db::models;
 use timbre_core::live::file::{self, FileStreamReport, FileStreamRequest};
 use timbre_core::live::{self, LatencyMeasurement, LiveRequest, LiveStatus, LiveStream, LiveVoice};
 use timbre_core::model_cache::ModelCache;
-use timbre_nn::pipeline::F0Method;
 use timbre_nn::stream::StreamParams;
 
 #[derive(clap::Subcommand)]
@@ -38,9 +38,9 @@ pub enum Command {
     Measure {
         #[command(flatten)]
         devices: DeviceArgs,
-        #[arg(long, default_value_t = StreamParams::default().block_ms)]
+        #[arg(long, default_value_t = StreamParams::default().block_ms, allow_hyphen_values = true)]
         block_ms: f64,
-        #[arg(long, default_value_t = StreamParams::default().crossfade_ms)]
+        #[arg(long, default_value_t = StreamParams::default().crossfade_ms, allow_hyphen_values = true)]
         crossfade_ms: f64,
     },
     /// Streams a file through the live engine exactly as the devices would, block by block
@@ -87,43 +87,24 @@ pub struct StreamArgs {
     #[arg(long)]
     no_index: bool,
     /// Block length (ms): larger blocks cost latency, smaller ones need a faster machine.
-    #[arg(long, default_value_t = StreamParams::default().block_ms)]
+    #[arg(long, default_value_t = StreamParams::default().block_ms, allow_hyphen_values = true)]
     block_ms: f64,
-    #[arg(long, default_value_t = StreamParams::default().crossfade_ms)]
+    #[arg(long, default_value_t = StreamParams::default().crossfade_ms, allow_hyphen_values = true)]
     crossfade_ms: f64,
     /// Extra context the model hears before each block (ms).
-    #[arg(long, default_value_t = StreamParams::default().context_ms)]
+    #[arg(long, default_value_t = StreamParams::default().context_ms, allow_hyphen_values = true)]
     context_ms: f64,
     /// Input below this level (dB) is silenced; -60 turns the gate off.
     #[arg(long, default_value_t = StreamParams::default().threshold_db, allow_hyphen_values = true)]
     threshold_db: f32,
-    /// Pitch shift in semitones.
-    #[arg(long, short = 't', default_value_t = 0.0, allow_hyphen_values = true)]
-    transpose: f32,
-    /// rmvpe (needs models/rmvpe.pt), fcpe (needs models/fcpe.pt), pm or yin.
-    #[arg(long, default_value = StreamParams::default().f0_method.name())]
-    f0_method: String,
-    #[arg(long, default_value_t = StreamParams::default().index_rate)]
-    index_rate: f32,
-    #[arg(long, default_value_t = StreamParams::default().protect)]
-    protect: f32,
-    #[arg(long, default_value_t = StreamParams::default().rms_mix_rate)]
-    rms_mix: f32,
-    #[arg(long, default_value_t = 0)]
-    speaker: i64,
-    /// Move the formants by this many semitones, -2..2, keeping the pitch (up: a
-    /// smaller-sounding voice).
-    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
-    formant_shift: f32,
+    #[command(flatten)]
+    voice: VoiceArgs,
     /// Denoise the input (RNNoise) before the voice hears it; adds 10 ms.
     #[arg(long)]
     input_denoise: bool,
     /// Denoise the converted output (RNNoise); adds 10 ms.
     #[arg(long)]
     output_denoise: bool,
-    /// Random draws from this seed (default: none, so the output is reproducible).
-    #[arg(long)]
-    seed: Option<u64>,
     /// Hear the (gated) input instead of the voice.
     #[arg(long)]
     passthrough: bool,
@@ -132,21 +113,13 @@ pub struct StreamArgs {
 impl StreamArgs {
     fn params(&self) -> Result<StreamParams> {
         let params = StreamParams {
+            voice: self.voice.params()?,
             block_ms: self.block_ms,
             crossfade_ms: self.crossfade_ms,
             context_ms: self.context_ms,
             threshold_db: self.threshold_db,
-            transpose: self.transpose,
-            f0_method: F0Method::parse(&self.f0_method)
-                .map_err(|e| timbre_core::error::invalid_input(e.to_string()))?,
-            index_rate: self.index_rate,
-            protect: self.protect,
-            rms_mix_rate: self.rms_mix,
-            speaker_id: self.speaker,
-            formant_shift: self.formant_shift,
             input_denoise: self.input_denoise,
             output_denoise: self.output_denoise,
-            seed: self.seed,
             ..StreamParams::default()
         };
         params

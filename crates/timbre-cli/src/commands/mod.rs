@@ -14,6 +14,7 @@ pub mod models;
 pub mod record;
 pub mod settings;
 pub mod train;
+pub mod voice_args;
 
 use anyhow::{Context, Result};
 use serde::de::DeserializeOwned;
@@ -75,14 +76,27 @@ pub fn show_progress(system: &JobSystem, job_ids: Vec<i64>, out: &crate::output:
     });
 }
 
-/// One job as the CLI reports it: its input, whether it succeeded, its result or its error.
+/// One job as the CLI reports it: its input, how it ended, its result or its error.
 #[derive(serde::Serialize)]
 pub struct JobOutcome<T> {
     pub input: String,
     pub job_id: i64,
     pub ok: bool,
+    pub state: JobState,
     pub result: Option<T>,
     pub error: Option<String>,
+}
+
+impl<T> JobOutcome<T> {
+    /// The line of a job that did not succeed: cancelled, or failed with its error.
+    pub fn failure_line(&self) -> String {
+        let input = &self.input;
+        match (self.state, &self.error) {
+            (JobState::Cancelled, _) => format!("cancelled  {input}"),
+            (_, Some(error)) => format!("failed     {input}: {error}"),
+            (state, None) => format!("failed     {input}: the job ended {}", state.as_str()),
+        }
+    }
 }
 
 /// Runs submitted jobs (labelled by their input) in this process, showing progress, and
@@ -109,6 +123,7 @@ pub fn run_jobs<T: DeserializeOwned>(
             input,
             job_id: job.id,
             ok,
+            state: job.state,
             result,
             error: job.error,
         });

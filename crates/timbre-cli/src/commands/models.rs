@@ -44,7 +44,8 @@ pub enum Command {
         #[arg(num_args = 2.., required = true)]
         models: Vec<String>,
         /// One weight per model, comma-separated (default: equal); they need not add up to 1.
-        #[arg(long, value_delimiter = ',')]
+        // A value that starts with a hyphen is a (negative) weight, refused with the reason.
+        #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
         weights: Vec<f64>,
         /// The blend's name in the library.
         #[arg(long)]

@@ -7,6 +7,7 @@ use std::path::{Component, Path};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use super::fetch::MinThroughput;
 use crate::settings::Settings;
 
 /// Replaces the shipped catalogue with the file it names.
@@ -29,6 +30,10 @@ pub struct Catalog {
     /// What may be fetched; set by [`Catalog::load`] from the settings.
     #[serde(skip)]
     pub policy: UrlPolicy,
+    /// How slow a transfer may get before it counts as stalled; set by [`Catalog::load`] from
+    /// the settings.
+    #[serde(skip)]
+    pub(crate) min_throughput: MinThroughput,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
@@ -60,6 +65,7 @@ impl Catalog {
         }
         catalog.endpoints.extend(configured.mirrors.iter().cloned());
         catalog.policy = UrlPolicy::from_configured(&configured);
+        catalog.min_throughput = MinThroughput::of(settings);
         Ok(catalog)
     }
 

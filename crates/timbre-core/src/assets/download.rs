@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::catalog::{Asset, Catalog};
 use super::disk::{available_space, human_bytes};
-use super::fetch::{self, Attempt};
+use super::fetch::{self, Attempt, Bounds};
 use super::ledger::{Ledger, Record};
 use super::state::{self, AssetState};
 
@@ -97,8 +97,20 @@ pub fn download(
     let folder = part_path.parent().unwrap_or(models_dir);
     std::fs::create_dir_all(folder)
         .with_context(|| format!("{}: creating {}", asset.name, folder.display()))?;
-    let mut part_slot = Some(open_part(asset, &part_path)?);
-    let resumed_from = std::fs::metadata(&part_path)?.len();
+    let part = open_part(asset, &part_path)?;
+    let part_len = part
+        .metadata()
+        .with_context(|| format!("{}: reading {}", asset.name, part_path.display()))?
+        .len();
+    let resumed_from = if asset.size_bytes.is_some_and(|size| part_len > size) {
+        // Longer than the file itself: garbage, not the start of the file.
+        part.set_len(0)
+            .with_context(|| format!("{}: emptying {}", asset.name, part_path.display()))?;
+        0
+    } else {
+        part_len
+    };
+    let mut part_slot = Some(part);
     check_space(asset, folder, resumed_from)?;
 
     let started = Instant::now();
@@ -115,6 +127,10 @@ pub fn download(
         })
     };
     let agent = fetch::agent();
+    let bounds = Bounds {
+        declared_size: asset.size_bytes,
+        min_throughput: catalog.min_throughput,
+    };
     let mut problems = Vec::new();
     for url in catalog.sources(asset) {
         let part = match &mut part_slot {
@@ -128,7 +144,7 @@ pub fn download(
                 // A part that is complete (cut off before its rename) only needs checking.
                 Attempt::Complete
             } else {
-                fetch::attempt(&agent, &url, &catalog.policy, part, &mut meter)
+                fetch::attempt(&agent, &url, &catalog.policy, &bounds, part, &mut meter)
                     .with_context(|| format!("downloading {} from {url}", asset.name))?
             };
             match outcome {
@@ -153,6 +169,12 @@ pub fn download(
                 }
                 Attempt::Refused(problem) => {
                     problems.push(problem);
+                    break;
+                }
+                Attempt::TooLong(problem) => {
+                    delete_part(asset, &part_path)?;
+                    problems.push(problem);
+                    part_deleted = true;
                     break;
                 }
                 Attempt::Transient(problem) if attempt == TRIES_PER_URL => {
@@ -217,6 +239,11 @@ fn check_space(asset: &Asset, folder: &Path, have: u64) -> Result<()> {
     }
 }
 
+fn delete_part(asset: &Asset, part_path: &Path) -> Result<()> {
+    std::fs::remove_file(part_path)
+        .with_context(|| format!("{}: deleting {}", asset.name, part_path.display()))
+}
+
 /// Verifies a complete part and renames it into place: Ok(Ok(hash)) when it is the right file,
 /// Ok(Err(what the URL served)) when it is not (the part is deleted).
 fn finish(
@@ -230,8 +257,7 @@ fn finish(
     let expected = state::expected_sha256(asset, &Ledger::read(models_dir));
     let size_ok = asset.size_bytes.is_none_or(|size| size == bytes);
     if !size_ok || expected.as_ref().is_some_and(|e| *e != got) {
-        std::fs::remove_file(part_path)
-            .with_context(|| format!("{}: deleting {}", asset.name, part_path.display()))?;
+        delete_part(asset, part_path)?;
         return Ok(Err(format!(
             "{url} served {bytes} bytes with SHA-256 {got}, expected {}{}",
             expected.as_deref().unwrap_or("any hash"),

@@ -51,7 +51,9 @@ impl JobHandler for DownloadHandler {
         let models_dir = crate::models_folder::of(ctx.library())?;
         let done = download(&models_dir, &catalog, asset, &mut |progress| {
             ctx.progress(progress.fraction(), progress.message(&asset.name))
-        })?;
+        })
+        // The disk that fills here is the models folder's, which need not be the data dir's.
+        .map_err(|err| crate::error::explain_disk_full(err, &models_dir))?;
         ctx.progress(1.0, format!("{}: verified", asset.name))?;
         Ok(serde_json::to_value(done)?)
     }

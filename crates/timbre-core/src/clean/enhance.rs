@@ -66,8 +66,9 @@ impl JobHandler for EnhanceHandler {
         let (enhanced, report) = match processed {
             Ok(done) => done,
             Err(err) => {
+                let source_label = source.label();
                 source.discard(library)?;
-                return Err(bridge.error(err).context(source.label()));
+                return Err(bridge.error(err).context(source_label));
             }
         };
         let result = Derived {
@@ -76,9 +77,10 @@ impl JobHandler for EnhanceHandler {
             audio: super::Output::Audio(enhanced),
         };
         let link_params = json!({ "options": params.options });
+        let source_label = source.label();
         let (source_take_id, mut saved) = super::save(
             library,
-            &source,
+            source,
             vec![result],
             &link_params,
             ctx.job_id(),
@@ -90,7 +92,7 @@ impl JobHandler for EnhanceHandler {
         }
         ctx.progress(1.0, format!("{label}: enhanced"))?;
         Ok(serde_json::to_value(EnhanceResult {
-            source: source.label(),
+            source: source_label,
             source_take_id,
             takes: saved,
             notes: report.notes.clone(),

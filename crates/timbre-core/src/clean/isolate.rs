@@ -19,7 +19,7 @@ use timbre_nn::separation::{Separator, instrumental};
 use super::{Derived, Output, ProgressBridge, SavedTake, Source};
 use crate::db::jobs::Lane;
 use crate::input::AudioInput;
-use crate::jobs::{JobContext, JobHandler};
+use crate::jobs::{JobContext, JobHandler, Need, Needs};
 use crate::model_cache::{ModelCache, Shared};
 use crate::output_format::OutputFormat;
 
@@ -133,6 +133,13 @@ impl IsolateHandler {
 }
 
 impl JobHandler for IsolateHandler {
+    fn needs(&self) -> Needs {
+        Needs {
+            required: &[Need::Device],
+            optional: &[Need::SeparationModel],
+        }
+    }
+
     fn kind(&self) -> &'static str {
         KIND
     }
@@ -223,9 +230,10 @@ impl JobHandler for IsolateHandler {
             "preview_secs": params.preview_secs,
             "enhance": params.enhance,
         });
+        let source_label = source.label();
         let (source_take_id, mut saved) = super::save(
             library,
-            &source,
+            source,
             results,
             &link_params,
             ctx.job_id(),
@@ -237,7 +245,7 @@ impl JobHandler for IsolateHandler {
         }
         ctx.progress(1.0, format!("{label}: isolated"))?;
         Ok(serde_json::to_value(IsolateResult {
-            source: source.label(),
+            source: source_label,
             source_take_id,
             takes: saved,
             method,
@@ -302,8 +310,9 @@ fn separate_in_memory(
     match separated {
         Ok((vocals, accompaniment, report)) => Ok((source, vocals, accompaniment, report)),
         Err(err) => {
+            let source_label = source.label();
             source.discard(library)?;
-            Err(err.context(source.label()))
+            Err(err.context(source_label))
         }
     }
 }

@@ -82,7 +82,7 @@ impl Source {
                 let stored = library.store().ingest_file(&path, &format)?;
                 let new_take = describe(
                     &audio,
-                    &stored,
+                    &stored.sha256,
                     &format,
                     name.clone(),
                     Some(&path),
@@ -123,7 +123,7 @@ impl Source {
                 let mut new_take = match described {
                     Ok(new_take) => new_take,
                     Err(err) => {
-                        remove_unless_used(library, &stored.sha256, &format)?;
+                        library.discard(stored)?;
                         return Err(err);
                     }
                 };
@@ -143,12 +143,9 @@ impl Source {
 
     /// Undoes `load` for a job that ends without saving: a file's copy in the store goes unless
     /// a take holds the same content.
-    pub fn discard(&self, library: &Library) -> Result<()> {
-        if let SourceOrigin::File {
-            stored, new_take, ..
-        } = &self.origin
-        {
-            remove_unless_used(library, &stored.sha256, &new_take.format)?;
+    pub fn discard(self, library: &Library) -> Result<()> {
+        if let SourceOrigin::File { stored, .. } = self.origin {
+            library.discard(stored)?;
         }
         Ok(())
     }
@@ -203,7 +200,7 @@ pub struct SavedTake {
 /// (a cancelled job stops there); a failure removes whatever this call stored.
 pub(crate) fn save(
     library: &Library,
-    source: &Source,
+    source: Source,
     results: Vec<Derived>,
     params: &Value,
     job_id: i64,
@@ -218,7 +215,7 @@ pub(crate) fn save(
                     let object = store_audio(library, audio, format)?;
                     let new = describe(
                         audio,
-                        &object,
+                        &object.sha256,
                         format.extension(),
                         result.name,
                         None,
@@ -229,15 +226,21 @@ pub(crate) fn save(
                 }
                 Output::File(path) => {
                     let object = library.store().ingest_file(path, format.extension())?;
-                    let new = stream::describe_file(
+                    let described = stream::describe_file(
                         path,
                         &DecodeOptions::default(),
                         &object,
                         format.extension(),
                         result.name,
                         source.voice_id,
-                    )?;
-                    (object, new)
+                    );
+                    match described {
+                        Ok(new) => (object, new),
+                        Err(err) => {
+                            library.discard(object)?;
+                            return Err(err);
+                        }
+                    }
                 }
             };
             stored.push((object, new, result.operation));
@@ -251,20 +254,13 @@ pub(crate) fn save(
             Ok(saved)
         }
         Err(err) => {
-            for (object, new, _) in &stored {
-                remove_unless_used(library, &object.sha256, &new.format)?;
+            for (object, _, _) in stored {
+                library.discard(object)?;
             }
             source.discard(library)?;
             Err(err)
         }
     }
-}
-
-pub(crate) fn remove_unless_used(library: &Library, sha256: &str, format: &str) -> Result<()> {
-    if takes::find_by_sha(&library.conn(), sha256)?.is_none() {
-        library.store().remove(sha256, format)?;
-    }
-    Ok(())
 }
 
 fn commit(

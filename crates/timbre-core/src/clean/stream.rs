@@ -241,8 +241,9 @@ impl Separators<'_> {
                 Ok(Some((source, files)))
             }
             Err(err) => {
+                let source_label = source.label();
                 source.discard(library)?;
-                Err(err.context(source.label()))
+                Err(err.context(source_label))
             }
         }
     }

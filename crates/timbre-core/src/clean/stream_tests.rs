@@ -240,11 +240,7 @@ fn an_isolation_by_a_model_is_streamed_into_two_takes_and_a_sample_too() {
     let described = decode(&library.take_path(&vocals));
     let expected = crate::import::describe(
         &described,
-        &crate::store::StoredObject {
-            sha256: vocals.sha256.clone(),
-            path: library.take_path(&vocals),
-            size: 0,
-        },
+        &vocals.sha256,
         "wav",
         vocals.name.clone(),
         None,

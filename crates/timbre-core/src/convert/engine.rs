@@ -118,7 +118,7 @@ impl Engine {
         } else {
             FeatureVersion::V2
         };
-        let f0_method = info.f0.then_some(request.options.f0_method);
+        let f0_method = info.f0.then_some(request.options.voice.f0_method);
         let started = Instant::now();
         let analysis_range = timbre_nn::profile::range("analysis");
         let (key, analysis_cache, uncached) =

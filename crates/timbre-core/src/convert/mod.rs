@@ -4,12 +4,14 @@
 
 pub(crate) mod engine;
 pub mod model_import;
+mod out_dir;
 pub(crate) mod output;
 mod request;
 
 pub use crate::model_cache::CacheUse;
 pub use engine::Engine;
-pub use request::{ConvertRequest, ConvertResult, check_options, submit};
+pub(crate) use out_dir::copy_out;
+pub use request::{ConvertRequest, ConvertResult, check, check_options, submit};
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -29,10 +31,11 @@ use crate::db::conversions::{self, NewConversion};
 use crate::db::jobs::Lane;
 use crate::db::models;
 use crate::input::AudioInput;
-use crate::jobs::{JobContext, JobHandler};
+use crate::jobs::{JobContext, JobHandler, Need, Needs};
 use crate::library::Library;
 use crate::model_cache::{ModelCache, StoredFile};
 use crate::output_format::OutputFormat;
+use crate::store::ObjectKey;
 
 /// The job kind.
 pub(crate) const KIND: &str = "convert";
@@ -120,6 +123,13 @@ impl ConvertHandler {
 }
 
 impl JobHandler for ConvertHandler {
+    fn needs(&self) -> Needs {
+        Needs {
+            required: &[Need::Hubert, Need::Device],
+            optional: &[Need::Rmvpe],
+        }
+    }
+
     fn kind(&self) -> &'static str {
         KIND
     }
@@ -267,13 +277,27 @@ pub fn convert(
         artist: model.name.clone(),
         comment: recorded.to_string(),
     })?;
+    // The last point where a cancellation applies: from here the result is copied out, stored
+    // and recorded, the row last, so a failure on the way leaves no conversion behind.
+    progress(1.0, format!("{label}: done"))?;
+    let copied_to = match &params.out_dir {
+        Some(dir) => Some(copy_out(
+            file.path(),
+            dir,
+            &input.name,
+            &model.name,
+            params.format,
+        )?),
+        None => None,
+    };
     let stored = library
         .store()
         .ingest_file(file.path(), params.format.extension())?;
     drop(file);
     let seconds_taken = started.elapsed().as_secs_f64();
-    let conversion = library.edit(|conn| {
-        let id = conversions::insert(
+    let saved = library.edit(|conn| {
+        let earlier = conversions::for_job(conn, job_id)?.into_iter().next();
+        let id = conversions::save_for_job(
             conn,
             &NewConversion {
                 job_id: Some(job_id),
@@ -291,19 +315,23 @@ pub fn convert(
                 seconds_taken,
             },
         )?;
-        conversions::require(conn, id)
-    })?;
-    let copied_to = match &params.out_dir {
-        Some(dir) => Some(copy_out(
-            &stored.path,
-            dir,
-            &input.name,
-            &model.name,
-            params.format,
-        )?),
-        None => None,
+        Ok((conversions::require(conn, id)?, earlier))
+    });
+    let (conversion, earlier) = match saved {
+        Ok(saved) => saved,
+        Err(err) => {
+            // Nothing names the result: let it go (what a failed discard leaves, a sweep
+            // of the store removes).
+            let _ = library.discard(stored);
+            return Err(err);
+        }
     };
-    progress(1.0, format!("{label}: done"))?;
+    // An earlier run of this job recorded another result, which its row no longer names.
+    if let Some(earlier) =
+        earlier.filter(|e| (&e.sha256, &e.format) != (&stored.sha256, &stored.ext))
+    {
+        library.release_objects(&[ObjectKey::new(earlier.sha256, earlier.format)])?;
+    }
     Ok(ConvertResult {
         conversion,
         output_path: copied_to.unwrap_or(stored.path),
@@ -357,6 +385,8 @@ pub(crate) fn run_engine(
         models_dir,
     };
     engine.convert(request, sink, progress).map_err(|e| {
+        // Typed before the paths are replaced, which keeps only the error's kind.
+        let e = crate::torch_errors::typed(e);
         let model_label = model_import::describe_model(model);
         let mut stored = vec![(weights_path.as_path(), model_label.clone())];
         stored.extend(
@@ -366,47 +396,6 @@ pub(crate) fn run_engine(
         );
         model_import::name_stored_files(e, &stored)
     })
-}
-
-/// Copies the result to `<dir>/<input> (<model>).<ext>`, never overwriting: a number is added.
-/// The copy is written under a temporary name and renamed when complete, so a full disk leaves
-/// no partial file.
-pub(crate) fn copy_out(
-    object: &Path,
-    dir: &Path,
-    input: &str,
-    model: &str,
-    format: OutputFormat,
-) -> Result<PathBuf> {
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("{}: cannot create the output folder", dir.display()))?;
-    let clean = |s: &str| {
-        s.chars()
-            .map(|c| if c == '/' || c == '\\' { '_' } else { c })
-            .collect::<String>()
-    };
-    let stem = format!("{} ({})", clean(input), clean(model));
-    let ext = format.extension();
-    let target = (1..)
-        .map(|n| {
-            if n == 1 {
-                dir.join(format!("{stem}.{ext}"))
-            } else {
-                dir.join(format!("{stem} {n}.{ext}"))
-            }
-        })
-        .find(|p| !p.exists())
-        .context("no free output name")?;
-    let written = (|| {
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".timbre-")
-            .tempfile_in(dir)?;
-        std::io::copy(&mut std::fs::File::open(object)?, tmp.as_file_mut())?;
-        tmp.as_file().sync_all()?;
-        tmp.persist_noclobber(&target).map_err(|e| e.error)
-    })();
-    written.with_context(|| format!("{}: cannot write", target.display()))?;
-    Ok(target)
 }
 
 #[cfg(test)]

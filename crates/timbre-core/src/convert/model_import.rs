@@ -12,6 +12,7 @@ use timbre_nn::synthesizer::{ModelInfo, check_model, read_model_info};
 use crate::db::models::{self, INDEX_EXT, Model, NewModel, WEIGHTS_EXT};
 use crate::error::{KindedError, kind_of};
 use crate::library::Library;
+use crate::store::ObjectKey;
 
 /// Imports `weights` (and `index`) as a model named `name` (default: the model's own name, else
 /// the file's stem). The same weights imported again return the existing model, renamed when
@@ -23,25 +24,69 @@ pub fn import_model(
     name: Option<&str>,
     voice_id: Option<i64>,
 ) -> Result<Model> {
-    let info = check_model(weights).map_err(|e| crate::error::invalid_input(format!("{e:#}")))?;
-    if let Some(index) = index {
-        let dim = IvfFlatIndex::read(index)
-            .map_err(|e| crate::error::invalid_input(format!("{e:#}")))?
-            .dim();
-        check_index_fits(index, dim as i64, weights, &info)?;
+    ModelFile::check(weights, index)?.import(library, name, voice_id)
+}
+
+/// A `.pth` (and its `.index`) that passed import's checks, not yet in the library.
+pub struct ModelFile {
+    weights: PathBuf,
+    index: Option<PathBuf>,
+    info: ModelInfo,
+}
+
+impl ModelFile {
+    /// Reads and checks the model (see [`check_model`]) and that the index fits it; stores
+    /// nothing.
+    pub fn check(weights: &Path, index: Option<&Path>) -> Result<ModelFile> {
+        let info =
+            check_model(weights).map_err(|e| crate::error::invalid_input(format!("{e:#}")))?;
+        if let Some(index) = index {
+            let dim = IvfFlatIndex::read(index)
+                .map_err(|e| crate::error::invalid_input(format!("{e:#}")))?
+                .dim();
+            check_index_fits(index, dim as i64, weights, &info)?;
+        }
+        Ok(ModelFile {
+            weights: weights.to_path_buf(),
+            index: index.map(Path::to_path_buf),
+            info,
+        })
     }
-    store_checked(
-        library,
-        &CheckedModel {
-            weights,
-            info: &info,
-            source: &weights.display().to_string(),
-            file_name: &weights.file_name().unwrap_or_default().to_string_lossy(),
-            index,
-        },
-        name,
-        voice_id,
-    )
+
+    fn file_name(&self) -> String {
+        self.weights
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    /// The name the model is imported under when none is chosen (unless the library holds the
+    /// same weights already, under their name).
+    pub fn default_name(&self) -> String {
+        display_name(&self.file_name(), &self.info)
+    }
+
+    /// Copies the model into the store and the library, as [`import_model`] does.
+    pub fn import(
+        &self,
+        library: &Library,
+        name: Option<&str>,
+        voice_id: Option<i64>,
+    ) -> Result<Model> {
+        store_checked(
+            library,
+            &CheckedModel {
+                weights: &self.weights,
+                info: &self.info,
+                source: &self.weights.display().to_string(),
+                file_name: &self.file_name(),
+                index: self.index.as_deref(),
+            },
+            name,
+            voice_id,
+        )
+    }
 }
 
 /// A voice model that passed [`check_model`], with the index checked to fit it; `source` is
@@ -117,7 +162,14 @@ pub fn attach_index(library: &Library, model_id: i64, index: &Path) -> Result<Mo
         .dim();
     check_index_fits(index, dim as i64, Path::new(&describe_model(&model)), &info)?;
     let stored = library.store().ingest_file(index, INDEX_EXT)?;
-    library.edit(|conn| models::set_index(conn, model_id, Some(&stored.sha256)))
+    let attached = library.edit(|conn| models::set_index(conn, model_id, Some(&stored.sha256)))?;
+    if let Some(previous) = model
+        .index_sha256
+        .filter(|previous| *previous != stored.sha256)
+    {
+        library.release_objects(&[ObjectKey::new(previous, INDEX_EXT)])?;
+    }
+    Ok(attached)
 }
 
 /// A v1 model (256-d features) needs a v1 index and a v2 model (768-d) a v2 one.
@@ -170,6 +222,7 @@ pub fn blend(library: &Library, model_ids: &[i64], weights: &[f64], name: &str) 
     if name.trim().is_empty() {
         return Err(invalid("the blend needs a name".into()));
     }
+    timbre_nn::blend::check_weights(weights).map_err(|e| invalid(format!("{e:#}")))?;
     let parents = model_ids
         .iter()
         .map(|&id| models::require(&library.conn(), id))

@@ -8,13 +8,14 @@ use serde::{Deserialize, Serialize};
 use timbre_audio::effects::EffectChain;
 use timbre_nn::pipeline::ConvertOptions;
 
-use super::{CacheUse, ConvertParams, KIND};
+use super::{CacheUse, ConvertParams, KIND, out_dir};
 use crate::db::conversions::Conversion;
 use crate::db::jobs::Job;
 use crate::db::models;
 use crate::error::check_range;
-use crate::input::{self, AudioInput};
+use crate::input::AudioInput;
 use crate::jobs::JobSystem;
+use crate::library::Library;
 use crate::output_format::OutputFormat;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -50,15 +51,10 @@ pub struct ConvertResult {
 
 /// Refuses options outside their ranges, naming the option.
 pub fn check_options(options: &ConvertOptions) -> Result<()> {
-    check_range("transpose", options.transpose, -48.0, 48.0)?;
-    check_range("index_rate", options.index_rate, 0.0, 1.0)?;
-    check_range("protect", options.protect, 0.0, 0.5)?;
-    check_range("rms_mix_rate", options.rms_mix_rate, 0.0, 1.0)?;
-    check_range("speaker_id", options.speaker_id, 0, 10_000)?;
-    check_range("formant_shift", options.formant_shift, -2.0, 2.0)?;
-    if let Some(autotune) = options.autotune {
-        check_range("autotune strength", autotune.strength, 0.0, 1.0)?;
-    }
+    options
+        .voice
+        .check()
+        .map_err(|e| crate::error::invalid_input(e.to_string()))?;
     if let Some(rate) = options.resample_rate {
         // The render leaves the model's rate alone below 16 kHz.
         check_range("resample_rate", rate, 16_000, 192_000)?;
@@ -66,25 +62,50 @@ pub fn check_options(options: &ConvertOptions) -> Result<()> {
     Ok(())
 }
 
-/// Checks the request (options, models, inputs) and queues one job per (input, model), input
-/// by input.
-pub fn submit(system: &JobSystem, request: ConvertRequest) -> Result<Vec<Job>> {
-    if request.inputs.is_empty() || request.model_ids.is_empty() {
-        return Err(crate::error::invalid_input(
-            "choose at least one input and one voice model",
-        ));
-    }
+/// Checks a request before anything is stored or queued: its options and effects, the models
+/// it names, its inputs, and that the output folder takes each result's copy under the name it
+/// will have. `pending_model` names a model file that is imported only once the request passes
+/// (its results are checked under that name).
+pub fn check(
+    library: &Library,
+    request: &ConvertRequest,
+    pending_model: Option<&str>,
+) -> Result<()> {
     check_options(&request.options)?;
     if let Some(chain) = &request.effects {
         chain
             .check()
             .map_err(|e| crate::error::invalid_input(format!("effects: {e}")))?;
     }
-    let library = system.library();
-    for &id in &request.model_ids {
-        models::require(&library.conn(), id)?;
+    let mut model_names = request
+        .model_ids
+        .iter()
+        .map(|&id| Ok(models::require(&library.conn(), id)?.name))
+        .collect::<Result<Vec<String>>>()?;
+    model_names.extend(pending_model.map(String::from));
+    let inputs = request
+        .inputs
+        .iter()
+        .map(|input| input.resolve(library))
+        .collect::<Result<Vec<_>>>()?;
+    if let Some(dir) = &request.out_dir {
+        for input in &inputs {
+            for model in &model_names {
+                out_dir::check(dir, &input.name, model, request.format)?;
+            }
+        }
     }
-    input::check_all(library, &request.inputs)?;
+    Ok(())
+}
+
+/// Checks the request (see [`check`]) and queues one job per (input, model), input by input.
+pub fn submit(system: &JobSystem, request: ConvertRequest) -> Result<Vec<Job>> {
+    if request.inputs.is_empty() || request.model_ids.is_empty() {
+        return Err(crate::error::invalid_input(
+            "choose at least one input and one voice model",
+        ));
+    }
+    check(system.library(), &request, None)?;
     let out_dir = request
         .out_dir
         .as_deref()
@@ -113,48 +134,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn options_outside_their_ranges_are_refused_by_name() {
+    fn options_outside_their_ranges_are_refused_by_name_as_bad_input() {
         assert!(check_options(&ConvertOptions::default()).is_ok());
-        let refused = |options: ConvertOptions| check_options(&options).unwrap_err().to_string();
+        let refused = |options: ConvertOptions| check_options(&options).unwrap_err();
         let err = refused(ConvertOptions {
-            protect: 7.0,
+            voice: timbre_nn::voice::VoiceParams {
+                protect: 7.0,
+                ..Default::default()
+            },
             ..Default::default()
         });
-        assert_eq!(err, "protect must be between 0 and 0.5, not 7");
-        let err = refused(ConvertOptions {
-            transpose: f32::NAN,
-            ..Default::default()
-        });
-        assert!(
-            err.starts_with("transpose must be between -48 and 48"),
-            "{err}"
-        );
-        let err = refused(ConvertOptions {
-            rms_mix_rate: -3.0,
-            ..Default::default()
-        });
-        assert!(err.contains("rms_mix_rate") && err.contains("-3"), "{err}");
-        let err = refused(ConvertOptions {
-            formant_shift: 5.0,
-            ..Default::default()
-        });
-        assert_eq!(err, "formant_shift must be between -2 and 2, not 5");
-        let err = refused(ConvertOptions {
-            autotune: Some(timbre_nn::pipeline::Autotune {
-                scale: timbre_nn::pipeline::Scale::Chromatic,
-                strength: 1.5,
-            }),
-            ..Default::default()
-        });
-        assert!(
-            err.starts_with("autotune strength must be between 0 and 1"),
-            "{err}"
-        );
+        assert_eq!(err.to_string(), "protect must be between 0 and 0.5, not 7");
+        assert_eq!(crate::error::kind_of(&err), crate::ErrorKind::InvalidInput);
         for rate in [1, 10_000_000] {
             let err = refused(ConvertOptions {
                 resample_rate: Some(rate),
                 ..Default::default()
-            });
+            })
+            .to_string();
             assert!(
                 err.contains("resample_rate must be between 16000 and 192000"),
                 "{err}"

@@ -30,7 +30,7 @@ use crate::convert::{Engine, SharedEngine};
 use crate::db::jobs::Lane;
 use crate::db::takes::Take;
 use crate::input::AudioInput;
-use crate::jobs::{JobContext, JobHandler};
+use crate::jobs::{JobContext, JobHandler, Need, Needs};
 
 /// The job kind.
 pub(crate) const KIND: &str = "cover";
@@ -87,6 +87,13 @@ impl CoverHandler {
 }
 
 impl JobHandler for CoverHandler {
+    fn needs(&self) -> Needs {
+        Needs {
+            required: &[Need::Hubert, Need::Device],
+            optional: &[Need::Rmvpe, Need::SeparationModel],
+        }
+    }
+
     fn kind(&self) -> &'static str {
         KIND
     }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use timbre_audio::DecodeOptions;
 
-use crate::clean::{find_or_insert, remove_unless_used};
+use crate::clean::find_or_insert;
 use crate::db::job_events::Level;
 use crate::db::takes::{self, Take};
 use crate::db::{cover_stages, derived_takes};
@@ -222,7 +222,7 @@ fn save(
             match new {
                 Ok(new) => stored.push((object, new, result)),
                 Err(err) => {
-                    remove_unless_used(library, &object.sha256, result.format)?;
+                    library.discard(object)?;
                     return Err(err);
                 }
             }
@@ -259,8 +259,8 @@ fn save(
             Ok(saved)
         }
         Err(err) => {
-            for (object, new, _) in &stored {
-                remove_unless_used(library, &object.sha256, &new.format)?;
+            for (object, _, _) in stored {
+                library.discard(object)?;
             }
             Err(err)
         }

@@ -39,7 +39,7 @@ pub(super) fn convert(
     let library = stages.library();
     let model = models::require(&library.conn(), model_id)?;
     let hubert = crate::models_folder::require_hubert(models_dir)?;
-    let pitch = crate::pitch::model_file(models_dir, options.f0_method)
+    let pitch = crate::pitch::model_file(models_dir, options.voice.f0_method)
         .ok()
         .flatten()
         .map(|path| hashing::identity(&path))

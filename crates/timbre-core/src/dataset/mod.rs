@@ -28,7 +28,7 @@ use crate::clean::{self, IsolationMethod, ProgressBridge, SeparationModel, Separ
 use crate::db::datasets::{self, Dataset, Prepared};
 use crate::db::jobs::{Job, Lane};
 use crate::input::{self, AudioInput};
-use crate::jobs::{JobContext, JobHandler, JobSystem};
+use crate::jobs::{JobContext, JobHandler, JobSystem, Need, Needs};
 use crate::library::Library;
 use crate::model_cache::ModelCache;
 use crate::settings::Settings;
@@ -109,6 +109,13 @@ impl DatasetHandler {
 }
 
 impl JobHandler for DatasetHandler {
+    fn needs(&self) -> Needs {
+        Needs {
+            required: &[Need::Hubert, Need::Device],
+            optional: &[Need::Rmvpe],
+        }
+    }
+
     fn kind(&self) -> &'static str {
         KIND
     }

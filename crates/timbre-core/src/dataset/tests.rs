@@ -220,7 +220,10 @@ fn a_preparation_and_a_conversion_share_one_loaded_hubert() {
     )
     .unwrap();
     let options = timbre_nn::pipeline::ConvertOptions {
-        f0_method: F0Method::Pm,
+        voice: timbre_nn::voice::VoiceParams {
+            f0_method: F0Method::Pm,
+            ..Default::default()
+        },
         ..Default::default()
     };
     crate::convert::submit(

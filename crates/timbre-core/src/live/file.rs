@@ -93,7 +93,7 @@ pub fn stream_file(
         library,
         cache,
         request.voice,
-        request.params.f0_method,
+        &request.params.voice,
         super::device(library)?,
     )?;
     let mut engine = StreamEngine::new(models, request.params.clone(), request.sample_rate)?;

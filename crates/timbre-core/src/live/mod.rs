@@ -11,8 +11,8 @@ pub use session::{LiveRequest, LiveStatus, LiveStream, RecordedSession};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use tch::Device;
-use timbre_nn::pipeline::F0Method;
 use timbre_nn::stream::StreamModels;
+use timbre_nn::voice::VoiceParams;
 
 use timbre_audio::live;
 
@@ -87,15 +87,17 @@ pub fn device(library: &Library) -> Result<Device> {
     Ok(crate::devices::Devices::of(&library.settings()?)?.main)
 }
 
-/// HuBERT, the voice (and its index), and the pitch network `f0_method` needs, through `cache`.
-/// A missing HuBERT or pitch model fails with where to put it, before any audio runs.
+/// HuBERT, the voice (and its index), and the pitch network `params.f0_method` needs, through
+/// `cache`. A missing HuBERT or pitch model, or a speaker the voice does not have, fails here
+/// (with where to put the file), before any audio runs.
 pub fn load_models(
     library: &Library,
     cache: &ModelCache,
     voice: LiveVoice,
-    f0_method: F0Method,
+    params: &VoiceParams,
     device: Device,
 ) -> Result<StreamModels> {
+    let f0_method = params.f0_method;
     let model = models::require(&library.conn(), voice.model_id)?;
     let models_dir = models_folder::of(library)?;
     let hubert_path = models_folder::require_hubert(&models_dir)?;
@@ -129,7 +131,13 @@ pub fn load_models(
         }
         _ => None,
     };
-    let has_f0 = synthesizer.lock().info().f0;
+    let (has_f0, speakers) = {
+        let info = synthesizer.lock().info().clone();
+        (info.f0, info.speakers)
+    };
+    params
+        .check_speaker(speakers)
+        .map_err(|e| crate::error::invalid_input(format!("{}: {e}", model.name)))?;
     let pitch_model = match has_f0 {
         true => match pitch::model_file(&models_dir, f0_method)? {
             Some(file) => PitchModel::load(cache, f0_method, &file, device)?,

@@ -109,7 +109,7 @@ impl LiveStream {
             &library,
             &cache,
             request.voice,
-            request.params.f0_method,
+            &request.params.voice,
             device,
         )?;
         let (changes, received) = mpsc::channel();
@@ -158,8 +158,10 @@ impl LiveStream {
     pub fn set_params(&mut self, params: StreamParams) -> Result<()> {
         // The layout checks the parameters, and that they fit the session's rate.
         timbre_nn::stream::Layout::new(&params, self.session.rate())?;
-        if params.f0_method != self.request.params.f0_method {
-            self.send(Change::Models(self.models(self.request.voice, &params)?))?;
+        // Cache hits, but they check the speaker against the voice, and load a new pitch model.
+        let models = self.models(self.request.voice, &params)?;
+        if params.voice.f0_method != self.request.params.voice.f0_method {
+            self.send(Change::Models(models))?;
         }
         self.send(Change::Params(params.clone()))?;
         self.request.params = params;
@@ -187,7 +189,7 @@ impl LiveStream {
 
     fn models(&self, voice: LiveVoice, params: &StreamParams) -> Result<StreamModels> {
         let device = super::device(&self.library)?;
-        super::load_models(&self.library, &self.cache, voice, params.f0_method, device)
+        super::load_models(&self.library, &self.cache, voice, &params.voice, device)
     }
 
     pub fn status(&self) -> LiveStatus {

@@ -27,18 +27,17 @@ pub fn free_gpu_memory(index: usize) -> Option<u64> {
     Some(gpu.memory_total_bytes.saturating_sub(gpu.memory_used_bytes))
 }
 
-/// Whether a failed step ran out of memory (CUDA's and the CPU allocator's messages).
+/// Whether a failed step ran out of memory: libtorch said so (see `crate::torch_errors`).
 pub fn is_out_of_memory(error: &anyhow::Error) -> bool {
-    let text = format!("{error:#}").to_lowercase();
-    text.contains("out of memory") || text.contains("can't allocate memory")
+    crate::error::kind_of(error) == crate::ErrorKind::OutOfMemory
 }
 
 /// The batch size after a step of `current` ran out of memory; an error when one piece at a
 /// time was already too much.
 pub fn halved(current: i64) -> anyhow::Result<i64> {
     if current <= 1 {
-        // Worded without "out of memory", so that the job system does not retry it with a
-        // smaller batch: there is none. The allocator's message is in the job's events.
+        // Not typed out of memory, so that the job system does not retry it with a smaller
+        // batch: there is none. The allocator's message is in the job's events.
         return Err(crate::error::invalid_input(
             "the device has too little memory to train even one piece at a time: close other \
              programs that use it, or train on the CPU (TIMBRE_DEVICE=cpu)",
@@ -64,13 +63,17 @@ mod tests {
 
     #[test]
     fn out_of_memory_halves_down_to_one_then_fails_clearly() {
-        assert!(is_out_of_memory(&anyhow!(
+        assert!(is_out_of_memory(&crate::error::out_of_memory(
             "CUDA out of memory. Tried to allocate 2.00 GiB"
         )));
         assert!(is_out_of_memory(
-            &anyhow!("DefaultCPUAllocator: can't allocate memory").context("step")
+            &crate::error::out_of_memory("DefaultCPUAllocator: can't allocate memory")
+                .context("step")
         ));
         assert!(!is_out_of_memory(&anyhow!("shape mismatch")));
+        assert!(!is_out_of_memory(&anyhow!(
+            "dataset/out of memory.wav: bad"
+        )));
         let sizes: Vec<i64> = std::iter::successors(Some(12), |&b| halved(b).ok()).collect();
         assert_eq!(sizes, [12, 6, 3, 1]);
         let err = halved(1).unwrap_err();

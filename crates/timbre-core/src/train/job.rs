@@ -29,7 +29,7 @@ use crate::db::models::Model;
 use crate::db::trainings::{self, Training};
 use crate::devices::{self, Devices};
 use crate::error::ErrorReport;
-use crate::jobs::{Failure, JobContext, JobHandler, classify};
+use crate::jobs::{Failure, JobContext, JobHandler, Need, Needs, classify};
 
 pub const KIND: &str = "train";
 /// Single-speaker models, as RVC trains them.
@@ -43,6 +43,13 @@ pub struct TrainParams {
 pub struct TrainHandler;
 
 impl JobHandler for TrainHandler {
+    fn needs(&self) -> Needs {
+        Needs {
+            required: &[Need::Device],
+            optional: &[Need::PretrainedBases],
+        }
+    }
+
     fn kind(&self) -> &'static str {
         KIND
     }

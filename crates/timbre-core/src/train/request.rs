@@ -10,7 +10,7 @@ use super::job::{KIND, TrainParams};
 use super::pretrained::{Pretrained, PretrainedFiles};
 use crate::dataset::layout::Manifest;
 use crate::db::datasets::{self, Dataset};
-use crate::db::jobs::JobState;
+use crate::db::jobs::{self as job_rows, JobState};
 use crate::db::trainings::{self, Training};
 use crate::jobs::JobSystem;
 use crate::library::Library;
@@ -198,11 +198,36 @@ pub fn check_amount(dataset: &Dataset, manifest: &Manifest) -> Result<Option<Str
     }))
 }
 
+/// `TIMBRE_TRAIN_MODEL_CONFIG`: a JSON generator config (a [`SynthesizerConfig`]) for every
+/// training whose request names none. The GUI's end-to-end test trains a tiny generator
+/// through the app this way; nothing else sets it.
+fn generator_from_env() -> Result<Option<SynthesizerConfig>> {
+    let Some(path) = std::env::var_os("TIMBRE_TRAIN_MODEL_CONFIG") else {
+        return Ok(None);
+    };
+    let path = std::path::PathBuf::from(path);
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        crate::error::invalid_input(format!(
+            "TIMBRE_TRAIN_MODEL_CONFIG: reading {}: {e}",
+            path.display()
+        ))
+    })?;
+    serde_json::from_str(&text).map(Some).map_err(|e| {
+        crate::error::invalid_input(format!(
+            "TIMBRE_TRAIN_MODEL_CONFIG: {} is not a generator config: {e}",
+            path.display()
+        ))
+    })
+}
+
 /// Creates a training and queues its job. The request is checked first (a pretrained
 /// generator of another kind is refused as the trainer would refuse it), then the amount of
 /// audio.
-pub fn start_training(system: &JobSystem, request: TrainRequest) -> Result<Training> {
+pub fn start_training(system: &JobSystem, mut request: TrainRequest) -> Result<Training> {
     let library = system.library();
+    if request.model_config.is_none() {
+        request.model_config = generator_from_env()?;
+    }
     check_numbers(&request)?;
     let (dataset, manifest) = ready_dataset(library, request.dataset_id)?;
     let name = request
@@ -285,17 +310,39 @@ pub fn stop_training(system: &JobSystem, id: i64) -> Result<Training> {
     trainings::require(&library.conn(), id)
 }
 
-/// Queues a stopped or failed training again; it continues from its last checkpoint.
+/// Queues a stopped or failed training again, or lets the workers take one whose job waits
+/// after the app stopped while it ran; either continues from its last checkpoint.
 pub fn resume_training(system: &JobSystem, id: i64) -> Result<Training> {
-    let training = trainings::require(&system.library().conn(), id)?;
-    match training.status.as_str() {
-        trainings::STOPPED | trainings::FAILED => queue(system, id),
-        trainings::DONE => Err(crate::error::invalid_input(format!(
+    let library = system.library();
+    let training = trainings::require(&library.conn(), id)?;
+    let job = training
+        .job_id
+        .map(|job_id| job_rows::require(&library.conn(), job_id))
+        .transpose()?;
+    match (training.status.as_str(), job) {
+        (trainings::STOPPED | trainings::FAILED, _) => queue(system, id),
+        (trainings::DONE, _) => Err(crate::error::invalid_input(format!(
             "training {id} is done and its model is in the library: start a new training to \
              train another"
         ))),
-        status => Err(crate::error::invalid_input(format!(
-            "training {id} is already {status}"
+        (_, Some(job)) if job.state == JobState::Queued && job.recovered => {
+            system.resume(job.id)?;
+            trainings::require(&library.conn(), id)
+        }
+        (_, Some(job)) if job.state == JobState::Queued => {
+            Err(crate::error::invalid_input(format!(
+                "training {id} is already queued (job {}): it starts when a worker is free \
+                 (the app's, or `timbre jobs run`)",
+                job.id
+            )))
+        }
+        (status, Some(job)) => Err(crate::error::invalid_input(format!(
+            "training {id} is {status} (job {}, in another process): \
+             `timbre train stop {id}` stops it",
+            job.id
+        ))),
+        (status, None) => Err(crate::error::invalid_input(format!(
+            "training {id} is {status} and has no job to resume"
         ))),
     }
 }
@@ -313,6 +360,42 @@ pub fn plan_of(training: &Training) -> Result<TrainingPlan> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_training_waiting_after_a_crash_resumes_and_others_say_where_they_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let library = std::sync::Arc::new(Library::open(dir.path()).unwrap());
+        let system = JobSystem::new(library.clone(), crate::job_handlers(&Default::default()));
+        let system = system.unwrap();
+        let training = library.edit(|conn| {
+            let dataset = datasets::ensure(conn, "Set", None)?;
+            trainings::insert(conn, "Alto", dataset.id, &serde_json::json!({}), 3, None)
+        });
+        let id = training.unwrap().id;
+        let job_id = queue(&system, id).unwrap().job_id.unwrap();
+        let queued = resume_training(&system, id).unwrap_err().to_string();
+        assert!(queued.contains("already queued (job "), "{queued}");
+        // The process running it dies: the job waits to be resumed or dropped.
+        let conn = library.conn();
+        job_rows::claim(&conn, job_rows::Claim::Id(job_id), "dead").unwrap();
+        job_rows::recover_from_dead_worker(&conn, "dead", &|_| true).unwrap();
+        drop(conn);
+        assert_eq!(system.waiting_after_crash().unwrap().len(), 1);
+        let resumed = resume_training(&system, id).unwrap();
+        assert_eq!(
+            (resumed.status.as_str(), resumed.job_id),
+            ("queued", Some(job_id))
+        );
+        assert!(system.waiting_after_crash().unwrap().is_empty());
+        let conn = library.conn();
+        job_rows::claim(&conn, job_rows::Claim::Id(job_id), library.process_id()).unwrap();
+        drop(conn);
+        let running = resume_training(&system, id).unwrap_err().to_string();
+        assert!(
+            running.contains(&format!("is running (job {job_id}")) && running.contains("stop"),
+            "{running}"
+        );
+    }
 
     #[test]
     fn a_request_has_rvcs_defaults_and_refuses_zeroes() {

@@ -254,19 +254,20 @@ impl<'a> Session<'a> {
     /// A training step; libtorch's failures (out of memory among them) come as panics from
     /// tch's infallible calls and become errors here, without libtorch's stack trace.
     fn step(&mut self, batch: &timbre_nn::train::batch::Batch) -> Result<StepLosses> {
-        catch_unwind(AssertUnwindSafe(|| self.trainer.step(batch))).unwrap_or_else(|panic| {
-            let text = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "a panic".into());
-            // tch's panics wrap libtorch's message as `…: Torch("<message>\n<stack>")`.
-            let message = text
-                .split_once("Torch(\"")
-                .map_or(text.as_str(), |(_, m)| m);
-            let first_line = message.lines().next().unwrap_or_default();
-            Err(anyhow!("the training step failed: {first_line}"))
-        })
+        match catch_unwind(AssertUnwindSafe(|| self.trainer.step(batch))) {
+            Ok(losses) => losses.map_err(crate::torch_errors::typed),
+            Err(panic) => {
+                let error = crate::torch_errors::from_panic(&*panic).unwrap_or_else(|| {
+                    let text = panic
+                        .downcast_ref::<String>()
+                        .map(String::as_str)
+                        .or_else(|| panic.downcast_ref::<&str>().copied())
+                        .unwrap_or("a panic");
+                    anyhow!("{text}")
+                });
+                Err(error.context("the training step failed"))
+            }
+        }
     }
 
     fn record(&self, epoch: i64, losses: &StepLosses) -> Result<()> {

@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use tempfile::NamedTempFile;
 
 use crate::assets::UrlPolicy;
-use crate::assets::fetch::{self, Attempt};
+use crate::assets::fetch::{self, Attempt, Bounds, MinThroughput};
 
 /// Bigger than any voice archive (a model, its index, samples).
 const MAX_DOWNLOAD_BYTES: u64 = 4 << 30;
@@ -92,6 +92,10 @@ pub fn download(
         .tempfile_in(tmp_dir)
         .with_context(|| format!("creating a download file in {}", tmp_dir.display()))?;
     let agent = fetch::agent();
+    let bounds = Bounds {
+        declared_size: None,
+        min_throughput: MinThroughput::default(),
+    };
     let mut backoff = Duration::from_millis(500);
     let mut limited = |bytes: u64| {
         if bytes > MAX_DOWNLOAD_BYTES {
@@ -103,14 +107,21 @@ pub fn download(
         on_bytes(bytes)
     };
     for attempt in 1..=TRIES {
-        let outcome = fetch::attempt(&agent, url, policy, part.as_file_mut(), &mut limited)
-            .with_context(|| format!("downloading {url}"))?;
+        let outcome = fetch::attempt(
+            &agent,
+            url,
+            policy,
+            &bounds,
+            part.as_file_mut(),
+            &mut limited,
+        )
+        .with_context(|| format!("downloading {url}"))?;
         match outcome {
             Attempt::Complete => {
                 part.as_file_mut().seek(SeekFrom::Start(0))?;
                 return Ok(part);
             }
-            Attempt::Refused(problem) => {
+            Attempt::Refused(problem) | Attempt::TooLong(problem) => {
                 return Err(crate::error::invalid_input(format!(
                     "could not download {url}: {problem}"
                 )));

@@ -143,11 +143,7 @@ pub fn find(database: &Path, backup: &str) -> Result<PathBuf> {
 /// (and its WAL) to `<name>.damaged-<time>`; the caller makes sure no process has the library
 /// open. Returns where the replaced file went.
 pub fn restore(database: &Path, backup: &Path) -> Result<Option<PathBuf>> {
-    {
-        let conn = Connection::open_with_flags(backup, OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .with_context(|| format!("opening the backup {}", backup.display()))?;
-        super::integrity::check(&conn, backup)?;
-    }
+    check_restorable(backup)?;
     let staged = database.with_extension("sqlite3.restoring");
     fs::copy(backup, &staged)
         .with_context(|| format!("copying {} to {}", backup.display(), staged.display()))?;
@@ -168,6 +164,87 @@ pub fn restore(database: &Path, backup: &Path) -> Result<Option<PathBuf>> {
     fs::rename(&staged, database)
         .with_context(|| format!("moving {} to {}", staged.display(), database.display()))?;
     Ok(kept)
+}
+
+/// Refuses a file that is not a sound backup of a library this build can open: not SQLite
+/// (empty, or other bytes), damaged (`PRAGMA integrity_check`), another application's database
+/// (its application id), without our schema or with a newer one, or lacking a table or column
+/// its schema version has. Libraries made before the application id was set carry none: they
+/// pass on their schema alone.
+fn check_restorable(backup: &Path) -> Result<()> {
+    let refused = |what: String| {
+        crate::error::invalid_input(format!(
+            "{} cannot be restored: it {what}; the library was left as it was",
+            backup.display()
+        ))
+    };
+    match super::integrity::header_problem(backup) {
+        Err(e) => return Err(refused(format!("cannot be read ({e})"))),
+        Ok(Some(problem)) => return Err(refused(problem.to_string())),
+        Ok(None) => {}
+    }
+    let conn = Connection::open_with_flags(backup, OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .with_context(|| format!("opening the backup {}", backup.display()))?;
+    let problems: Vec<String> = conn
+        .prepare("PRAGMA integrity_check(3)")
+        .and_then(|mut stmt| {
+            stmt.query_map([], |r| r.get::<_, String>(0))?
+                .collect::<rusqlite::Result<_>>()
+        })
+        .map_err(|e| refused(format!("is damaged ({e})")))?;
+    if problems != ["ok"] {
+        return Err(refused(format!("is damaged ({})", problems.join("; "))));
+    }
+    let pragma = |name: &str| {
+        conn.query_row(&format!("PRAGMA {name}"), [], |r| r.get::<_, i64>(0))
+            .with_context(|| format!("reading the {name} of {}", backup.display()))
+    };
+    let application_id = pragma("application_id")?;
+    if application_id != 0 && application_id != i64::from(super::APPLICATION_ID) {
+        return Err(refused(format!(
+            "is another application's database (application id {application_id:#010x}), not a \
+             Timbre Studio library"
+        )));
+    }
+    let version = usize::try_from(pragma("user_version")?).unwrap_or(0);
+    if version == 0 {
+        return Err(refused(
+            "is an SQLite database without a Timbre Studio library's schema".into(),
+        ));
+    }
+    if version > super::SCHEMA_VERSION {
+        return Err(refused(format!(
+            "was written by a newer Timbre Studio (schema {version}; this build knows {})",
+            super::SCHEMA_VERSION
+        )));
+    }
+    let found = super::tables(&conn)?;
+    let missing: Vec<String> = super::tables_of_schema(version)?
+        .into_iter()
+        .flat_map(|(table, columns)| match found.get(&table) {
+            None => vec![format!("the table `{table}`")],
+            Some(present) => columns
+                .difference(present)
+                .map(|column| format!("the column `{table}.{column}`"))
+                .collect(),
+        })
+        .collect();
+    if !missing.is_empty() {
+        let shown = missing
+            .iter()
+            .take(3)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
+        let more = match missing.len() {
+            n if n > 3 => format!(" and {} more", n - 3),
+            _ => String::new(),
+        };
+        return Err(refused(format!(
+            "says it is a Timbre Studio library of schema {version} but lacks {shown}{more}"
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -203,5 +280,92 @@ mod tests {
             .unwrap();
         assert_eq!(voices, 1);
         assert!(find(&database, "nope.sqlite3").is_err());
+    }
+
+    /// A copy of the library at `database` (a backup), changed by `change`.
+    fn changed_copy(database: &Path, change: &str) -> PathBuf {
+        let conn = super::super::open(database).unwrap();
+        let copy = make(&conn, database, Some("copy")).unwrap().path;
+        Connection::open(&copy)
+            .unwrap()
+            .execute_batch(change)
+            .unwrap();
+        copy
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_backup_of_ours_is_refused_and_the_library_left_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let database = dir.path().join("library.sqlite3");
+        super::super::voices::ensure(&super::super::open(&database).unwrap(), "Alto").unwrap();
+        let foreign = |name: &str, sql: &str| {
+            let path = dir.path().join(name);
+            Connection::open(&path).unwrap().execute_batch(sql).unwrap();
+            path
+        };
+        let damaged = changed_copy(&database, "");
+        let mut bytes = fs::read(&damaged).unwrap();
+        bytes[4096..8192].fill(0xA5);
+        fs::write(&damaged, bytes).unwrap();
+        let cases = [
+            (
+                {
+                    fs::write(dir.path().join("empty.sqlite3"), b"").unwrap();
+                    dir.path().join("empty.sqlite3")
+                },
+                "empty.sqlite3 cannot be restored: it is empty (0 bytes); the library was left \
+                 as it was",
+            ),
+            (
+                {
+                    fs::write(dir.path().join("notes.txt"), b"a page of notes, not SQLite")
+                        .unwrap();
+                    dir.path().join("notes.txt")
+                },
+                "it is not an SQLite database",
+            ),
+            (damaged, "it is damaged"),
+            (
+                foreign("notes.sqlite3", "CREATE TABLE notes (body TEXT)"),
+                "it is an SQLite database without a Timbre Studio library's schema",
+            ),
+            (
+                foreign(
+                    "other.sqlite3",
+                    "CREATE TABLE voices (id INTEGER); PRAGMA user_version = 3; \
+                     PRAGMA application_id = 305419896",
+                ),
+                "it is another application's database (application id 0x12345678)",
+            ),
+            (
+                changed_copy(&database, "PRAGMA user_version = 999"),
+                "was written by a newer Timbre Studio (schema 999;",
+            ),
+            (
+                changed_copy(&database, "DROP TABLE take_tags"),
+                "lacks the table `take_tags`",
+            ),
+        ];
+        for (backup, words) in cases {
+            let err = format!("{:#}", restore(&database, &backup).unwrap_err());
+            assert!(err.contains(words), "{err} should say {words:?}");
+            assert!(err.contains(&backup.display().to_string()), "{err}");
+        }
+        let conn = super::super::open(&database).unwrap();
+        let voices: i64 = conn
+            .query_row("SELECT COUNT(*) FROM voices", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(voices, 1, "the library is untouched");
+        drop(conn);
+        let aside = fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().contains(".damaged-"));
+        assert!(!aside, "nothing was moved aside");
+
+        // A library made before the application id was set: its schema is enough.
+        let older = changed_copy(&database, "PRAGMA application_id = 0");
+        restore(&database, &older).unwrap();
+        assert!(super::super::open(&database).is_ok());
     }
 }

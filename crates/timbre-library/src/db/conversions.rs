@@ -140,17 +140,73 @@ pub fn for_job(conn: &Connection, job_id: i64) -> Result<Vec<Conversion>> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+/// Records the conversion of a job that makes one: a job that runs again (a retry, a resume
+/// after a crash) replaces the row its earlier run recorded, keeping its id, so each job has
+/// one row. Its id.
+pub fn save_for_job(conn: &Connection, c: &NewConversion) -> Result<i64> {
+    let earlier: Option<i64> = match c.job_id {
+        Some(job_id) => conn
+            .query_row(
+                "SELECT id FROM conversions WHERE job_id = ?1 ORDER BY id LIMIT 1",
+                [job_id],
+                |r| r.get(0),
+            )
+            .optional()?,
+        None => None,
+    };
+    let Some(id) = earlier else {
+        return insert(conn, c);
+    };
+    conn.execute(
+        "UPDATE conversions SET model_id = ?2, model_name = ?3, input_take_id = ?4,
+            input_path = ?5, input_sha256 = ?6, params = ?7, sha256 = ?8, format = ?9,
+            sample_rate = ?10, duration_secs = ?11, peak_dbfs = ?12, seconds_taken = ?13,
+            created_at = ?14
+         WHERE id = ?1",
+        params![
+            id,
+            c.model_id,
+            c.model_name,
+            c.input_take_id,
+            c.input_path,
+            c.input_sha256,
+            c.params.to_string(),
+            c.sha256,
+            c.format,
+            c.sample_rate,
+            c.duration_secs,
+            c.peak_dbfs,
+            c.seconds_taken,
+            super::now()
+        ],
+    )
+    .with_context(|| format!("saving the conversion with {}", c.model_name))?;
+    Ok(id)
+}
+
 pub fn delete(conn: &Connection, id: i64) -> Result<Conversion> {
     let conversion = require(conn, id)?;
     conn.execute("DELETE FROM conversions WHERE id = ?1", [id])?;
     Ok(conversion)
 }
 
-pub fn all_hashes(conn: &Connection) -> Result<Vec<(String, String)>> {
-    let mut stmt = conn.prepare("SELECT sha256, format FROM conversions")?;
-    Ok(stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<rusqlite::Result<_>>()?)
+#[cfg(test)]
+pub(crate) fn sample(sha256: &str, model_id: i64) -> NewConversion {
+    NewConversion {
+        job_id: None,
+        model_id,
+        model_name: "Ada v2".into(),
+        input_take_id: None,
+        input_path: None,
+        input_sha256: "in".into(),
+        params: serde_json::json!({}),
+        sha256: sha256.into(),
+        format: "wav".into(),
+        sample_rate: 40_000,
+        duration_secs: 1.0,
+        peak_dbfs: -3.0,
+        seconds_taken: 0.5,
+    }
 }
 
 #[cfg(test)]
@@ -188,9 +244,30 @@ mod tests {
         let kept = require(&conn, id).unwrap();
         assert_eq!((kept.model_id, kept.input_take_id), (None, None));
         assert_eq!(kept.params["transpose"], 3);
-        assert_eq!(
-            all_hashes(&conn).unwrap(),
-            vec![("out".to_string(), "wav".to_string())]
-        );
+    }
+
+    #[test]
+    fn a_job_that_runs_again_keeps_one_row() {
+        let conn = crate::db::open_in_memory();
+        let model = crate::db::models::insert(&conn, &crate::db::models::sample("w")).unwrap();
+        let lane = crate::db::jobs::Lane::Gpu;
+        let job =
+            crate::db::jobs::insert(&conn, "convert", lane, &serde_json::json!({}), 3).unwrap();
+        let first = NewConversion {
+            job_id: Some(job),
+            ..sample("first", model)
+        };
+        let id = save_for_job(&conn, &first).unwrap();
+        let again = NewConversion {
+            sha256: "second".into(),
+            ..first.clone()
+        };
+        assert_eq!(save_for_job(&conn, &again).unwrap(), id);
+        let rows = for_job(&conn, job).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!((rows[0].id, rows[0].sha256.as_str()), (id, "second"));
+        let unowned = save_for_job(&conn, &sample("a", model)).unwrap();
+        assert_ne!(save_for_job(&conn, &sample("b", model)).unwrap(), unowned);
+        assert_eq!(list(&conn, None).unwrap().len(), 3);
     }
 }

@@ -14,6 +14,7 @@ pub mod jobs;
 pub mod listening_tests;
 pub mod metrics;
 pub mod models;
+pub mod objects;
 pub mod settings;
 pub mod take_tags;
 pub mod takes;
@@ -24,12 +25,20 @@ pub mod voices;
 
 use anyhow::{Context, Result};
 use rusqlite::{Connection, TransactionBehavior};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Duration;
 
 /// How long a write waits for another process's write to end. Writes are short (a row or a
 /// few), so this is only ever reached by a stuck process, never by a busy one.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The schema version (`PRAGMA user_version`) of a library this build has migrated.
+pub const SCHEMA_VERSION: usize = MIGRATIONS.len();
+
+/// `PRAGMA application_id` of a Timbre Studio library ("Tmbr"), set when a library is created
+/// or migrated: it tells our databases from other SQLite files (a restore checks it).
+pub const APPLICATION_ID: i32 = i32::from_be_bytes(*b"Tmbr");
 
 const MIGRATIONS: &[&str] = &[
     voices::CREATE,
@@ -125,8 +134,34 @@ fn migrate(conn: &mut Connection) -> Result<()> {
         tx.execute_batch(sql)?;
     }
     tx.pragma_update(None, "user_version", MIGRATIONS.len() as i64)?;
+    tx.pragma_update(None, "application_id", APPLICATION_ID)?;
     tx.commit()?;
     Ok(())
+}
+
+/// The tables a library of schema `version` holds, each with its columns: what the first
+/// `version` migrations make.
+pub fn tables_of_schema(version: usize) -> Result<BTreeMap<String, BTreeSet<String>>> {
+    let conn = Connection::open_in_memory()?;
+    for sql in &MIGRATIONS[..version.min(MIGRATIONS.len())] {
+        conn.execute_batch(sql)?;
+    }
+    tables(&conn)
+}
+
+/// The tables of `conn`'s main database (SQLite's own left out), each with its columns.
+pub fn tables(conn: &Connection) -> Result<BTreeMap<String, BTreeSet<String>>> {
+    let mut stmt = conn.prepare(
+        "SELECT m.name, c.name FROM sqlite_schema m JOIN pragma_table_info(m.name) c
+         WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%'",
+    )?;
+    let mut tables: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+    for row in rows {
+        let (table, column) = row?;
+        tables.entry(table).or_default().insert(column);
+    }
+    Ok(tables)
 }
 
 /// UTC, RFC 3339 with exactly three decimals, so timestamps compare correctly as text.
@@ -169,6 +204,20 @@ mod tests {
             .query_row("PRAGMA journal_mode", [], |r| r.get(0))
             .unwrap();
         assert_eq!(mode, "wal");
+    }
+
+    #[test]
+    fn a_new_library_carries_the_application_id_and_the_schema_of_its_migrations() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = open(&dir.path().join("lib.sqlite3")).unwrap();
+        let id: i32 = conn
+            .query_row("PRAGMA application_id", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(id, APPLICATION_ID);
+        let tables = tables(&conn).unwrap();
+        assert_eq!(tables, tables_of_schema(SCHEMA_VERSION).unwrap());
+        assert!(tables["takes"].contains("sha256"), "{tables:?}");
+        assert!(tables_of_schema(0).unwrap().is_empty());
     }
 
     #[test]

@@ -165,20 +165,6 @@ pub fn delete(conn: &Connection, id: i64) -> Result<Model> {
     Ok(model)
 }
 
-/// Every stored object a model row names, as (sha256, extension).
-pub fn all_hashes(conn: &Connection) -> Result<Vec<(String, String)>> {
-    let mut stmt = conn.prepare("SELECT weights_sha256, index_sha256 FROM models")?;
-    let mut hashes = Vec::new();
-    for pair in stmt.query_map([], |r| {
-        Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?))
-    })? {
-        let (weights, index) = pair?;
-        hashes.push((weights, WEIGHTS_EXT.to_string()));
-        hashes.extend(index.map(|i| (i, INDEX_EXT.to_string())));
-    }
-    Ok(hashes)
-}
-
 #[cfg(test)]
 pub(crate) fn sample(sha256: &str) -> NewModel {
     NewModel {
@@ -214,13 +200,6 @@ mod tests {
                 .index_sha256
                 .as_deref(),
             Some("i1")
-        );
-        assert_eq!(
-            all_hashes(&conn).unwrap(),
-            vec![
-                ("w1".to_string(), "pth".to_string()),
-                ("i1".to_string(), "index".to_string())
-            ]
         );
         assert_eq!(rename(&conn, id, " Bob ").unwrap().name, "Bob");
         assert!(

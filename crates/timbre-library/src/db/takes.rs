@@ -142,13 +142,6 @@ pub fn find_by_sha(conn: &Connection, sha256: &str) -> Result<Option<Take>> {
         .transpose()
 }
 
-pub fn all_hashes(conn: &Connection) -> Result<Vec<(String, String)>> {
-    let mut stmt = conn.prepare("SELECT sha256, format FROM takes")?;
-    Ok(stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<rusqlite::Result<_>>()?)
-}
-
 pub fn insert(conn: &Connection, t: &NewTake) -> Result<i64> {
     let waveform: Vec<u8> = t
         .waveform

@@ -12,12 +12,11 @@ pub enum Failure {
     Permanent,
 }
 
+/// By the error's kind, never by its text: a file named "out of memory.wav" that fails to
+/// decode is a permanent failure.
 pub fn classify(err: &anyhow::Error) -> Failure {
-    let text = format!("{err:#}").to_lowercase();
-    if text.contains("out of memory") {
-        return Failure::OutOfMemory;
-    }
     match kind_of(err) {
+        ErrorKind::OutOfMemory => Failure::OutOfMemory,
         ErrorKind::Cancelled => Failure::Cancelled,
         ErrorKind::Busy => Failure::Transient,
         _ if err.chain().any(is_transient_io) => Failure::Transient,
@@ -39,9 +38,16 @@ mod tests {
 
     #[test]
     fn classification() {
+        let oom = crate::error::out_of_memory("CUDA out of memory. Tried to allocate 2.00 GiB")
+            .context("rendering take.wav");
+        assert_eq!(classify(&oom), Failure::OutOfMemory);
+        let named_like_it = crate::error::invalid_input(
+            "/home/ada/out of memory.wav: not an audio file (no format recognised)",
+        );
+        assert_eq!(classify(&named_like_it), Failure::Permanent);
         assert_eq!(
-            classify(&anyhow!("CUDA out of memory. Tried to allocate")),
-            Failure::OutOfMemory
+            classify(&anyhow!("CUDA out of memory, says an untyped message")),
+            Failure::Permanent
         );
         assert_eq!(
             classify(&anyhow::Error::new(crate::jobs::Cancelled)),

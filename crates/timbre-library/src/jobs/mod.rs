@@ -38,8 +38,34 @@ enum Worker {
     Light,
 }
 
+/// What a job kind runs on, for `timbre doctor` to check on this machine and library.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// The HuBERT / ContentVec feature extractor in the models folder.
+    Hubert,
+    /// A usable device (the main one, or the extraction device where the kind runs there).
+    Device,
+    /// The RMVPE pitch model (the default pitch method).
+    Rmvpe,
+    /// Pretrained generator and discriminator bases.
+    PretrainedBases,
+    /// A RoFormer separation model.
+    SeparationModel,
+}
+
+/// A kind's needs: what it cannot run without, and what it uses when it is there.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Needs {
+    pub required: &'static [Need],
+    pub optional: &'static [Need],
+}
+
 pub trait JobHandler: Send + Sync {
     fn kind(&self) -> &'static str;
+    /// What the kind runs on (see [`Need`]): nothing by default.
+    fn needs(&self) -> Needs {
+        Needs::default()
+    }
     fn lane(&self) -> Lane {
         Lane::Light
     }

@@ -212,7 +212,7 @@ fn retries_stop_at_the_limit_and_permanent_errors_fail_at_once() {
 fn out_of_memory_frees_caches_and_halves_the_batch() {
     let handler = scripted("oom", |_, call| {
         if call < 2 {
-            Err(anyhow::anyhow!("CUDA out of memory"))
+            Err(crate::error::out_of_memory("CUDA out of memory"))
         } else {
             Ok(json!(null))
         }
@@ -224,6 +224,28 @@ fn out_of_memory_frees_caches_and_halves_the_batch() {
     assert_eq!(done.state, JobState::Succeeded);
     assert_eq!(*handler.scales.lock().unwrap(), vec![1.0, 0.5, 0.25]);
     assert_eq!(handler.freed.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn a_failure_that_only_mentions_memory_fails_at_once() {
+    let handler = scripted("decode", |_, _| {
+        Err(crate::error::invalid_input(
+            "/tmp/out of memory.wav: not an audio file",
+        ))
+    });
+    let (_dir, system) = system_with(handler.clone());
+    let done = system
+        .run_job(system.submit("decode", json!({})).unwrap().id)
+        .unwrap();
+    assert_eq!(
+        (
+            done.state,
+            done.attempts,
+            handler.calls.load(Ordering::SeqCst)
+        ),
+        (JobState::Failed, 0, 1)
+    );
+    assert_eq!(handler.freed.load(Ordering::SeqCst), 0);
 }
 
 #[test]

@@ -23,6 +23,8 @@ mod tests;
 
 use serde::{Deserialize, Serialize};
 
+use crate::voice::VoiceParams;
+
 pub use analysis::{Analysis, PitchTracker, analyze, analyze_to_file, pitch_curve};
 pub use autotune::{Autotune, Scale};
 pub use pitch::F0Method;
@@ -40,50 +42,17 @@ pub enum IndexSearch {
     Exact,
 }
 
-/// The parameters of one conversion, with the reference's defaults.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The parameters of one conversion, with the reference's defaults: the voice's (stored flat,
+/// as they always were) and the offline ones.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ConvertOptions {
-    pub speaker_id: i64,
-    /// Semitones.
-    pub transpose: f32,
-    pub f0_method: F0Method,
-    /// How much of the features comes from the index (0 = none).
-    pub index_rate: f32,
+    #[serde(flatten)]
+    pub voice: VoiceParams,
     pub index_search: IndexSearch,
-    /// Below 0.5, unvoiced frames keep this share of the model's own features.
-    pub protect: f32,
-    /// 1 keeps the model's loudness envelope, 0 follows the input's.
-    pub rms_mix_rate: f32,
     /// Resample the output to this rate (None: the model's rate).
     pub resample_rate: Option<u32>,
-    /// Random draws from this seed; None: no randomness at all (reproducible renders).
-    pub seed: Option<u64>,
     pub chunking: Chunking,
-    /// Pull the pitch to the nearest note (None: off, the reference's arithmetic).
-    pub autotune: Option<Autotune>,
-    /// Semitones the formants move (up: smaller-sounding voice) while the pitch stays where
-    /// `transpose` puts it, as rvc-next's offline and realtime converters do; 0 is off.
-    pub formant_shift: f32,
-}
-
-impl Default for ConvertOptions {
-    fn default() -> Self {
-        Self {
-            speaker_id: 0,
-            transpose: 0.0,
-            f0_method: F0Method::Rmvpe,
-            index_rate: 0.75,
-            index_search: IndexSearch::default(),
-            protect: 0.33,
-            rms_mix_rate: 0.25,
-            resample_rate: None,
-            seed: None,
-            chunking: Chunking::default(),
-            autotune: None,
-            formant_shift: 0.0,
-        }
-    }
 }
 
 /// The reference's int16 output: ×32768 and truncation toward zero (saturating at the top).

@@ -100,7 +100,7 @@ pub(super) fn finish(
     sink: &mut dyn OutputSink,
 ) -> Result<Rendered> {
     let (file, len) = scratch.into_file()?;
-    let mix = if options.rms_mix_rate != 1.0 && !input_rms.is_empty() {
+    let mix = if options.voice.rms_mix_rate != 1.0 && !input_rms.is_empty() {
         Some(output_envelope(&file, len, rate)?).filter(|e| !e.is_empty())
     } else {
         None
@@ -111,7 +111,9 @@ pub(super) fn finish(
         len,
         rate,
         target,
-        mix: mix.as_deref().map(|m| (input_rms, m, options.rms_mix_rate)),
+        mix: mix
+            .as_deref()
+            .map(|m| (input_rms, m, options.voice.rms_mix_rate)),
     };
     // The mix and the resample run once, into a second scratch file, while the peak is found;
     // the scaling pass then only reads it back.
@@ -266,7 +268,10 @@ mod tests {
         let input_rms = timbre_audio::filter::envelope(&input, 16_000);
         for (mix, resample) in [(0.25, None), (1.0, Some(16_000)), (0.5, Some(44_100))] {
             let options = ConvertOptions {
-                rms_mix_rate: mix,
+                voice: crate::voice::VoiceParams {
+                    rms_mix_rate: mix,
+                    ..Default::default()
+                },
                 resample_rate: resample,
                 ..ConvertOptions::default()
             };

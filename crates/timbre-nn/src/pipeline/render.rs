@@ -7,7 +7,7 @@ use tch::{Kind, Tensor};
 
 use super::analysis::Analysis;
 use super::output::{self, Scratch};
-use super::{ConvertOptions, IndexSearch, autotune, formant, pitch, segments};
+use super::{ConvertOptions, IndexSearch, formant, pitch, segments};
 use crate::index::{IvfFlatIndex, SearchMode};
 use crate::synthesizer::{Noise, Synthesizer};
 
@@ -90,12 +90,7 @@ pub fn render_to(
     let pitch = match (info.f0, &analysis.f0) {
         (false, _) => None,
         (true, Some(f0)) => {
-            // The formant shift raises the synthesized pitch by itself afterwards (see
-            // `formant`), so the synthesizer is given the pitch that much lower.
-            let mut shifted = pitch::transpose(f0, options.transpose - options.formant_shift);
-            if let Some(autotune) = options.autotune {
-                shifted = autotune::apply(&shifted, autotune, options.formant_shift);
-            }
+            let shifted = options.voice.synthesis_pitch(f0);
             Some((pitch::coarse(&shifted), shifted))
         }
         (true, None) => {
@@ -147,7 +142,7 @@ pub(super) fn synthesize_segment(
     let device = model.device();
     let original = features.to_device(device).to_kind(Kind::Float);
     let retrieved = match index {
-        Some(index) if options.index_rate != 0.0 => {
+        Some(index) if options.voice.index_rate != 0.0 => {
             let frames = original.squeeze_dim(0);
             let dim = frames.size()[1] as usize;
             let flat = Vec::<f32>::try_from(frames.to_device(tch::Device::Cpu).flatten(0, -1))?;
@@ -157,7 +152,8 @@ pub(super) fn synthesize_segment(
                 },
                 IndexSearch::Exact => SearchMode::Exact,
             };
-            let blended = index.blend(&flat, dim, options.index_rate, INDEX_NEIGHBOURS, mode)?;
+            let blended =
+                index.blend(&flat, dim, options.voice.index_rate, INDEX_NEIGHBOURS, mode)?;
             Tensor::from_slice(&blended)
                 .view([1, -1, dim as i64])
                 .to_device(device)
@@ -179,25 +175,29 @@ pub(super) fn synthesize_segment(
         (coarse, hz)
     });
     if let Some((_, hz)) = &pitch_tensors
-        && options.protect < 0.5
+        && options.voice.protect < 0.5
     {
         let unprotected = upsample(&original).narrow(1, 0, frames as i64);
         let keep = hz.ge(1.0).to_kind(Kind::Float);
         let unvoiced = keep.ones_like() - &keep;
-        let weight = (keep + unvoiced * options.protect as f64).unsqueeze(-1);
+        let weight = (keep + unvoiced * options.voice.protect as f64).unsqueeze(-1);
         let unprotected_weight = weight.ones_like() - &weight;
         phone = &phone * &weight + unprotected * unprotected_weight;
     }
     let lengths = Tensor::from_slice(&[frames as i64]).to_device(device);
-    let shift = formant::Shift::new(options.formant_shift, frames, model.info().sample_rate);
+    let shift = formant::Shift::new(
+        options.voice.formant_shift,
+        frames,
+        model.info().sample_rate,
+    );
     let pitch_tensors = pitch_tensors.map(|(coarse, hz)| (coarse, shift.scale_pitch(&hz)));
     let audio = model.infer_stretched(
         &phone,
         &lengths,
         pitch_tensors.as_ref().map(|(c, _)| c),
         pitch_tensors.as_ref().map(|(_, h)| h),
-        options.speaker_id,
-        options.seed.map_or(Noise::None, Noise::Seeded),
+        options.voice.speaker_id,
+        options.voice.seed.map_or(Noise::None, Noise::Seeded),
         None,
         shift.decoder_frames(),
     )?;

@@ -3,12 +3,14 @@
 //!
 //! The header's size is reserved up front and its JSON padded with spaces (which the format
 //! allows), so tensors can be appended as they are computed; the file is written under a
-//! temporary name and renamed into place when complete.
+//! temporary name of its own (processes converting the same input at once each write theirs)
+//! and renamed into place when complete; the same analysis renamed twice is still that analysis.
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::{Map, Value, json};
@@ -29,7 +31,7 @@ pub(super) struct Writer {
 impl Writer {
     /// Starts `path` for at most `tensors` tensors.
     pub fn create(path: &Path, tensors: usize) -> Result<Writer> {
-        let tmp = path.with_extension("tmp");
+        let tmp = unique_tmp_path(path);
         let file = File::create(&tmp).with_context(|| format!("writing {}", tmp.display()))?;
         let reserved = 256 + HEADER_PER_TENSOR * tensors as u64;
         let mut file = BufWriter::new(file);
@@ -94,10 +96,23 @@ impl Writer {
         file.write_all(&header)?;
         file.sync_data()
             .with_context(|| format!("writing {}", self.tmp.display()))?;
-        std::fs::rename(&self.tmp, &self.path)
-            .with_context(|| format!("writing {}", self.path.display()))?;
+        if let Err(err) = std::fs::rename(&self.tmp, &self.path) {
+            // Another process finished the same analysis first: theirs serves.
+            let _ = std::fs::remove_file(&self.tmp);
+            if !self.path.is_file() {
+                return Err(err).with_context(|| format!("writing {}", self.path.display()));
+            }
+        }
         Ok(())
     }
+}
+
+/// `<path without extension>.<process>-<n>.tmp`: never another writer's, in this process or
+/// another.
+fn unique_tmp_path(path: &Path) -> PathBuf {
+    static WRITERS: AtomicU64 = AtomicU64::new(0);
+    let n = WRITERS.fetch_add(1, Ordering::Relaxed);
+    path.with_extension(format!("{}-{n}.tmp", std::process::id()))
 }
 
 struct Entry {
@@ -190,5 +205,29 @@ impl Reader {
         file.read_exact(&mut data)
             .with_context(|| format!("reading {}", self.path.display()))?;
         Ok(Tensor::f_from_data_size(&data, &entry.shape, entry.kind)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writers_of_the_same_analysis_at_once_all_finish_and_leave_one_file() {
+        // Three processes converting the same input at once write the same analysis.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("key.safetensors");
+        let features = Tensor::from_slice(&[1f32, -2.0, 3.5]);
+        let mut writers: Vec<Writer> = (0..3).map(|_| Writer::create(&path, 1).unwrap()).collect();
+        for writer in &mut writers {
+            writer.add("features.0", &features).unwrap();
+        }
+        for writer in writers {
+            writer.finish().unwrap();
+        }
+        let read = Reader::open(&path).unwrap().read("features.0").unwrap();
+        assert!(read.equal(&features));
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+        assert_eq!(left.len(), 1, "{left:?}");
     }
 }

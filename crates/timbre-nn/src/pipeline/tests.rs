@@ -31,7 +31,7 @@ fn whole_array_render(
     index: Option<&IvfFlatIndex>,
     options: &ConvertOptions,
 ) -> Vec<f32> {
-    let shifted = pitch::transpose(analysis.f0.as_ref().unwrap(), options.transpose);
+    let shifted = pitch::transpose(analysis.f0.as_ref().unwrap(), options.voice.transpose);
     let coarse = pitch::coarse(&shifted);
     let rate = model.info().sample_rate;
     let pad = options.chunking.pad_samples_at(rate);
@@ -52,7 +52,7 @@ fn whole_array_render(
     }
     let filtered = timbre_audio::filter::rvc_highpass(audio);
     let mixed =
-        timbre_audio::filter::change_rms(&filtered, 16_000, &out, rate, options.rms_mix_rate);
+        timbre_audio::filter::change_rms(&filtered, 16_000, &out, rate, options.voice.rms_mix_rate);
     let buffer = timbre_audio::AudioBuffer::new(rate, vec![mixed]);
     let target = options.resample_rate.unwrap();
     let mut samples = timbre_audio::resample(&buffer, target).unwrap().channels[0].clone();
@@ -71,8 +71,11 @@ fn a_multi_segment_render_streams_exactly_what_the_whole_array_pipeline_gave() {
     let index =
         IvfFlatIndex::read(&dir.join("index_v1/added_IVF51_Flat_nprobe_1_tiny_v1.index")).unwrap();
     let options = ConvertOptions {
-        f0_method: F0Method::Yin,
-        index_rate: 0.5,
+        voice: crate::voice::VoiceParams {
+            f0_method: F0Method::Yin,
+            index_rate: 0.5,
+            ..Default::default()
+        },
         resample_rate: Some(44_100),
         chunking: Chunking {
             x_pad: 0.5,

@@ -9,6 +9,7 @@
 //! differs leaves that model eager, as [`crate::graphed`] does for the live engine's stages.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::sync::Mutex;
 
 use anyhow::{Result, ensure};
@@ -54,6 +55,9 @@ struct ChunkKey {
     width: i64,
     kind: Kind,
 }
+
+/// Runs one chunk of a layer's direction from a state: its output and final state.
+type ChunkRunner<'a> = dyn FnMut(ChunkKey, &Tensor, &Tensor) -> Result<(Tensor, Tensor)> + 'a;
 
 /// A captured one-way GRU over one chunk: the tensors a replay reads and writes.
 struct ChunkGraph {
@@ -144,11 +148,7 @@ impl BiGru {
 
     /// Each layer as two one-way GRUs over chunks, `run_chunk(key, chunk, state)` giving a
     /// chunk's output and final state.
-    fn forward_chunked(
-        &self,
-        x: &Tensor,
-        run_chunk: &mut dyn FnMut(ChunkKey, &Tensor, &Tensor) -> Result<(Tensor, Tensor)>,
-    ) -> Result<Tensor> {
+    fn forward_chunked(&self, x: &Tensor, run_chunk: &mut ChunkRunner<'_>) -> Result<Tensor> {
         let (batch, frames) = (x.size()[0], x.size()[1]);
         let padded = (frames + CHUNK_FRAMES - 1) / CHUNK_FRAMES * CHUNK_FRAMES;
         let mut input = x.shallow_clone();
@@ -215,24 +215,23 @@ impl Graphs {
         chunk: &Tensor,
         state: &Tensor,
     ) -> Result<(Tensor, Tensor)> {
-        if !self.chunks.contains_key(&key) {
-            let input = chunk.copy();
-            let start = state.copy();
-            let (graph, (output, final_state)) = CudaGraph::capture(chunk.device(), 2, || {
-                Ok(run_chunk_eager(params, key, &input, &start))
-            })?;
-            self.chunks.insert(
-                key,
-                ChunkGraph {
+        let graph = match self.chunks.entry(key) {
+            Entry::Occupied(held) => held.into_mut(),
+            Entry::Vacant(slot) => {
+                let input = chunk.copy();
+                let start = state.copy();
+                let (graph, (output, final_state)) = CudaGraph::capture(chunk.device(), 2, || {
+                    Ok(run_chunk_eager(params, key, &input, &start))
+                })?;
+                slot.insert(ChunkGraph {
                     graph,
                     input,
                     state: start,
                     output,
                     final_state,
-                },
-            );
-        }
-        let graph = self.chunks.get_mut(&key).expect("inserted above");
+                })
+            }
+        };
         graph.input.copy_(chunk);
         graph.state.copy_(state);
         graph.graph.replay()?;

@@ -226,7 +226,7 @@ impl StreamEngine {
         let mut output = if self.passthrough {
             self.input_wav[l.extra..].to_vec()
         } else {
-            let noise = match self.params.seed {
+            let noise = match self.params.voice.seed {
                 Some(seed) => Noise::Seeded(seed.wrapping_add(self.blocks)),
                 None => Noise::None,
             };
@@ -243,12 +243,12 @@ impl StreamEngine {
                 )
             })?;
             let mut output = self.from_model.apply_slice(&converted);
-            if self.params.rms_mix_rate < 1.0 {
+            if self.params.voice.rms_mix_rate < 1.0 {
                 loudness::rms_mix(
                     &self.input_wav[l.extra..],
                     &mut output,
                     zc,
-                    self.params.rms_mix_rate,
+                    self.params.voice.rms_mix_rate,
                 );
             }
             output

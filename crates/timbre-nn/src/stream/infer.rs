@@ -81,28 +81,27 @@ pub fn convert(
         })?;
     let frames = features.size()[1];
     let mut features = Tensor::cat(&[&features, &features.narrow(1, frames - 1, 1)], 1);
-    let protect = info.f0 && params.unvoiced != Unvoiced::Original && params.protect < 0.5;
+    let protect = info.f0 && params.unvoiced != Unvoiced::Original && params.voice.protect < 0.5;
     let unretrieved = protect.then(|| features.copy());
     let new_from = (layout.skip_head / 2) as i64;
     if let Some(index) = &index
-        && params.index_rate != 0.0
+        && params.voice.index_rate != 0.0
     {
         let fresh = features.narrow(1, new_from, frames + 1 - new_from);
-        if let Some(blended) = retrieve(index, &fresh, params.index_rate)? {
+        if let Some(blended) = retrieve(index, &fresh, params.voice.index_rate)? {
             features = Tensor::cat(&[&features.narrow(1, 0, new_from), &blended], 1);
         }
     }
     let p_len = audio_16k.len() / 160;
     let pitch = if info.f0 {
-        let tail = pitch::tracker_samples(params.f0_method, layout.block_16k);
+        let tail = pitch::tracker_samples(params.voice.f0_method, layout.block_16k);
         let f0 = pitch::track(
             models,
-            params.f0_method,
+            params.voice.f0_method,
             &audio_16k[audio_16k.len() - tail..],
             &mut graphs.rmvpe,
         )?;
-        let block_pitch =
-            pitch::prepare(f0, params.transpose - params.formant_shift, params.unvoiced);
+        let block_pitch = pitch::prepare(f0, &params.voice, params.unvoiced);
         cache.push(layout.block_16k / 160, &block_pitch);
         let from = cache.hz.len() - p_len;
         let device = voice.device();
@@ -125,16 +124,20 @@ pub fn convert(
     if let Some(unretrieved) = unretrieved {
         let voiced: Vec<f32> = cache.voiced[cache.voiced.len() - p_len..]
             .iter()
-            .map(|&v| if v { 1.0 } else { params.protect })
+            .map(|&v| if v { 1.0 } else { params.voice.protect })
             .collect();
         let mask = Tensor::from_slice(&voiced)
             .view([1, -1, 1])
             .to_device(phone.device());
         phone = &phone * &mask + upsample(&unretrieved) * (mask.ones_like() - &mask);
     }
-    let speaker = params.speaker_id.clamp(0, (info.speakers - 1).max(0));
+    let speaker = params.voice.speaker_id.clamp(0, (info.speakers - 1).max(0));
     let lengths = Tensor::from_slice(&[p_len as i64]);
-    let shift = formant::Shift::new(params.formant_shift, layout.return_length, info.sample_rate);
+    let shift = formant::Shift::new(
+        params.voice.formant_shift,
+        layout.return_length,
+        info.sample_rate,
+    );
     let audio = voice.infer_stretched(
         &phone.to_device(voice.device()),
         &lengths,

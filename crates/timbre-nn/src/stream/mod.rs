@@ -13,4 +13,4 @@ mod sola;
 
 pub use engine::{StreamEngine, StreamModels};
 pub use infer::BlockGraphs;
-pub use params::{Layout, StreamParams, Unvoiced};
+pub use params::{Layout, STREAM_RANGES, StreamParams, StreamRanges, Unvoiced};

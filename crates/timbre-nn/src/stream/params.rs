@@ -3,14 +3,16 @@
 //! them, with the original realtime GUI's defaults; the layout is `StreamEngine._build`
 //! (RVC `realtime_gui.py` `start_vc`).
 //!
-//! Denoise is RNNoise from the enhancement (see `denoise`), not the reference's TorchGate.
-//! Left out: autotune (0), the phase-vocoder crossfade (off) and effects (none); each default
-//! keeps the reference's arithmetic unchanged.
+//! The voice parameters are the offline conversion's ([`VoiceParams`]: one set, one check),
+//! autotune included. Denoise is RNNoise from the enhancement (see `denoise`), not the
+//! reference's TorchGate. Left out: the phase-vocoder crossfade (off) and effects (none); each
+//! default keeps the reference's arithmetic unchanged.
 
 use anyhow::{Result, ensure};
 use serde::{Deserialize, Serialize};
 
 use crate::pipeline::F0Method;
+use crate::voice::{Bounds, VoiceParams, check_bounds};
 
 /// Frames of pitch the engine keeps (the reference's `PITCH_CACHE`).
 pub const PITCH_CACHE: usize = 1024;
@@ -31,60 +33,75 @@ pub enum Unvoiced {
 }
 
 /// Block, crossfade, context and gate (rebuffering for the first three), and the voice
-/// parameters, which apply from the next block.
+/// parameters (stored flat), which apply from the next block. `voice.protect` applies only when
+/// `unvoiced` is not `original`, as in the reference.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(default)]
 pub struct StreamParams {
+    #[serde(flatten)]
+    pub voice: VoiceParams,
     pub block_ms: f64,
     pub crossfade_ms: f64,
     /// Extra context before the block (the original's `extra_time`).
     pub context_ms: f64,
     /// RMS gate in dB; -60 turns it off.
     pub threshold_db: f32,
-    /// Semitones (the reference's `pitch`).
-    pub transpose: f32,
-    pub f0_method: F0Method,
-    pub index_rate: f32,
-    /// Below 0.5, unvoiced frames keep this share of the model's own features (only when
-    /// `unvoiced` is not `original`, as in the reference).
-    pub protect: f32,
-    /// 1 keeps the model's loudness envelope, 0 follows the input's.
-    pub rms_mix_rate: f32,
-    pub speaker_id: i64,
     pub unvoiced: Unvoiced,
-    /// Semitones the formants move (up: a smaller-sounding voice) while the pitch stays where
-    /// the transpose puts it (the reference's `formant`).
-    pub formant_shift: f32,
     /// RNNoise over the input before conversion (and over a passthrough).
     pub input_denoise: bool,
     /// RNNoise over the converted output.
     pub output_denoise: bool,
-    /// The synthesizer's random draws from this seed (RVC's noise); none draws zeros, which
-    /// makes the output deterministic, as the reference's no-noise mode and the parity test.
-    #[ts(type = "number | null")]
-    pub seed: Option<u64>,
 }
 
 impl Default for StreamParams {
     fn default() -> Self {
         Self {
+            voice: VoiceParams::default(),
             block_ms: 250.0,
             crossfade_ms: 50.0,
             context_ms: 2500.0,
             threshold_db: GATE_OFF_DB,
-            transpose: 0.0,
-            f0_method: F0Method::Rmvpe,
-            index_rate: 0.75,
-            protect: 0.33,
-            rms_mix_rate: 0.25,
-            speaker_id: 0,
             unvoiced: Unvoiced::Original,
-            formant_shift: 0.0,
             input_denoise: false,
             output_denoise: false,
-            seed: None,
         }
     }
+}
+
+/// The stream's own ranges (the voice's are [`crate::voice::RANGES`]): block, crossfade and
+/// context together must fit the pitch cache (10.24 s), and a gate at -60 dB is off.
+pub const STREAM_RANGES: StreamRanges = StreamRanges {
+    block_ms: Bounds {
+        min: 10.0,
+        max: 5000.0,
+    },
+    crossfade_ms: Bounds {
+        min: 10.0,
+        max: 1000.0,
+    },
+    context_ms: Bounds {
+        min: 10.0,
+        max: 10_000.0,
+    },
+    threshold_db: Bounds {
+        min: -60.0,
+        max: 0.0,
+    },
+    sample_rate: Bounds {
+        min: 8000.0,
+        max: 192_000.0,
+    },
+};
+
+/// The ranges of [`STREAM_RANGES`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, ts_rs::TS)]
+pub struct StreamRanges {
+    pub block_ms: Bounds,
+    pub crossfade_ms: Bounds,
+    pub context_ms: Bounds,
+    pub threshold_db: Bounds,
+    /// The device rate the engine runs at.
+    pub sample_rate: Bounds,
 }
 
 impl StreamParams {
@@ -94,49 +111,27 @@ impl StreamParams {
             == (other.block_ms, other.crossfade_ms, other.context_ms)
     }
 
-    /// Refuses values the engine cannot run, saying which and why.
+    /// Refuses values the engine cannot run, saying which and why: the voice's ranges, the
+    /// stream's, and the pitch methods a block can afford.
     pub fn check(&self) -> Result<()> {
+        self.voice.check()?;
+        let r = STREAM_RANGES;
+        check_bounds("block_ms", self.block_ms, r.block_ms)?;
+        check_bounds("crossfade_ms", self.crossfade_ms, r.crossfade_ms)?;
+        check_bounds("context_ms", self.context_ms, r.context_ms)?;
+        check_bounds("threshold_db", f64::from(self.threshold_db), r.threshold_db)?;
         ensure!(
-            self.block_ms.is_finite() && self.block_ms >= 10.0,
-            "the block must be at least 10 ms, not {} ms",
-            self.block_ms
-        );
-        ensure!(
-            self.crossfade_ms.is_finite() && self.crossfade_ms >= 10.0,
-            "the crossfade must be at least 10 ms, not {} ms",
-            self.crossfade_ms
-        );
-        ensure!(
-            self.context_ms.is_finite() && self.context_ms >= self.crossfade_ms,
+            self.context_ms >= self.crossfade_ms,
             "the context ({} ms) must be at least the crossfade ({} ms)",
             self.context_ms,
             self.crossfade_ms
         );
         ensure!(
-            !matches!(self.f0_method, F0Method::Crepe | F0Method::CrepeTiny),
+            !matches!(self.voice.f0_method, F0Method::Crepe | F0Method::CrepeTiny),
             "the {} pitch method is for offline conversion; live conversion takes rmvpe, fcpe, \
              pm or yin",
-            self.f0_method.name()
+            self.voice.f0_method.name()
         );
-        ensure!(
-            self.threshold_db.is_finite() && self.transpose.is_finite(),
-            "the gate threshold and the transpose must be numbers"
-        );
-        ensure!(
-            (-2.0..=2.0).contains(&self.formant_shift),
-            "the formant shift must be between -2 and 2 semitones, not {}",
-            self.formant_shift
-        );
-        for (name, value, high) in [
-            ("index rate", self.index_rate, 1.0),
-            ("protect", self.protect, 0.5),
-            ("RMS mix rate", self.rms_mix_rate, 1.0),
-        ] {
-            ensure!(
-                (0.0..=high).contains(&value),
-                "the {name} must be between 0 and {high}, not {value}"
-            );
-        }
         Ok(())
     }
 }
@@ -169,9 +164,14 @@ pub struct Layout {
 impl Layout {
     pub fn new(params: &StreamParams, sample_rate: u32) -> Result<Layout> {
         params.check()?;
+        check_bounds(
+            "the device rate",
+            f64::from(sample_rate),
+            STREAM_RANGES.sample_rate,
+        )?;
         ensure!(
-            sample_rate >= 8000 && sample_rate.is_multiple_of(100),
-            "the device rate must be a multiple of 100 Hz of at least 8000 Hz, not {sample_rate} Hz"
+            sample_rate.is_multiple_of(100),
+            "the device rate must be a multiple of 100 Hz, not {sample_rate} Hz"
         );
         let sr = sample_rate as usize;
         let zc = sr / 100;
@@ -224,20 +224,89 @@ mod tests {
 
     #[test]
     fn bad_values_are_refused_with_reasons() {
+        let refused =
+            |params: StreamParams, rate: u32| Layout::new(&params, rate).unwrap_err().to_string();
         let short = StreamParams {
             block_ms: 5.0,
             ..StreamParams::default()
         };
-        assert!(format!("{}", Layout::new(&short, 48_000).unwrap_err()).contains("10 ms"));
+        assert_eq!(
+            refused(short, 48_000),
+            "block_ms must be between 10 and 5000, not 5"
+        );
         let thin = StreamParams {
             context_ms: 20.0,
             ..StreamParams::default()
         };
-        assert!(format!("{}", Layout::new(&thin, 48_000).unwrap_err()).contains("crossfade"));
-        let odd = Layout::new(&StreamParams::default(), 22_050).unwrap_err();
-        assert!(format!("{odd}").contains("multiple of 100"));
-        let json: StreamParams =
-            serde_json::from_str(r#"{"transpose": 3, "f0_method": "pm"}"#).unwrap();
-        assert_eq!((json.transpose, json.f0_method), (3.0, F0Method::Pm));
+        assert!(refused(thin, 48_000).contains("crossfade"));
+        assert!(refused(StreamParams::default(), 22_050).contains("multiple of 100"));
+        // The values a hostile test sent: each refused by name, none overflows or allocates.
+        for (params, name) in [
+            (
+                StreamParams {
+                    block_ms: 1e300,
+                    ..Default::default()
+                },
+                "block_ms",
+            ),
+            (
+                StreamParams {
+                    crossfade_ms: 1e300,
+                    ..Default::default()
+                },
+                "crossfade_ms",
+            ),
+            (
+                StreamParams {
+                    context_ms: f64::INFINITY,
+                    ..Default::default()
+                },
+                "context_ms",
+            ),
+            (
+                StreamParams {
+                    threshold_db: f32::NAN,
+                    ..Default::default()
+                },
+                "threshold_db",
+            ),
+        ] {
+            assert!(refused(params, 48_000).starts_with(name), "{name}");
+        }
+        for rate in [100_000_000, 4_294_967_200] {
+            assert!(refused(StreamParams::default(), rate).starts_with("the device rate must be"));
+        }
+        // The voice's checks are the offline conversion's.
+        let loud = StreamParams {
+            voice: VoiceParams {
+                transpose: 1e9,
+                ..Default::default()
+            },
+            ..StreamParams::default()
+        };
+        assert!(refused(loud, 48_000).starts_with("transpose must be between -48 and 48"));
+    }
+
+    #[test]
+    fn a_stored_stream_setting_of_the_flat_layout_reads_back() {
+        let json: StreamParams = serde_json::from_str(
+            r#"{"block_ms": 200, "transpose": 3, "f0_method": "pm", "protect": 0.2, "seed": 7}"#,
+        )
+        .unwrap();
+        assert_eq!(json.block_ms, 200.0);
+        assert_eq!(
+            (
+                json.voice.transpose,
+                json.voice.f0_method,
+                json.voice.protect,
+                json.voice.seed
+            ),
+            (3.0, F0Method::Pm, 0.2, Some(7))
+        );
+        let written = serde_json::to_value(&json).unwrap();
+        assert_eq!(
+            written["transpose"], 3.0,
+            "written flat, as before: {written}"
+        );
     }
 }

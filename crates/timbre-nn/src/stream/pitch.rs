@@ -14,6 +14,7 @@ use crate::graphed::GraphedStage;
 use crate::pipeline::pitch::fill_unvoiced;
 use crate::pipeline::{F0Method, PitchTracker};
 use crate::rmvpe::Rmvpe;
+use crate::voice::VoiceParams;
 
 const RMVPE_THRESHOLD: f32 = 0.03;
 /// The realtime pm's floor and ceiling (Hz).
@@ -85,14 +86,14 @@ pub struct BlockPitch {
     pub voiced: Vec<bool>,
 }
 
-/// Fills (unless `unvoiced` is `Zero`), transposes and makes coarse, as `_get_f0`/`_f0_post`.
-pub fn prepare(mut f0: Vec<f32>, semitones: f32, unvoiced: Unvoiced) -> BlockPitch {
+/// Fills (unless `unvoiced` is `Zero`), moves as the voice says (the offline conversion's
+/// arithmetic: `VoiceParams::synthesis_pitch`) and makes coarse, as `_get_f0`/`_f0_post`.
+pub fn prepare(mut f0: Vec<f32>, voice: &VoiceParams, unvoiced: Unvoiced) -> BlockPitch {
     let voiced: Vec<bool> = f0.iter().map(|&f| f != 0.0).collect();
     if unvoiced != Unvoiced::Zero {
         fill_unvoiced(&mut f0);
     }
-    let factor = 2f64.powf(f64::from(semitones) / 12.0);
-    let hz: Vec<f32> = f0.iter().map(|&f| (f64::from(f) * factor) as f32).collect();
+    let hz = voice.synthesis_pitch(&f0);
     BlockPitch {
         coarse: coarse_f32(&hz),
         hz,
@@ -152,7 +153,7 @@ mod tests {
         let mut cache = PitchCache::new();
         let pitch = prepare(
             vec![100.0, 110.0, 0.0, 130.0, 140.0, 150.0, 160.0],
-            0.0,
+            &VoiceParams::default(),
             Unvoiced::Original,
         );
         cache.push(2, &pitch);

@@ -17,7 +17,7 @@ use super::config::SynthesizerConfig;
 /// The attention's relative positions reach ±10 frames (`attentions.Encoder`'s `window_size`).
 const WINDOW_SIZE: i64 = 10;
 /// RVC's coarse pitch classes.
-const PITCH_CLASSES: i64 = 256;
+pub(super) const PITCH_CLASSES: i64 = 256;
 /// The flow: 4 coupling layers of 3 WaveNet layers; the posterior encoder: 16 WaveNet layers; all
 /// with kernels of 5.
 const FLOWS: i64 = 4;

@@ -2,13 +2,18 @@
 //! as RVC-Project/Retrieval-based-Voice-Conversion-WebUI `infer/lib/infer_pack/models.py`
 //! `TextEncoder256`/`TextEncoder768` (the feature width is the only difference).
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use tch::{Kind, Tensor};
 
 use super::attentions::{Encoder, EncoderSizes};
+use super::parameters::PITCH_CLASSES;
 use super::shapes::{check_layer, check_weight, weight_shape};
 use crate::layers::{Conv1d, ConvOptions, Embedding, Linear};
 use crate::weights::Weights;
+
+/// The content features a model can be given: HuBERT's 256-d `final_proj` output (v1) or its
+/// 768-d last layer (v2).
+const FEATURE_DIMS: [i64; 2] = [256, 768];
 
 pub struct TextEncoder {
     emb_phone: Linear,
@@ -30,12 +35,19 @@ impl TextEncoder {
         let hidden = sizes.hidden_channels;
         let phone_name = format!("{prefix}.emb_phone");
         let feature_dim = weight_shape(w, &phone_name, 2)?[1];
+        if !FEATURE_DIMS.contains(&feature_dim) {
+            bail!(
+                "{}: `{phone_name}` has a weight of shape [{hidden}, {feature_dim}], expected \
+                 [{hidden}, 256] (v1) or [{hidden}, 768] (v2): no content features are \
+                 {feature_dim}-d",
+                w.source().display()
+            );
+        }
         check_layer(w, &phone_name, &[hidden, feature_dim], hidden)?;
         check_weight(w, &format!("{prefix}.proj"), &[2 * out_channels, hidden, 1])?;
         let pitch_name = format!("{prefix}.emb_pitch");
         let emb_pitch = if w.contains(&format!("{pitch_name}.weight")) {
-            let classes = weight_shape(w, &pitch_name, 2)?[0];
-            check_weight(w, &pitch_name, &[classes, hidden])?;
+            check_weight(w, &pitch_name, &[PITCH_CLASSES, hidden])?;
             Some(Embedding::load(w, &pitch_name)?)
         } else {
             None

@@ -4,6 +4,7 @@
 
 pub mod batch;
 pub mod checkpoint;
+mod checkpoint_pairs;
 pub mod config;
 pub mod discriminator;
 pub mod losses;

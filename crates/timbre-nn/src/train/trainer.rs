@@ -12,6 +12,8 @@ use tch::{Device, Reduction, Tensor, nn};
 
 use super::batch::Batch;
 use super::checkpoint::{read_training_checkpoint, write_training_checkpoint};
+pub use super::checkpoint_pairs::generator_checkpoint;
+use super::checkpoint_pairs::{checkpoint_steps, latest_checkpoint_pair, remove_unfinished_saves};
 use super::config::TrainingConfig;
 use super::discriminator::{DiscriminatorVersion, MultiPeriodDiscriminator};
 use super::losses::{discriminator_loss, feature_loss, generator_loss, kl_loss};
@@ -155,8 +157,10 @@ impl Trainer {
     /// Continues the run saved in `dir`: the newest `G_<n>.pth` that has its `D_<n>.pth`, with
     /// both optimizers' states, the loss scale, the epoch, and the step count ours save
     /// (`global_step`), else as RVC counts it (`epoch × steps_per_epoch`). `None` when `dir`
-    /// holds no pair.
+    /// holds no pair. What a save cut off left in `dir` goes first (`remove_unfinished_saves`):
+    /// the run that resumes owns the folder.
     pub fn resume(&mut self, dir: &Path, steps_per_epoch: i64) -> Result<Option<i64>> {
+        remove_unfinished_saves(dir)?;
         let Some((generator_path, discriminator_path)) = latest_checkpoint_pair(dir)? else {
             return Ok(None);
         };
@@ -394,50 +398,4 @@ fn export_generator(
             info: &info,
         },
     )
-}
-
-/// The path of the generator checkpoint of `step` in `dir`, or of the newest pair's.
-pub fn generator_checkpoint(dir: &Path, step: Option<i64>) -> Result<PathBuf> {
-    let steps = checkpoint_steps(dir)?;
-    let chosen = match step {
-        Some(step) => steps.iter().copied().find(|&s| s == step),
-        None => steps.last().copied(),
-    };
-    chosen
-        .map(|step| dir.join(format!("G_{step}.pth")))
-        .with_context(|| match step {
-            Some(step) => format!(
-                "{}: no checkpoint of step {step} (there are: {steps:?})",
-                dir.display()
-            ),
-            None => format!("{}: no checkpoint saved yet", dir.display()),
-        })
-}
-
-/// Steps `n` for which `dir` holds both `G_<n>.pth` and `D_<n>.pth`, ascending.
-fn checkpoint_steps(dir: &Path) -> Result<Vec<i64>> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_context(|| format!("{}: cannot list", dir.display())),
-    };
-    let mut steps: Vec<i64> = entries
-        .flatten()
-        .filter_map(|entry| {
-            let name = entry.file_name().into_string().ok()?;
-            name.strip_prefix("G_")?.strip_suffix(".pth")?.parse().ok()
-        })
-        .filter(|step| dir.join(format!("D_{step}.pth")).is_file())
-        .collect();
-    steps.sort_unstable();
-    Ok(steps)
-}
-
-fn latest_checkpoint_pair(dir: &Path) -> Result<Option<(PathBuf, PathBuf)>> {
-    Ok(checkpoint_steps(dir)?.last().map(|step| {
-        (
-            dir.join(format!("G_{step}.pth")),
-            dir.join(format!("D_{step}.pth")),
-        )
-    }))
 }

@@ -6,7 +6,9 @@
 use std::path::Path;
 use std::process::Command;
 
+use tch::{Device, Kind, Tensor};
 use timbre_nn::blend::blend_models;
+use timbre_nn::checkpoint::Value;
 use timbre_test_support::{reference_python, rvc_parity_fixtures};
 
 fn reference(args: &[&Path]) -> String {
@@ -64,4 +66,60 @@ fn blend_parity_with_rvc_merge_and_incompatible_models_are_refused() {
     assert!(!dir.path().join("refused.pth").exists());
     let err = blend_models(&[(&v1, 1.0)], "", &dir.path().join("one.pth")).unwrap_err();
     assert!(err.to_string().contains("at least two"), "{err}");
+}
+
+/// Weights whose sum is infinite (each finite) would normalise to 0, a silent model; negative or
+/// non-finite ones are refused by value; a blend beyond float16's range is refused naming the
+/// tensor; nothing is written.
+/// The entries of a dict, or of an OrderedDict's state.
+fn dict_mut(value: &mut Value) -> &mut Vec<(Value, Value)> {
+    match value {
+        Value::Dict(entries) => entries,
+        Value::Object {
+            state: Some(state), ..
+        } => dict_mut(state),
+        other => panic!("not a dict: {other:?}"),
+    }
+}
+
+#[test]
+fn weights_that_cannot_normalise_and_blends_beyond_float16_are_refused() {
+    let fixtures = rvc_parity_fixtures();
+    let dir = tempfile::tempdir().unwrap();
+    let v1 = fixtures.join("synth_v1_f0_40k/model.pth");
+    let out = dir.path().join("blend.pth");
+    let refusal =
+        |models: &[(&Path, f64)]| format!("{:#}", blend_models(models, "", &out).unwrap_err());
+    let err = refusal(&[(&v1, 1e308), (&v1, 1e308)]);
+    assert!(
+        err.contains("the weights 1e308, 1e308 add up to more than a number holds"),
+        "{err}"
+    );
+    let err = refusal(&[(&v1, -1.0), (&v1, 2.0)]);
+    assert!(err.contains("weight -1 is negative"), "{err}");
+    let err = refusal(&[(&v1, f64::NAN), (&v1, 2.0)]);
+    assert!(err.contains("weight NaN is not a finite number"), "{err}");
+    let err = refusal(&[(&v1, 0.0), (&v1, 0.0)]);
+    assert!(err.contains("add up to 0"), "{err}");
+
+    // A float32 model whose first tensor lies beyond float16's range blends into infinities.
+    let mut root = timbre_nn::checkpoint::read_torch_file(&v1).unwrap();
+    let weights = dict_mut(&mut root)
+        .iter_mut()
+        .find(|(key, _)| key.as_str() == Some("weight"))
+        .unwrap();
+    let (key, tensor) = &mut dict_mut(&mut weights.1)[0];
+    let name = key.as_str().unwrap().to_string();
+    let shape = tensor.as_tensor().unwrap().size();
+    *tensor = Value::Tensor(Tensor::full(shape, 1e6, (Kind::Float, Device::Cpu)));
+    let wide = dir.path().join("wide.pth");
+    timbre_nn::checkpoint::write_torch_file(&wide, &root).unwrap();
+    let err = refusal(&[(&v1, 1.0), (&wide, 1.0)]);
+    assert!(
+        err.contains(&format!(
+            "the blend's `{name}` has values beyond float16's range"
+        )),
+        "{err}"
+    );
+    assert!(!out.exists(), "nothing written");
 }

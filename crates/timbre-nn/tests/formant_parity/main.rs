@@ -10,6 +10,7 @@ use timbre_audio::{AudioBuffer, SampleFormat};
 use timbre_nn::hubert::{FeatureVersion, Hubert};
 use timbre_nn::pipeline::{self, Autotune, ConvertOptions, PitchTracker, Scale};
 use timbre_nn::synthesizer::Synthesizer;
+use timbre_nn::voice::VoiceParams;
 use timbre_test_support::{reference_python, rvc_parity_fixtures};
 
 /// The whole pipeline's parity (tests/parity) holds 40 dB on these fixtures; the formant path
@@ -128,13 +129,16 @@ fn formant_shift_and_autotune_parity_with_rvc_next() {
     let mut outputs = Vec::new();
     for case in &CASES {
         let options = ConvertOptions {
-            transpose: case.transpose,
-            formant_shift: case.formant,
-            autotune: (case.autotune > 0.0).then_some(Autotune {
-                scale: Scale::Chromatic,
-                strength: case.autotune,
-            }),
-            index_rate: 0.0,
+            voice: VoiceParams {
+                transpose: case.transpose,
+                formant_shift: case.formant,
+                autotune: (case.autotune > 0.0).then_some(Autotune {
+                    scale: Scale::Chromatic,
+                    strength: case.autotune,
+                }),
+                index_rate: 0.0,
+                ..VoiceParams::default()
+            },
             ..ConvertOptions::default()
         };
         let converted =

@@ -19,6 +19,7 @@ use timbre_nn::pipeline::F0Method;
 use timbre_nn::rmvpe::Rmvpe;
 use timbre_nn::stream::{StreamEngine, StreamModels, StreamParams};
 use timbre_nn::synthesizer::Synthesizer;
+use timbre_nn::voice::VoiceParams;
 use timbre_test_support::{
     fcpe_weights, max_abs_difference, reference_python, rvc_parity_fixtures,
 };
@@ -138,10 +139,13 @@ fn engine(setting: &Setting, fixtures: &Path) -> StreamEngine {
         crossfade_ms: setting.crossfade_ms,
         context_ms: setting.context_ms,
         threshold_db: setting.threshold_db,
-        transpose: setting.transpose,
-        f0_method: setting.f0_method,
-        index_rate: setting.index_rate,
-        formant_shift: setting.formant_shift,
+        voice: VoiceParams {
+            transpose: setting.transpose,
+            f0_method: setting.f0_method,
+            index_rate: setting.index_rate,
+            formant_shift: setting.formant_shift,
+            ..VoiceParams::default()
+        },
         ..StreamParams::default()
     };
     StreamEngine::new(models, params, setting.sample_rate).unwrap()
@@ -238,11 +242,12 @@ fn hot_changes_keep_the_buffers_and_block_changes_rebuffer() {
     for chunk in input.chunks_exact(block).take(8) {
         assert_eq!(engine.process(chunk).unwrap().len(), block);
     }
-    let hot = StreamParams {
+    let mut hot = engine.params().clone();
+    hot.voice = VoiceParams {
         transpose: 7.0,
         index_rate: 0.2,
         rms_mix_rate: 1.0,
-        ..engine.params().clone()
+        ..hot.voice
     };
     engine.set_params(hot.clone()).unwrap();
     assert_eq!(engine.block_size(), block);
@@ -267,7 +272,10 @@ fn hot_changes_keep_the_buffers_and_block_changes_rebuffer() {
         ..engine.params().clone()
     };
     let message = engine.set_params(refused).unwrap_err().to_string();
-    assert!(message.contains("at least 10 ms"), "{message}");
+    assert!(
+        message.starts_with("block_ms must be between 10"),
+        "{message}"
+    );
     assert_eq!(
         engine.block_size(),
         9600,
@@ -286,10 +294,8 @@ fn a_warmed_up_engine_streams_as_a_fresh_one() {
     };
     // Seeded, so each block's noise follows the count of blocks converted.
     let seeded = |mut engine: StreamEngine| {
-        let params = StreamParams {
-            seed: Some(7),
-            ..engine.params().clone()
-        };
+        let mut params = engine.params().clone();
+        params.voice.seed = Some(7);
         engine.set_params(params).unwrap();
         engine
     };

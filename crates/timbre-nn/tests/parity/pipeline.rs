@@ -8,6 +8,7 @@ use timbre_nn::index::IvfFlatIndex;
 use timbre_nn::pipeline::{self, Chunking, ConvertOptions, F0Method, PitchTracker};
 use timbre_nn::rmvpe::Rmvpe;
 use timbre_nn::synthesizer::Synthesizer;
+use timbre_nn::voice::VoiceParams;
 
 use crate::Case;
 use crate::compare::snr_db;
@@ -56,12 +57,15 @@ pub fn check(case: &Case, manifest: &Json) -> Result<String> {
     };
     let resample = number("resample_sr").unwrap_or(0.0) as u32;
     let options = ConvertOptions {
-        speaker_id: case.json["sid"].as_i64().unwrap_or(0),
-        transpose: number("f0_up_key")? as f32,
-        f0_method,
-        index_rate: number("index_rate")? as f32,
-        protect: number("protect")? as f32,
-        rms_mix_rate: number("rms_mix_rate")? as f32,
+        voice: VoiceParams {
+            speaker_id: case.json["sid"].as_i64().unwrap_or(0),
+            transpose: number("f0_up_key")? as f32,
+            f0_method,
+            index_rate: number("index_rate")? as f32,
+            protect: number("protect")? as f32,
+            rms_mix_rate: number("rms_mix_rate")? as f32,
+            ..VoiceParams::default()
+        },
         resample_rate: (resample > 0).then_some(resample),
         chunking: Chunking {
             x_pad: number("x_pad")?,
