@@ -17,7 +17,7 @@ setup:
 	scripts/setup.sh
 
 setup-test:
-	scripts/setup.sh --test
+	scripts/timed.sh setup scripts/setup.sh --test
 
 # The app with its UI embedded (a plain `cargo build` would load the dev server instead).
 app:
@@ -28,17 +28,16 @@ app:
 # builds). Separate invocations each resolve features their own way and built 400 crates twice.
 TEST_FEATURES := --features timbre-studio/custom-protocol
 build-test:
-	npm run build
-	cargo build --workspace --bins --tests $(TEST_FEATURES)
+	scripts/timed.sh build sh -c 'npm run build && cargo build --workspace --bins --tests $(TEST_FEATURES)'
 
 test-rust: build-test
-	cargo test --workspace $(TEST_FEATURES)
+	scripts/timed.sh rust-tests cargo test --workspace $(TEST_FEATURES)
 
 test-ui:
-	npm run test:ui
+	scripts/timed.sh ui-tests npm run test:ui
 
 test-e2e: build-test
-	tests/e2e/run.sh
+	scripts/timed.sh e2e tests/e2e/run.sh
 
 # The UI's TypeScript types written anew from the Rust types, and the UI tests' fixture of the
 # defaults commands' answers (src-tauri/src/bindings.rs).
@@ -46,9 +45,7 @@ bindings:
 	TIMBRE_WRITE_BINDINGS=1 cargo test -p timbre-studio --lib bindings
 
 lint:
-	cargo fmt --all --check
-	cargo clippy --workspace --all-targets -- -D warnings
-	npm run check
+	scripts/timed.sh lint sh -c 'cargo fmt --all --check && cargo clippy --workspace --all-targets -- -D warnings && npm run check'
 
 # The conversion benchmark against the reference Python pipeline, written into
 # docs/PERFORMANCE.md (about 15 minutes on 2 cores; BENCH_THREADS=N for N libtorch threads).
