@@ -1,7 +1,7 @@
 //! Getting weight files in: the catalogue of every asset the app uses (`catalog`), their state
 //! in the models folder (`state`, with hashes remembered in `ledger`), and verified, resumable
 //! downloads (`fetch` for one HTTP attempt, `download` for one asset, `job` for the `download`
-//! job kind). See "The path of a download" in docs/ARCHITECTURE.md.
+//! job kind). See "The path of a download and of a voice import" in docs/ARCHITECTURE.md.
 
 pub mod catalog;
 pub mod disk;

@@ -1,6 +1,6 @@
 //! Voices from anywhere: a `.pth`, a community `.zip`, the folder of an RVC or Applio install, or
 //! a link, imported into the library with the index that fits each voice. See "The path of a
-//! voice import" in docs/ARCHITECTURE.md.
+//! download and of a voice import" in docs/ARCHITECTURE.md.
 //!
 //! `source` turns the source into files on disk (`archive` reads zips safely, `folder` walks a
 //! tree, `url` downloads), `classify` tells voices from other checkpoints by content, `pairing`
