@@ -1,6 +1,8 @@
 #[cfg(test)]
 mod bindings;
 mod commands;
+#[cfg(test)]
+mod contract;
 mod error;
 mod state;
 

@@ -102,6 +102,7 @@ export function makeJob(over: Partial<Job> = {}): Job {
     max_retries: 2,
     batch_scale: 1,
     error: null,
+    error_kind: null,
     worker: null,
     cancel_requested: false,
     crashes: 0,

@@ -6,7 +6,7 @@ import { makeJob, mockBackend } from './helpers';
 
 const jobs = [
   makeJob({ id: 1, state: 'succeeded', progress: 1, message: '3 imported', finished_at: '2026-11-20T10:00:05Z' }),
-  makeJob({ id: 2, state: 'failed', progress: 0.5, error: 'disk full', attempts: 3 }),
+  makeJob({ id: 2, state: 'failed', progress: 0.5, error: 'disk full', error_kind: 'disk_full', attempts: 3 }),
   makeJob({ id: 3, state: 'running', progress: 0.42, message: 'Importing 5/12', started_at: '2026-11-20T10:01:00Z' }),
 ];
 
@@ -39,6 +39,9 @@ describe('Jobs page', () => {
     expect(rows[0]).toHaveTextContent('42%');
     expect(rows[0]).toHaveTextContent('Importing 5/12');
     expect(within(rows[1]).getByTestId('job-error')).toHaveTextContent('disk full');
+    // The error's kind says what to do about it.
+    expect(within(rows[1]).getByTestId('job-error-hint')).toHaveTextContent('The disk is full: free some space');
+    expect(within(rows[0]).queryByTestId('job-error-hint')).toBeNull();
     // Cancel only for queued/running, Retry only for failed/cancelled/interrupted.
     expect(within(rows[0]).queryByTestId('job-cancel')).not.toBeNull();
     expect(within(rows[0]).queryByTestId('job-retry')).toBeNull();

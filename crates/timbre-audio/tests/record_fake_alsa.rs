@@ -23,7 +23,6 @@
 //! temporary `.asoundrc`).
 
 use std::path::Path;
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -54,27 +53,12 @@ fn records_exactly_two_seconds_of_the_fake_device() {
     std::fs::write(home.path().join(".asoundrc"), asoundrc).unwrap();
     let captured = home.path().join("captured.wav");
 
-    let child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "child_process_recording",
-            "--ignored",
-            "--nocapture",
-        ])
-        .env("HOME", home.path())
-        .env("XDG_CONFIG_HOME", home.path())
-        // No PulseAudio server: cpal would prefer it (and ALSA's pulse hook its default) over
-        // the fake device on a desktop where one runs.
-        .env("PULSE_SERVER", "unix:/nonexistent/timbre-no-pulse")
-        .env(CHILD_ENV, &captured)
-        .output()
-        .unwrap();
-    let log = format!(
-        "{}{}",
-        String::from_utf8_lossy(&child.stdout),
-        String::from_utf8_lossy(&child.stderr)
+    let (passed, log) = timbre_test_support::run_in_fake_audio_home(
+        "child_process_recording",
+        home.path(),
+        &[(CHILD_ENV, captured.as_os_str())],
     );
-    assert!(child.status.success(), "child recording failed:\n{log}");
+    assert!(passed, "child recording failed:\n{log}");
 
     let buf = decode_file(&captured, &DecodeOptions::default()).unwrap();
     assert_eq!((buf.sample_rate, buf.channel_count()), (48000, 2), "{log}");

@@ -112,7 +112,6 @@ impl Recorder {
 
 #[cfg(test)]
 mod tests {
-    use std::process::Command;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::time::{Duration, Instant};
@@ -141,28 +140,12 @@ mod tests {
         let asoundrc = timbre_audio::record::fake_alsa_device(&raw, &sine).unwrap();
         std::fs::write(home.path().join(".asoundrc"), asoundrc).unwrap();
         let data = home.path().join("library");
-        let child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "recording::tests::recorder_in_a_child",
-                "--ignored",
-                "--nocapture",
-            ])
-            .env("HOME", home.path())
-            .env("XDG_CONFIG_HOME", home.path())
-            .env("PULSE_SERVER", "unix:/nonexistent/timbre-no-pulse")
-            .env(CHILD_ENV, &data)
-            .output()
-            .unwrap();
-        let log = format!(
-            "{}{}",
-            String::from_utf8_lossy(&child.stdout),
-            String::from_utf8_lossy(&child.stderr)
+        let (passed, log) = timbre_test_support::run_in_fake_audio_home(
+            "recording::tests::recorder_in_a_child",
+            home.path(),
+            &[(CHILD_ENV, data.as_os_str())],
         );
-        assert!(
-            child.status.success(),
-            "the child's recording failed:\n{log}"
-        );
+        assert!(passed, "the child's recording failed:\n{log}");
         let library = Library::open(&data).unwrap();
         let takes = crate::db::takes::list(&library.conn(), None).unwrap();
         assert_eq!(takes.len(), 1, "{log}");

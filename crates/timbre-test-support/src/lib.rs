@@ -5,6 +5,32 @@ use std::path::{Path, PathBuf};
 
 pub mod pulse;
 
+/// Runs the ignored test `test` of this test binary again, in a child process whose home is
+/// `home`, where the caller wrote a fake capture device's `.asoundrc` (alsa-lib reads its
+/// configuration once per process), with no PulseAudio server (cpal would prefer one over the
+/// fake device on a desktop where one runs) and `env` besides. Whether it passed, and what it
+/// printed.
+pub fn run_in_fake_audio_home(
+    test: &str,
+    home: &Path,
+    env: &[(&str, &std::ffi::OsStr)],
+) -> (bool, String) {
+    let child = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+        .args(["--exact", test, "--ignored", "--nocapture"])
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home)
+        .env("PULSE_SERVER", "unix:/nonexistent/timbre-no-pulse")
+        .envs(env.iter().copied())
+        .output()
+        .expect("running the test binary again");
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&child.stdout),
+        String::from_utf8_lossy(&child.stderr)
+    );
+    (child.status.success(), log)
+}
+
 /// `.venv/bin/python` beside the workspace. Panics when it is missing, so that a parity test
 /// never passes without having compared anything.
 pub fn reference_python() -> PathBuf {

@@ -2,7 +2,7 @@
 //! a file outside the library), with the parameters that made it. The audio is a store object.
 
 use anyhow::{Context, Result};
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 pub(super) const CREATE: &str = "
@@ -87,28 +87,37 @@ fn row(r: &rusqlite::Row) -> rusqlite::Result<Conversion> {
     })
 }
 
+/// The columns a conversion writes, in the order of [`values`].
+const COLUMNS: &str = "job_id, model_id, model_name, input_take_id, input_path, input_sha256, \
+    params, sha256, format, sample_rate, duration_secs, peak_dbfs, seconds_taken, created_at";
+
+fn values(c: &NewConversion) -> [rusqlite::types::Value; 14] {
+    use rusqlite::types::Value;
+    [
+        c.job_id.into(),
+        c.model_id.into(),
+        c.model_name.clone().into(),
+        c.input_take_id.into(),
+        c.input_path.clone().into(),
+        c.input_sha256.clone().into(),
+        c.params.to_string().into(),
+        c.sha256.clone().into(),
+        c.format.clone().into(),
+        c.sample_rate.into(),
+        c.duration_secs.into(),
+        c.peak_dbfs.into(),
+        c.seconds_taken.into(),
+        Value::Text(super::now()),
+    ]
+}
+
 pub fn insert(conn: &Connection, c: &NewConversion) -> Result<i64> {
     conn.execute(
-        "INSERT INTO conversions (job_id, model_id, model_name, input_take_id, input_path,
-            input_sha256, params, sha256, format, sample_rate, duration_secs, peak_dbfs,
-            seconds_taken, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-        params![
-            c.job_id,
-            c.model_id,
-            c.model_name,
-            c.input_take_id,
-            c.input_path,
-            c.input_sha256,
-            c.params.to_string(),
-            c.sha256,
-            c.format,
-            c.sample_rate,
-            c.duration_secs,
-            c.peak_dbfs,
-            c.seconds_taken,
-            super::now()
-        ],
+        &format!(
+            "INSERT INTO conversions ({COLUMNS}) VALUES \
+             (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
+        ),
+        rusqlite::params_from_iter(values(c)),
     )
     .with_context(|| format!("saving the conversion with {}", c.model_name))?;
     Ok(conn.last_insert_rowid())
@@ -157,28 +166,14 @@ pub fn save_for_job(conn: &Connection, c: &NewConversion) -> Result<i64> {
     let Some(id) = earlier else {
         return insert(conn, c);
     };
+    let mut replaced: Vec<rusqlite::types::Value> = values(c).into();
+    replaced.push(id.into());
     conn.execute(
-        "UPDATE conversions SET model_id = ?2, model_name = ?3, input_take_id = ?4,
-            input_path = ?5, input_sha256 = ?6, params = ?7, sha256 = ?8, format = ?9,
-            sample_rate = ?10, duration_secs = ?11, peak_dbfs = ?12, seconds_taken = ?13,
-            created_at = ?14
-         WHERE id = ?1",
-        params![
-            id,
-            c.model_id,
-            c.model_name,
-            c.input_take_id,
-            c.input_path,
-            c.input_sha256,
-            c.params.to_string(),
-            c.sha256,
-            c.format,
-            c.sample_rate,
-            c.duration_secs,
-            c.peak_dbfs,
-            c.seconds_taken,
-            super::now()
-        ],
+        &format!(
+            "UPDATE conversions SET ({COLUMNS}) = \
+             (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) WHERE id = ?15"
+        ),
+        rusqlite::params_from_iter(replaced),
     )
     .with_context(|| format!("saving the conversion with {}", c.model_name))?;
     Ok(id)

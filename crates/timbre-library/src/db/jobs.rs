@@ -2,6 +2,8 @@ use anyhow::{Context, Result};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
+use crate::error::ErrorKind;
+
 pub(super) const CREATE: &str = "
 CREATE TABLE jobs (
     id INTEGER PRIMARY KEY,
@@ -31,6 +33,11 @@ CREATE INDEX jobs_state ON jobs(state, lane);";
 pub(super) const ADD_CRASH_RECOVERY: &str = "
 ALTER TABLE jobs ADD COLUMN crashes INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN recovered INTEGER NOT NULL DEFAULT 0;";
+
+/// The kind of a failed attempt's error (`ErrorKind`, snake_case), so the app can say what to
+/// do about it.
+pub(super) const ADD_ERROR_KIND: &str = "
+ALTER TABLE jobs ADD COLUMN error_kind TEXT;";
 
 mod recovery;
 
@@ -110,6 +117,8 @@ pub struct Job {
     pub max_retries: u32,
     pub batch_scale: f64,
     pub error: Option<String>,
+    /// What kind of error `error` is (the last failed attempt's).
+    pub error_kind: Option<ErrorKind>,
     pub worker: Option<String>,
     pub cancel_requested: bool,
     pub crashes: u32,
@@ -122,7 +131,7 @@ pub struct Job {
 
 const SELECT: &str = "SELECT id, kind, lane, state, params, result, progress, message, attempts,
     max_retries, batch_scale, error, worker, cancel_requested, created_at, started_at, finished_at,
-    crashes, recovered
+    crashes, recovered, error_kind
     FROM jobs";
 
 fn row(r: &rusqlite::Row) -> rusqlite::Result<Job> {
@@ -149,6 +158,9 @@ fn row(r: &rusqlite::Row) -> rusqlite::Result<Job> {
         max_retries: r.get(9)?,
         batch_scale: r.get(10)?,
         error: r.get(11)?,
+        error_kind: r
+            .get::<_, Option<String>>(19)?
+            .and_then(|kind| serde_json::from_value(serde_json::Value::String(kind)).ok()),
         worker: r.get(12)?,
         cancel_requested: r.get(13)?,
         created_at: r.get(14)?,
@@ -252,7 +264,7 @@ pub fn claim(conn: &Connection, which: Claim, worker: &str) -> Result<Option<Job
     let id: Option<i64> = conn
         .query_row(
             "UPDATE jobs SET state = 'running', worker = ?3, started_at = ?4,
-                 progress = 0, message = '', error = NULL, recovered = 0
+                 progress = 0, message = '', error = NULL, error_kind = NULL, recovered = 0
              WHERE id = (SELECT id FROM jobs WHERE state = 'queued'
                          AND (?1 IS NULL OR lane = ?1) AND (?2 IS NULL OR id = ?2)
                          AND (?5 IS NULL OR (kind IN (SELECT value FROM json_each(?5))) = ?6)
@@ -292,22 +304,37 @@ pub fn set_progress(conn: &Connection, id: i64, progress: f64, message: &str) ->
     )?)
 }
 
+/// The error of a failed attempt: its message and kind.
+#[derive(Debug, Clone, Copy)]
+pub struct Failed<'a> {
+    pub message: &'a str,
+    pub kind: ErrorKind,
+}
+
+fn kind_name(kind: ErrorKind) -> String {
+    match serde_json::to_value(kind) {
+        Ok(serde_json::Value::String(name)) => name,
+        _ => "internal".into(),
+    }
+}
+
 pub fn finish(
     conn: &Connection,
     id: i64,
     state: JobState,
     result: Option<&serde_json::Value>,
-    error: Option<&str>,
+    error: Option<Failed>,
 ) -> Result<()> {
     conn.execute(
-        "UPDATE jobs SET state = ?2, result = ?3, error = ?4, finished_at = ?5, worker = NULL,
-             progress = CASE WHEN ?2 = 'succeeded' THEN 1.0 ELSE progress END
+        "UPDATE jobs SET state = ?2, result = ?3, error = ?4, error_kind = ?5, finished_at = ?6,
+             worker = NULL, progress = CASE WHEN ?2 = 'succeeded' THEN 1.0 ELSE progress END
          WHERE id = ?1",
         params![
             id,
             state.as_str(),
             result.map(|r| r.to_string()),
-            error,
+            error.map(|e| e.message),
+            error.map(|e| kind_name(e.kind)),
             super::now()
         ],
     )?;
@@ -318,15 +345,21 @@ pub fn finish(
 pub fn requeue_after_failure(
     conn: &Connection,
     id: i64,
-    error: &str,
+    error: Failed,
     not_before: &str,
     batch_scale: f64,
 ) -> Result<()> {
     conn.execute(
-        "UPDATE jobs SET state = 'queued', attempts = attempts + 1, error = ?2, not_before = ?3,
-             batch_scale = ?4, worker = NULL
+        "UPDATE jobs SET state = 'queued', attempts = attempts + 1, error = ?2, error_kind = ?3,
+             not_before = ?4, batch_scale = ?5, worker = NULL
          WHERE id = ?1",
-        params![id, error, not_before, batch_scale],
+        params![
+            id,
+            error.message,
+            kind_name(error.kind),
+            not_before,
+            batch_scale
+        ],
     )?;
     Ok(())
 }
@@ -361,7 +394,8 @@ pub fn retry(conn: &Connection, id: i64) -> Result<Job> {
         )));
     }
     conn.execute(
-        "UPDATE jobs SET state = 'queued', attempts = 0, error = NULL, not_before = NULL,
+        "UPDATE jobs SET state = 'queued', attempts = 0, error = NULL, error_kind = NULL,
+             not_before = NULL,
              cancel_requested = 0, finished_at = NULL, batch_scale = 1.0
          WHERE id = ?1",
         [id],
@@ -448,9 +482,21 @@ mod tests {
         let id = insert(&conn, "import", Lane::Light, &json!({}), 3).unwrap();
         assert!(retry(&conn, id).is_err());
         claim(&conn, Claim::Next(Some(Lane::Light)), "w").unwrap();
-        finish(&conn, id, JobState::Failed, None, Some("boom")).unwrap();
+        let boom = Failed {
+            message: "boom",
+            kind: ErrorKind::Audio,
+        };
+        finish(&conn, id, JobState::Failed, None, Some(boom)).unwrap();
+        let failed = require(&conn, id).unwrap();
+        assert_eq!(
+            (failed.error.as_deref(), failed.error_kind),
+            (Some("boom"), Some(ErrorKind::Audio))
+        );
         let job = retry(&conn, id).unwrap();
-        assert_eq!((job.state, job.error), (JobState::Queued, None));
+        assert_eq!(
+            (job.state, job.error, job.error_kind),
+            (JobState::Queued, None, None)
+        );
     }
 
     #[test]
@@ -458,7 +504,11 @@ mod tests {
         let conn = crate::db::open_in_memory();
         let id = insert(&conn, "import", Lane::Light, &json!({}), 3).unwrap();
         claim(&conn, Claim::Next(Some(Lane::Light)), "w").unwrap();
-        requeue_after_failure(&conn, id, "busy", "9999-01-01T00:00:00Z", 0.5).unwrap();
+        let busy = Failed {
+            message: "busy",
+            kind: ErrorKind::Busy,
+        };
+        requeue_after_failure(&conn, id, busy, "9999-01-01T00:00:00Z", 0.5).unwrap();
         assert!(
             claim(&conn, Claim::Next(Some(Lane::Light)), "w")
                 .unwrap()

@@ -60,6 +60,7 @@ const MIGRATIONS: &[&str] = &[
     jobs::ADD_CRASH_RECOVERY,
     cover_stages::CREATE,
     effect_presets::CREATE,
+    jobs::ADD_ERROR_KIND,
 ];
 
 /// Opens the library database: refused when damaged, migrated (after a backup) when older

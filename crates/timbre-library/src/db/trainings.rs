@@ -263,7 +263,11 @@ mod tests {
             .unwrap();
         assert_eq!(require(&conn, t.id).unwrap().status, QUEUED);
         // The job failed without the training hearing of it.
-        jobs::finish(&conn, job, JobState::Failed, None, Some("crashed")).unwrap();
+        let crashed = jobs::Failed {
+            message: "crashed",
+            kind: crate::ErrorKind::Internal,
+        };
+        jobs::finish(&conn, job, JobState::Failed, None, Some(crashed)).unwrap();
         let failed = require(&conn, t.id).unwrap();
         assert_eq!(failed.status, FAILED);
         assert_eq!(failed.error.as_deref(), Some("crashed"));

@@ -470,7 +470,12 @@ impl JobSystem {
             Err(err) => err,
         };
         let failure = classify(err);
-        let message = ErrorReport::from_anyhow(err).message;
+        let report = ErrorReport::from_anyhow(err);
+        let failed = job_rows::Failed {
+            message: &report.message,
+            kind: report.kind,
+        };
+        let message = &report.message;
         if failure == Failure::Cancelled {
             return job_rows::finish(conn, job.id, JobState::Cancelled, None, None);
         }
@@ -489,7 +494,7 @@ impl JobSystem {
                 db::timestamp(time::OffsetDateTime::now_utc() + Duration::from_secs_f64(delay));
             let data = json!({ "attempt": job.attempts + 1, "delay_secs": delay, "error": message, "batch_scale": batch_scale });
             job_events::insert(conn, job.id, Level::Warn, "retry", &data)?;
-            return job_rows::requeue_after_failure(conn, job.id, &message, &due, batch_scale);
+            return job_rows::requeue_after_failure(conn, job.id, failed, &due, batch_scale);
         }
         job_events::insert(
             conn,
@@ -498,7 +503,7 @@ impl JobSystem {
             "failed",
             &json!({ "error": message }),
         )?;
-        job_rows::finish(conn, job.id, JobState::Failed, None, Some(&message))
+        job_rows::finish(conn, job.id, JobState::Failed, None, Some(failed))
     }
 }
 

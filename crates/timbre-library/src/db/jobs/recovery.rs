@@ -47,6 +47,7 @@ pub fn recover_from_dead_worker(
         conn.execute(
             "UPDATE jobs SET state = ?2, worker = NULL, cancel_requested = 0, crashes = ?3,
                  recovered = (?2 = 'queued'), error = ?4,
+                 error_kind = CASE WHEN ?4 IS NULL THEN NULL ELSE 'internal' END,
                  finished_at = CASE WHEN ?2 = 'queued' THEN NULL ELSE ?5 END
              WHERE id = ?1",
             params![id, state.as_str(), crashes, error, crate::db::now()],
@@ -102,7 +103,7 @@ pub fn drop_waiting(conn: &Connection, id: i64) -> Result<Job> {
     require_waiting(conn, id, "drop")?;
     conn.execute(
         "UPDATE jobs SET state = 'cancelled', recovered = 0, finished_at = ?2,
-             error = 'dropped after the app stopped while it ran'
+             error = 'dropped after the app stopped while it ran', error_kind = 'cancelled'
          WHERE id = ?1",
         params![id, crate::db::now()],
     )?;
