@@ -20,12 +20,16 @@ use timbre_test_support::pulse::PulseLoop;
 /// The measured round trip must be this close to the estimate.
 const TOLERANCE_MS: f64 = 20.0;
 
+/// The whole run takes well under a minute; past this, something hangs.
+const RUN_LIMIT: Duration = Duration::from_secs(300);
+
 type LoopTest = fn(&mut PulseLoop);
 
 fn main() {
     let mut pulse = PulseLoop::start();
     // SAFETY: no other thread runs yet, and nothing has called into ALSA.
     unsafe { pulse.route_this_process() };
+    pulse.fail_after(RUN_LIMIT);
     let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     let tests: [(&str, LoopTest); 5] = [
         (

@@ -77,6 +77,19 @@ impl PulseLoop {
         }
     }
 
+    /// Ends the process with a failure after `limit`, asking the daemon to exit first: a test
+    /// that hangs (in a sound driver, say) fails the run instead of holding it.
+    pub fn fail_after(&self, limit: Duration) {
+        let mut exit_daemon = self.command("pactl");
+        exit_daemon.arg("exit");
+        std::thread::spawn(move || {
+            std::thread::sleep(limit);
+            eprintln!("the run took over {limit:?}: stopped as hung");
+            let _ = exit_daemon.output();
+            std::process::exit(1);
+        });
+    }
+
     /// Starts the daemon again on the same socket, with the same sink.
     pub fn restart(&mut self) {
         self.kill();

@@ -23,6 +23,9 @@ const INPUT_STALL_MS: u64 = 1500;
 /// The longer wait for an opened input's first audio: a sound server or a Bluetooth headset
 /// can take seconds to start delivering.
 const INPUT_START_MS: u64 = 5000;
+/// How long closing a device's streams may take before they are left to a thread of their own:
+/// ALSA's PulseAudio plugin can block for ever in a stream whose sound server has died.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// What went in and came out of the processor, at the session's rate, mono.
 #[derive(Debug, Clone, PartialEq)]
@@ -306,7 +309,7 @@ fn supervise(shared: &Arc<Shared>, config: &SessionConfig, rate: u32, streams: S
                 .then(|| "the input device stopped delivering audio".to_string())
         });
         let Some(why) = lost else { continue };
-        drop(streams.take());
+        close(streams.take());
         {
             let mut stats = shared.stats();
             stats.state = LiveState::Reopening;
@@ -331,6 +334,26 @@ fn supervise(shared: &Arc<Shared>, config: &SessionConfig, rate: u32, streams: S
                 }
             }
         }
+    }
+    close(streams);
+}
+
+/// Closes `streams` within [`CLOSE_TIMEOUT`]: a close that takes longer goes on in the
+/// background, so that neither reopening nor stopping the session waits on a hung driver.
+fn close(streams: Option<Streams>) {
+    let Some(streams) = streams else { return };
+    let (closed, wait) = mpsc::channel();
+    let closing = std::thread::Builder::new()
+        .name("live-close".into())
+        .spawn(move || {
+            drop(streams);
+            let _ = closed.send(());
+        });
+    if closing.is_ok() && wait.recv_timeout(CLOSE_TIMEOUT).is_err() {
+        eprintln!(
+            "timbre: closing the audio streams took over {CLOSE_TIMEOUT:?}; left to finish in \
+             the background"
+        );
     }
 }
 
