@@ -23,15 +23,24 @@ setup-test:
 app:
 	npx tauri build --debug --no-bundle
 
-# Everything the suite runs, in one cargo invocation: the workspace's crates, their tests, the
-# `timbre` binary the integration tests drive and the app with its UI embedded (what `make app`
-# builds). Separate invocations each resolve features their own way and built 400 crates twice.
+# Everything the suite runs, in one cargo invocation: the workspace's crates with all their
+# targets (tests, benches, the `timbre` binary the integration tests drive, the app with its UI
+# embedded, what `make app` builds). Separate invocations each resolve features their own way and
+# built 400 crates twice. Clippy lints the workspace's crates in that same compilation:
+# clippy-driver as rustc's wrapper for workspace members (what `cargo clippy` sets, but with code
+# generated), warnings as errors, so the lint costs no second pass over the dependencies.
 TEST_FEATURES := --features timbre-studio/custom-protocol
-build-test:
-	scripts/timed.sh build sh -c 'npm run build && cargo build --workspace --bins --tests $(TEST_FEATURES)'
+CLIPPY_BUILD := RUSTC_WORKSPACE_WRAPPER=clippy-driver CLIPPY_ARGS=-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
+build-test: ui/dist/index.html
+	scripts/timed.sh build env $(CLIPPY_BUILD) cargo build --workspace --all-targets $(TEST_FEATURES)
+
+# The UI the app embeds, built again only when its sources changed (a rebuilt dist/ makes cargo
+# compile the app again).
+ui/dist/index.html: ui/index.html $(shell find ui/src -type f) package-lock.json vite.config.ts svelte.config.js
+	scripts/timed.sh ui-build npm run build
 
 test-rust: build-test
-	scripts/timed.sh rust-tests cargo test --workspace $(TEST_FEATURES)
+	scripts/timed.sh rust-tests env $(CLIPPY_BUILD) cargo test --workspace $(TEST_FEATURES)
 
 test-ui:
 	scripts/timed.sh ui-tests npm run test:ui
@@ -44,8 +53,9 @@ test-e2e: build-test
 bindings:
 	TIMBRE_WRITE_BINDINGS=1 cargo test -p timbre-studio --lib bindings
 
-lint:
-	scripts/timed.sh lint sh -c 'cargo fmt --all --check && cargo clippy --workspace --all-targets -- -D warnings && npm run check'
+# Formatting and the UI's types; Clippy runs in build-test.
+lint: build-test
+	scripts/timed.sh lint sh -c 'cargo fmt --all --check && npm run check'
 
 # The conversion benchmark against the reference Python pipeline, written into
 # docs/PERFORMANCE.md (about 15 minutes on 2 cores; BENCH_THREADS=N for N libtorch threads).

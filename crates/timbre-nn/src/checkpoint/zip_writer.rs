@@ -75,11 +75,11 @@ impl<W: Write> RecordWriter<W> {
 
         let mut sink = CrcSink {
             out: &mut self.out,
-            crc: !0,
+            crc: crc32fast::Hasher::new(),
             written: 0,
         };
         fill(&mut sink)?;
-        let (crc, written) = (!sink.crc, sink.written);
+        let (crc, written) = (sink.crc.finalize(), sink.written);
         if written != len {
             return Err(io::Error::other(format!(
                 "{full_name}: {written} bytes written for a record of {len}"
@@ -177,82 +177,22 @@ fn put16(buffer: &mut Vec<u8>, value: u16) {
 /// Passes a record's bytes through, keeping their CRC-32 and count.
 pub(super) struct CrcSink<'a, W: Write> {
     out: &'a mut W,
-    crc: u32,
+    crc: crc32fast::Hasher,
     written: u64,
 }
 
 impl<W: Write> CrcSink<'_, W> {
     pub fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.out.write_all(bytes)?;
-        self.crc = crc32_update(self.crc, bytes);
+        self.crc.update(bytes);
         self.written += bytes.len() as u64;
         Ok(())
     }
 }
 
-/// The CRC-32 (IEEE, reflected) tables for slicing by 8 bytes.
-const CRC_TABLES: [[u32; 256]; 8] = {
-    let mut tables = [[0u32; 256]; 8];
-    let mut i = 0;
-    while i < 256 {
-        let mut crc = i as u32;
-        let mut bit = 0;
-        while bit < 8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0xedb8_8320
-            } else {
-                crc >> 1
-            };
-            bit += 1;
-        }
-        tables[0][i] = crc;
-        i += 1;
-    }
-    let mut t = 1;
-    while t < 8 {
-        let mut i = 0;
-        while i < 256 {
-            let previous = tables[t - 1][i];
-            tables[t][i] = (previous >> 8) ^ tables[0][(previous & 0xff) as usize];
-            i += 1;
-        }
-        t += 1;
-    }
-    tables
-};
-
-/// Continues a CRC-32 whose register (not yet inverted) is `crc`.
-pub(super) fn crc32_update(mut crc: u32, bytes: &[u8]) -> u32 {
-    let t = &CRC_TABLES;
-    let mut chunks = bytes.chunks_exact(8);
-    for c in &mut chunks {
-        let low = crc ^ u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-        crc = t[7][(low & 0xff) as usize]
-            ^ t[6][((low >> 8) & 0xff) as usize]
-            ^ t[5][((low >> 16) & 0xff) as usize]
-            ^ t[4][(low >> 24) as usize]
-            ^ t[3][c[4] as usize]
-            ^ t[2][c[5] as usize]
-            ^ t[1][c[6] as usize]
-            ^ t[0][c[7] as usize];
-    }
-    for &b in chunks.remainder() {
-        crc = (crc >> 8) ^ t[0][((crc ^ u32::from(b)) & 0xff) as usize];
-    }
-    crc
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn crc32_matches_the_standard_check_value() {
-        assert_eq!(!crc32_update(!0, b"123456789"), 0xcbf4_3926);
-        let long: Vec<u8> = (0..1000u32).map(|i| (i * 7 % 251) as u8).collect();
-        let split = crc32_update(crc32_update(!0, &long[..333]), &long[333..]);
-        assert_eq!(split, crc32_update(!0, &long));
-    }
 
     #[test]
     fn record_data_starts_on_the_alignment() {
