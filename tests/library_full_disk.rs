@@ -2,7 +2,8 @@
 //! unprivileged user namespace (`unshare -rm`, as `train_full_disk.rs` does). An import larger
 //! than the disk ends with a message naming the full disk (not a hang); then the library can
 //! still be listed, its jobs too, and deleting takes frees space; on a disk with no byte left
-//! at all the library still opens.
+//! at all the library still opens. A result copied into a folder on a full disk leaves no
+//! partial file there, and stays in the library.
 
 use std::process::Command;
 use timbre_integration_tests::{Sandbox, timbre_bin, write_sine_wav};
@@ -35,14 +36,18 @@ free filled
 run list_filled --json library list
 "#;
 
-#[test]
-fn a_full_disk_ends_the_import_clearly_and_the_library_stays_usable() {
+fn assert_namespaces() {
     let namespaces = Command::new("unshare").args(["-rm", "true"]).output();
     assert!(
         namespaces.as_ref().is_ok_and(|out| out.status.success()),
         "this test needs unprivileged user namespaces (`unshare -rm true` failed: {namespaces:?}) \
          to mount a small tmpfs as a full disk"
     );
+}
+
+#[test]
+fn a_full_disk_ends_the_import_clearly_and_the_library_stays_usable() {
+    assert_namespaces();
     let sb = Sandbox::new();
     let inputs = sb.path("inputs");
     std::fs::create_dir(&inputs).unwrap();
@@ -96,4 +101,58 @@ fn a_full_disk_ends_the_import_clearly_and_the_library_stays_usable() {
     assert_eq!(rc("list_filled"), 0, "{err}");
     let takes: serde_json::Value = serde_json::from_str(&read("list_filled.out")).unwrap();
     assert_eq!(takes.as_array().unwrap().len(), imported - 5);
+}
+
+/// Arguments: the timbre binary, the data dir, the output folder (a 1 MiB tmpfs), the input, the
+/// folder for what it reports.
+const COPY_SCRIPT: &str = r#"
+set -u
+bin=$1 data=$2 out=$3 input=$4 reports=$5
+mkdir -p "$out"
+mount -t tmpfs -o size=1m tmpfs "$out" || exit 1
+timeout 120 "$bin" --data-dir "$data" --json enhance --preset natural "$input" --out "$out" \
+    > "$reports/enhance.out" 2> "$reports/enhance.err"
+echo $? > "$reports/enhance.rc"
+ls -A "$out" > "$reports/left"
+"#;
+
+#[test]
+fn a_copy_into_a_full_folder_leaves_no_partial_file_and_the_result_is_kept() {
+    assert_namespaces();
+    let sb = Sandbox::new();
+    // 30 s at 16 kHz: the enhanced take in 32-bit float is 1.9 MB, more than the folder holds
+    // (the natural preset keeps the length).
+    let input = sb.path("speech.wav");
+    write_sine_wav(&input, 30.0, 220.0);
+    let (out, reports) = (sb.path("out"), sb.path("reports"));
+    std::fs::create_dir(&reports).unwrap();
+    let ran = Command::new("unshare")
+        .args(["-rm", "sh", "-c", COPY_SCRIPT, "sh"])
+        .arg(timbre_bin())
+        .arg(sb.data_dir())
+        .arg(&out)
+        .arg(&input)
+        .arg(&reports)
+        .output()
+        .unwrap();
+    assert!(ran.status.success(), "the namespace script failed: {ran:?}");
+    let read = |name: &str| std::fs::read_to_string(reports.join(name)).unwrap();
+    // With --json the job's outcome, its error too, is printed on stdout.
+    let err = read("enhance.out") + &read("enhance.err");
+    assert_eq!(read("enhance.rc").trim(), "1", "{err}");
+    let target = out.join("speech (enhanced).wav");
+    assert!(err.contains(&target.display().to_string()), "{err}");
+    assert_eq!(read("left"), "", "nothing left in the folder: {err}");
+
+    let listed = sb.json(&["library", "list"]);
+    let names: Vec<_> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|take| take["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        names.contains(&"speech (enhanced)".to_string()),
+        "the result stays in the library: {names:?}"
+    );
 }

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 use timbre_audio::record::InputDevice;
-use timbre_core::clean::{PreviewInfo, SeparationModel};
+use timbre_core::clean::PreviewInfo;
 use timbre_core::db::{
     conversions::Conversion, datasets::Dataset, job_events::JobEvent, jobs::Job,
     listening_tests::ListeningTest, models::Model, takes::Take, training_metrics::TrainingMetric,
@@ -28,6 +28,7 @@ use timbre_core::devices::DeviceReport;
 use timbre_core::doctor;
 use timbre_core::model_cache::ModelCacheReport;
 use timbre_core::monitor::ResourceSnapshot;
+use timbre_core::separation::SeparationModel;
 use timbre_core::train::session::EpochProfile;
 use timbre_core::voice_import::{VoiceImportReport, VoiceImportRequest};
 use timbre_core::{ErrorReport, Notification};
@@ -66,7 +67,7 @@ fn export_contract(dir: &Path) -> Result<(), ts_rs::ExportError> {
         ModelCacheReport,
         timbre_core::input::AudioInput,
         timbre_core::output_format::OutputFormat,
-        timbre_core::clean::IsolationMethod,
+        timbre_core::separation::IsolationMethod,
         timbre_core::clean::PreviewRequest,
         timbre_core::clean::SavedTake,
         timbre_core::convert::ConvertResult,

@@ -126,36 +126,35 @@ fn readiness(
         })
     };
     // What a need lacks, said as what to do; None when it is met.
-    let missing =
-        |need: Need| -> Option<String> {
-            match need {
-                Need::Hubert => models_folder::find_hubert(models_dir).is_none().then(|| {
-                    format!(
-                        "HuBERT: hubert_base.pt in {} (timbre assets download hubert)",
-                        models_dir.display()
-                    )
-                }),
-                Need::Device => devices.problem.clone(),
-                Need::Rmvpe => (!usable("rmvpe.pt"))
-                    .then(|| "RMVPE for rmvpe pitch (timbre assets download rmvpe)".to_string()),
-                Need::PretrainedBases => (!usable("pretrained_v2/f0G40k.pth")
-                    || !usable("pretrained_v2/f0D40k.pth"))
-                .then(|| {
-                    "pretrained bases, e.g. pretrained_v2/f0G40k.pth and f0D40k.pth (timbre assets \
+    let missing = |need: Need| -> Option<String> {
+        match need {
+            Need::Hubert => models_folder::find_hubert(models_dir).is_none().then(|| {
+                format!(
+                    "HuBERT: hubert_base.pt in {} (timbre assets download hubert)",
+                    models_dir.display()
+                )
+            }),
+            Need::Device => devices.problem.clone(),
+            Need::Rmvpe => (!usable("rmvpe.pt"))
+                .then(|| "RMVPE for rmvpe pitch (timbre assets download rmvpe)".to_string()),
+            Need::PretrainedBases => (!usable("pretrained_v2/f0G40k.pth")
+                || !usable("pretrained_v2/f0D40k.pth"))
+            .then(|| {
+                "pretrained bases, e.g. pretrained_v2/f0G40k.pth and f0D40k.pth (timbre assets \
                  download pretrained-v2-f0G40k pretrained-v2-f0D40k); without them training \
                  starts from scratch"
-                        .to_string()
-                }),
-                Need::SeparationModel => crate::clean::separation_models(models_dir)
-                    .is_empty()
-                    .then(|| {
-                        "a RoFormer .ckpt + .yaml in separation/ (timbre assets download \
+                    .to_string()
+            }),
+            Need::SeparationModel => crate::separation::separation_models(models_dir)
+                .is_empty()
+                .then(|| {
+                    "a RoFormer .ckpt + .yaml in separation/ (timbre assets download \
                      bs-roformer-ep317 bs-roformer-ep317-config); without one only the rough \
                      preview runs"
-                            .to_string()
-                    }),
-            }
-        };
+                        .to_string()
+                }),
+        }
+    };
     let lacks: Vec<String> = needs.required.iter().filter_map(|&n| missing(n)).collect();
     let would_use = needs.optional.iter().filter_map(|&n| missing(n)).collect();
     JobReadiness {

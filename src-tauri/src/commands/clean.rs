@@ -11,15 +11,14 @@ use std::sync::{Arc, Mutex};
 use tauri::State;
 use tauri::ipc::Response;
 use timbre_audio::enhance::{EnhanceOptions, Preset};
-use timbre_core::clean::{
-    self, CleanRequest, IsolationMethod, Preview, PreviewInfo, PreviewRequest, SeparationModel,
-};
+use timbre_core::clean::{self, CleanRequest, Preview, PreviewInfo, PreviewRequest};
 use timbre_core::db::derived_takes::{self, DerivedTake};
 use timbre_core::db::takes::{self, Take};
 use timbre_core::error::not_found;
 use timbre_core::input::AudioInput;
 use timbre_core::models_folder;
 use timbre_core::output_format::OutputFormat;
+use timbre_core::separation::{IsolationMethod, SeparationModel};
 
 /// The last preview's result.
 #[derive(Default)]
@@ -67,7 +66,7 @@ pub fn list_enhance_presets() -> EnhancePresets {
 pub fn list_isolation_models(state: State<'_, AppState>) -> CommandResult<IsolationModels> {
     let dir = models_folder::of(state.library())?;
     Ok(IsolationModels {
-        models: clean::separation_models(&dir),
+        models: timbre_core::separation::separation_models(&dir),
         dir,
     })
 }

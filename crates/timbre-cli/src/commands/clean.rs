@@ -8,10 +8,9 @@ use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use timbre_audio::enhance::{EnhanceOptions, EnhanceReport, Preset};
-use timbre_core::clean::{
-    self, CleanRequest, EnhanceResult, IsolateResult, IsolationMethod, SavedTake,
-};
+use timbre_core::clean::{self, CleanRequest, EnhanceResult, IsolateResult, SavedTake};
 use timbre_core::input::AudioInput;
+use timbre_core::separation::IsolationMethod;
 
 /// Where the inputs come from, shared by both commands.
 #[derive(clap::Args)]

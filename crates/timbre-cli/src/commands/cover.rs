@@ -7,9 +7,9 @@ use crate::output::Output;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use timbre_core::clean::IsolationMethod;
 use timbre_core::cover::{self, CoverRequest, CoverResult, CoverSettings, StageStatus};
 use timbre_core::input::AudioInput;
+use timbre_core::separation::IsolationMethod;
 
 /// The voice "none" (`--model none`) lets the vocals pass through unconverted.
 const NO_VOICE: &str = "none";

@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use timbre_audio::dataset::DatasetReport;
 use timbre_audio::enhance::Preset;
-use timbre_core::clean::IsolationMethod;
 use timbre_core::dataset::{self, ModelVersion, PrepareRequest, PrepareResult};
 use timbre_core::db::datasets::{self, Dataset};
 use timbre_core::input::AudioInput;
+use timbre_core::separation::IsolationMethod;
 use timbre_nn::pipeline::F0Method;
 
 #[derive(clap::Subcommand)]

@@ -8,10 +8,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use timbre_audio::enhance::{EnhanceOptions, EnhanceReport, enhance};
 
-use super::{Derived, ProgressBridge, SavedTake, Source};
+use super::{Derived, SavedTake, Source};
 use crate::input::AudioInput;
 use crate::jobs::{JobContext, JobHandler};
 use crate::output_format::OutputFormat;
+use crate::progress::ProgressBridge;
 
 /// The job kind.
 pub(crate) const KIND: &str = "enhance";

@@ -4,40 +4,29 @@
 //! result and the take names say so. With `enhance` set, the vocals then go through
 //! `timbre_audio::enhance` (the Clean page's isolation + enhancement in one job).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tch::{Device, Tensor};
 use timbre_audio::enhance::{EnhanceOptions, EnhanceReport, enhance};
 use timbre_audio::{AudioBuffer, analysis};
-use timbre_nn::separation::{Separator, instrumental};
 
-use super::{Derived, Output, ProgressBridge, SavedTake, Source};
+use super::{Derived, Output, SavedTake, Source};
 use crate::db::jobs::Lane;
 use crate::input::AudioInput;
 use crate::jobs::{JobContext, JobHandler, Need, Needs};
-use crate::model_cache::{ModelCache, Shared};
+use crate::model_cache::ModelCache;
 use crate::output_format::OutputFormat;
+use crate::progress::ProgressBridge;
+use crate::separation::{
+    IsolationMethod, SeparationModel, Separators, choose_model, separate_audio,
+};
 
 /// The job kind.
 pub(crate) const KIND: &str = "isolate";
-
-/// Which separator to use.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, ts_rs::TS)]
-#[serde(rename_all = "snake_case")]
-pub enum IsolationMethod {
-    /// The first separation model in the models folder, else the rough preview.
-    #[default]
-    Auto,
-    /// The weight-free rough preview, even when a model is there.
-    Rough,
-    /// The separation model of this name (`separation/<name>.ckpt`).
-    Model(String),
-}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct IsolateParams {
@@ -73,53 +62,6 @@ pub struct IsolateResult {
     pub enhance_report: Option<EnhanceReport>,
     pub notes: Vec<String>,
     pub seconds: f64,
-}
-
-/// A RoFormer checkpoint and its config in the models folder.
-#[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
-pub struct SeparationModel {
-    pub name: String,
-    pub checkpoint: PathBuf,
-    pub config: PathBuf,
-}
-
-/// The `.ckpt` files of `<models dir>/separation` that have a `.yaml` beside them, by name.
-pub fn separation_models(models_dir: &Path) -> Vec<SeparationModel> {
-    let Ok(entries) = std::fs::read_dir(models_dir.join("separation")) else {
-        return Vec::new();
-    };
-    let mut found: Vec<SeparationModel> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "ckpt"))
-        .filter_map(|checkpoint| {
-            let config = checkpoint.with_extension("yaml");
-            let name = checkpoint.file_stem()?.to_string_lossy().into_owned();
-            config.is_file().then_some(SeparationModel {
-                name,
-                checkpoint,
-                config,
-            })
-        })
-        .collect();
-    found.sort_by(|a, b| a.name.cmp(&b.name));
-    found
-}
-
-/// The separation models of one run: from the process's model cache, on the run's device.
-pub struct Separators<'a> {
-    models: &'a ModelCache,
-    device: Device,
-}
-
-impl<'a> Separators<'a> {
-    pub fn new(models: &'a ModelCache, device: Device) -> Self {
-        Self { models, device }
-    }
-
-    pub fn device(&self) -> Device {
-        self.device
-    }
 }
 
 pub struct IsolateHandler {
@@ -317,59 +259,6 @@ fn separate_in_memory(
     }
 }
 
-/// Vocals and instrumental of `audio`: by `model`, or the rough preview without one.
-pub(crate) fn separate_audio(
-    separators: &Separators,
-    model: Option<&SeparationModel>,
-    audio: AudioBuffer,
-    bridge: &mut ProgressBridge<'_>,
-    label: &str,
-    notes: &mut Vec<String>,
-) -> Result<(AudioBuffer, AudioBuffer)> {
-    match model {
-        Some(model) => separators.separate(model, audio, bridge, label, notes),
-        None => {
-            let rough = timbre_audio::isolate::isolate_rough(audio, &mut |f| {
-                bridge.report(f, format!("{label}: rough isolation"))
-            });
-            rough
-                .map(|r| (r.vocals, r.instrumental))
-                .map_err(|err| bridge.error(err))
-        }
-    }
-}
-
-/// The model `method` asks for, or None for the rough preview.
-pub(crate) fn choose_model(
-    method: &IsolationMethod,
-    dir: &Path,
-) -> Result<Option<SeparationModel>> {
-    let available = separation_models(dir);
-    match method {
-        IsolationMethod::Rough => Ok(None),
-        IsolationMethod::Auto => Ok(available.into_iter().next()),
-        IsolationMethod::Model(name) => {
-            let names: Vec<String> = available.iter().map(|m| m.name.clone()).collect();
-            available
-                .into_iter()
-                .find(|m| &m.name == name)
-                .map(Some)
-                .ok_or_else(|| {
-                    crate::error::not_found(format!(
-                        "no separation model {name:?} in {}: put {name}.ckpt and {name}.yaml \
-                         there (found: {})",
-                        dir.join("separation").display(),
-                        if names.is_empty() {
-                            "none".to_string()
-                        } else {
-                            names.join(", ")
-                        }
-                    ))
-                })
-        }
-    }
-}
-
 /// The middle `secs` of `audio`.
 fn middle(mut audio: AudioBuffer, secs: f64, notes: &mut Vec<String>) -> AudioBuffer {
     let wanted = (secs.max(0.0) * f64::from(audio.sample_rate)).round() as usize;
@@ -387,68 +276,4 @@ fn middle(mut audio: AudioBuffer, secs: f64, notes: &mut Vec<String>) -> AudioBu
         channel.drain(..start);
     }
     audio
-}
-
-impl Separators<'_> {
-    /// The separator of `model`, from the cache or loaded.
-    pub(crate) fn loaded(
-        &self,
-        model: &SeparationModel,
-        bridge: &mut ProgressBridge<'_>,
-        label: &str,
-    ) -> Result<Shared<Separator>> {
-        bridge.report(0.0, format!("{label}: loading {}", model.name));
-        Ok(self.models.separator(model, self.device)?.0)
-    }
-
-    /// Vocals and instrumental by the model, at the model's sample rate.
-    fn separate(
-        &self,
-        model: &SeparationModel,
-        mut audio: AudioBuffer,
-        bridge: &mut ProgressBridge<'_>,
-        label: &str,
-        notes: &mut Vec<String>,
-    ) -> Result<(AudioBuffer, AudioBuffer)> {
-        let separator = self.loaded(model, bridge, label)?;
-        let separator = separator.lock();
-        let rate = u32::try_from(separator.sample_rate()).context("the model's sample rate")?;
-        if audio.channels.len() > 2 {
-            notes.push(format!(
-                "{} channels mixed down to mono for the model",
-                audio.channels.len()
-            ));
-            audio = audio.to_mono();
-        }
-        if audio.channels.len() == 1 {
-            notes.push("mono input: separated as two identical channels".to_string());
-        }
-        if audio.sample_rate != rate {
-            notes.push(format!(
-                "resampled from {} Hz to the model's {rate} Hz",
-                audio.sample_rate
-            ));
-            audio = timbre_audio::resample(&audio, rate)?;
-        }
-        let (channels, samples) = (audio.channels.len() as i64, audio.frames() as i64);
-        let planar = audio.channels.concat();
-        drop(audio);
-        let mix = Tensor::from_slice(&planar).view([channels, samples]);
-        drop(planar);
-        let vocals = separator.vocals(&mix, |done, total| {
-            bridge.report(
-                done as f64 / total.max(1) as f64,
-                format!("{label}: separating"),
-            )
-        });
-        let vocals = match vocals {
-            Ok(vocals) => vocals,
-            Err(err) => return Err(bridge.stopped.take().unwrap_or(err)),
-        };
-        let accompaniment = instrumental(&mix, &vocals)?;
-        Ok((
-            super::stream::to_buffer(&vocals, rate)?,
-            super::stream::to_buffer(&accompaniment, rate)?,
-        ))
-    }
 }

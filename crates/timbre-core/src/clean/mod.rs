@@ -13,10 +13,7 @@ pub(crate) mod stream;
 mod tests;
 
 pub use enhance::{EnhanceHandler, EnhanceParams, EnhanceResult};
-pub use isolate::{
-    IsolateHandler, IsolateParams, IsolateResult, IsolationMethod, SeparationModel, Separators,
-    separation_models,
-};
+pub use isolate::{IsolateHandler, IsolateParams, IsolateResult};
 pub use preview::{Preview, PreviewInfo, PreviewRequest, preview};
 pub use request::{CleanRequest, PREVIEW_SECS_RANGE, check_enhance_options, submit};
 
@@ -32,6 +29,7 @@ use crate::db::takes::{self, NewTake, Origin, Take};
 use crate::import::describe;
 use crate::input::{AudioInput, ResolvedInput};
 use crate::library::{Library, Notification};
+use crate::out_folder;
 use crate::output_format::OutputFormat;
 use crate::store::StoredObject;
 
@@ -328,67 +326,14 @@ fn store_audio(
 /// Copies each saved take into `dir` as `<take name>.<ext>`, never overwriting (a number is
 /// added).
 pub(crate) fn copy_out(library: &Library, saved: &mut [SavedTake], dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("{}: cannot create the output folder", dir.display()))?;
     for result in saved {
-        let stem: String = result
-            .take
-            .name
-            .chars()
-            .map(|c| if c == '/' || c == '\\' { '_' } else { c })
-            .collect();
-        let ext = &result.take.format;
-        let target = (1..)
-            .map(|n| match n {
-                1 => dir.join(format!("{stem}.{ext}")),
-                _ => dir.join(format!("{stem} {n}.{ext}")),
-            })
-            .find(|p| !p.exists())
-            .context("no free output name")?;
-        std::fs::copy(library.take_path(&result.take), &target)
-            .with_context(|| format!("{}: cannot write", target.display()))?;
-        result.copied_to = Some(target);
+        let take = &result.take;
+        result.copied_to = Some(out_folder::copy_into(
+            &library.take_path(take),
+            dir,
+            &out_folder::file_stem(&take.name),
+            &take.format,
+        )?);
     }
     Ok(())
-}
-
-/// Maps a job's `progress` (which fails once cancellation is asked for) onto the
-/// `FnMut(f64) -> bool` the audio code takes, keeping the error to return.
-pub(crate) struct ProgressBridge<'a> {
-    report: &'a dyn Fn(f64, String) -> Result<()>,
-    pub stopped: Option<anyhow::Error>,
-}
-
-impl<'a> ProgressBridge<'a> {
-    pub fn new(report: &'a dyn Fn(f64, String) -> Result<()>) -> Self {
-        ProgressBridge {
-            report,
-            stopped: None,
-        }
-    }
-
-    /// Reports; false once the job must stop.
-    pub fn report(&mut self, fraction: f64, message: String) -> bool {
-        if self.stopped.is_some() {
-            return false;
-        }
-        match (self.report)(fraction, message) {
-            Ok(()) => true,
-            Err(err) => {
-                self.stopped = Some(err);
-                false
-            }
-        }
-    }
-
-    /// The error to return for a processing error: the reason it stopped, if it was stopped.
-    pub fn error(&mut self, err: timbre_audio::enhance::ProcessError) -> anyhow::Error {
-        match self.stopped.take() {
-            Some(stopped) => stopped,
-            None => match err {
-                timbre_audio::enhance::ProcessError::Audio(audio) => audio.into(),
-                timbre_audio::enhance::ProcessError::Cancelled => crate::jobs::Cancelled.into(),
-            },
-        }
-    }
 }

@@ -6,11 +6,11 @@ use serde::{Deserialize, Serialize};
 use timbre_audio::enhance::{EnhanceOptions, enhance};
 use timbre_audio::{AudioBuffer, DecodeOptions};
 
-use super::isolate::{Separators, choose_model, separate_audio};
-use super::{IsolationMethod, ProgressBridge};
 use crate::input::AudioInput;
 use crate::library::Library;
 use crate::model_cache::ModelCache;
+use crate::progress::ProgressBridge;
+use crate::separation::{IsolationMethod, Separators, choose_model, separate_audio};
 
 /// The excerpt's length unless asked otherwise.
 pub const PREVIEW_SECS: f64 = 10.0;

@@ -7,12 +7,13 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use timbre_audio::enhance::EnhanceOptions;
 
-use super::{EnhanceParams, IsolateParams, IsolationMethod, enhance, isolate};
+use super::{EnhanceParams, IsolateParams, enhance, isolate};
 use crate::db::jobs::Job;
 use crate::error::{check_range, invalid_input};
 use crate::input::{self, AudioInput};
 use crate::jobs::JobSystem;
 use crate::output_format::OutputFormat;
+use crate::separation::{IsolationMethod, choose_model};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CleanRequest {
@@ -88,7 +89,7 @@ pub fn submit(system: &JobSystem, request: CleanRequest) -> Result<Vec<Job>> {
     }
     let library = system.library();
     if let Some(method) = &request.isolation {
-        isolate::choose_model(method, &crate::models_folder::of(library)?)?;
+        choose_model(method, &crate::models_folder::of(library)?)?;
     }
     input::check_all(library, &request.inputs)?;
     let out_dir = request

@@ -11,12 +11,14 @@ use timbre_audio::resample::StreamResampler;
 use timbre_audio::{AudioBuffer, AudioInfo, DecodeOptions, FlacStreamWriter, WavStreamWriter};
 use timbre_nn::separation::{MixStats, Separated, Separator};
 
-use super::isolate::{IsolateParams, SeparationModel, Separators};
-use super::{ProgressBridge, Source};
+use super::Source;
+use super::isolate::IsolateParams;
 use crate::db::takes::{NewTake, Origin};
 use crate::input::AudioInput;
 use crate::library::Library;
 use crate::output_format::OutputFormat;
+use crate::progress::ProgressBridge;
+use crate::separation::{SeparationModel, Separators, to_buffer};
 use crate::store::StoredObject;
 
 /// As the import's thumbnails.
@@ -349,14 +351,6 @@ fn for_each_model_block(
 fn to_tensor(block: &AudioBuffer) -> Tensor {
     let (channels, frames) = (block.channels.len() as i64, block.frames() as i64);
     Tensor::from_slice(&block.channels.concat()).view([channels, frames])
-}
-
-pub(crate) fn to_buffer(tensor: &Tensor, rate: u32) -> Result<AudioBuffer> {
-    let channels = (0..tensor.size()[0])
-        .map(|c| Vec::<f32>::try_from(tensor.get(c).to_kind(tch::Kind::Float).contiguous()))
-        .collect::<Result<Vec<_>, _>>()
-        .context("reading the separated audio")?;
-    Ok(AudioBuffer::new(rate, channels))
 }
 
 /// The take row of the audio file `path` (stored as `stored`), read block by block with the

@@ -1,6 +1,7 @@
 use super::*;
 use crate::db::jobs::{Job, JobState};
 use crate::jobs::JobSystem;
+use crate::separation::IsolationMethod;
 use serde_json::json;
 use std::sync::Arc;
 use timbre_audio::SampleFormat;
@@ -173,13 +174,13 @@ fn a_failed_or_cancelled_job_leaves_nothing() {
 #[test]
 fn separation_models_are_found_by_name() {
     let dir = tempfile::tempdir().unwrap();
-    assert!(isolate::separation_models(dir.path()).is_empty());
+    assert!(crate::separation::separation_models(dir.path()).is_empty());
     let folder = dir.path().join("separation");
     std::fs::create_dir(&folder).unwrap();
     for file in ["b.ckpt", "b.yaml", "a.ckpt", "a.yaml", "lonely.ckpt"] {
         std::fs::write(folder.join(file), "x").unwrap();
     }
-    let names: Vec<String> = isolate::separation_models(dir.path())
+    let names: Vec<String> = crate::separation::separation_models(dir.path())
         .into_iter()
         .map(|m| m.name)
         .collect();

@@ -4,13 +4,11 @@
 
 pub(crate) mod engine;
 pub mod model_import;
-mod out_dir;
 pub(crate) mod output;
 mod request;
 
 pub use crate::model_cache::CacheUse;
 pub use engine::Engine;
-pub(crate) use out_dir::copy_out;
 pub use request::{ConvertRequest, ConvertResult, check, check_options, submit};
 
 use std::path::{Path, PathBuf};
@@ -34,6 +32,7 @@ use crate::input::AudioInput;
 use crate::jobs::{JobContext, JobHandler, Need, Needs};
 use crate::library::Library;
 use crate::model_cache::{ModelCache, StoredFile};
+use crate::out_folder;
 use crate::output_format::OutputFormat;
 use crate::store::ObjectKey;
 
@@ -281,12 +280,11 @@ pub fn convert(
     // and recorded, the row last, so a failure on the way leaves no conversion behind.
     progress(1.0, format!("{label}: done"))?;
     let copied_to = match &params.out_dir {
-        Some(dir) => Some(copy_out(
+        Some(dir) => Some(out_folder::copy_into(
             file.path(),
             dir,
-            &input.name,
-            &model.name,
-            params.format,
+            &out_folder::conversion_stem(&input.name, &model.name),
+            params.format.extension(),
         )?),
         None => None,
     };

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use timbre_audio::effects::EffectChain;
 use timbre_nn::pipeline::ConvertOptions;
 
-use super::{CacheUse, ConvertParams, KIND, out_dir};
+use super::{CacheUse, ConvertParams, KIND};
 use crate::db::conversions::Conversion;
 use crate::db::jobs::Job;
 use crate::db::models;
@@ -16,6 +16,7 @@ use crate::error::check_range;
 use crate::input::AudioInput;
 use crate::jobs::JobSystem;
 use crate::library::Library;
+use crate::out_folder;
 use crate::output_format::OutputFormat;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -91,7 +92,11 @@ pub fn check(
     if let Some(dir) = &request.out_dir {
         for input in &inputs {
             for model in &model_names {
-                out_dir::check(dir, &input.name, model, request.format)?;
+                out_folder::check(
+                    dir,
+                    &out_folder::conversion_stem(&input.name, model),
+                    request.format.extension(),
+                )?;
             }
         }
     }

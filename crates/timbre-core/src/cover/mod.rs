@@ -25,12 +25,13 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::clean::{Separators, isolate};
 use crate::convert::{Engine, SharedEngine};
 use crate::db::jobs::Lane;
 use crate::db::takes::Take;
 use crate::input::AudioInput;
 use crate::jobs::{JobContext, JobHandler, Need, Needs};
+use crate::out_folder;
+use crate::separation::{self, Separators};
 
 /// The job kind.
 pub(crate) const KIND: &str = "cover";
@@ -132,11 +133,12 @@ impl CoverHandler {
         let settings = &params.settings;
         let models_dir = crate::models_folder::of(library)?;
         let separators = Separators::new(self.engine.models(), engine.device());
-        let separation = isolate::choose_model(&settings.separation, &models_dir)?;
+        let separation = separation::choose_model(&settings.separation, &models_dir)?;
         let second_pass = match &settings.second_pass {
-            Some(name) => {
-                isolate::choose_model(&isolate::IsolationMethod::Model(name.clone()), &models_dir)?
-            }
+            Some(name) => separation::choose_model(
+                &separation::IsolationMethod::Model(name.clone()),
+                &models_dir,
+            )?,
             None => None,
         };
         let song = song::song_take(library, &params.song)?;
@@ -180,15 +182,17 @@ impl CoverHandler {
             &mut notes,
         )?;
         let output_path = match &params.out_dir {
-            Some(dir) => crate::convert::copy_out(
+            Some(dir) => out_folder::copy_into(
                 &library.take_path(&cover),
                 dir,
-                &song.name,
-                &format!(
-                    "cover, {}",
-                    converted.voice.as_deref().unwrap_or("original vocals")
+                &out_folder::conversion_stem(
+                    &song.name,
+                    &format!(
+                        "cover, {}",
+                        converted.voice.as_deref().unwrap_or("original vocals")
+                    ),
                 ),
-                settings.format,
+                settings.format.extension(),
             )?,
             None => library.take_path(&cover),
         };

@@ -9,14 +9,13 @@ use timbre_audio::effects::EffectChain;
 use timbre_nn::pipeline::ConvertOptions;
 
 use super::{CoverParams, KIND};
-use crate::clean::IsolationMethod;
-use crate::clean::isolate::choose_model;
 use crate::db::jobs::Job;
 use crate::db::models;
 use crate::error::{check_range, invalid_input};
 use crate::input::{self, AudioInput};
 use crate::jobs::JobSystem;
 use crate::output_format::OutputFormat;
+use crate::separation::{IsolationMethod, choose_model};
 
 /// How every song of a request is covered.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]

@@ -10,13 +10,13 @@ use serde_json::json;
 use timbre_audio::{DecodeOptions, SampleFormat};
 
 use super::stages::{Made, Stage, StageProgress, Stages};
-use crate::clean::isolate::SeparationModel;
 use crate::clean::stream::{BLOCK_FRAMES, SeparatedFiles, Span, separate_file};
-use crate::clean::{ProgressBridge, Separators};
 use crate::db::takes::Take;
 use crate::hashing;
 use crate::library::Library;
 use crate::output_format::OutputFormat;
+use crate::progress::ProgressBridge;
+use crate::separation::{SeparationModel, Separators};
 
 /// Bumped when the rough isolation changes what it gives.
 const ROUGH_VERSION: &str = "rough-1";

@@ -16,9 +16,9 @@ use timbre_nn::hubert::{FeatureVersion, Hubert};
 use timbre_nn::pipeline::pitch::coarse;
 use timbre_nn::pipeline::{F0Method, PitchTracker};
 
-use crate::clean::Separators;
 use crate::model_cache::{ModelCache, Shared};
 use crate::pitch::{self, PitchModel};
+use crate::separation::Separators;
 use crate::{hashing, models_folder};
 
 /// Bumped when what a cache entry holds, or how it is computed, changes.

@@ -24,13 +24,14 @@ use timbre_audio::{AudioBuffer, DecodeOptions};
 use timbre_nn::hubert::FeatureVersion;
 use timbre_nn::pipeline::F0Method;
 
-use crate::clean::{self, IsolationMethod, ProgressBridge, SeparationModel, Separators};
 use crate::db::datasets::{self, Dataset, Prepared};
 use crate::db::jobs::{Job, Lane};
 use crate::input::{self, AudioInput};
 use crate::jobs::{JobContext, JobHandler, JobSystem, Need, Needs};
 use crate::library::Library;
 use crate::model_cache::ModelCache;
+use crate::progress::ProgressBridge;
+use crate::separation::{self, IsolationMethod, SeparationModel, Separators};
 use crate::settings::Settings;
 use features::{ExtractorFiles, Extractors, FeatureCache};
 use layout::{Layout, Manifest, ManifestPiece};
@@ -177,7 +178,7 @@ pub fn submit(system: &JobSystem, request: PrepareRequest) -> Result<Job> {
     check(&request)?;
     let library = system.library();
     if let Some(method) = &request.isolate {
-        clean::isolate::choose_model(method, &crate::models_folder::of(library)?)?;
+        separation::choose_model(method, &crate::models_folder::of(library)?)?;
     }
     input::check_all(library, &request.inputs)?;
     let inputs = request
@@ -219,7 +220,7 @@ pub fn prepare(
     let isolation = params
         .isolate
         .as_ref()
-        .map(|method| clean::isolate::choose_model(method, &models_dir))
+        .map(|method| separation::choose_model(method, &models_dir))
         .transpose()?;
     let dataset = library.edit(|conn| datasets::ensure(conn, &params.name, params.voice_id))?;
     let layout = Layout::new(library.data_dir(), dataset.id);
@@ -425,7 +426,7 @@ fn slice(
                 let report = |f, m| progress(at + share * 0.4 * f, m);
                 let mut bridge = ProgressBridge::new(&report);
                 let mut notes = Vec::new();
-                let separated = clean::isolate::separate_audio(
+                let separated = separation::separate_audio(
                     separators,
                     model,
                     decoded,

@@ -16,8 +16,8 @@ use timbre_nn::separation::Separator;
 use timbre_nn::synthesizer::Synthesizer;
 
 use super::{CacheUse, ModelCache, ModelKey, ModelKind, Shared};
-use crate::clean::SeparationModel;
 use crate::hashing;
+use crate::separation::SeparationModel;
 
 /// A file of the library's store, named by its content.
 pub struct StoredFile<'a> {

@@ -1,22 +1,28 @@
-//! The folder a conversion's result is also copied to: `<dir>/<input> (<model>).<ext>`, never
-//! overwriting (a number is added). A request is checked against it before anything is stored
-//! or queued, with the very names the copies will take.
+//! Copies of results in a folder the user chose: `<dir>/<name>.<ext>`, never overwriting (a
+//! number is added), written under a temporary name and renamed when complete, so a full disk
+//! leaves no partial file, with the user's usual file mode. Conversions and covers are named
+//! `<input> (<model>)`, cleaned takes by their take's name; a request with a folder is checked
+//! against it before anything is stored or queued, with the very names the copies will take.
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::output_format::OutputFormat;
+/// `name` as a file name: no folder separators.
+pub(crate) fn file_stem(name: &str) -> String {
+    name.chars()
+        .map(|c| if c == '/' || c == '\\' { '_' } else { c })
+        .collect()
+}
 
-/// The free name the copy of `input` converted with `model` takes in `dir` now.
-fn free_target(dir: &Path, input: &str, model: &str, format: OutputFormat) -> Result<PathBuf> {
-    let clean = |s: &str| {
-        s.chars()
-            .map(|c| if c == '/' || c == '\\' { '_' } else { c })
-            .collect::<String>()
-    };
-    let stem = format!("{} ({})", clean(input), clean(model));
-    let ext = format.extension();
+/// The name of `input` converted with `model`: `<input> (<model>)`.
+pub(crate) fn conversion_stem(input: &str, model: &str) -> String {
+    format!("{} ({})", file_stem(input), file_stem(model))
+}
+
+/// The free name `<stem>.<ext>` takes in `dir` now.
+fn free_target(dir: &Path, stem: &str, ext: &str) -> Result<PathBuf> {
     (1..)
         .map(|n| {
             if n == 1 {
@@ -34,12 +40,12 @@ fn create_dir(dir: &Path) -> Result<()> {
         .with_context(|| format!("{}: cannot create the output folder", dir.display()))
 }
 
-/// Refuses an output folder that cannot take the copy of `input` converted with `model`: one
-/// that cannot be created, or where that file cannot be created (not writable, or a name too
-/// long for its file system). The folder is created; the file is created and removed again.
-pub(crate) fn check(dir: &Path, input: &str, model: &str, format: OutputFormat) -> Result<()> {
+/// Refuses an output folder that cannot take `<stem>.<ext>`: one that cannot be created, or
+/// where that file cannot be created (not writable, or a name too long for its file system).
+/// The folder is created; the file is created and removed again.
+pub(crate) fn check(dir: &Path, stem: &str, ext: &str) -> Result<()> {
     create_dir(dir).map_err(|e| crate::error::invalid_input(format!("{e:#}")))?;
-    let target = free_target(dir, input, model, format)?;
+    let target = free_target(dir, stem, ext)?;
     let probe = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -52,34 +58,29 @@ pub(crate) fn check(dir: &Path, input: &str, model: &str, format: OutputFormat) 
         }
         Err(e) if e.kind() == std::io::ErrorKind::InvalidFilename => {
             Err(crate::error::invalid_input(format!(
-                "{}: cannot write the converted file: its name is too long for the file system \
+                "{}: cannot write the file: its name is too long for the file system \
                  ({} bytes): give the input or the model a shorter name",
                 target.display(),
                 target.file_name().map_or(0, |name| name.len())
             )))
         }
         Err(e) => Err(crate::error::invalid_input(format!(
-            "{}: cannot write the converted file: {e}",
+            "{}: cannot write the file: {e}",
             target.display()
         ))),
     }
 }
 
-/// Copies the result to `<dir>/<input> (<model>).<ext>`, never overwriting: a number is added.
-/// The copy is written under a temporary name and renamed when complete, so a full disk leaves
-/// no partial file.
-pub(crate) fn copy_out(
-    object: &Path,
-    dir: &Path,
-    input: &str,
-    model: &str,
-    format: OutputFormat,
-) -> Result<PathBuf> {
+/// Copies `object` to the free `<dir>/<stem>.<ext>` and returns that path.
+pub(crate) fn copy_into(object: &Path, dir: &Path, stem: &str, ext: &str) -> Result<PathBuf> {
     create_dir(dir)?;
-    let target = free_target(dir, input, model, format)?;
+    let target = free_target(dir, stem, ext)?;
     let written = (|| {
+        // 0666 less the umask, what any other program's new file gets (a temporary file's
+        // own mode is 0600).
         let mut tmp = tempfile::Builder::new()
             .prefix(".timbre-")
+            .permissions(std::fs::Permissions::from_mode(0o666))
             .tempfile_in(dir)?;
         std::io::copy(&mut std::fs::File::open(object)?, tmp.as_file_mut())?;
         tmp.as_file().sync_all()?;
@@ -97,12 +98,12 @@ mod tests {
     fn a_folder_that_cannot_take_the_copy_is_refused_naming_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("new").join("folder");
-        check(&out, "take", "Ada", OutputFormat::Wav16).unwrap();
+        check(&out, &conversion_stem("take", "Ada"), "wav").unwrap();
         assert!(out.is_dir(), "the folder is created");
         assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0, "no file left");
 
         let long_input = "x".repeat(250);
-        let err = check(&out, &long_input, "Ada", OutputFormat::Wav16).unwrap_err();
+        let err = check(&out, &conversion_stem(&long_input, "Ada"), "wav").unwrap_err();
         let message = format!("{err:#}");
         let expected = out.join(format!("{long_input} (Ada).wav"));
         assert!(
@@ -114,7 +115,7 @@ mod tests {
 
         let file = dir.path().join("a file");
         std::fs::write(&file, b"").unwrap();
-        let err = check(&file, "take", "Ada", OutputFormat::Wav16).unwrap_err();
+        let err = check(&file, &conversion_stem("take", "Ada"), "wav").unwrap_err();
         assert!(
             format!("{err:#}").contains("a file: cannot create the output folder"),
             "{err:#}"
@@ -127,9 +128,20 @@ mod tests {
         let object = dir.path().join("object.wav");
         std::fs::write(&object, b"audio").unwrap();
         let out = dir.path().join("out");
-        let first = copy_out(&object, &out, "a/b", "Ada", OutputFormat::Wav16).unwrap();
-        let second = copy_out(&object, &out, "a/b", "Ada", OutputFormat::Wav16).unwrap();
+        let stem = conversion_stem("a/b", "Ada");
+        let first = copy_into(&object, &out, &stem, "wav").unwrap();
+        let second = copy_into(&object, &out, &stem, "wav").unwrap();
         assert_eq!(first, out.join("a_b (Ada).wav"));
         assert_eq!(second, out.join("a_b (Ada) 2.wav"));
+        assert_eq!(std::fs::read(&second).unwrap(), b"audio");
+        let names: Vec<_> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "no temporary file left: {names:?}");
+        let plain = out.join("plain");
+        std::fs::write(&plain, b"").unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode();
+        assert_eq!(mode(&first), mode(&plain), "the mode any new file gets");
     }
 }
