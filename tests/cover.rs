@@ -6,7 +6,7 @@
 use std::path::Path;
 use timbre_audio::signal::{backing_track, speech_like};
 use timbre_audio::{AudioBuffer, SampleFormat};
-use timbre_integration_tests::{Sandbox, separation_fixtures};
+use timbre_integration_tests::{Sandbox, rvc_parity_fixtures, separation_fixtures};
 
 const RATE: u32 = 44_100;
 
@@ -402,6 +402,23 @@ fn a_missing_voice_or_a_corrupt_song_is_a_clear_error_naming_it() {
     assert!(!out.status.success());
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("soprano"), "{said}");
+
+    // A refused request imports nothing, not even the voice file it names.
+    let models = |sb: &Sandbox| sb.json(&["models", "list"]).as_array().unwrap().len();
+    let before = models(&sb);
+    let missing = sb.path("no such song.wav");
+    let out = sb
+        .cpu_command()
+        .args(["cover", missing.to_str().unwrap(), "--model"])
+        .arg(rvc_parity_fixtures().join("synth_v1_f0_40k/model.pth"))
+        .arg("--out")
+        .arg(sb.path("covers"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("no such song.wav"), "{said}");
+    assert_eq!(models(&sb), before, "the voice file was not imported");
 
     let broken = sb.path("broken.wav");
     std::fs::write(&broken, b"RIFF\x10\x00\x00\x00WAVEjunkjunkjunk").unwrap();

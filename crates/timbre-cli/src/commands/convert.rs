@@ -94,12 +94,6 @@ impl ConversionArgs {
             (ChosenModel::Library(model), None) => Ok(*model),
         }
     }
-
-    /// The model `--model` names: one of the library, or a `.pth` imported (with `--index`).
-    pub fn resolve_model(&self, library: &timbre_core::Library) -> Result<models::Model> {
-        let chosen = self.choose_model(library)?;
-        self.bring_in(library, chosen)
-    }
 }
 
 /// What `--model` named: a model of the library, or a model file to import.

@@ -1,7 +1,7 @@
 //! `timbre cover SONG… --model M`: one cover job per song (isolate, second pass, convert,
 //! remix); the stems and the cover land in the library as takes linked to the song.
 
-use super::convert::ConversionArgs;
+use super::convert::{ChosenModel, ConversionArgs};
 use super::{JobOutcome, models::model_line, open_jobs};
 use crate::output::Output;
 use anyhow::Result;
@@ -69,13 +69,14 @@ pub fn run(data_dir: Option<&Path>, out: &Output, args: Args) -> Result<ExitCode
     let options = args.conversion.options()?;
     let format = args.format.parse()?;
     let system = open_jobs(data_dir)?;
-    let model_id = if args.conversion.model == NO_VOICE {
-        out.note("no voice: the original vocals pass through");
+    let chosen = if args.conversion.model == NO_VOICE {
         None
     } else {
-        let model = args.conversion.resolve_model(system.library())?;
-        out.note(&format!("model {}", model_line(&model)));
-        Some(model.id)
+        Some(args.conversion.choose_model(system.library())?)
+    };
+    let model_id = match &chosen {
+        Some(ChosenModel::Library(model)) => Some(model.id),
+        _ => None,
     };
     let separation = match args.separation.as_deref() {
         None => IsolationMethod::Auto,
@@ -92,7 +93,7 @@ pub fn run(data_dir: Option<&Path>, out: &Output, args: Args) -> Result<ExitCode
                 .map(|&id| (format!("take {id}"), AudioInput::Take(id))),
         )
         .collect();
-    let request = CoverRequest {
+    let mut request = CoverRequest {
         songs: songs.iter().map(|(_, song)| song.clone()).collect(),
         settings: CoverSettings {
             model_id,
@@ -111,6 +112,17 @@ pub fn run(data_dir: Option<&Path>, out: &Output, args: Args) -> Result<ExitCode
         },
         out_dir: Some(args.out.clone()),
     };
+    // Checked before a voice file is imported, so that a refused request leaves no model behind.
+    let pending_model = matches!(chosen, Some(ChosenModel::File(_)));
+    cover::check(system.library(), &request, pending_model)?;
+    match chosen {
+        None => out.note("no voice: the original vocals pass through"),
+        Some(chosen) => {
+            let model = args.conversion.bring_in(system.library(), chosen)?;
+            out.note(&format!("model {}", model_line(&model)));
+            request.settings.model_id = Some(model.id);
+        }
+    }
     let job_ids = cover::submit(&system, request)?
         .into_iter()
         .map(|job| job.id);

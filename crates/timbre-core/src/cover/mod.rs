@@ -14,7 +14,7 @@ mod song;
 mod stages;
 mod voice;
 
-pub use request::{CoverRequest, CoverSettings, submit};
+pub use request::{CoverRequest, CoverSettings, check, submit};
 pub use stages::{Stage, StageReport, StageStatus};
 
 use std::path::PathBuf;

@@ -14,6 +14,7 @@ use crate::db::models;
 use crate::error::{check_range, invalid_input};
 use crate::input::{self, AudioInput};
 use crate::jobs::JobSystem;
+use crate::library::Library;
 use crate::output_format::OutputFormat;
 use crate::separation::{IsolationMethod, choose_model};
 
@@ -67,31 +68,7 @@ pub struct CoverRequest {
 /// Checks the request (voice, options, gains, separation models, songs) and queues one job per
 /// song.
 pub fn submit(system: &JobSystem, request: CoverRequest) -> Result<Vec<Job>> {
-    if request.songs.is_empty() {
-        return Err(invalid_input("choose at least one song to cover"));
-    }
-    let settings = &request.settings;
-    crate::convert::check_options(&settings.options)?;
-    check_range("vocal_gain_db", settings.vocal_gain_db, -60.0, 24.0)?;
-    check_range(
-        "instrumental_gain_db",
-        settings.instrumental_gain_db,
-        -60.0,
-        24.0,
-    )?;
-    let library = system.library();
-    if let Some(id) = settings.model_id {
-        models::require(&library.conn(), id)?;
-    }
-    let models_dir = crate::models_folder::of(library)?;
-    choose_model(&settings.separation, &models_dir)?;
-    if let Some(name) = &settings.second_pass {
-        choose_model(&IsolationMethod::Model(name.clone()), &models_dir)?;
-    }
-    if settings.model_id.is_some() {
-        crate::models_folder::require_hubert(&models_dir)?;
-    }
-    input::check_all(library, &request.songs)?;
+    check(system.library(), &request, false)?;
     let out_dir = request
         .out_dir
         .as_deref()
@@ -107,6 +84,36 @@ pub fn submit(system: &JobSystem, request: CoverRequest) -> Result<Vec<Job>> {
         jobs.push(system.submit(KIND, serde_json::to_value(&params)?)?);
     }
     Ok(jobs)
+}
+
+/// Checks `request` as [`submit`] does, before anything is stored. `pending_model`: a voice
+/// file is to be imported for it once it passes (so HuBERT is needed though `model_id` is
+/// not set yet).
+pub fn check(library: &Library, request: &CoverRequest, pending_model: bool) -> Result<()> {
+    if request.songs.is_empty() {
+        return Err(invalid_input("choose at least one song to cover"));
+    }
+    let settings = &request.settings;
+    crate::convert::check_options(&settings.options)?;
+    check_range("vocal_gain_db", settings.vocal_gain_db, -60.0, 24.0)?;
+    check_range(
+        "instrumental_gain_db",
+        settings.instrumental_gain_db,
+        -60.0,
+        24.0,
+    )?;
+    if let Some(id) = settings.model_id {
+        models::require(&library.conn(), id)?;
+    }
+    let models_dir = crate::models_folder::of(library)?;
+    choose_model(&settings.separation, &models_dir)?;
+    if let Some(name) = &settings.second_pass {
+        choose_model(&IsolationMethod::Model(name.clone()), &models_dir)?;
+    }
+    if settings.model_id.is_some() || pending_model {
+        crate::models_folder::require_hubert(&models_dir)?;
+    }
+    input::check_all(library, &request.songs)
 }
 
 #[cfg(test)]
