@@ -33,6 +33,12 @@ if ((${#missing[@]})); then
 fi
 
 command -v cargo >/dev/null || { echo "setup: Rust is missing: install it with rustup (https://rustup.rs)" >&2; exit 1; }
+# The test build lints through clippy-driver (Makefile, build-test); rustup's minimal profile
+# leaves Clippy out.
+if ! clippy-driver --version >/dev/null 2>&1; then
+  echo "setup: installing Clippy"
+  rustup component add clippy
+fi
 node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
 if ((node_major < 20)); then
   echo "setup: Node.js 20 or newer is needed (found: $(node --version 2>/dev/null || echo none))" >&2
