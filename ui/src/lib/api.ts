@@ -2,6 +2,7 @@
 // JSON field names are snake_case (as serde sends them); invoke argument keys
 // are camelCase (Tauri v2 converts them to the Rust parameter names).
 import { Channel, invoke, type InvokeArgs } from '@tauri-apps/api/core';
+import { ERROR_HINTS } from './errorHints';
 import type {
   AudioInput,
   EffectChain,
@@ -143,22 +144,8 @@ export const TERMINAL_STATES: readonly JobState[] = ['succeeded', 'failed', 'can
 export const CANCELLABLE_STATES: readonly JobState[] = ['queued', 'running'];
 export const RETRYABLE_STATES: readonly JobState[] = ['failed', 'cancelled', 'interrupted'];
 
-/** Every kind of error the backend reports; a `Record` so the compiler checks it names each one. */
-const ERROR_KINDS: Record<ErrorKind, true> = {
-  not_found: true,
-  invalid_input: true,
-  audio: true,
-  busy: true,
-  io: true,
-  cancelled: true,
-  internal: true,
-  disk_full: true,
-  out_of_memory: true,
-  damaged: true,
-};
-
 function isErrorKind(value: unknown): value is ErrorKind {
-  return typeof value === 'string' && Object.hasOwn(ERROR_KINDS, value);
+  return typeof value === 'string' && Object.hasOwn(ERROR_HINTS, value);
 }
 
 /** A rejected command, with the backend's `kind` and a human-readable message. */

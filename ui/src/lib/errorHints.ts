@@ -1,6 +1,7 @@
 // What to do about a failed job, by the kind of its error (the backend keeps the kind with the
-// job: `Job.error_kind`). A `Record` over `ErrorKind`, so a new kind must say what to do.
-import type { ErrorKind } from './api';
+// job: `Job.error_kind`). A `Record` over `ErrorKind`, so a new kind must say what to do; its
+// keys are also the kinds `api.ts` accepts from a rejected command.
+import type { ErrorKind } from './generated/ErrorKind';
 
 export const ERROR_HINTS: Record<ErrorKind, string | null> = {
   not_found: 'A file it needs is gone or was never there: check the path, or the models folder (Models page), then Retry.',
