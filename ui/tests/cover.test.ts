@@ -55,9 +55,10 @@ describe('cover logic', () => {
       format: 'flac',
       effects: null,
     });
-    expect(coverSettings({ ...form, separation: { kind: 'rough' }, modelId: null }, null)).toMatchObject({
+    const defaults = BACKEND_DEFAULTS.get_conversion_defaults;
+    expect(coverSettings({ ...form, separation: { kind: 'rough' }, modelId: null }, defaults)).toMatchObject({
       model_id: null,
-      options: {},
+      options: defaults,
       separation: 'rough',
     });
   });

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::assets::{self, AssetState, AssetStatus, Catalog};
 use crate::devices::{self, DeviceReport};
-use crate::jobs::{Need, Needs};
+use crate::jobs::{JobKind, Need, Needs};
 use crate::library::Library;
 use crate::models_folder;
 
@@ -45,7 +45,7 @@ pub struct Gpu {
 
 #[derive(Debug, Serialize, PartialEq, ts_rs::TS)]
 pub struct JobReadiness {
-    pub kind: String,
+    pub kind: JobKind,
     /// Whether a job of this kind can run now.
     pub ready: bool,
     /// What stops it.
@@ -114,7 +114,7 @@ fn libtorch() -> Libtorch {
 /// Whether a kind can run, from what it declares it needs (`JobHandler::needs`): each
 /// required need that is missing stops it; each optional one missing is what it would use.
 fn readiness(
-    kind: &str,
+    kind: JobKind,
     needs: Needs,
     models_dir: &std::path::Path,
     devices: &DeviceReport,
@@ -158,7 +158,7 @@ fn readiness(
     let lacks: Vec<String> = needs.required.iter().filter_map(|&n| missing(n)).collect();
     let would_use = needs.optional.iter().filter_map(|&n| missing(n)).collect();
     JobReadiness {
-        kind: kind.to_string(),
+        kind,
         ready: lacks.is_empty(),
         lacks,
         would_use,
@@ -170,7 +170,7 @@ mod tests {
     use super::*;
 
     /// Every kind this build runs, by name, with what it declares.
-    fn kinds() -> Vec<(&'static str, Needs)> {
+    fn kinds() -> Vec<(JobKind, Needs)> {
         crate::job_handlers(&Default::default())
             .iter()
             .map(|h| (h.kind(), h.needs()))
@@ -190,22 +190,29 @@ mod tests {
             problem: None,
         };
         let statuses = || assets::inspect(dir.path(), &catalog.assets, false).unwrap();
-        let of = |kind: &str| {
+        let of = |kind: JobKind| {
             let (_, needs) = kinds().into_iter().find(|(k, _)| *k == kind).unwrap();
             readiness(kind, needs, dir.path(), &devices, &statuses())
         };
-        for kind in ["convert", "cover", "dataset"] {
+        for kind in [JobKind::Convert, JobKind::Cover, JobKind::Dataset] {
             let lacking = of(kind);
             assert!(!lacking.ready, "{lacking:?}");
             assert!(lacking.lacks[0].contains("hubert_base.pt"), "{lacking:?}");
             assert!(lacking.would_use[0].contains("RMVPE"), "{lacking:?}");
         }
-        assert!(of("cover").would_use[1].contains("RoFormer"));
+        assert!(of(JobKind::Cover).would_use[1].contains("RoFormer"));
         std::fs::write(dir.path().join("hubert_base.pt"), "x").unwrap();
-        for kind in ["convert", "cover", "dataset", "import", "enhance"] {
+        let ready = [
+            JobKind::Convert,
+            JobKind::Cover,
+            JobKind::Dataset,
+            JobKind::Import,
+            JobKind::Enhance,
+        ];
+        for kind in ready {
             assert!(of(kind).ready, "{kind}");
         }
-        let train = of("train");
+        let train = of(JobKind::Train);
         assert!(train.ready && train.would_use[0].contains("f0G40k"));
     }
 }

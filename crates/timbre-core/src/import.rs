@@ -1,26 +1,24 @@
 //! Bringing audio into the library: the `import` job (many files, resumable, one result per
-//! file) and saving a recording. A take and the job event that reports it commit together, so
+//! file; takes are saved through `take_files`). A take and the job event that reports it commit together, so
 //! after a crash every reported file is present and every present file is reported.
 
 use crate::db::job_events::{self, Level};
 use crate::db::jobs::Job;
-use crate::db::takes::{self, NewTake, Origin, Take};
+use crate::db::takes::{Origin, Take};
 use crate::error::{ErrorKind, ErrorReport, kind_of};
-use crate::jobs::{JobContext, JobHandler, JobSystem};
-use crate::library::{Library, Notification};
-use crate::store::StoredObject;
+use crate::jobs::{JobContext, JobHandler, JobKind, JobSystem};
+use crate::library::Library;
+use crate::take_files::{commit_take, describe};
 use anyhow::{Context, Result};
 use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use timbre_audio::{AudioBuffer, DecodeOptions, SampleFormat, analysis};
-
-const WAVEFORM_BINS: usize = 120;
+use timbre_audio::DecodeOptions;
 
 /// The job kind.
-const KIND: &str = "import";
+const KIND: JobKind = JobKind::Import;
 
 /// An import, as the CLI and the app ask for it and as its job runs it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -80,7 +78,7 @@ pub struct FileOutcome {
 pub struct ImportHandler;
 
 impl JobHandler for ImportHandler {
-    fn kind(&self) -> &'static str {
+    fn kind(&self) -> JobKind {
         KIND
     }
 
@@ -234,104 +232,6 @@ fn success(path: &Path, take: &Take, duplicate: bool) -> FileOutcome {
         duplicate,
         error: None,
         error_kind: None,
-    }
-}
-
-/// Saves a captured buffer as a 32-bit float WAV take.
-pub fn save_recording(
-    library: &Library,
-    audio: &AudioBuffer,
-    name: Option<&str>,
-    voice_id: Option<i64>,
-) -> Result<Take> {
-    if audio.frames() == 0 {
-        return Err(crate::error::invalid_input(
-            "the recording is empty: no audio was captured",
-        ));
-    }
-    let bytes = timbre_audio::encode_wav(audio, SampleFormat::Float32)?;
-    let stored = library.store().ingest_bytes(&bytes, "wav")?;
-    let name = name.map(str::trim).filter(|n| !n.is_empty()).map_or_else(
-        || {
-            format!(
-                "Recording {}",
-                crate::db::now()
-                    .get(..19)
-                    .unwrap_or_default()
-                    .replace('T', " ")
-            )
-        },
-        str::to_string,
-    );
-    let new = describe(
-        audio,
-        &stored.sha256,
-        "wav",
-        name,
-        None,
-        Origin::Recorded,
-        voice_id,
-    );
-    Ok(commit_take(library, stored, &new, |_, _, _| Ok(()))?.0)
-}
-
-pub(crate) fn describe(
-    audio: &AudioBuffer,
-    sha256: &str,
-    format: &str,
-    name: String,
-    source: Option<&Path>,
-    origin: Origin,
-    voice_id: Option<i64>,
-) -> NewTake {
-    NewTake {
-        voice_id,
-        name,
-        sha256: sha256.to_string(),
-        format: format.to_string(),
-        source_path: source.map(|p| p.display().to_string()),
-        origin,
-        duration_secs: audio.duration_secs(),
-        sample_rate: audio.sample_rate,
-        channels: audio.channel_count(),
-        frames: audio.frames() as u64,
-        peak_dbfs: f64::from(analysis::to_dbfs(analysis::peak(audio))),
-        loudness_lufs: analysis::loudness_lufs(audio),
-        waveform: analysis::waveform_peaks(audio, WAVEFORM_BINS),
-    }
-}
-
-/// Adds the take unless its content is already there; either way `also` runs in the same
-/// transaction. A stored object that ends up without a row is discarded.
-fn commit_take(
-    library: &Library,
-    stored: StoredObject,
-    new: &NewTake,
-    also: impl FnOnce(&Connection, &Take, bool) -> Result<()>,
-) -> Result<(Take, bool)> {
-    let committed = (|| {
-        let mut conn = library.conn();
-        let tx = conn.transaction()?;
-        let (take, duplicate) = match takes::find_by_sha(&tx, &new.sha256)? {
-            Some(existing) => (existing, true),
-            None => {
-                let id = takes::insert(&tx, new)?;
-                (takes::require(&tx, id)?, false)
-            }
-        };
-        also(&tx, &take, duplicate)?;
-        tx.commit().context("saving to the library database")?;
-        Ok::<_, anyhow::Error>((take, duplicate))
-    })();
-    match committed {
-        Ok(done) => {
-            library.notify(Notification::LibraryChanged);
-            Ok(done)
-        }
-        Err(err) => {
-            library.discard(stored)?;
-            Err(err)
-        }
     }
 }
 

@@ -1,12 +1,18 @@
 //! Timbre Studio's core: the job kinds (import, convert, clean, dataset, train, downloads,
 //! voice imports) and the devices they run on, over the library of `timbre-library`, whose
 //! modules it re-exports. No Tauri here: `src-tauri` and `timbre-cli` are thin adapters over it.
+//!
+//! Job modules are leaves: what two kinds share lives in a service module (`voice_engine`,
+//! `separation`, `derived`, `take_files`, `model_import`, `dataset_layout`, `input`, `pitch`…)
+//! that they both use, never in one of them.
 
 pub mod assets;
 pub mod clean;
 pub mod convert;
 pub mod cover;
 pub mod dataset;
+pub mod dataset_layout;
+pub mod derived;
 pub mod devices;
 pub mod doctor;
 pub mod effects;
@@ -15,6 +21,7 @@ pub mod import;
 pub mod input;
 pub mod live;
 pub mod model_cache;
+pub mod model_import;
 pub mod models_folder;
 mod out_folder;
 pub mod output_format;
@@ -22,8 +29,10 @@ pub mod pitch;
 mod progress;
 pub mod recording;
 pub mod separation;
+pub mod take_files;
 pub mod torch_errors;
 pub mod train;
+pub mod voice_engine;
 pub mod voice_import;
 
 pub use timbre_library::{db, error, jobs, library, monitor, settings, store};
@@ -36,7 +45,7 @@ pub use library::{Library, Notification};
 /// Every job kind this build can run, the model-loading ones sharing `models`; libtorch's
 /// out-of-memory failures in any of them reach the job system typed.
 pub fn job_handlers(models: &Arc<model_cache::ModelCache>) -> Vec<Arc<dyn jobs::JobHandler>> {
-    let engine = convert::SharedEngine::new(models.clone());
+    let engine = voice_engine::SharedEngine::new(models.clone());
     let kinds: [Arc<dyn jobs::JobHandler>; 9] = [
         Arc::new(import::ImportHandler),
         Arc::new(convert::ConvertHandler::new(engine.clone())),

@@ -133,7 +133,7 @@ pub fn analyze(
         None => None,
     };
     let (input, audio_16k) =
-        crate::convert::load_input(library, input, settings.max_import_duration_secs)?;
+        crate::voice_engine::load_input(library, input, settings.max_import_duration_secs)?;
     let held = model.as_ref().map(PitchModel::lock);
     let tracker = tracker(method, held.as_ref())?;
     let f0 = timbre_nn::pipeline::pitch_curve(&audio_16k, &tracker)

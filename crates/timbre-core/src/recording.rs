@@ -1,6 +1,6 @@
 //! The app's recording: one capture at a time on a thread of its own, which owns the audio
 //! stream (cpal's streams stay on the thread that made them), reporting its level as it goes;
-//! stopped, it becomes a take (`import::save_recording`), or is thrown away. The `timbre record`
+//! stopped, it becomes a take (`take_files::save_recording`), or is thrown away. The `timbre record`
 //! command records for a set time on its own thread instead (`timbre_audio::record`).
 
 use std::sync::Mutex;
@@ -100,7 +100,7 @@ impl Recorder {
         voice_id: Option<i64>,
     ) -> Result<Take> {
         let audio = self.take_active()?.finish()?;
-        crate::import::save_recording(library, &audio, name, voice_id)
+        crate::take_files::save_recording(library, &audio, name, voice_id)
     }
 
     /// Stops the capture and throws it away.

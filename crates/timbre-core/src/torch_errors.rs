@@ -14,7 +14,7 @@ use serde_json::Value;
 use tch::TchError;
 
 use crate::db::jobs::Lane;
-use crate::jobs::{JobContext, JobHandler, Needs};
+use crate::jobs::{JobContext, JobHandler, JobKind, Needs};
 use crate::settings::Settings;
 
 /// How libtorch words an allocation it could not make: CUDA's caching allocator, the CUDA
@@ -96,7 +96,7 @@ impl JobHandler for TypedTorchErrors {
         self.0.needs()
     }
 
-    fn kind(&self) -> &'static str {
+    fn kind(&self) -> JobKind {
         self.0.kind()
     }
 

@@ -3,8 +3,8 @@ use crate::state::AppState;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tauri::State;
-use timbre_core::convert::model_import;
 use timbre_core::db::models::{self, Model};
+use timbre_core::model_import;
 use timbre_core::voice_import::{self, VoiceImportRequest};
 use timbre_nn::model_info::InfoEdits;
 

@@ -34,6 +34,7 @@ import type {
   IsolationModels,
   Job,
   JobEvent,
+  JobKind,
   JobState,
   JsonValue,
   LatencyMeasurement,
@@ -67,6 +68,19 @@ import type {
 // and types the commands' arguments.
 export type * from './generated';
 
+/** What the user calls each kind of job, in notices ("Import finished"). */
+export const JOB_TITLES: Record<JobKind, string> = {
+  convert: 'Conversion',
+  cover: 'Cover',
+  isolate: 'Isolation',
+  enhance: 'Enhancement',
+  train: 'Training',
+  dataset: 'Dataset preparation',
+  import: 'Import',
+  voice_import: 'Voice import',
+  download: 'Download',
+};
+
 /** `data` of an import job's "file" event. */
 export interface FileEventData {
   path: string;
@@ -79,25 +93,6 @@ export interface FileEventData {
 /** The conversion parameters the UI sets: the voice's (the backend's defaults for them come from
  * `get_conversion_defaults`); the backend defaults every other one. */
 export type ConvertOptions = VoiceParams;
-
-/** `params` of a convert job. */
-export interface ConvertJobParams {
-  input: AudioInput;
-  model_id: number;
-  options: Partial<ConvertOptions>;
-  format: OutputFormat;
-  out_dir: string | null;
-}
-
-/** `result` of a succeeded enhance or isolate job (the fields the UI reads). */
-export interface CleanJobResult {
-  source: string;
-  source_take_id: number;
-  takes: SavedTake[];
-  notes: string[];
-  rough_preview?: boolean;
-  seconds: number;
-}
 
 /** The model rates RVC trains at. */
 export type TrainingSampleRate = 32000 | 40000 | 48000;

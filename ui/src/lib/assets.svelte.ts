@@ -2,7 +2,7 @@
 // first-run panel, the Models page and the pages whose jobs need an asset. Downloads are
 // `download` jobs: their progress arrives with the other job notifications.
 import * as api from './api';
-import type { AssetList, AssetStatus, DoctorReport, Job, Notification } from './api';
+import type { AssetList, AssetStatus, DoctorReport, DownloadRequest, Job, Notification } from './api';
 import { TERMINAL_STATES, jobJson } from './api';
 import { app } from './stores.svelte';
 import {
@@ -13,7 +13,6 @@ import {
   isActive,
   transferProgress,
   usable,
-  type DownloadJobParams,
   type EssentialsStatus,
   type TransferProgress,
 } from './assets';
@@ -115,7 +114,7 @@ class AssetsState {
     try {
       const jobs = await api.downloadAssets(names);
       for (const job of jobs) {
-        this.meters.get(jobJson<DownloadJobParams>(job.params)?.asset ?? '')?.reset();
+        this.meters.get(jobJson<DownloadRequest>(job.params)?.asset ?? '')?.reset();
         app.upsertJob(job);
       }
       return jobs;
@@ -167,7 +166,7 @@ class AssetsState {
   private onNotification(n: Notification) {
     if (n.type !== 'job' || n.job.kind !== 'download') return;
     const job = n.job;
-    const name = jobJson<DownloadJobParams>(job.params)?.asset;
+    const name = jobJson<DownloadRequest>(job.params)?.asset;
     const asset = name ? this.byName(name) : undefined;
     if (!name || !asset) return;
     if (TERMINAL_STATES.includes(job.state)) {

@@ -2,7 +2,7 @@
 // jobs are (bytes, rate, time left) and what the first-run panel offers. The catalogue
 // (`models/models.json`, or TIMBRE_ASSET_CATALOG) is the backend's: nothing here names an asset.
 import { CANCELLABLE_STATES, jobJson } from './api';
-import type { AssetStatus, Job } from './api';
+import type { AssetStatus, DownloadRequest, Job } from './api';
 
 /** A file there that jobs can use (a size mismatch or a wrong hash makes it `corrupt`). */
 export function usable(asset: AssetStatus): boolean {
@@ -20,17 +20,12 @@ export function formatMegabytes(bytes: number): string {
   return `${Math.round(bytes / 1e6)} MB`;
 }
 
-/** `params` of a download job. */
-export interface DownloadJobParams {
-  asset: string;
-}
-
 /** The newest download job of each asset, by asset name. */
 export function downloadJobsByAsset(jobs: readonly Job[]): Map<string, Job> {
   const latest = new Map<string, Job>();
   for (const job of jobs) {
     if (job.kind !== 'download') continue;
-    const asset = jobJson<DownloadJobParams>(job.params)?.asset;
+    const asset = jobJson<DownloadRequest>(job.params)?.asset;
     if (!asset) continue;
     const seen = latest.get(asset);
     if (!seen || job.id > seen.id) latest.set(asset, job);

@@ -1,5 +1,5 @@
 // The Clean page's choices turned into what the backend takes, and its results grouped by source.
-import { jobJson, type CleanJobResult, type EnhanceOptions, type EnhancePresets, type IsolationMethod, type Job } from './api';
+import { jobJson, type EnhanceResult, type IsolateResult, type EnhanceOptions, type EnhancePresets, type IsolationMethod, type Job } from './api';
 
 export type StepKey = 'mono' | 'high_pass' | 'declick' | 'denoise' | 'trim' | 'loudness' | 'limit';
 
@@ -120,7 +120,7 @@ export function sourcesOf(jobs: Job[], jobIds: number[]): number[] {
   for (const id of [...jobIds].reverse()) {
     const job = jobs.find((j) => j.id === id);
     if (job?.state !== 'succeeded' || !job.result) continue;
-    const source = jobJson<CleanJobResult>(job.result)?.source_take_id;
+    const source = jobJson<EnhanceResult | IsolateResult>(job.result)?.source_take_id;
     if (typeof source === 'number' && !sources.includes(source)) sources.push(source);
   }
   return sources;

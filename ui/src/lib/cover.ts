@@ -20,11 +20,11 @@ export interface CoverForm {
 }
 
 /** The request's settings, with the Convert page's conversion parameters. */
-export function coverSettings(form: CoverForm, options: ConvertOptions | null): CoverSettings {
+export function coverSettings(form: CoverForm, options: ConvertOptions): CoverSettings {
   const separation: IsolationMethod = form.separation.kind === 'rough' ? 'rough' : { model: form.separation.name };
   return {
     model_id: form.modelId,
-    options: options ?? {},
+    options,
     separation,
     second_pass: form.secondPass,
     vocal_gain_db: form.vocalGainDb,

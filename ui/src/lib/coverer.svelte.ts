@@ -5,6 +5,7 @@ import type { AudioInput, EffectPreset, IsolationModels } from './api';
 import { app } from './stores.svelte';
 import { sameInput, studio } from './studio.svelte';
 import { basename } from './format';
+import { defaults } from './defaults.svelte';
 import { coverSettings, type CoverForm } from './cover';
 
 const DEFAULT_FORM: CoverForm = {
@@ -58,7 +59,8 @@ class CovererState {
   /** Queues one cover job per song; returns their ids. */
   async cover(): Promise<number[]> {
     try {
-      const ids = await api.submitCovers([...this.songs], coverSettings(this.form, studio.options));
+      const options = studio.options ?? (await defaults.load()).conversion;
+      const ids = await api.submitCovers([...this.songs], coverSettings(this.form, options));
       this.jobIds.push(...ids);
       return ids;
     } catch (err) {

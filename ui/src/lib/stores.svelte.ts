@@ -1,7 +1,7 @@
 // Global reactive app state (Svelte 5 runes) and the actions that change it.
 import * as api from './api';
 import type { Job, Notification, Take, Voice } from './api';
-import { TERMINAL_STATES, errorMessage } from './api';
+import { JOB_TITLES, TERMINAL_STATES, errorMessage } from './api';
 import { player, type PlaybackState } from './player';
 import { plural } from './format';
 
@@ -191,7 +191,7 @@ class AppState {
     else this.jobs.push(job);
     if (this.watched.has(job.id) && TERMINAL_STATES.includes(job.state)) {
       this.watched.delete(job.id);
-      const what = job.kind === 'import' ? 'Import' : job.kind === 'voice_import' ? 'Voice import' : `Job ${job.id}`;
+      const what = JOB_TITLES[job.kind];
       if (job.state === 'succeeded') this.notify(`${what} finished${job.message ? `: ${job.message}` : ''}`, 'success');
       else if (job.state === 'failed') this.notify(`${what} failed: ${job.error ?? job.message}`, 'error');
       else this.notify(`${what} ${job.state}`, 'info');

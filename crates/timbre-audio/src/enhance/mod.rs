@@ -91,7 +91,7 @@ impl Default for EnhanceOptions {
 }
 
 /// What each step did; `None` where a step did not run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct EnhanceReport {
     pub channels_in: u16,
     pub channels_out: u16,

@@ -8,7 +8,8 @@ use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use timbre_audio::enhance::{EnhanceOptions, EnhanceReport, Preset};
-use timbre_core::clean::{self, CleanRequest, EnhanceResult, IsolateResult, SavedTake};
+use timbre_core::clean::{self, CleanRequest, EnhanceResult, IsolateResult};
+use timbre_core::derived::SavedTake;
 use timbre_core::input::AudioInput;
 use timbre_core::separation::IsolationMethod;
 

@@ -3,9 +3,10 @@ use crate::output::Output;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use timbre_core::convert::{self, ConvertRequest, ConvertResult, model_import};
+use timbre_core::convert::{self, ConvertRequest, ConvertResult};
 use timbre_core::db::models;
 use timbre_core::input::AudioInput;
+use timbre_core::model_import;
 use timbre_nn::pipeline::{ConvertOptions, IndexSearch};
 
 use super::voice_args::VoiceArgs;

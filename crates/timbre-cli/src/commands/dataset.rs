@@ -89,7 +89,7 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
         Command::Show { id } => {
             let library = open_library(data_dir)?;
             let set = datasets::require(&library.conn(), id)?;
-            let folder = timbre_core::dataset::folder(&library, id);
+            let folder = timbre_core::dataset_layout::folder(&library, id);
             let take_ids = datasets::take_ids(&library.conn(), id)?;
             let value = json!({ "dataset": set, "folder": folder, "take_ids": take_ids });
             out.print(&value, || {

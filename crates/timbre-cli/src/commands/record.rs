@@ -54,7 +54,7 @@ pub fn run(data_dir: Option<&Path>, out: &Output, args: Args) -> Result<ExitCode
     let audio = recording.stop()?;
     out.note("");
     let take =
-        timbre_core::import::save_recording(&library, &audio, args.name.as_deref(), voice_id)
+        timbre_core::take_files::save_recording(&library, &audio, args.name.as_deref(), voice_id)
             .context("saving the recording")?;
     out.print(&take, || {
         format!(

@@ -9,11 +9,12 @@ use serde_json::Value;
 use super::catalog::Catalog;
 use super::download::download;
 use crate::db::jobs::{self as job_rows, Job};
-use crate::jobs::{JobContext, JobHandler, JobSystem};
+use crate::jobs::{JobContext, JobHandler, JobKind, JobSystem};
 
-pub const KIND: &str = "download";
+pub const KIND: JobKind = JobKind::Download;
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// The params of a `download` job.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct DownloadRequest {
     /// The asset's name or path in the catalogue.
     pub asset: String,
@@ -36,7 +37,7 @@ pub fn start_download(system: &JobSystem, request: DownloadRequest) -> Result<Jo
 pub struct DownloadHandler;
 
 impl JobHandler for DownloadHandler {
-    fn kind(&self) -> &'static str {
+    fn kind(&self) -> JobKind {
         KIND
     }
 

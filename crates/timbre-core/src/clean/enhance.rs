@@ -8,14 +8,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use timbre_audio::enhance::{EnhanceOptions, EnhanceReport, enhance};
 
-use super::{Derived, SavedTake, Source};
+use crate::derived::{Derived, SavedTake, Source};
 use crate::input::AudioInput;
-use crate::jobs::{JobContext, JobHandler};
+use crate::jobs::{JobContext, JobHandler, JobKind};
 use crate::output_format::OutputFormat;
 use crate::progress::ProgressBridge;
 
 /// The job kind.
-pub(crate) const KIND: &str = "enhance";
+pub(crate) const KIND: JobKind = JobKind::Enhance;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EnhanceParams {
@@ -30,7 +30,7 @@ pub struct EnhanceParams {
 }
 
 /// What an `enhance` job gives.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct EnhanceResult {
     /// Where the input came from.
     pub source: String,
@@ -44,7 +44,7 @@ pub struct EnhanceResult {
 pub struct EnhanceHandler;
 
 impl JobHandler for EnhanceHandler {
-    fn kind(&self) -> &'static str {
+    fn kind(&self) -> JobKind {
         KIND
     }
 
@@ -75,11 +75,11 @@ impl JobHandler for EnhanceHandler {
         let result = Derived {
             operation: "enhance",
             name: format!("{} (enhanced)", source.name),
-            audio: super::Output::Audio(enhanced),
+            audio: crate::derived::Output::Audio(enhanced),
         };
         let link_params = json!({ "options": params.options });
         let source_label = source.label();
-        let (source_take_id, mut saved) = super::save(
+        let (source_take_id, mut saved) = crate::derived::save(
             library,
             source,
             vec![result],
@@ -89,7 +89,7 @@ impl JobHandler for EnhanceHandler {
             || ctx.check_cancelled(),
         )?;
         if let Some(dir) = &params.out_dir {
-            super::copy_out(library, &mut saved, dir)?;
+            crate::derived::copy_out(library, &mut saved, dir)?;
         }
         ctx.progress(1.0, format!("{label}: enhanced"))?;
         Ok(serde_json::to_value(EnhanceResult {

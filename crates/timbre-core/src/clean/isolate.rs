@@ -14,10 +14,10 @@ use serde_json::{Value, json};
 use timbre_audio::enhance::{EnhanceOptions, EnhanceReport, enhance};
 use timbre_audio::{AudioBuffer, analysis};
 
-use super::{Derived, Output, SavedTake, Source};
 use crate::db::jobs::Lane;
+use crate::derived::{Derived, Output, SavedTake, Source};
 use crate::input::AudioInput;
-use crate::jobs::{JobContext, JobHandler, Need, Needs};
+use crate::jobs::{JobContext, JobHandler, JobKind, Need, Needs};
 use crate::model_cache::ModelCache;
 use crate::output_format::OutputFormat;
 use crate::progress::ProgressBridge;
@@ -26,7 +26,7 @@ use crate::separation::{
 };
 
 /// The job kind.
-pub(crate) const KIND: &str = "isolate";
+pub(crate) const KIND: JobKind = JobKind::Isolate;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct IsolateParams {
@@ -48,7 +48,7 @@ pub struct IsolateParams {
 }
 
 /// What an `isolate` job gives.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct IsolateResult {
     /// Where the input came from.
     pub source: String,
@@ -82,7 +82,7 @@ impl JobHandler for IsolateHandler {
         }
     }
 
-    fn kind(&self) -> &'static str {
+    fn kind(&self) -> JobKind {
         KIND
     }
 
@@ -173,7 +173,7 @@ impl JobHandler for IsolateHandler {
             "enhance": params.enhance,
         });
         let source_label = source.label();
-        let (source_take_id, mut saved) = super::save(
+        let (source_take_id, mut saved) = crate::derived::save(
             library,
             source,
             results,
@@ -183,7 +183,7 @@ impl JobHandler for IsolateHandler {
             || ctx.check_cancelled(),
         )?;
         if let Some(dir) = &params.out_dir {
-            super::copy_out(library, &mut saved, dir)?;
+            crate::derived::copy_out(library, &mut saved, dir)?;
         }
         ctx.progress(1.0, format!("{label}: isolated"))?;
         Ok(serde_json::to_value(IsolateResult {

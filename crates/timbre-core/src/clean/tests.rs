@@ -1,9 +1,16 @@
 use super::*;
+use crate::db::derived_takes;
 use crate::db::jobs::{Job, JobState};
-use crate::jobs::JobSystem;
+use crate::db::takes;
+use crate::input::AudioInput;
+use crate::jobs::{JobKind, JobSystem};
+use crate::library::Library;
 use crate::separation::IsolationMethod;
+use serde_json::Value;
 use serde_json::json;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use timbre_audio::AudioBuffer;
 use timbre_audio::SampleFormat;
 use timbre_audio::signal::{backing_track, speech_like, white_noise};
 
@@ -33,7 +40,7 @@ fn write_speech(dir: &Path, name: &str, seconds: f64) -> PathBuf {
     path
 }
 
-fn run(system: &JobSystem, kind: &str, params: Value) -> Job {
+fn run(system: &JobSystem, kind: JobKind, params: Value) -> Job {
     let job = system.submit(kind, params).unwrap();
     system.run_job(job.id).unwrap()
 }
@@ -84,7 +91,7 @@ fn enhancing_a_file_saves_it_and_its_result_linked() {
     let path = write_speech(dir.path(), "speech.wav", 3.0);
     let original = std::fs::read(&path).unwrap();
     let params = json!({ "input": { "file": path }, "out_dir": dir.path().join("out") });
-    let job = run(&system, "enhance", params.clone());
+    let job = run(&system, JobKind::Enhance, params.clone());
     assert_eq!(job.state, JobState::Succeeded, "{:?}", job.error);
     let result = job.result.unwrap();
     let conn = system.library().conn();
@@ -111,7 +118,7 @@ fn enhancing_a_file_saves_it_and_its_result_linked() {
     );
     drop(conn);
     // The same input again: the same takes, reported as duplicates.
-    let again = run(&system, "enhance", params).result.unwrap();
+    let again = run(&system, JobKind::Enhance, params).result.unwrap();
     assert_eq!(again["takes"][0]["take"]["id"], enhanced_id);
     assert_eq!(again["takes"][0]["duplicate"], true);
 }
@@ -122,7 +129,7 @@ fn rough_isolation_of_a_take_says_so_and_a_sample_is_short() {
     let mix_path = dir.path().join("mix.wav");
     timbre_audio::write_wav(&mix_path, &backing_track(16000, 4.0), SampleFormat::Float32).unwrap();
     let params = json!({ "input": { "file": mix_path }, "method": "rough", "preview_secs": 1.5 });
-    let result = run(&system, "isolate", params).result.unwrap();
+    let result = run(&system, JobKind::Isolate, params).result.unwrap();
     assert_eq!(result["rough_preview"], true);
     assert_eq!(result["method"], "rough");
     let names: Vec<&str> = (0..2)
@@ -138,7 +145,7 @@ fn rough_isolation_of_a_take_says_so_and_a_sample_is_short() {
     assert_eq!(result["takes"][0]["take"]["frames"], 24000);
     let source = result["source_take_id"].as_i64().unwrap();
     let whole = json!({ "input": { "take": source }, "method": "rough" });
-    let result = run(&system, "isolate", whole).result.unwrap();
+    let result = run(&system, JobKind::Isolate, whole).result.unwrap();
     let links = derived_takes::from_source(&system.library().conn(), source).unwrap();
     assert_eq!(links.len(), 4);
     assert_eq!(result["takes"][1]["take"]["frames"], 64000);
@@ -149,17 +156,21 @@ fn a_failed_or_cancelled_job_leaves_nothing() {
     let (dir, system) = setup();
     let corrupt = dir.path().join("corrupt.wav");
     std::fs::write(&corrupt, b"RIFF\x10\0\0\0WAVEjunkjunkjunk").unwrap();
-    let job = run(&system, "enhance", json!({ "input": { "file": corrupt } }));
+    let job = run(
+        &system,
+        JobKind::Enhance,
+        json!({ "input": { "file": corrupt } }),
+    );
     assert_eq!(job.state, JobState::Failed);
     assert!(job.error.unwrap().contains("corrupt.wav"));
     let missing =
         json!({ "input": { "file": dir.path().join("mix.wav") }, "method": { "model": "nope" } });
-    let job = run(&system, "isolate", missing);
+    let job = run(&system, JobKind::Isolate, missing);
     assert!(job.error.unwrap().contains("no separation model \"nope\""));
 
     let long = write_speech(dir.path(), "long.wav", 20.0);
     let job = system
-        .submit("enhance", json!({ "input": { "file": long } }))
+        .submit(JobKind::Enhance, json!({ "input": { "file": long } }))
         .unwrap();
     let job = run_cancelled_once_started(&system, job.id);
     assert_eq!(job.state, JobState::Cancelled);
@@ -257,7 +268,7 @@ fn isolation_then_enhancement_enhances_the_vocals() {
     timbre_audio::write_wav(&mix_path, &backing_track(16000, 3.0), SampleFormat::Float32).unwrap();
     let natural = timbre_audio::enhance::Preset::Natural.options();
     let params = json!({ "input": { "file": mix_path }, "method": "rough", "enhance": natural });
-    let job = run(&system, "isolate", params);
+    let job = run(&system, JobKind::Isolate, params);
     assert_eq!(job.state, JobState::Succeeded, "{:?}", job.error);
     let result = job.result.unwrap();
     assert_eq!(

@@ -12,12 +12,12 @@ use super::{CacheUse, ConvertParams, KIND};
 use crate::db::conversions::Conversion;
 use crate::db::jobs::Job;
 use crate::db::models;
-use crate::error::check_range;
 use crate::input::AudioInput;
 use crate::jobs::JobSystem;
 use crate::library::Library;
 use crate::out_folder;
 use crate::output_format::OutputFormat;
+use crate::voice_engine::check_options;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ConvertRequest {
@@ -48,19 +48,6 @@ pub struct ConvertResult {
     pub render_seconds: f64,
     pub analysis_cache: CacheUse,
     pub voice_cache: CacheUse,
-}
-
-/// Refuses options outside their ranges, naming the option.
-pub fn check_options(options: &ConvertOptions) -> Result<()> {
-    options
-        .voice
-        .check()
-        .map_err(|e| crate::error::invalid_input(e.to_string()))?;
-    if let Some(rate) = options.resample_rate {
-        // The render leaves the model's rate alone below 16 kHz.
-        check_range("resample_rate", rate, 16_000, 192_000)?;
-    }
-    Ok(())
 }
 
 /// Checks a request before anything is stored or queued: its options and effects, the models

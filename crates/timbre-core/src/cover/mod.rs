@@ -25,16 +25,16 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::convert::{Engine, SharedEngine};
 use crate::db::jobs::Lane;
 use crate::db::takes::Take;
 use crate::input::AudioInput;
-use crate::jobs::{JobContext, JobHandler, Need, Needs};
+use crate::jobs::{JobContext, JobHandler, JobKind, Need, Needs};
 use crate::out_folder;
 use crate::separation::{self, Separators};
+use crate::voice_engine::{Engine, SharedEngine};
 
 /// The job kind.
-pub(crate) const KIND: &str = "cover";
+pub(crate) const KIND: JobKind = JobKind::Cover;
 
 /// One `cover` job: one song.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -95,7 +95,7 @@ impl JobHandler for CoverHandler {
         }
     }
 
-    fn kind(&self) -> &'static str {
+    fn kind(&self) -> JobKind {
         KIND
     }
 

@@ -23,10 +23,10 @@ use crate::separation::{IsolationMethod, choose_model};
 pub struct CoverSettings {
     /// The voice; None: the vocals pass through unconverted (the remix of the original).
     pub model_id: Option<i64>,
-    /// Every conversion parameter, as the convert job takes them (typed by the UI's
-    /// `ConvertOptions`, as the Convert page sends them).
+    /// Every conversion parameter, as the convert job takes them: the UI sets the voice's part,
+    /// the offline ones keep their defaults.
     #[serde(default)]
-    #[ts(type = "unknown")]
+    #[ts(as = "timbre_nn::voice::VoiceParams")]
     pub options: ConvertOptions,
     /// A RoFormer of the models folder's `separation/`, or the rough weight-free isolation.
     #[serde(default)]
@@ -94,7 +94,7 @@ pub fn check(library: &Library, request: &CoverRequest, pending_model: bool) -> 
         return Err(invalid_input("choose at least one song to cover"));
     }
     let settings = &request.settings;
-    crate::convert::check_options(&settings.options)?;
+    crate::voice_engine::check_options(&settings.options)?;
     check_range("vocal_gain_db", settings.vocal_gain_db, -60.0, 24.0)?;
     check_range(
         "instrumental_gain_db",

@@ -10,12 +10,12 @@ use serde_json::json;
 use timbre_audio::{DecodeOptions, SampleFormat};
 
 use super::stages::{Made, Stage, StageProgress, Stages};
-use crate::clean::stream::{BLOCK_FRAMES, SeparatedFiles, Span, separate_file};
 use crate::db::takes::Take;
 use crate::hashing;
 use crate::library::Library;
 use crate::output_format::OutputFormat;
 use crate::progress::ProgressBridge;
+use crate::separation::stream::{SeparatedFiles, Span, separate_file};
 use crate::separation::{SeparationModel, Separators};
 
 /// Bumped when the rough isolation changes what it gives.
@@ -181,16 +181,7 @@ fn separate_with(
     let separator = separators.loaded(model, &mut bridge, label)?;
     let separator = separator.lock();
     let info = timbre_audio::probe_file(path)?;
-    let span = Span {
-        path,
-        info: &info,
-        decode: DecodeOptions {
-            max_duration_secs: Some(library.settings()?.max_import_duration_secs),
-        },
-        start: 0,
-        frames: None,
-        block_frames: BLOCK_FRAMES,
-    };
+    let span = Span::whole(path, &info, library)?;
     let tmp = library.store().tmp_dir();
     separate_file(
         &separator,

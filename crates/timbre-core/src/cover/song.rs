@@ -4,8 +4,8 @@
 use anyhow::Result;
 use timbre_audio::DecodeOptions;
 
-use crate::clean::{Source, SourceOrigin, find_or_insert};
 use crate::db::takes::Take;
+use crate::derived::{Source, SourceOrigin, find_or_insert};
 use crate::input::AudioInput;
 use crate::library::{Library, Notification};
 

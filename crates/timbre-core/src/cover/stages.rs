@@ -10,10 +10,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use timbre_audio::DecodeOptions;
 
-use crate::clean::find_or_insert;
 use crate::db::job_events::Level;
 use crate::db::takes::{self, Take};
 use crate::db::{cover_stages, derived_takes};
+use crate::derived::find_or_insert;
 use crate::jobs::JobContext;
 use crate::library::{Library, Notification};
 use crate::store::StoredObject;
@@ -211,7 +211,7 @@ fn save(
     let written = (|| {
         for result in &made {
             let object = library.store().ingest_file(&result.file, result.format)?;
-            let new = crate::clean::stream::describe_file(
+            let new = crate::separation::stream::describe_file(
                 &result.file,
                 &DecodeOptions::default(),
                 &object,

@@ -8,12 +8,12 @@ use timbre_audio::export::Tags;
 use timbre_nn::pipeline::ConvertOptions;
 
 use super::stages::{Made, Stage, Stages};
-use crate::convert::{Engine, load_input, output::OutputFile, run_engine};
 use crate::db::models;
 use crate::db::takes::Take;
 use crate::hashing;
 use crate::input::AudioInput;
 use crate::output_format::OutputFormat;
+use crate::voice_engine::{Engine, load_input, output::OutputFile, run_engine};
 
 pub(super) struct Converted {
     pub take: Take,

@@ -3,15 +3,14 @@
 //! enhancement preset), pitch and HuBERT features of each piece. Features come from a persistent
 //! cache keyed by the piece's content, the extractor weights and the parameters, so preparing
 //! the same audio again (or resuming a cut-off job) computes nothing it already has. The result
-//! is `<data dir>/datasets/<id>/` (`layout`) and the `datasets` row with the report.
+//! is `<data dir>/datasets/<id>/` (`dataset_layout`) and the `datasets` row with the report.
 
 pub mod features;
-pub mod layout;
 #[cfg(test)]
 mod tests;
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -24,23 +23,23 @@ use timbre_audio::{AudioBuffer, DecodeOptions};
 use timbre_nn::hubert::FeatureVersion;
 use timbre_nn::pipeline::F0Method;
 
+use crate::dataset_layout::{Layout, Manifest, ManifestPiece};
 use crate::db::datasets::{self, Dataset, Prepared};
 use crate::db::jobs::{Job, Lane};
 use crate::input::{self, AudioInput};
-use crate::jobs::{JobContext, JobHandler, JobSystem, Need, Needs};
+use crate::jobs::{JobContext, JobHandler, JobKind, JobSystem, Need, Needs};
 use crate::library::Library;
 use crate::model_cache::ModelCache;
 use crate::progress::ProgressBridge;
 use crate::separation::{self, IsolationMethod, SeparationModel, Separators};
 use crate::settings::Settings;
 use features::{ExtractorFiles, Extractors, FeatureCache};
-use layout::{Layout, Manifest, ManifestPiece};
 
 /// The model rates RVC trains at.
 pub const SAMPLE_RATES: [u32; 3] = [32_000, 40_000, 48_000];
 
 /// The job kind.
-const KIND: &str = "dataset";
+const KIND: JobKind = JobKind::Dataset;
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq, ts_rs::TS)]
 #[serde(rename_all = "lowercase")]
@@ -117,7 +116,7 @@ impl JobHandler for DatasetHandler {
         }
     }
 
-    fn kind(&self) -> &'static str {
+    fn kind(&self) -> JobKind {
         KIND
     }
 
@@ -505,14 +504,4 @@ fn enhanced(
         Ok((audio, _)) => Ok(audio),
         Err(err) => Err(bridge.error(err).context(label.to_string())),
     }
-}
-
-/// The folder of a dataset, for `show`.
-pub fn folder(library: &Library, id: i64) -> PathBuf {
-    Layout::new(library.data_dir(), id).root().to_path_buf()
-}
-
-/// The manifest of a prepared dataset, if it has one.
-pub fn manifest(data_dir: &Path, id: i64) -> Option<Manifest> {
-    Layout::new(data_dir, id).read_manifest()
 }

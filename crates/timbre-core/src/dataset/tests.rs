@@ -2,6 +2,7 @@ use std::cell::Cell;
 use std::path::{Path, PathBuf};
 
 use super::*;
+use crate::dataset_layout::{folder, manifest};
 use crate::settings::Settings;
 use timbre_test_support::rvc_parity_fixtures;
 
@@ -211,7 +212,7 @@ fn a_preparation_and_a_conversion_share_one_loaded_hubert() {
         JobSystem::new(std::sync::Arc::new(library), crate::job_handlers(&models)).unwrap();
     // v1: the tiny HuBERT fixture's final projection is what the v1 fixture voice reads.
     submit(&system, params(&audio, ModelVersion::V1)).unwrap();
-    let voice = crate::convert::model_import::import_model(
+    let voice = crate::model_import::import_model(
         system.library(),
         &rvc_parity_fixtures().join("synth_v1_f0_40k/model.pth"),
         None,

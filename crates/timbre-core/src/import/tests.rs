@@ -1,9 +1,12 @@
 use super::*;
 use crate::db::jobs::JobState;
-use crate::jobs::JobSystem;
+use crate::db::takes;
+use crate::jobs::{JobKind, JobSystem};
+use crate::take_files::{WAVEFORM_BINS, save_recording};
 use serde_json::json;
 use std::sync::Arc;
 use timbre_audio::signal::sine;
+use timbre_audio::{AudioBuffer, SampleFormat};
 
 fn write_sine(dir: &Path, name: &str, seconds: f64) -> PathBuf {
     let path = dir.join(name);
@@ -24,7 +27,9 @@ fn setup() -> (tempfile::TempDir, Arc<JobSystem>) {
 }
 
 fn import(system: &JobSystem, paths: Vec<PathBuf>) -> crate::db::jobs::Job {
-    let job = system.submit("import", json!({ "paths": paths })).unwrap();
+    let job = system
+        .submit(JobKind::Import, json!({ "paths": paths }))
+        .unwrap();
     system.run_job(job.id).unwrap()
 }
 
@@ -144,7 +149,9 @@ fn an_interrupted_import_resumes_without_redoing_reported_files() {
         .map(|i| write_sine(dir.path(), &format!("{i}.wav"), 0.2 + f64::from(i) * 0.1))
         .collect();
     let library = Arc::clone(system.library());
-    let job = system.submit("import", json!({ "paths": paths })).unwrap();
+    let job = system
+        .submit(JobKind::Import, json!({ "paths": paths }))
+        .unwrap();
     {
         let conn = library.conn();
         crate::db::jobs::claim(&conn, crate::db::jobs::Claim::Id(job.id), "dead-process").unwrap();

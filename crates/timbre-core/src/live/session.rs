@@ -226,14 +226,14 @@ impl LiveStream {
             .get(..19)
             .unwrap_or_default()
             .replace('T', " ");
-        let input = crate::import::save_recording(
+        let input = crate::take_files::save_recording(
             &self.library,
             &recording.input,
             Some(&format!("Live input {stamp}")),
             None,
         )
         .context("saving the live session's input")?;
-        let output = crate::import::save_recording(
+        let output = crate::take_files::save_recording(
             &self.library,
             &recording.output,
             Some(&format!("Live output {stamp}")),

@@ -12,7 +12,7 @@ use timbre_nn::train::config::TrainingConfig;
 use timbre_nn::train::spectrogram::{SpectrogramConfig, Spectrograms};
 
 use super::sampler::{self, BOUNDARIES};
-use crate::dataset::layout::{MANIFEST, Manifest};
+use crate::dataset_layout::{MANIFEST, Manifest};
 
 /// Spectrograms are cached here, beside the dataset's other folders.
 pub const SPECS: &str = "specs";

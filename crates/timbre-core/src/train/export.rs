@@ -11,11 +11,11 @@ use timbre_nn::train::trainer::{export_checkpoint, generator_checkpoint};
 
 use super::files::TrainingFiles;
 use super::request::{plan_of, ready_dataset};
-use crate::convert::model_import::import_model;
-use crate::dataset::layout::Manifest;
+use crate::dataset_layout::Manifest;
 use crate::db::models::Model;
 use crate::db::trainings::{self, Training};
 use crate::library::Library;
+use crate::model_import::import_model;
 
 /// The index's k-means seed (any fixed one: the same features give the same index).
 const INDEX_SEED: u64 = 1234;
@@ -84,7 +84,7 @@ pub fn export_to_library(library: &Library, training_id: i64, step: Option<i64>)
     })?;
     let (dataset, manifest) = ready_dataset(library, dataset_id)?;
     if !files.index().is_file() {
-        let dataset_dir = crate::dataset::folder(library, dataset.id);
+        let dataset_dir = crate::dataset_layout::folder(library, dataset.id);
         write_index(&dataset_dir, &manifest, &files.index())?;
     }
     let checkpoint = checkpoint_of(library, &training, step)?;

@@ -29,9 +29,9 @@ use crate::db::models::Model;
 use crate::db::trainings::{self, Training};
 use crate::devices::{self, Devices};
 use crate::error::ErrorReport;
-use crate::jobs::{Failure, JobContext, JobHandler, Need, Needs, classify};
+use crate::jobs::{Failure, JobContext, JobHandler, JobKind, Need, Needs, classify};
 
-pub const KIND: &str = "train";
+pub const KIND: JobKind = JobKind::Train;
 /// Single-speaker models, as RVC trains them.
 const SPEAKER_ID: i64 = 0;
 
@@ -50,7 +50,7 @@ impl JobHandler for TrainHandler {
         }
     }
 
-    fn kind(&self) -> &'static str {
+    fn kind(&self) -> JobKind {
         KIND
     }
 
@@ -109,7 +109,7 @@ fn train(ctx: &JobContext, id: i64) -> Result<TrainResult> {
         ctx.event(Level::Warn, "little_audio", &json!({ "message": warning }))?;
     }
     let config = plan.config()?;
-    let dataset_dir = crate::dataset::folder(library, dataset.id);
+    let dataset_dir = crate::dataset_layout::folder(library, dataset.id);
     let devices = Devices::of(&library.settings()?)?;
     let device = devices.main;
     let data = Arc::new(

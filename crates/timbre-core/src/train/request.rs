@@ -8,7 +8,7 @@ use timbre_nn::train::config::TrainingConfig;
 
 use super::job::{KIND, TrainParams};
 use super::pretrained::{Pretrained, PretrainedFiles};
-use crate::dataset::layout::Manifest;
+use crate::dataset_layout::Manifest;
 use crate::db::datasets::{self, Dataset};
 use crate::db::jobs::{self as job_rows, JobState};
 use crate::db::trainings::{self, Training};
@@ -167,12 +167,13 @@ pub fn ready_dataset(library: &Library, dataset_id: i64) -> Result<(Dataset, Man
             dataset.id, dataset.name, dataset.status
         )));
     }
-    let manifest = crate::dataset::manifest(library.data_dir(), dataset.id).with_context(|| {
-        format!(
-            "dataset {} \"{}\": its folder has no readable manifest",
-            dataset.id, dataset.name
-        )
-    })?;
+    let manifest =
+        crate::dataset_layout::manifest(library.data_dir(), dataset.id).with_context(|| {
+            format!(
+                "dataset {} \"{}\": its folder has no readable manifest",
+                dataset.id, dataset.name
+            )
+        })?;
     Ok((dataset, manifest))
 }
 
@@ -429,7 +430,7 @@ mod tests {
             feature_dim: 768,
             pieces: seconds
                 .iter()
-                .map(|&s| crate::dataset::layout::ManifestPiece {
+                .map(|&s| crate::dataset_layout::ManifestPiece {
                     gt_wav: String::new(),
                     wav_16k: String::new(),
                     features: String::new(),

@@ -8,7 +8,7 @@ use tch::{Kind, Tensor};
 use super::data::{TrainingData, collate};
 use super::producer::{BatchProducer, ProducerOptions};
 use super::sampler;
-use crate::dataset::layout::{Layout, Manifest, ManifestPiece};
+use crate::dataset_layout::{Layout, Manifest, ManifestPiece};
 
 const RATE: u32 = 40_000;
 const HOP: i64 = 400;
@@ -324,7 +324,7 @@ fn missing_and_unreadable_files_are_named() {
     let error = format!("{:#}", results[1].as_ref().err().unwrap());
     assert!(error.contains(&features.display().to_string()), "{error}");
 
-    let manifest = root.join(crate::dataset::layout::MANIFEST);
+    let manifest = root.join(crate::dataset_layout::MANIFEST);
     std::fs::write(&manifest, "{").unwrap();
     assert!(message(&root).contains(&manifest.display().to_string()));
     let empty = Manifest {

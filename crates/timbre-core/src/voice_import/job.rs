@@ -7,9 +7,9 @@ use serde_json::Value;
 use super::{VoiceImportRequest, VoiceSource, import};
 use crate::assets::UrlPolicy;
 use crate::db::jobs::Job;
-use crate::jobs::{JobContext, JobHandler, JobSystem};
+use crate::jobs::{JobContext, JobHandler, JobKind, JobSystem};
 
-pub const KIND: &str = "voice_import";
+pub const KIND: JobKind = JobKind::VoiceImport;
 
 /// Queues an import, its source checked first (a path that exists, or a link); paths are made
 /// absolute so the job reads the same files from any working directory.
@@ -35,7 +35,7 @@ pub fn submit(system: &JobSystem, request: VoiceImportRequest) -> Result<Job> {
 pub struct VoiceImportHandler;
 
 impl JobHandler for VoiceImportHandler {
-    fn kind(&self) -> &'static str {
+    fn kind(&self) -> JobKind {
         KIND
     }
 

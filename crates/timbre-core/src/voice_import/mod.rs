@@ -4,7 +4,7 @@
 //!
 //! `source` turns the source into files on disk (`archive` reads zips safely, `folder` walks a
 //! tree, `url` downloads), `classify` tells voices from other checkpoints by content, `pairing`
-//! gives each voice its index, and `convert::model_import` stores them. `job` runs it all as the
+//! gives each voice its index, and `model_import` stores them. `job` runs it all as the
 //! `voice_import` job kind for the app; the CLI calls [`import`] directly.
 
 pub mod archive;
@@ -21,9 +21,9 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::assets::UrlPolicy;
-use crate::convert::model_import::{self, CheckedModel, name_stored_files};
 use crate::db::models::Model;
 use crate::library::Library;
+use crate::model_import::{self, CheckedModel, name_stored_files};
 use archive::MemberKind;
 use classify::Weights;
 use pairing::Part;

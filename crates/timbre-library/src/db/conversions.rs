@@ -246,8 +246,14 @@ mod tests {
         let conn = crate::db::open_in_memory();
         let model = crate::db::models::insert(&conn, &crate::db::models::sample("w")).unwrap();
         let lane = crate::db::jobs::Lane::Gpu;
-        let job =
-            crate::db::jobs::insert(&conn, "convert", lane, &serde_json::json!({}), 3).unwrap();
+        let job = crate::db::jobs::insert(
+            &conn,
+            crate::db::jobs::JobKind::Convert,
+            lane,
+            &serde_json::json!({}),
+            3,
+        )
+        .unwrap();
         let first = NewConversion {
             job_id: Some(job),
             ..sample("first", model)

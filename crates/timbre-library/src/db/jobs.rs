@@ -103,10 +103,66 @@ impl Lane {
     }
 }
 
+/// Every kind of job, stored in `jobs.kind` by its snake_case name. Each has one handler
+/// ([`crate::jobs::JobHandler`]), and its own params and result types in timbre-core.
+#[derive(
+    Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord, ts_rs::TS,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum JobKind {
+    Convert,
+    Cover,
+    Isolate,
+    Enhance,
+    Train,
+    Dataset,
+    Import,
+    VoiceImport,
+    Download,
+}
+
+impl JobKind {
+    pub const ALL: [JobKind; 9] = [
+        JobKind::Convert,
+        JobKind::Cover,
+        JobKind::Isolate,
+        JobKind::Enhance,
+        JobKind::Train,
+        JobKind::Dataset,
+        JobKind::Import,
+        JobKind::VoiceImport,
+        JobKind::Download,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobKind::Convert => "convert",
+            JobKind::Cover => "cover",
+            JobKind::Isolate => "isolate",
+            JobKind::Enhance => "enhance",
+            JobKind::Train => "train",
+            JobKind::Dataset => "dataset",
+            JobKind::Import => "import",
+            JobKind::VoiceImport => "voice_import",
+            JobKind::Download => "download",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<JobKind> {
+        JobKind::ALL.into_iter().find(|kind| kind.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for JobKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
 pub struct Job {
     pub id: i64,
-    pub kind: String,
+    pub kind: JobKind,
     pub lane: Lane,
     pub state: JobState,
     pub params: serde_json::Value,
@@ -141,9 +197,18 @@ fn row(r: &rusqlite::Row) -> rusqlite::Result<Job> {
     };
     let lane: String = r.get(2)?;
     let state: String = r.get(3)?;
+    let kind: String = r.get(1)?;
+    // A kind this build does not know (a newer app's job): an error that names it.
+    let kind = JobKind::parse(&kind).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            1,
+            rusqlite::types::Type::Text,
+            format!("unknown job kind {kind:?}").into(),
+        )
+    })?;
     Ok(Job {
         id: r.get(0)?,
-        kind: r.get(1)?,
+        kind,
         lane: if lane == "gpu" {
             Lane::Gpu
         } else {
@@ -173,7 +238,7 @@ fn row(r: &rusqlite::Row) -> rusqlite::Result<Job> {
 
 pub fn insert(
     conn: &Connection,
-    kind: &str,
+    kind: JobKind,
     lane: Lane,
     params: &serde_json::Value,
     max_retries: u32,
@@ -182,7 +247,7 @@ pub fn insert(
         "INSERT INTO jobs (kind, lane, state, params, max_retries, created_at)
          VALUES (?1, ?2, 'queued', ?3, ?4, ?5)",
         params![
-            kind,
+            kind.as_str(),
             lane.as_str(),
             params.to_string(),
             max_retries,
@@ -206,7 +271,7 @@ pub fn require(conn: &Connection, id: i64) -> Result<Job> {
 /// The oldest queued or running job of `kind` whose parameter `key` is `value`.
 pub fn unfinished_with_param(
     conn: &Connection,
-    kind: &str,
+    kind: JobKind,
     key: &str,
     value: &str,
 ) -> Result<Option<Job>> {
@@ -216,7 +281,7 @@ pub fn unfinished_with_param(
                 "{SELECT} WHERE kind = ?1 AND state IN ('queued', 'running')
                  AND json_extract(params, '$.' || ?2) = ?3 ORDER BY id LIMIT 1"
             ),
-            [kind, key, value],
+            [kind.as_str(), key, value],
             row,
         )
         .optional()?)
@@ -239,7 +304,7 @@ pub enum Claim<'a> {
     /// The oldest due job of a lane among `kinds` (`only`), or among every other kind.
     Kinds {
         lane: Lane,
-        kinds: &'a [&'a str],
+        kinds: &'a [JobKind],
         only: bool,
     },
     /// That job, if it is queued and due.
@@ -418,10 +483,24 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn kinds_are_stored_by_their_serde_names_and_an_unknown_one_is_named() {
+        for kind in JobKind::ALL {
+            assert_eq!(serde_json::to_value(kind).unwrap(), json!(kind.as_str()));
+            assert_eq!(JobKind::parse(kind.as_str()), Some(kind));
+        }
+        let conn = crate::db::open_in_memory();
+        let id = insert(&conn, JobKind::Import, Lane::Light, &json!({}), 3).unwrap();
+        conn.execute("UPDATE jobs SET kind = 'transcribe' WHERE id = ?1", [id])
+            .unwrap();
+        let err = format!("{:#}", get(&conn, id).unwrap_err());
+        assert!(err.contains("unknown job kind \"transcribe\""), "{err}");
+    }
+
+    #[test]
     fn claim_runs_oldest_due_job_of_the_lane_once() {
         let conn = crate::db::open_in_memory();
-        let a = insert(&conn, "import", Lane::Light, &json!({"n": 1}), 3).unwrap();
-        insert(&conn, "train", Lane::Gpu, &json!({}), 3).unwrap();
+        let a = insert(&conn, JobKind::Import, Lane::Light, &json!({"n": 1}), 3).unwrap();
+        insert(&conn, JobKind::Train, Lane::Gpu, &json!({}), 3).unwrap();
         let claimed = claim(&conn, Claim::Next(Some(Lane::Light)), "w1")
             .unwrap()
             .unwrap();
@@ -439,10 +518,10 @@ mod tests {
     #[test]
     fn claim_by_kinds_takes_the_listed_kinds_or_every_other() {
         let conn = crate::db::open_in_memory();
-        let train = insert(&conn, "train", Lane::Gpu, &json!({}), 3).unwrap();
-        let dataset = insert(&conn, "dataset", Lane::Gpu, &json!({}), 3).unwrap();
-        insert(&conn, "import", Lane::Light, &json!({}), 3).unwrap();
-        let kinds = &["dataset"][..];
+        let train = insert(&conn, JobKind::Train, Lane::Gpu, &json!({}), 3).unwrap();
+        let dataset = insert(&conn, JobKind::Dataset, Lane::Gpu, &json!({}), 3).unwrap();
+        insert(&conn, JobKind::Import, Lane::Light, &json!({}), 3).unwrap();
+        let kinds = &[JobKind::Dataset][..];
         let only = |only| Claim::Kinds {
             lane: Lane::Gpu,
             kinds,
@@ -457,8 +536,8 @@ mod tests {
     #[test]
     fn claim_by_id_takes_only_that_queued_job() {
         let conn = crate::db::open_in_memory();
-        insert(&conn, "import", Lane::Light, &json!({}), 3).unwrap();
-        let b = insert(&conn, "import", Lane::Light, &json!({}), 3).unwrap();
+        insert(&conn, JobKind::Import, Lane::Light, &json!({}), 3).unwrap();
+        let b = insert(&conn, JobKind::Import, Lane::Light, &json!({}), 3).unwrap();
         assert_eq!(claim(&conn, Claim::Id(b), "w").unwrap().unwrap().id, b);
         assert!(claim(&conn, Claim::Id(b), "w").unwrap().is_none());
         assert_eq!(next_due(&conn).unwrap().as_deref(), Some(""));
@@ -467,10 +546,10 @@ mod tests {
     #[test]
     fn cancel_queued_is_immediate_running_is_flagged_finished_is_refused() {
         let conn = crate::db::open_in_memory();
-        let q = insert(&conn, "import", Lane::Light, &json!({}), 3).unwrap();
+        let q = insert(&conn, JobKind::Import, Lane::Light, &json!({}), 3).unwrap();
         assert_eq!(request_cancel(&conn, q).unwrap().state, JobState::Cancelled);
         assert!(request_cancel(&conn, q).is_err());
-        let r = insert(&conn, "import", Lane::Light, &json!({}), 3).unwrap();
+        let r = insert(&conn, JobKind::Import, Lane::Light, &json!({}), 3).unwrap();
         claim(&conn, Claim::Next(Some(Lane::Light)), "w").unwrap();
         assert!(request_cancel(&conn, r).unwrap().cancel_requested);
         assert!(set_progress(&conn, r, 0.5, "half").unwrap());
@@ -479,7 +558,7 @@ mod tests {
     #[test]
     fn retry_only_from_a_final_unsuccessful_state() {
         let conn = crate::db::open_in_memory();
-        let id = insert(&conn, "import", Lane::Light, &json!({}), 3).unwrap();
+        let id = insert(&conn, JobKind::Import, Lane::Light, &json!({}), 3).unwrap();
         assert!(retry(&conn, id).is_err());
         claim(&conn, Claim::Next(Some(Lane::Light)), "w").unwrap();
         let boom = Failed {
@@ -502,7 +581,7 @@ mod tests {
     #[test]
     fn requeued_job_waits_for_its_backoff() {
         let conn = crate::db::open_in_memory();
-        let id = insert(&conn, "import", Lane::Light, &json!({}), 3).unwrap();
+        let id = insert(&conn, JobKind::Import, Lane::Light, &json!({}), 3).unwrap();
         claim(&conn, Claim::Next(Some(Lane::Light)), "w").unwrap();
         let busy = Failed {
             message: "busy",

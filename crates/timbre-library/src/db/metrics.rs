@@ -79,7 +79,7 @@ mod tests {
         let conn = crate::db::open_in_memory();
         let job = crate::db::jobs::insert(
             &conn,
-            "import",
+            crate::db::jobs::JobKind::Import,
             crate::db::jobs::Lane::Light,
             &serde_json::json!({}),
             0,

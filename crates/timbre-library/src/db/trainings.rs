@@ -216,7 +216,7 @@ pub(crate) fn sample(conn: &Connection) -> Training {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::jobs::{self, Claim, JobState, Lane};
+    use crate::db::jobs::{self, Claim, JobKind, JobState, Lane};
     use serde_json::json;
 
     #[test]
@@ -254,7 +254,7 @@ mod tests {
     fn the_status_follows_the_job_while_it_is_queued_or_running() {
         let conn = crate::db::open_in_memory();
         let t = sample(&conn);
-        let job = jobs::insert(&conn, "train", Lane::Gpu, &json!({}), 3).unwrap();
+        let job = jobs::insert(&conn, JobKind::Train, Lane::Gpu, &json!({}), 3).unwrap();
         set_queued(&conn, t.id, job).unwrap();
         jobs::claim(&conn, Claim::Id(job), "w").unwrap();
         set_running(&conn, t.id, "cpu", "fp32").unwrap();

@@ -7,6 +7,7 @@
 mod failure;
 mod sampler;
 
+pub use crate::db::jobs::JobKind;
 pub use failure::{Failure, classify};
 
 use crate::db::job_events::Level;
@@ -61,7 +62,7 @@ pub struct Needs {
 }
 
 pub trait JobHandler: Send + Sync {
-    fn kind(&self) -> &'static str;
+    fn kind(&self) -> JobKind;
     /// What the kind runs on (see [`Need`]): nothing by default.
     fn needs(&self) -> Needs {
         Needs::default()
@@ -165,13 +166,13 @@ impl JobContext<'_> {
 
 pub struct JobSystem {
     library: Arc<Library>,
-    handlers: HashMap<&'static str, Arc<dyn JobHandler>>,
+    handlers: HashMap<JobKind, Arc<dyn JobHandler>>,
     wake: (Mutex<()>, Condvar),
     shutting_down: AtomicBool,
     /// Whether extraction jobs have their own GPU-lane worker (their device is another GPU).
     extraction_apart: AtomicBool,
     /// The kinds that run on the extraction device.
-    extraction_kinds: Vec<&'static str>,
+    extraction_kinds: Vec<JobKind>,
     workers: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -181,7 +182,7 @@ impl JobSystem {
         library: Arc<Library>,
         handlers: Vec<Arc<dyn JobHandler>>,
     ) -> Result<Arc<JobSystem>> {
-        let mut extraction_kinds: Vec<&'static str> = handlers
+        let mut extraction_kinds: Vec<JobKind> = handlers
             .iter()
             .filter(|h| h.runs_on_extraction_device())
             .map(|h| h.kind())
@@ -217,7 +218,11 @@ impl JobSystem {
             if !self.library.is_process_dead(&worker) {
                 continue;
             }
-            let resumable = |kind: &str| self.handlers.get(kind).is_some_and(|h| h.resumable());
+            let resumable = |kind: &str| {
+                JobKind::parse(kind)
+                    .and_then(|kind| self.handlers.get(&kind))
+                    .is_some_and(|h| h.resumable())
+            };
             let tx = conn.unchecked_transaction()?;
             for (id, outcome) in job_rows::recover_from_dead_worker(&tx, &worker, &resumable)? {
                 let data = json!({
@@ -237,11 +242,10 @@ impl JobSystem {
         Ok(())
     }
 
-    pub fn submit(&self, kind: &str, params: Value) -> Result<Job> {
-        let handler = self
-            .handlers
-            .get(kind)
-            .ok_or_else(|| crate::error::invalid_input(format!("unknown job kind {kind:?}")))?;
+    pub fn submit(&self, kind: JobKind, params: Value) -> Result<Job> {
+        let handler = self.handlers.get(&kind).ok_or_else(|| {
+            crate::error::invalid_input(format!("this build cannot run {kind} jobs"))
+        })?;
         let max_retries = self.library.settings()?.max_retries;
         let job = {
             let conn = self.library.conn();
@@ -420,8 +424,8 @@ impl JobSystem {
             job: Box::new(job.clone()),
         });
         let id = job.id;
-        let outcome = match self.handlers.get(job.kind.as_str()) {
-            None => Err(anyhow::anyhow!("this build cannot run {:?} jobs", job.kind)),
+        let outcome = match self.handlers.get(&job.kind) {
+            None => Err(anyhow::anyhow!("this build cannot run {} jobs", job.kind)),
             Some(handler) => {
                 let sampler = sampler::Sampler::start(Arc::clone(&self.library), id);
                 let ctx = JobContext {
@@ -482,7 +486,7 @@ impl JobSystem {
         let retryable = matches!(failure, Failure::Transient | Failure::OutOfMemory);
         if retryable && job.attempts < job.max_retries {
             let batch_scale = if failure == Failure::OutOfMemory {
-                if let Some(handler) = self.handlers.get(job.kind.as_str()) {
+                if let Some(handler) = self.handlers.get(&job.kind) {
                     handler.free_caches();
                 }
                 job.batch_scale / 2.0

@@ -2,7 +2,7 @@ use super::*;
 use std::sync::atomic::AtomicU32;
 
 struct Scripted {
-    kind: &'static str,
+    kind: JobKind,
     lane: Lane,
     extraction: bool,
     calls: AtomicU32,
@@ -12,7 +12,7 @@ struct Scripted {
 }
 
 impl JobHandler for Scripted {
-    fn kind(&self) -> &'static str {
+    fn kind(&self) -> JobKind {
         self.kind
     }
     fn lane(&self) -> Lane {
@@ -34,12 +34,12 @@ impl JobHandler for Scripted {
     }
 }
 
-fn scripted(kind: &'static str, script: fn(&JobContext, u32) -> Result<Value>) -> Arc<Scripted> {
+fn scripted(kind: JobKind, script: fn(&JobContext, u32) -> Result<Value>) -> Arc<Scripted> {
     scripted_on(kind, Lane::Light, false, script)
 }
 
 fn scripted_on(
-    kind: &'static str,
+    kind: JobKind,
     lane: Lane,
     extraction: bool,
     script: fn(&JobContext, u32) -> Result<Value>,
@@ -90,13 +90,15 @@ fn wait_for(system: &JobSystem, id: i64, state: JobState) {
 
 /// A GPU-lane training that runs until cancelled, and a preparation.
 fn training_and_preparation() -> (tempfile::TempDir, Arc<JobSystem>) {
-    let training = scripted_on("train", Lane::Gpu, false, |ctx, _| {
+    let training = scripted_on(JobKind::Train, Lane::Gpu, false, |ctx, _| {
         loop {
             ctx.check_cancelled()?;
             std::thread::sleep(Duration::from_millis(10));
         }
     });
-    let preparation = scripted_on("dataset", Lane::Gpu, true, |_, _| Ok(json!("prepared")));
+    let preparation = scripted_on(JobKind::Dataset, Lane::Gpu, true, |_, _| {
+        Ok(json!("prepared"))
+    });
     system_of(vec![training, preparation])
 }
 
@@ -105,9 +107,9 @@ fn with_an_extraction_device_a_preparation_runs_beside_a_training() {
     let (_dir, system) = training_and_preparation();
     Settings::set(&system.library().conn(), "extraction_device", "cuda:1").unwrap();
     system.start_workers().unwrap();
-    let training = system.submit("train", json!({})).unwrap();
+    let training = system.submit(JobKind::Train, json!({})).unwrap();
     wait_for(&system, training.id, JobState::Running);
-    let preparation = system.submit("dataset", json!({})).unwrap();
+    let preparation = system.submit(JobKind::Dataset, json!({})).unwrap();
     wait_for(&system, preparation.id, JobState::Succeeded);
     assert_eq!(state_of(&system, training.id), JobState::Running);
     system.cancel(training.id).unwrap();
@@ -119,9 +121,9 @@ fn with_an_extraction_device_a_preparation_runs_beside_a_training() {
 fn on_one_device_a_preparation_waits_for_the_training() {
     let (_dir, system) = training_and_preparation();
     system.start_workers().unwrap();
-    let training = system.submit("train", json!({})).unwrap();
+    let training = system.submit(JobKind::Train, json!({})).unwrap();
     wait_for(&system, training.id, JobState::Running);
-    let preparation = system.submit("dataset", json!({})).unwrap();
+    let preparation = system.submit(JobKind::Dataset, json!({})).unwrap();
     std::thread::sleep(Duration::from_millis(700));
     assert_eq!(state_of(&system, preparation.id), JobState::Queued);
     system.cancel(training.id).unwrap();
@@ -131,14 +133,14 @@ fn on_one_device_a_preparation_waits_for_the_training() {
 
 #[test]
 fn success_records_result_progress_and_metrics() {
-    let handler = scripted("ok", |ctx, _| {
+    let handler = scripted(JobKind::Import, |ctx, _| {
         ctx.progress(0.5, "halfway")?;
         std::thread::sleep(Duration::from_millis(120));
         Ok(json!({"answer": 42}))
     });
     let (_dir, system) = system_with(handler);
     let updates = system.library().subscribe();
-    let job = system.submit("ok", json!({})).unwrap();
+    let job = system.submit(JobKind::Import, json!({})).unwrap();
     let done = system.run_job(job.id).unwrap();
     assert_eq!((done.state, done.progress), (JobState::Succeeded, 1.0));
     assert_eq!(done.result, Some(json!({"answer": 42})));
@@ -161,7 +163,7 @@ fn success_records_result_progress_and_metrics() {
 
 #[test]
 fn transient_failures_retry_with_backoff_then_succeed() {
-    let handler = scripted("flaky", |_, call| {
+    let handler = scripted(JobKind::Import, |_, call| {
         if call < 2 {
             Err(
                 anyhow::Error::new(std::io::Error::from(std::io::ErrorKind::ResourceBusy))
@@ -172,7 +174,7 @@ fn transient_failures_retry_with_backoff_then_succeed() {
         }
     });
     let (_dir, system) = system_with(handler.clone());
-    let job = system.submit("flaky", json!({})).unwrap();
+    let job = system.submit(JobKind::Import, json!({})).unwrap();
     let done = system.run_job(job.id).unwrap();
     assert_eq!((done.state, done.attempts), (JobState::Succeeded, 2));
     let retries = job_events::list(&system.library().conn(), job.id, Some("retry")).unwrap();
@@ -182,9 +184,11 @@ fn transient_failures_retry_with_backoff_then_succeed() {
 
 #[test]
 fn retries_stop_at_the_limit_and_permanent_errors_fail_at_once() {
-    let flaky = scripted("always_busy", |_, _| Err(crate::error::busy("still busy")));
+    let flaky = scripted(JobKind::Import, |_, _| {
+        Err(crate::error::busy("still busy"))
+    });
     let (_dir, system) = system_with(flaky.clone());
-    let job = system.submit("always_busy", json!({})).unwrap();
+    let job = system.submit(JobKind::Import, json!({})).unwrap();
     let done = system.run_job(job.id).unwrap();
     assert_eq!(done.state, JobState::Failed);
     assert_eq!(
@@ -194,12 +198,12 @@ fn retries_stop_at_the_limit_and_permanent_errors_fail_at_once() {
     );
     assert_eq!(done.error.as_deref(), Some("still busy"));
 
-    let broken = scripted("broken", |_, _| {
+    let broken = scripted(JobKind::Import, |_, _| {
         Err(crate::error::invalid_input("bad.wav: not audio"))
     });
     let (_dir, system) = system_with(broken.clone());
     let done = system
-        .run_job(system.submit("broken", json!({})).unwrap().id)
+        .run_job(system.submit(JobKind::Import, json!({})).unwrap().id)
         .unwrap();
     assert_eq!(
         (done.state, broken.calls.load(Ordering::SeqCst)),
@@ -210,7 +214,7 @@ fn retries_stop_at_the_limit_and_permanent_errors_fail_at_once() {
 
 #[test]
 fn out_of_memory_frees_caches_and_halves_the_batch() {
-    let handler = scripted("oom", |_, call| {
+    let handler = scripted(JobKind::Import, |_, call| {
         if call < 2 {
             Err(crate::error::out_of_memory("CUDA out of memory"))
         } else {
@@ -219,7 +223,7 @@ fn out_of_memory_frees_caches_and_halves_the_batch() {
     });
     let (_dir, system) = system_with(handler.clone());
     let done = system
-        .run_job(system.submit("oom", json!({})).unwrap().id)
+        .run_job(system.submit(JobKind::Import, json!({})).unwrap().id)
         .unwrap();
     assert_eq!(done.state, JobState::Succeeded);
     assert_eq!(*handler.scales.lock().unwrap(), vec![1.0, 0.5, 0.25]);
@@ -228,14 +232,14 @@ fn out_of_memory_frees_caches_and_halves_the_batch() {
 
 #[test]
 fn a_failure_that_only_mentions_memory_fails_at_once() {
-    let handler = scripted("decode", |_, _| {
+    let handler = scripted(JobKind::Import, |_, _| {
         Err(crate::error::invalid_input(
             "/tmp/out of memory.wav: not an audio file",
         ))
     });
     let (_dir, system) = system_with(handler.clone());
     let done = system
-        .run_job(system.submit("decode", json!({})).unwrap().id)
+        .run_job(system.submit(JobKind::Import, json!({})).unwrap().id)
         .unwrap();
     assert_eq!(
         (
@@ -250,10 +254,10 @@ fn a_failure_that_only_mentions_memory_fails_at_once() {
 
 #[test]
 fn a_panicking_handler_fails_its_job_only() {
-    let handler = scripted("panics", |_, _| panic!("index out of bounds"));
+    let handler = scripted(JobKind::Import, |_, _| panic!("index out of bounds"));
     let (_dir, system) = system_with(handler);
     let done = system
-        .run_job(system.submit("panics", json!({})).unwrap().id)
+        .run_job(system.submit(JobKind::Import, json!({})).unwrap().id)
         .unwrap();
     assert_eq!(done.state, JobState::Failed);
     assert!(done.error.unwrap().contains("index out of bounds"));
@@ -261,7 +265,7 @@ fn a_panicking_handler_fails_its_job_only() {
 
 #[test]
 fn running_job_stops_when_cancelled_from_another_thread() {
-    let handler = scripted("slow", |ctx, _| {
+    let handler = scripted(JobKind::Import, |ctx, _| {
         for i in 0..1000 {
             ctx.progress(f64::from(i) / 1000.0, "working")?;
             std::thread::sleep(Duration::from_millis(10));
@@ -270,7 +274,7 @@ fn running_job_stops_when_cancelled_from_another_thread() {
     });
     let (_dir, system) = system_with(handler);
     system.start_workers().unwrap();
-    let job = system.submit("slow", json!({})).unwrap();
+    let job = system.submit(JobKind::Import, json!({})).unwrap();
     let started = Instant::now();
     while job_rows::require(&system.library().conn(), job.id)
         .unwrap()
@@ -288,9 +292,9 @@ fn running_job_stops_when_cancelled_from_another_thread() {
 }
 
 #[test]
-fn unknown_kinds_are_refused() {
-    let (_dir, system) = system_with(scripted("ok", |_, _| Ok(json!(null))));
-    let err = system.submit("nope", json!({})).unwrap_err();
+fn kinds_without_a_handler_are_refused() {
+    let (_dir, system) = system_with(scripted(JobKind::Import, |_, _| Ok(json!(null))));
+    let err = system.submit(JobKind::Convert, json!({})).unwrap_err();
     assert_eq!(
         crate::error::kind_of(&err),
         crate::error::ErrorKind::InvalidInput
@@ -300,14 +304,14 @@ fn unknown_kinds_are_refused() {
 #[test]
 fn a_job_whose_end_cannot_be_recorded_fails_its_waiter_instead_of_hanging() {
     // The library turns read-only while the job runs: its end cannot be written.
-    let handler = scripted("import", |ctx, _| {
+    let handler = scripted(JobKind::Import, |ctx, _| {
         ctx.library()
             .conn()
             .pragma_update(None, "query_only", true)?;
         Ok(json!("done"))
     });
     let (_dir, system) = system_with(handler);
-    let job = system.submit("import", json!({})).unwrap();
+    let job = system.submit(JobKind::Import, json!({})).unwrap();
     let started = Instant::now();
     let err = format!("{:#}", system.run_job(job.id).unwrap_err());
     assert!(started.elapsed() < Duration::from_secs(5));

@@ -2,6 +2,7 @@
 import type { EffectChain } from "./EffectChain";
 import type { IsolationMethod } from "./IsolationMethod";
 import type { OutputFormat } from "./OutputFormat";
+import type { VoiceParams } from "./VoiceParams";
 
 /**
  * How every song of a request is covered.
@@ -12,10 +13,10 @@ export type CoverSettings = {
  */
 model_id: number | null, 
 /**
- * Every conversion parameter, as the convert job takes them (typed by the UI's
- * `ConvertOptions`, as the Convert page sends them).
+ * Every conversion parameter, as the convert job takes them: the UI sets the voice's part,
+ * the offline ones keep their defaults.
  */
-options: unknown, 
+options: VoiceParams, 
 /**
  * A RoFormer of the models folder's `separation/`, or the rough weight-free isolation.
  */

@@ -113,14 +113,14 @@ pub fn drop_waiting(conn: &Connection, id: i64) -> Result<Job> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::jobs::{Claim, Lane, claim, insert, running_workers};
+    use crate::db::jobs::{Claim, JobKind, Lane, claim, insert, running_workers};
     use serde_json::json;
 
     #[test]
     fn recovery_requeues_resumable_kinds_and_interrupts_others() {
         let conn = crate::db::open_in_memory();
-        let a = insert(&conn, "import", Lane::Light, &json!({}), 3).unwrap();
-        let b = insert(&conn, "record", Lane::Light, &json!({}), 3).unwrap();
+        let a = insert(&conn, JobKind::Import, Lane::Light, &json!({}), 3).unwrap();
+        let b = insert(&conn, JobKind::Train, Lane::Light, &json!({}), 3).unwrap();
         claim(&conn, Claim::Next(Some(Lane::Light)), "dead").unwrap();
         claim(&conn, Claim::Next(Some(Lane::Light)), "dead").unwrap();
         assert_eq!(running_workers(&conn).unwrap(), vec!["dead"]);
@@ -139,7 +139,7 @@ mod tests {
     #[test]
     fn a_waiting_job_is_left_to_workers_until_resumed_or_taken_on_request() {
         let conn = crate::db::open_in_memory();
-        let a = insert(&conn, "import", Lane::Light, &json!({}), 3).unwrap();
+        let a = insert(&conn, JobKind::Import, Lane::Light, &json!({}), 3).unwrap();
         claim(&conn, Claim::Next(None), "dead").unwrap();
         recover_from_dead_worker(&conn, "dead", &|_| true).unwrap();
         assert!(claim(&conn, Claim::Next(None), "w").unwrap().is_none());
@@ -156,7 +156,7 @@ mod tests {
     #[test]
     fn a_dropped_job_ends_cancelled() {
         let conn = crate::db::open_in_memory();
-        let a = insert(&conn, "import", Lane::Light, &json!({}), 3).unwrap();
+        let a = insert(&conn, JobKind::Import, Lane::Light, &json!({}), 3).unwrap();
         claim(&conn, Claim::Next(None), "dead").unwrap();
         recover_from_dead_worker(&conn, "dead", &|_| true).unwrap();
         let dropped = drop_waiting(&conn, a).unwrap();
@@ -170,7 +170,7 @@ mod tests {
     #[test]
     fn the_third_crash_fails_the_job() {
         let conn = crate::db::open_in_memory();
-        let a = insert(&conn, "import", Lane::Light, &json!({}), 3).unwrap();
+        let a = insert(&conn, JobKind::Import, Lane::Light, &json!({}), 3).unwrap();
         for crash in 1..=MAX_CRASHES {
             claim(&conn, Claim::Any, "dead").unwrap().unwrap();
             let got = recover_from_dead_worker(&conn, "dead", &|_| true).unwrap();

@@ -13,8 +13,12 @@ use super::*;
 use crate::clean::IsolateHandler;
 use crate::db::jobs::JobState;
 use crate::db::takes;
-use crate::jobs::{JobHandler, JobSystem};
+use crate::db::takes::Origin;
+use crate::jobs::{JobHandler, JobKind, JobSystem};
 use crate::model_cache::{ModelCache, Shared};
+use crate::output_format::OutputFormat;
+use timbre_audio::{AudioBuffer, DecodeOptions};
+use timbre_nn::separation::Separator;
 
 /// 2048-sample chunks, normalised: small enough for debug builds, and the statistics pass runs.
 const TINY: &str = "
@@ -128,7 +132,7 @@ fn separate(
         frames,
         block_frames,
     };
-    let scratch = crate::clean::scratch_dir(system.library());
+    let scratch = crate::derived::scratch_dir(system.library());
     let files = {
         let separator = loaded.lock();
         separate_file(&separator, &span, &scratch, format, &mut bridge, "mix").unwrap()
@@ -222,7 +226,7 @@ fn an_isolation_by_a_model_is_streamed_into_two_takes_and_a_sample_too() {
     let path = write_mix(dir.path(), 1.5);
     let original = std::fs::read(&path).unwrap();
     let params = json!({ "input": { "file": path }, "method": { "model": "tiny" } });
-    let job = system.submit("isolate", params).unwrap();
+    let job = system.submit(JobKind::Isolate, params).unwrap();
     let job = system.run_job(job.id).unwrap();
     assert_eq!(job.state, JobState::Succeeded, "{:?}", job.error);
     let result = job.result.unwrap();
@@ -238,7 +242,7 @@ fn an_isolation_by_a_model_is_streamed_into_two_takes_and_a_sample_too() {
         (66150, 2, "wav")
     );
     let described = decode(&library.take_path(&vocals));
-    let expected = crate::import::describe(
+    let expected = crate::take_files::describe(
         &described,
         &vocals.sha256,
         "wav",
@@ -261,7 +265,7 @@ fn an_isolation_by_a_model_is_streamed_into_two_takes_and_a_sample_too() {
 
     let sample = json!({ "input": { "take": result["source_take_id"] },
         "method": { "model": "tiny" }, "preview_secs": 0.5, "format": "wav16" });
-    let job = system.submit("isolate", sample).unwrap();
+    let job = system.submit(JobKind::Isolate, sample).unwrap();
     let result = system.run_job(job.id).unwrap().result.unwrap();
     assert_eq!(result["takes"][0]["take"]["frames"], 22050);
     assert_eq!(
@@ -276,7 +280,7 @@ fn a_cancelled_or_failed_streamed_isolation_leaves_nothing() {
     let (dir, system, _) = setup();
     let path = write_mix(dir.path(), 10.0);
     let params = json!({ "input": { "file": path }, "method": { "model": "tiny" } });
-    let job = system.submit("isolate", params).unwrap();
+    let job = system.submit(JobKind::Isolate, params).unwrap();
     let job = crate::clean::tests::run_cancelled_once_started(&system, job.id);
     assert_eq!(job.state, JobState::Cancelled);
 
@@ -285,7 +289,7 @@ fn a_cancelled_or_failed_streamed_isolation_leaves_nothing() {
     let bytes = timbre_audio::encode_wav(&backing_track(44100, 2.0), SampleFormat::Int16).unwrap();
     std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
     let params = json!({ "input": { "file": cut }, "method": { "model": "tiny" } });
-    let job = system.submit("isolate", params).unwrap();
+    let job = system.submit(JobKind::Isolate, params).unwrap();
     let job = system.run_job(job.id).unwrap();
     assert_eq!(job.state, JobState::Failed);
     let error = job.error.unwrap();

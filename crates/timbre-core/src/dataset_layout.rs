@@ -16,6 +16,8 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use timbre_audio::{AudioBuffer, SampleFormat};
 
+use crate::library::Library;
+
 pub const MANIFEST: &str = "dataset.json";
 pub const GT_WAVS: &str = "gt_wavs";
 pub const WAVS_16K: &str = "wavs16k";
@@ -170,4 +172,14 @@ fn write_atomically(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Res
         let _ = std::fs::remove_file(&temp);
     }
     written.with_context(|| format!("{}: cannot write", path.display()))
+}
+
+/// The folder of a dataset, for `show`.
+pub fn folder(library: &Library, id: i64) -> PathBuf {
+    Layout::new(library.data_dir(), id).root().to_path_buf()
+}
+
+/// The manifest of a prepared dataset, if it has one.
+pub fn manifest(data_dir: &Path, id: i64) -> Option<Manifest> {
+    Layout::new(data_dir, id).read_manifest()
 }

@@ -2,7 +2,7 @@
 //! instrumental written a block at a time, so memory stays a few chunks of the model whatever
 //! the file's length. Results go to temporary files that only become takes when complete.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result};
 use tch::Tensor;
@@ -11,18 +11,12 @@ use timbre_audio::resample::StreamResampler;
 use timbre_audio::{AudioBuffer, AudioInfo, DecodeOptions, FlacStreamWriter, WavStreamWriter};
 use timbre_nn::separation::{MixStats, Separated, Separator};
 
-use super::Source;
-use super::isolate::IsolateParams;
+use super::to_buffer;
 use crate::db::takes::{NewTake, Origin};
-use crate::input::AudioInput;
 use crate::library::Library;
 use crate::output_format::OutputFormat;
 use crate::progress::ProgressBridge;
-use crate::separation::{SeparationModel, Separators, to_buffer};
 use crate::store::StoredObject;
-
-/// As the import's thumbnails.
-const WAVEFORM_BINS: usize = 120;
 
 /// Samples decoded (and written) at a time: 10 s at 44.1 kHz.
 pub(crate) const BLOCK_FRAMES: usize = 441_000;
@@ -44,14 +38,31 @@ pub(crate) struct Span<'a> {
     pub block_frames: usize,
 }
 
+impl<'a> Span<'a> {
+    /// All of the file, in blocks of [`BLOCK_FRAMES`], decoded up to the library's longest
+    /// import.
+    pub(crate) fn whole(path: &'a Path, info: &'a AudioInfo, library: &Library) -> Result<Self> {
+        Ok(Span {
+            path,
+            info,
+            decode: DecodeOptions {
+                max_duration_secs: Some(library.settings()?.max_import_duration_secs),
+            },
+            start: 0,
+            frames: None,
+            block_frames: BLOCK_FRAMES,
+        })
+    }
+}
+
 /// A cleaned take's file written as its audio comes: WAV, or FLAC at 24 bits.
-pub(super) enum StemWriter {
+pub(crate) enum StemWriter {
     Wav(WavStreamWriter),
     Flac(Box<FlacStreamWriter>),
 }
 
 impl StemWriter {
-    pub(super) fn create(
+    pub(crate) fn create(
         path: &Path,
         format: OutputFormat,
         rate: u32,
@@ -74,7 +85,7 @@ impl StemWriter {
         })
     }
 
-    pub(super) fn write(&mut self, audio: &AudioBuffer) -> Result<()> {
+    pub(crate) fn write(&mut self, audio: &AudioBuffer) -> Result<()> {
         match self {
             StemWriter::Wav(wav) => wav.write_planes(&audio.channels)?,
             StemWriter::Flac(flac) => flac.write_planes(&audio.channels)?,
@@ -82,7 +93,7 @@ impl StemWriter {
         Ok(())
     }
 
-    pub(super) fn finish(self) -> Result<()> {
+    pub(crate) fn finish(self) -> Result<()> {
         match self {
             StemWriter::Wav(wav) => wav.finish()?,
             StemWriter::Flac(flac) => flac.finish()?,
@@ -175,92 +186,6 @@ pub(crate) fn separate_file(
         instrumental: instrumental_path,
         silent,
     })
-}
-
-impl Separators<'_> {
-    /// Separates the input block by block (resampled to the model's rate as it goes) into two
-    /// complete files, or None, having stored nothing, when it needs the in-memory path (a
-    /// sample of a file whose length is unknown before decoding).
-    pub(super) fn separate_streamed(
-        &self,
-        library: &Library,
-        model: &SeparationModel,
-        params: &IsolateParams,
-        bridge: &mut ProgressBridge<'_>,
-        notes: &mut Vec<String>,
-    ) -> Result<Option<(Source, SeparatedFiles)>> {
-        let (path, name, info) = probe_input(library, &params.input)?;
-        let separator = self.loaded(model, bridge, &name)?;
-        let separator = separator.lock();
-        let mut span = Span {
-            path: &path,
-            info: &info,
-            decode: DecodeOptions {
-                max_duration_secs: Some(library.settings()?.max_import_duration_secs),
-            },
-            start: 0,
-            frames: None,
-            block_frames: BLOCK_FRAMES,
-        };
-        if let Some(secs) = params.preview_secs {
-            let Some(frames) = info.frames else {
-                return Ok(None);
-            };
-            let wanted = (secs.max(0.0) * f64::from(info.sample_rate)).round() as u64;
-            if wanted >= frames {
-                notes.push(format!(
-                    "the input is only {:.1} s long: all of it was separated",
-                    frames as f64 / f64::from(info.sample_rate)
-                ));
-            } else {
-                span.start = (frames - wanted) / 2;
-                span.frames = Some(wanted);
-            }
-        }
-        let source = Source::open(library, &params.input, &span.decode)?;
-        if info.channels > 2 {
-            notes.push(format!(
-                "{} channels mixed down to mono for the model",
-                info.channels
-            ));
-        }
-        if info.channels == 1 {
-            notes.push("mono input: separated as two identical channels".to_string());
-        }
-        if i64::from(info.sample_rate) != separator.sample_rate() {
-            notes.push(format!(
-                "resampled from {} Hz to the model's {} Hz",
-                info.sample_rate,
-                separator.sample_rate()
-            ));
-        }
-        let tmp = super::scratch_dir(library);
-        match separate_file(&separator, &span, &tmp, params.format, bridge, &name) {
-            Ok(files) => {
-                if files.silent {
-                    notes.push("the input is silent: so are both results".to_string());
-                }
-                Ok(Some((source, files)))
-            }
-            Err(err) => {
-                let source_label = source.label();
-                source.discard(library)?;
-                Err(err.context(source_label))
-            }
-        }
-    }
-}
-
-/// The input's audio file, its name for progress messages and what its header says; nothing
-/// is stored yet.
-fn probe_input(library: &Library, input: &AudioInput) -> Result<(PathBuf, String, AudioInfo)> {
-    let resolved = input.resolve(library)?;
-    let info = match &resolved.take {
-        Some(take) => timbre_audio::probe_file(&resolved.path)
-            .with_context(|| format!("take {} ({:?})", take.id, take.name))?,
-        None => timbre_audio::probe_file(&resolved.path)?,
-    };
-    Ok((resolved.path, resolved.name, info))
 }
 
 /// Calls `each` with the blocks of `span`, mixed down to mono past two channels.
@@ -377,7 +302,12 @@ pub(crate) fn describe_file(
         }
     };
     let (rate, channels) = (reader.sample_rate(), reader.info().channels);
-    let mut summary = Summary::new(rate, usize::from(channels), frames, WAVEFORM_BINS);
+    let mut summary = Summary::new(
+        rate,
+        usize::from(channels),
+        frames,
+        crate::take_files::WAVEFORM_BINS,
+    );
     while let Some(block) = reader.next_block(BLOCK_FRAMES)? {
         summary.add(&block);
     }
@@ -398,7 +328,3 @@ pub(crate) fn describe_file(
         waveform: summary.waveform().to_vec(),
     })
 }
-
-#[cfg(test)]
-#[path = "stream_tests.rs"]
-mod tests;
