@@ -1,3 +1,7 @@
+//! `timbre import`, `library`, `jobs` and `settings` through the real binary: takes imported,
+//! listed and deleted, jobs exported and retried, settings checked and kept, the data dir from
+//! the environment, clear errors for odd files and folders, and names escaped for the terminal.
+
 use serde_json::Value;
 use timbre_integration_tests::{Sandbox, write_sine_wav};
 

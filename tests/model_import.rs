@@ -189,7 +189,7 @@ fn a_conversion_with_a_damaged_stored_model_names_the_model_not_the_store() {
         stored.display()
     );
     let mut permissions = std::fs::metadata(&stored).unwrap().permissions();
-    #[allow(clippy::permissions_set_readonly_false)]
+    #[expect(clippy::permissions_set_readonly_false)]
     permissions.set_readonly(false);
     std::fs::set_permissions(&stored, permissions).unwrap();
     std::fs::write(&stored, b"PK\x03\x04 no longer a model").unwrap();

@@ -1,3 +1,7 @@
+//! The Tauri shell: opens the library and starts its job workers (exiting with the error when it
+//! cannot), registers every command the UI calls, and shuts the job system down when the app
+//! ends.
+
 #[cfg(test)]
 mod bindings;
 mod commands;

@@ -1,3 +1,7 @@
+//! [`AppState`], what every command can reach: the job system (and through it the library), the
+//! model cache, the Record page's capture, the Live page's stream, the resource monitor and the
+//! Clean page's previews.
+
 use crate::commands::clean::PreviewState;
 use std::sync::{Arc, Mutex};
 use timbre_core::Library;

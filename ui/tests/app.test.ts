@@ -53,8 +53,12 @@ describe('App shell', () => {
     });
     render(App);
     expect(await screen.findByTestId('library-empty')).toBeInTheDocument();
+    const page = screen.getByTestId('page');
+    page.scrollTop = 500;
     await fireEvent.click(screen.getByTestId('nav-jobs'));
     expect(await screen.findByTestId('jobs-empty')).toBeInTheDocument();
+    // Each page opens at its top, not where the Library was scrolled to.
+    expect(page.scrollTop).toBe(0);
     await fireEvent.click(screen.getByTestId('nav-record'));
     expect(await screen.findByTestId('record-start')).toBeInTheDocument();
     await fireEvent.click(screen.getByTestId('nav-models'));
@@ -151,7 +155,7 @@ describe('App shell', () => {
         list_models: () => models,
         list_assets: () => assetList(essentialAssets(true, true)),
         get_doctor_report: () => doctorReport(essentialAssets(true, true)),
-        import_voice: () => 77,
+        import_voice: () => (be.argsOf('import_voice').length === 1 ? 77 : 78),
       },
       { windows: true },
     );
@@ -190,6 +194,9 @@ describe('App shell', () => {
     channel.onmessage({ type: 'job', job: makeJob({ id: 77, kind: 'voice_import', state: 'succeeded', message: '1 voice model(s) imported' }) });
     await waitFor(() => expect(be.argsOf('list_models').length).toBeGreaterThan(listed));
     expect(await screen.findByText('Voice import finished: 1 voice model(s) imported')).toBeInTheDocument();
+    // The notice of the finished import goes; the other import's stays until it ends too.
+    expect(screen.queryByText('Importing voices from Alto voices.zip…')).toBeNull();
+    expect(screen.getByText('Importing voices from alto.zip…')).toBeInTheDocument();
   });
 
   it('subscribes once and applies live events', async () => {

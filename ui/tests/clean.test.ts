@@ -94,6 +94,9 @@ describe('Clean page', () => {
     expect(screen.getByTestId('clean-preset-custom')).toBeChecked();
     await fireEvent.change(screen.getByTestId('clean-isolation'), { target: { value: 'rough' } });
     expect(screen.getByTestId('clean-rough-note')).toHaveTextContent('rough preview without a model');
+    // A RoFormer is installed: the note points to it, not to where one would go.
+    expect(screen.getByTestId('clean-rough-note')).toHaveTextContent('Choose a RoFormer above for one.');
+    expect(screen.getByTestId('clean-rough-note')).not.toHaveTextContent('Put a RoFormer');
     await fireEvent.click(screen.getByTestId('clean-submit'));
     await waitFor(() => expect(be.argsOf('submit_cleaning')).toHaveLength(1));
     expect(be.argsOf('submit_cleaning')[0]).toEqual({ inputs: [{ take: 8 }], isolation: 'rough', enhance: { ...natural, trim: training.trim } });

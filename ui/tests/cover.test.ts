@@ -6,7 +6,7 @@ import { app } from '../src/lib/stores.svelte';
 import { coverer } from '../src/lib/coverer.svelte';
 import { studio } from '../src/lib/studio.svelte';
 import { coverConversions, coverSettings, coverVoice, coversOfSong, songsOf, stageRows } from '../src/lib/cover';
-import type { DerivedResult } from '../src/lib/api';
+import type { DerivedResult, EffectChain } from '../src/lib/api';
 import { BACKEND_DEFAULTS, makeConversion, makeJob, makeModel, makeTake, mockBackend } from './helpers';
 
 function derived(id: number, operation: string, voice: string | null = null): DerivedResult {
@@ -136,6 +136,37 @@ describe('Cover page', () => {
       },
     });
     expect(coverer.jobIds).toEqual([51, 52]);
+    // Each stage reads on its own, numbered: "1. Isolate vocals: ran", never "ran2. Second pass".
+    app.upsertJob(makeJob({ id: 51, kind: 'cover', state: 'running', message: 'a: b: convert: with Ada' }));
+    const stages = await screen.findAllByTestId('cover-stage');
+    expect(stages.map((s) => s.textContent?.replace(/\s+/g, ' ').trim())).toEqual([
+      '1. Isolate vocals: ran',
+      '2. Second pass: ran',
+      '3. Convert vocals: running',
+      '4. Effects: waiting',
+      '5. Remix: waiting',
+    ]);
+  });
+
+  it('shows the chosen effects preset again when the page is opened again', async () => {
+    const chain = { effects: [{ type: 'gain', gain_db: -3 }] } as unknown as EffectChain;
+    // Each listing is new objects, as over IPC.
+    const be = mockBackend({
+      list_models: () => [],
+      list_isolation_models: () => ({ dir: '/m', models: [] }),
+      list_assets: () => ({ models_dir: '/m', assets: [] }),
+      list_effect_presets: () => [{ name: 'Quieter', chain: structuredClone(chain), built_in: false, created_at: null, updated_at: null }],
+    });
+    const first = render(Cover);
+    const picked = () => (screen.getByTestId('cover-effects') as HTMLSelectElement).selectedOptions[0]?.textContent;
+    await waitFor(() => expect(screen.getAllByRole('option', { name: 'Quieter' })).toHaveLength(1));
+    await fireEvent.change(screen.getByTestId('cover-effects'), { target: { selectedIndex: 1 } });
+    expect(coverer.form.effects).toEqual(chain);
+    first.unmount();
+    render(Cover);
+    await waitFor(() => expect(be.argsOf('list_effect_presets')).toHaveLength(2));
+    await waitFor(() => expect(picked()).toBe('Quieter'));
+    expect(coverer.form.effects).toEqual(chain);
   });
 
   it('sends the covers of a song with a voice to the Compare page', async () => {

@@ -100,6 +100,12 @@ describe('LossChart', () => {
     { key: 'kl', label: 'KL', color: '#0f0', points: pts(4, 2, 1) },
   ];
 
+  it('says what it is still waiting for, in the words its page gives', () => {
+    render(LossChart, { series: [{ ...series[0], points: [] }], xLabel: 'block', empty: 'No blocks timed yet' });
+    expect(screen.getByTestId('loss-chart')).toHaveTextContent('No blocks timed yet');
+    expect(screen.getByTestId('loss-chart')).not.toHaveTextContent('losses');
+  });
+
   it('hides a series from the legend, switches to log scale and reads out the step under the pointer', async () => {
     render(LossChart, { series });
     const chart = screen.getByTestId('loss-chart');

@@ -1,3 +1,6 @@
+//! [`AudioBuffer`]: planar audio at one sample rate, one `Vec<f32>` per channel, with
+//! conversions from and to interleaved samples and a mono mix.
+
 /// Planar audio: one `Vec<f32>` per channel, all the same length, samples in `[-1, 1]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AudioBuffer {

@@ -1,3 +1,7 @@
+//! Lossless files: WAV through hound, written whole, into memory ([`encode_wav`]) or block by
+//! block ([`WavStreamWriter`]) and refused past WAV's 4 GiB limit, and FLAC ([`write_flac`],
+//! [`FlacStreamWriter`], in `flac`).
+
 mod flac;
 
 use std::fs::File;

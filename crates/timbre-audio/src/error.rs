@@ -1,3 +1,7 @@
+//! [`AudioError`]: an error of reading, writing, resampling or recording audio, whose message
+//! names the file (when there is one) and the problem in plain words, with an [`AudioErrorKind`]
+//! for callers that react to each case.
+
 use std::fmt;
 use std::path::{Path, PathBuf};
 

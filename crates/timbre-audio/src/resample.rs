@@ -1,3 +1,7 @@
+//! Sample-rate conversion with rubato's FFT resampler: [`resample`] for a whole buffer and
+//! [`StreamResampler`] for one channel fed piece by piece, the same sample for sample, both
+//! time-aligned with the input (the resampler's delay removed).
+
 use rubato::audioadapter_buffers::direct::SequentialSliceOfVecs;
 use rubato::{Fft, FixedSync, Indexing, Resampler};
 

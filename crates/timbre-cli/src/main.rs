@@ -1,3 +1,7 @@
+//! The `timbre` binary: Timbre Studio's jobs from the command line, one subcommand per module of
+//! `commands`, with the global `--data-dir` and `--json` flags. An error is printed (a full disk
+//! named as such) and the exit status is failure.
+
 mod commands;
 mod output;
 

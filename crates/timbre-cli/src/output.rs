@@ -1,3 +1,6 @@
+//! How the CLI prints: results on stdout as text or, with `--json`, as JSON; notes on stderr;
+//! errors as their `ErrorReport`'s message or JSON; control characters in names shown as escapes.
+
 use serde::Serialize;
 use std::borrow::Cow;
 use timbre_core::ErrorReport;

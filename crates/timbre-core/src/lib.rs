@@ -6,6 +6,8 @@
 //! `separation`, `derived`, `take_files`, `model_import`, `dataset_layout`, `input`, `pitch`…)
 //! that they both use, never in one of them.
 
+#![forbid(unsafe_code)]
+
 pub mod assets;
 pub mod clean;
 pub mod convert;

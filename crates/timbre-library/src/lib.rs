@@ -2,6 +2,8 @@
 //! monitor and settings. No libtorch and no Tauri here: the job kinds that run models live in
 //! `timbre-core`, which registers them with the job system.
 
+#![forbid(unsafe_code)]
+
 pub mod db;
 pub mod error;
 pub mod jobs;

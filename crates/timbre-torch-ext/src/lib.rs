@@ -72,6 +72,7 @@ fn checked(error: *mut c_char, what: &str) -> Result<()> {
     let message = unsafe { CStr::from_ptr(error) }
         .to_string_lossy()
         .into_owned();
+    // SAFETY: `error` came from the shim and is freed once, after its text was copied.
     unsafe { timbre_ext_free_error(error) };
     bail!("{what}: {message}")
 }
@@ -101,7 +102,7 @@ pub struct AdamWStep {
 /// nonzero, in which case nothing else changes. `grad_scale`, when given, is the loss scale the
 /// gradients still carry (the kernel divides by it).
 // The arguments of torch's own `_fused_adamw_`, in its order.
-#[allow(clippy::too_many_arguments)]
+#[expect(clippy::too_many_arguments)]
 pub fn fused_adamw_(
     params: &[&Tensor],
     grads: &[&Tensor],
@@ -278,9 +279,8 @@ impl CudaGraph {
             "CUDA graphs need a CUDA device; this machine has no CUDA device {index}"
         );
         // SAFETY: a fresh graph, owned by the returned value.
-        let graph = Self {
-            raw: unsafe { timbre_ext_graph_new() },
-        };
+        let raw = unsafe { timbre_ext_graph_new() };
+        let graph = Self { raw };
         let mut capture = Capture {
             body: &mut body,
             output: None,

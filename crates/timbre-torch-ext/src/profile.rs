@@ -28,10 +28,8 @@ impl Profiler {
     /// Starts recording this process's torch work; with `cuda`, the device's activity too.
     pub fn start(cuda: bool) -> Result<Profiler> {
         // SAFETY: starts kineto; the shim catches libtorch's exceptions.
-        checked(
-            unsafe { timbre_ext_profiler_start(c_int::from(cuda)) },
-            "starting the profiler",
-        )?;
+        let error = unsafe { timbre_ext_profiler_start(c_int::from(cuda)) };
+        checked(error, "starting the profiler")?;
         Ok(Profiler { running: true })
     }
 

@@ -138,6 +138,7 @@ fn autocast_is_switched_off_inside_and_back_on_after() {
     assert!(cuda_autocast());
     without_cuda_autocast(|| assert!(!cuda_autocast()));
     assert!(cuda_autocast());
+    // SAFETY: sets a thread-local flag back.
     unsafe { timbre_ext_set_cuda_autocast(0) };
     assert!(!cuda_autocast());
 }

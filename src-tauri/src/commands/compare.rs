@@ -1,3 +1,6 @@
+//! The Compare page's listening tests between conversions of one input: an A/B preference or a
+//! blind ABX vote (scored against the hidden output) saved, and those saved so far.
+
 use crate::error::CommandResult;
 use crate::state::AppState;
 use tauri::State;

@@ -1,3 +1,6 @@
+//! The Convert page: one `convert` job per input and model, the voice's defaults and the ranges
+//! the controls offer, the conversions with their output and input audio, and effects presets.
+
 use crate::commands::library::wav_response;
 use crate::error::CommandResult;
 use crate::state::AppState;

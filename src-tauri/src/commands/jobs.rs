@@ -1,3 +1,6 @@
+//! Jobs and what the app watches: jobs listed, cancelled, retried, resumed or dropped, their
+//! events and reports, the notification stream, the resource snapshot and the model cache.
+
 use crate::error::CommandResult;
 use crate::state::AppState;
 use tauri::State;

@@ -1,3 +1,7 @@
+//! The library: voices listed and created; takes listed, renamed, tagged, given a voice and
+//! deleted; audio as float WAV bytes for Web Audio (a take's, and the helpers the other pages
+//! use); and an `import` job for dropped files.
+
 use crate::error::CommandResult;
 use crate::state::AppState;
 use std::path::{Path, PathBuf};

@@ -1,3 +1,6 @@
+//! The commands the UI calls, one module per page or area; each command is registered in
+//! `tauri::generate_handler!` in `lib.rs`.
+
 pub mod analyze;
 pub mod assets;
 pub mod clean;

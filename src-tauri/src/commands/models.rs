@@ -1,3 +1,7 @@
+//! The Models page's voice models: a `.pth` imported with its index, voices imported from a zip,
+//! a folder or a link (the `voice_import` job), and models renamed, deleted, given an index,
+//! blended and exported with their descriptive entries edited.
+
 use crate::error::CommandResult;
 use crate::state::AppState;
 use std::path::PathBuf;

@@ -1,3 +1,6 @@
+//! The Record page: the input devices, and a capture whose levels reach the UI as it runs,
+//! saved as a take when stopped, or cancelled.
+
 use crate::error::CommandResult;
 use crate::state::AppState;
 use serde::Serialize;

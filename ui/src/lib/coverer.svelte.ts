@@ -43,6 +43,10 @@ class CovererState {
         this.form.separation = names.length > 0 ? { kind: 'model', name: names[0] } : { kind: 'rough' };
       }
       if (secondPass !== null && !names.includes(secondPass)) this.form.secondPass = null;
+      // The chosen chain as one of the presets just read, which the drop-down shows by identity
+      // (a deleted preset's chain no longer applies).
+      const chosen = this.form.effects && JSON.stringify(this.form.effects);
+      if (chosen) this.form.effects = this.presets.find((p) => JSON.stringify(p.chain) === chosen)?.chain ?? null;
     } catch (err) {
       app.reportError(err, 'Could not load the separation models');
     }

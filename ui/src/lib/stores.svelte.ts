@@ -36,8 +36,9 @@ class AppState {
   private timers = new Map<number, ReturnType<typeof setTimeout>>();
   private librarySeq = 0;
   private libraryTimer: ReturnType<typeof setTimeout> | null = null;
-  /** Jobs started from this window whose completion should be announced. */
-  private watched = new Set<number>();
+  /** Jobs started from this window whose end is announced, with the notice that says they
+   * started (null: none). */
+  private watched = new Map<number, number | null>();
   private liveDuringRefresh: Map<number, Job> | null = null;
   private libraryListeners = new Set<() => void>();
   private notificationListeners = new Set<(n: Notification) => void>();
@@ -190,7 +191,9 @@ class AppState {
     if (i >= 0) this.jobs[i] = job;
     else this.jobs.push(job);
     if (this.watched.has(job.id) && TERMINAL_STATES.includes(job.state)) {
+      const started = this.watched.get(job.id);
       this.watched.delete(job.id);
+      if (started != null) this.dismiss(started);
       const what = JOB_TITLES[job.kind];
       if (job.state === 'succeeded') this.notify(`${what} finished${job.message ? `: ${job.message}` : ''}`, 'success');
       else if (job.state === 'failed') this.notify(`${what} failed: ${job.error ?? job.message}`, 'error');
@@ -198,8 +201,11 @@ class AppState {
     }
   }
 
-  watchJob(id: number) {
-    this.watched.add(id);
+  /** Announces how the job ends; `started`, when given, is shown (with a way to the Jobs page)
+   * until then, so "Importing…" never stays beside "Import finished". */
+  watchJob(id: number, started?: string) {
+    const notice = started ? this.notify(started, 'info', { label: 'View job', run: () => (this.page = 'jobs') }) : null;
+    this.watched.set(id, notice);
   }
 
   handleEvent = (e: Notification) => {
@@ -221,12 +227,8 @@ class AppState {
     const voiceId = this.voiceFilter;
     try {
       const jobId = await api.importFiles(paths, voiceId);
-      this.watchJob(jobId);
       const into = voiceId !== null ? ` into ${this.voiceName(voiceId)}` : '';
-      this.notify(`Importing ${plural(paths.length, 'file')}${into}…`, 'info', {
-        label: 'View job',
-        run: () => (this.page = 'jobs'),
-      });
+      this.watchJob(jobId, `Importing ${plural(paths.length, 'file')}${into}…`);
       return jobId;
     } catch (err) {
       this.reportError(err, 'Import failed');

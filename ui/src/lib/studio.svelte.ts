@@ -125,13 +125,12 @@ class StudioState {
   async importVoice(source: string): Promise<number | null> {
     try {
       const jobId = await api.importVoice(source);
-      app.watchJob(jobId);
+      app.watchJob(jobId, `Importing voices from ${basename(source)}…`);
       const off = app.onNotification((n) => {
         if (n.type !== 'job' || n.job.id !== jobId || !['succeeded', 'failed', 'cancelled'].includes(n.job.state)) return;
         off();
         if (n.job.state === 'succeeded') void this.refreshModels();
       });
-      app.notify(`Importing voices from ${basename(source)}…`, 'info', { label: 'View job', run: () => (app.page = 'jobs') });
       return jobId;
     } catch (err) {
       app.reportError(err, `Could not import ${basename(source)}`);

@@ -1,3 +1,7 @@
+//! Reading audio files through symphonia (Opus through libopus): [`probe_file`] for what the
+//! header says; [`decode_file`], [`decode_bytes`] and [`open_blocks`] for the samples, with the
+//! header checked first, MP4 priming and padding trimmed, and truncated or too long files refused.
+
 use std::io::{Cursor, ErrorKind};
 use std::path::Path;
 

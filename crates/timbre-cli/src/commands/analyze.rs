@@ -1,3 +1,6 @@
+//! `timbre analyze pitch FILE`: the pitch curve the converter tracks, in Hz per 10 ms frame (0
+//! where unvoiced), by the method `--f0-method` names.
+
 use super::open_library;
 use crate::output::Output;
 use anyhow::Result;

@@ -1,3 +1,6 @@
+//! `timbre assets list|download|verify|remove`: the catalogue's weight files in the models
+//! folder; downloads run as `download` jobs in this process and are verified by SHA-256.
+
 use super::{open_jobs, open_library};
 use crate::output::Output;
 use anyhow::Result;

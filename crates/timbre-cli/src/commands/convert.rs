@@ -1,3 +1,7 @@
+//! `timbre convert FILE… --model M`: one `convert` job per input, the whole request checked
+//! before a model file is imported or an index attached; and [`ConversionArgs`], the model and
+//! conversion flags that `timbre cover` takes too.
+
 use super::{JobOutcome, models::model_line, open_jobs};
 use crate::output::Output;
 use anyhow::Result;

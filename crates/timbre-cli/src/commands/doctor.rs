@@ -1,3 +1,6 @@
+//! `timbre doctor`: what this machine and library can do (libtorch and GPUs, devices, audio
+//! inputs, free space, assets) and what each job kind lacks, as `timbre_core::doctor` reports it.
+
 use super::open_library;
 use crate::output::Output;
 use anyhow::Result;

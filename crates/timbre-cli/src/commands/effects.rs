@@ -1,3 +1,6 @@
+//! `timbre effects list|show|save|delete`: effects presets, the built-in ones and those saved in
+//! the library, each an effect chain in JSON.
+
 use super::open_library;
 use crate::output::Output;
 use anyhow::Result;

@@ -1,3 +1,6 @@
+//! `timbre import FILE… [--voice V]`: one `import` job for all the files, run in this process,
+//! then each file's outcome (imported, duplicate or failed).
+
 use super::open_jobs;
 use crate::output::Output;
 use anyhow::Result;

@@ -1,3 +1,6 @@
+//! `timbre jobs list|show|cancel|retry|resume|drop|run|export`: the queue inspected and
+//! controlled, jobs a crash interrupted resumed or dropped, and a job's full report as JSON.
+
 use super::open_jobs;
 use crate::output::Output;
 use anyhow::{Context, Result};

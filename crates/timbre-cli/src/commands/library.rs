@@ -1,3 +1,7 @@
+//! `timbre library list|show|rm|voices|datasets|backups|restore|gc`: takes, voices and datasets;
+//! the database's backups, listed and restored without opening the library (it may be damaged);
+//! and the store squared with the rows.
+
 use super::{duration, open_library};
 use crate::output::{Output, escape_controls};
 use anyhow::Result;

@@ -1,3 +1,7 @@
+//! `timbre live devices|run|measure|file`: the devices, a stream from input to output until
+//! Ctrl-C (a line of numbers each second), the round trip measured, and a file streamed through
+//! the live engine block by block as the devices would stream it.
+
 use super::open_library;
 use super::voice_args::VoiceArgs;
 use crate::output::Output;

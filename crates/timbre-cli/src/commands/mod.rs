@@ -1,3 +1,7 @@
+//! The subcommands, one module each, and what they share: opening the library and its job
+//! system (saying when jobs wait after a crash), running jobs in this process with their
+//! progress on stderr, and each job's outcome.
+
 pub mod analyze;
 pub mod assets;
 pub mod clean;

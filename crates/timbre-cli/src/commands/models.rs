@@ -1,3 +1,7 @@
+//! `timbre models list|import|index|rm|blend|export|files`: voice models in the library,
+//! imported from a `.pth`, a zip, a folder or a link, blended, or exported with their
+//! descriptive entries edited; and the shared weight files of the models folder.
+
 use super::open_library;
 use crate::output::Output;
 use anyhow::Result;

@@ -1,3 +1,6 @@
+//! `timbre record` (a take from an input device, of a set length, with a level meter on a
+//! terminal) and `timbre devices` (the input devices).
+
 use super::{duration, open_library};
 use crate::output::Output;
 use anyhow::{Context, Result};

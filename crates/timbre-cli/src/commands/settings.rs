@@ -1,3 +1,6 @@
+//! `timbre settings list|set`: show every setting, or change one (its value given as JSON, or as
+//! bare text for a text setting).
+
 use super::open_library;
 use crate::output::Output;
 use anyhow::Result;

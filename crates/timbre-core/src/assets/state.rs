@@ -81,9 +81,11 @@ pub fn status(models_dir: &Path, asset: &Asset, ledger: &Ledger) -> AssetState {
                 None => AssetState::Present,
             }
         }
+        // An empty `.part` (a download refused before its first byte, a 404) holds nothing to
+        // resume: the asset is missing, and its failed job says why.
         Err(_) => match std::fs::metadata(part_path(models_dir, asset)) {
-            Ok(meta) => AssetState::Partial { bytes: meta.len() },
-            Err(_) => AssetState::Missing,
+            Ok(meta) if meta.len() > 0 => AssetState::Partial { bytes: meta.len() },
+            _ => AssetState::Missing,
         },
     }
 }
@@ -174,6 +176,11 @@ mod tests {
             AssetState::Missing
         );
         std::fs::create_dir(models.join("sub")).unwrap();
+        std::fs::write(part_path(models, &a), b"").unwrap();
+        assert_eq!(
+            status(models, &a, &Ledger::read(models)),
+            AssetState::Missing
+        );
         std::fs::write(part_path(models, &a), b"he").unwrap();
         assert_eq!(
             status(models, &a, &Ledger::read(models)),

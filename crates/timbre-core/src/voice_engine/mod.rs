@@ -145,7 +145,7 @@ fn decode_16k_mono(path: &Path, max_duration_secs: f64) -> Result<Vec<f32>> {
 }
 
 /// Converts `input` with `model` into `sink`; a failure names the model's stored files.
-#[allow(clippy::too_many_arguments)]
+#[expect(clippy::too_many_arguments)]
 pub(crate) fn run_engine(
     library: &Library,
     engine: &mut Engine,

@@ -1,3 +1,6 @@
+//! The `job_events` table: what a job reported as it ran, one row per event (its time, level,
+//! kind and JSON data), deleted with its job.
+
 use anyhow::Result;
 use rusqlite::{Connection, params};
 use serde::{Deserialize, Serialize};

@@ -1,3 +1,7 @@
+//! The `jobs` table, the queue: one row per job (its kind, lane, state, JSON parameters and
+//! result, progress, retries and error), with its migrations. A worker claims a due queued job
+//! atomically; recovering the jobs of a dead worker is in `recovery`.
+
 use anyhow::{Context, Result};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};

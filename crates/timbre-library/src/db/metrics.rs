@@ -1,3 +1,6 @@
+//! The `metrics` table: resource samples taken while a job runs (`crate::jobs::sampler`), one row
+//! per value (its time, name and number), summarised as each name's peak and average for reports.
+
 use anyhow::Result;
 use rusqlite::{Connection, params};
 use serde::Serialize;

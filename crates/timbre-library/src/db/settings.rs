@@ -1,3 +1,6 @@
+//! The `settings` table: one row per stored setting, its key and its value as text; the typed
+//! settings and their defaults are in `crate::settings`.
+
 use anyhow::Result;
 use rusqlite::{Connection, params};
 

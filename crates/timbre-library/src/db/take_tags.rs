@@ -1,3 +1,5 @@
+//! The `take_tags` table: one row per tag of a take (trimmed, each once), deleted with the take.
+
 use anyhow::Result;
 use rusqlite::{Connection, params};
 

@@ -1,3 +1,7 @@
+//! The `takes` table: one row per take, a piece of imported or recorded audio (a store object,
+//! one row per SHA-256) under an optional voice, with its format, length, peak, loudness and a
+//! waveform thumbnail. Its tags are in `take_tags`.
+
 use anyhow::{Context, Result};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};

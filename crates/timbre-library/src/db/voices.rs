@@ -1,3 +1,6 @@
+//! The `voices` table: one row per voice, a unique name that takes, models and datasets are filed
+//! under, listed with its count of takes.
+
 use anyhow::{Context, Result};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;

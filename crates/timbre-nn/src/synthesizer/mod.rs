@@ -161,7 +161,7 @@ impl Synthesizer {
     /// over every frame, the flow over the window and the 24 frames before it, the decoder over
     /// the window alone (its excitation starts at the window's first frame). Audio
     /// `[batch, 1, return_length × hop]`; `None` is the whole input.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments)]
     pub fn infer_window(
         &self,
         phone: &Tensor,
@@ -188,7 +188,7 @@ impl Synthesizer {
     /// stretched by linear interpolation to `decoder_frames` frames, as RVC's
     /// `infer(…, return_length2)` does for the formant shift: audio
     /// `[batch, 1, decoder_frames × hop]`. `None` stretches nothing.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments)]
     pub fn infer_stretched(
         &self,
         phone: &Tensor,
