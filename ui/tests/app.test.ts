@@ -3,6 +3,8 @@ import { fireEvent, render, screen, waitFor, within } from '@testing-library/sve
 import { emit } from '@tauri-apps/api/event';
 import App from '../src/App.svelte';
 import { app } from '../src/lib/stores.svelte';
+import { studio } from '../src/lib/studio.svelte';
+import { AbSession } from '../src/lib/abSession.svelte';
 import {
   FakeAudioContext,
   assetList,
@@ -24,6 +26,7 @@ describe('App shell', () => {
         throw { kind: 'io', message: 'library database is locked' };
       },
       list_jobs: () => [],
+      list_models: () => [],
       subscribe_notifications: () => null,
       list_assets: () => assetList(essentialAssets(true, true)),
     });
@@ -77,6 +80,7 @@ describe('App shell', () => {
         list_voices: () => [],
         list_takes: () => [],
         list_jobs: () => [],
+        list_models: () => [],
         subscribe_notifications: () => null,
         list_assets: () => assetList(essentialAssets(true, true)),
         import_files: () => 42,
@@ -199,12 +203,25 @@ describe('App shell', () => {
     expect(screen.getByText('Importing voices from alto.zip…')).toBeInTheDocument();
   });
 
+  it('ends an interrupted voice import like any other end: the notice goes and the job is no longer followed', async () => {
+    const be = mockBackend({ import_voice: () => 77, list_models: () => [] });
+    await studio.importVoice('/dl/alto.zip');
+    expect(app.notices.map((n) => n.text)).toEqual(['Importing voices from alto.zip…']);
+    app.handleEvent({ type: 'job', job: makeJob({ id: 77, kind: 'voice_import', state: 'interrupted' }) });
+    expect(app.notices.map((n) => n.text)).toEqual(['Voice import interrupted']);
+    // Retried from the Jobs page, the same job succeeding later is no longer this import's.
+    app.handleEvent({ type: 'job', job: makeJob({ id: 77, kind: 'voice_import', state: 'succeeded' }) });
+    await Promise.resolve();
+    expect(be.argsOf('list_models')).toEqual([]);
+  });
+
   it('subscribes once and applies live events', async () => {
     let takes = [makeTake({ id: 1, name: 'First' })];
     const be = mockBackend({
       list_voices: () => [],
       list_takes: () => takes,
       list_jobs: () => [],
+      list_models: () => [],
       subscribe_notifications: () => null,
       list_assets: () => assetList(essentialAssets(true, true)),
       get_resource_snapshot: () => ({ cpu_percent: 5, ram_used_bytes: 0, ram_total_bytes: 1, gpus: [] }),
@@ -232,6 +249,7 @@ describe('App shell', () => {
       list_voices: () => [],
       list_takes: () => [makeTake({ id: 9, name: 'Hum' })],
       list_jobs: () => [],
+      list_models: () => [],
       subscribe_notifications: () => null,
       list_assets: () => assetList(essentialAssets(true, true)),
       get_take_audio: () => new Uint8Array([82, 73, 70, 70]),
@@ -256,12 +274,51 @@ describe('App shell', () => {
     await waitFor(() => expect(state).toHaveTextContent('stopped'));
   });
 
+  it('counts the voice models in the status bar', async () => {
+    mockBackend({
+      list_voices: () => [],
+      list_takes: () => [makeTake({ id: 9, name: 'Hum' })],
+      list_jobs: () => [],
+      list_models: () => [makeModel({ id: 1 }), makeModel({ id: 2 }), makeModel({ id: 3 })],
+      subscribe_notifications: () => null,
+      list_assets: () => assetList(essentialAssets(true, true)),
+    });
+    render(App);
+    const counts = screen.getByTestId('library-counts');
+    await waitFor(() => expect(counts).toHaveTextContent('1 take · 3 voice models'));
+    studio.removeModel(2);
+    studio.removeModel(3);
+    await waitFor(() => expect(counts).toHaveTextContent('1 take · 1 voice model'));
+  });
+
+  it('shows an A/B comparison playing in the status bar, and pauses it from there', async () => {
+    installFakeAudio();
+    mockBackend({
+      list_voices: () => [],
+      list_takes: () => [],
+      list_jobs: () => [],
+      list_models: () => [],
+      subscribe_notifications: () => null,
+      list_assets: () => assetList(essentialAssets(true, true)),
+    });
+    render(App);
+    const state = screen.getByTestId('playback-state');
+    const session = new AbSession(() => [{ key: 'a', label: 'A', load: async () => new Uint8Array([40]).buffer }], () => {});
+    await session.toggle();
+    await waitFor(() => expect(state).toHaveTextContent('playing'));
+    await fireEvent.click(screen.getByRole('button', { name: 'Pause' }));
+    expect(session.playing).toBe(false);
+    await waitFor(() => expect(state).toHaveTextContent('stopped'));
+    session.dispose();
+  });
+
   it('reports playback failures in the banner', async () => {
     installFakeAudio();
     mockBackend({
       list_voices: () => [],
       list_takes: () => [makeTake({ id: 9, name: 'Hum' })],
       list_jobs: () => [],
+      list_models: () => [],
       subscribe_notifications: () => null,
       list_assets: () => assetList(essentialAssets(true, true)),
       get_take_audio: () => {

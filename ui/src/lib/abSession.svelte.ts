@@ -15,7 +15,17 @@ export interface AbSource {
 }
 
 /** The session that started playing last; the next one to start pauses it. */
-let sounding: AbSession | null = null;
+let sounding = $state<AbSession | null>(null);
+
+/** Whether an A/B comparison is playing somewhere in the app (the status bar shows it). */
+export function abPlaying(): boolean {
+  return sounding?.playing ?? false;
+}
+
+/** Pauses the A/B comparison that is playing, if any. */
+export function pauseAb(): void {
+  sounding?.pause();
+}
 
 export class AbSession {
   player = $state<AbPlayer | null>(null);

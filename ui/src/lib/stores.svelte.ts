@@ -36,9 +36,9 @@ class AppState {
   private timers = new Map<number, ReturnType<typeof setTimeout>>();
   private librarySeq = 0;
   private libraryTimer: ReturnType<typeof setTimeout> | null = null;
-  /** Jobs started from this window whose end is announced, with the notice that says they
-   * started (null: none). */
-  private watched = new Map<number, number | null>();
+  /** Jobs started from this window whose end is announced: the notice that says they started
+   * (null: none) and what else their end does. */
+  private watched = new Map<number, { notice: number | null; onEnd?: (job: Job) => void }>();
   private liveDuringRefresh: Map<number, Job> | null = null;
   private libraryListeners = new Set<() => void>();
   private notificationListeners = new Set<(n: Notification) => void>();
@@ -190,22 +190,23 @@ class AppState {
     const i = this.jobs.findIndex((j) => j.id === job.id);
     if (i >= 0) this.jobs[i] = job;
     else this.jobs.push(job);
-    if (this.watched.has(job.id) && TERMINAL_STATES.includes(job.state)) {
-      const started = this.watched.get(job.id);
+    const watch = this.watched.get(job.id);
+    if (watch && TERMINAL_STATES.includes(job.state)) {
       this.watched.delete(job.id);
-      if (started != null) this.dismiss(started);
+      if (watch.notice !== null) this.dismiss(watch.notice);
       const what = JOB_TITLES[job.kind];
       if (job.state === 'succeeded') this.notify(`${what} finished${job.message ? `: ${job.message}` : ''}`, 'success');
       else if (job.state === 'failed') this.notify(`${what} failed: ${job.error ?? job.message}`, 'error');
       else this.notify(`${what} ${job.state}`, 'info');
+      watch.onEnd?.(job);
     }
   }
 
-  /** Announces how the job ends; `started`, when given, is shown (with a way to the Jobs page)
-   * until then, so "Importing…" never stays beside "Import finished". */
-  watchJob(id: number, started?: string) {
+  /** Announces how the job ends, then runs `onEnd` with it; `started`, when given, is shown
+   * (with a way to the Jobs page) until then, so "Importing…" never stays beside "Import finished". */
+  watchJob(id: number, started?: string, onEnd?: (job: Job) => void) {
     const notice = started ? this.notify(started, 'info', { label: 'View job', run: () => (this.page = 'jobs') }) : null;
-    this.watched.set(id, notice);
+    this.watched.set(id, { notice, onEnd });
   }
 
   handleEvent = (e: Notification) => {

@@ -125,11 +125,8 @@ class StudioState {
   async importVoice(source: string): Promise<number | null> {
     try {
       const jobId = await api.importVoice(source);
-      app.watchJob(jobId, `Importing voices from ${basename(source)}…`);
-      const off = app.onNotification((n) => {
-        if (n.type !== 'job' || n.job.id !== jobId || !['succeeded', 'failed', 'cancelled'].includes(n.job.state)) return;
-        off();
-        if (n.job.state === 'succeeded') void this.refreshModels();
+      app.watchJob(jobId, `Importing voices from ${basename(source)}…`, (job) => {
+        if (job.state === 'succeeded') void this.refreshModels();
       });
       return jobId;
     } catch (err) {
