@@ -3,6 +3,8 @@ import { fireEvent, render, screen, waitFor, within } from '@testing-library/sve
 import Convert from '../src/pages/Convert.svelte';
 import { app } from '../src/lib/stores.svelte';
 import { studio } from '../src/lib/studio.svelte';
+import { defaults } from '../src/lib/defaults.svelte';
+import { savedVoiceParams } from '../src/lib/savedParams.svelte';
 import {
   BACKEND_DEFAULTS,
   FakeAudioContext,
@@ -24,6 +26,12 @@ const models = [
 function backend(extra: Record<string, (a: any) => unknown> = {}, rmvpe = true) {
   app.takes = [makeTake({ id: 7, name: 'Verse', sha256: 'aa'.repeat(32) }), makeTake({ id: 8, name: 'Chorus' })];
   return mockBackend({ list_models: () => models, list_assets: () => assetList(essentialAssets(true, rmvpe)), ...extra });
+}
+
+/** What the app holds in memory is gone; localStorage stays. */
+function restart() {
+  studio.reset();
+  defaults.reset();
 }
 
 async function chooseModel(name: string) {
@@ -164,5 +172,45 @@ describe('Convert page', () => {
     expect(app.page).toBe('compare');
     expect(studio.compareInput).toBe(sha);
     expect([...studio.compareIds].sort()).toEqual([501, 502]);
+  });
+
+  it('keeps the parameters across a restart: the saved ones come back over the defaults', async () => {
+    backend();
+    const first = render(Convert);
+    await fireEvent.input(await screen.findByTestId('param-transpose'), { target: { value: '7' } });
+    await fireEvent.change(screen.getByTestId('param-f0-method'), { target: { value: 'fcpe' } });
+    await fireEvent.change(screen.getByTestId('param-autotune'), { target: { value: 'major-2' } });
+    first.unmount();
+    restart();
+    render(Convert);
+    await waitFor(() => expect(screen.getByTestId('param-transpose')).toHaveValue('7'));
+    expect(studio.options).toEqual({
+      ...BACKEND_DEFAULTS.get_conversion_defaults,
+      transpose: 7,
+      f0_method: 'fcpe',
+      autotune: { scale: { kind: 'major', tonic: 2 }, strength: 1 },
+    });
+  });
+
+  it('starts from the defaults when the saved parameters are corrupt, and keeps only the saved fields of the right type', async () => {
+    backend();
+    localStorage.setItem(savedVoiceParams.key, '{"transpose": 3,');
+    const first = render(Convert);
+    await screen.findByTestId('convert-params');
+    expect(studio.options).toEqual(BACKEND_DEFAULTS.get_conversion_defaults);
+    first.unmount();
+
+    for (const saved of ['[1, 2]', '"rmvpe"', 'null']) {
+      localStorage.setItem(savedVoiceParams.key, saved);
+      restart();
+      expect(await studio.currentOptions()).toEqual(BACKEND_DEFAULTS.get_conversion_defaults);
+    }
+
+    localStorage.setItem(
+      savedVoiceParams.key,
+      JSON.stringify({ transpose: 'high', f0_method: 'banana', protect: 0.2, autotune: { scale: { kind: 'major', tonic: 14 }, strength: 1 } }),
+    );
+    restart();
+    expect(await studio.currentOptions()).toEqual({ ...BACKEND_DEFAULTS.get_conversion_defaults, protect: 0.2 });
   });
 });

@@ -5,6 +5,8 @@ import { live } from '../src/lib/live.svelte';
 import { blockChart, budgetShare, buildLiveRequest, dbToLinear, liveSide, otherVoice, type LiveForm } from '../src/lib/live';
 import type { LiveStats, LiveStatus, StreamParams } from '../src/lib/api';
 import { app } from '../src/lib/stores.svelte';
+import { defaults } from '../src/lib/defaults.svelte';
+import { savedStreamParams } from '../src/lib/savedParams.svelte';
 import { BACKEND_DEFAULTS, assetList, essentialAssets, makeModel, makeTake, mockBackend, type Handler } from './helpers';
 
 const PARAMS: StreamParams = BACKEND_DEFAULTS.get_live_defaults;
@@ -254,6 +256,28 @@ describe('Live page', () => {
     await waitFor(() => expect(be.argsOf('update_live')).toHaveLength(7));
     expect(be.argsOf('update_live')[5]).toMatchObject({ params: null, passthrough: true });
     expect(be.argsOf('update_live')[6]).toMatchObject({ gains: { input_db: 6, output_db: 0, monitor_db: 0 } });
+  });
+
+  it('keeps the parameters across a restart, and starts from the defaults when the saved ones are corrupt', async () => {
+    backend();
+    const first = render(Live);
+    await waitFor(() => expect(screen.getByTestId('live-start')).toBeEnabled());
+    await fireEvent.change(screen.getByTestId('live-block'), { target: { value: '100' } });
+    await fireEvent.change(screen.getByTestId('live-f0-method'), { target: { value: 'pm' } });
+    await fireEvent.click(screen.getByTestId('live-output-denoise'));
+    first.unmount();
+    live.reset();
+    defaults.reset();
+    const second = render(Live);
+    await waitFor(() => expect(screen.getByTestId('live-block')).toHaveValue(100));
+    expect(live.params).toEqual({ ...PARAMS, block_ms: 100, f0_method: 'pm', output_denoise: true });
+    second.unmount();
+
+    localStorage.setItem(savedStreamParams.key, 'block_ms=100');
+    live.reset();
+    render(Live);
+    await waitFor(() => expect(screen.getByTestId('live-start')).toBeEnabled());
+    expect(live.params).toEqual(PARAMS);
   });
 
   it('switches the running stream between voice A and B in one click', async () => {

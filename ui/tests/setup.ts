@@ -28,6 +28,7 @@ afterEach(() => {
   defaults.reset();
   assets.reset();
   clearMocks();
+  localStorage.clear();
   vi.useRealTimers();
   delete (globalThis as any).AudioContext;
   const unanswered = takeUnansweredCommands();

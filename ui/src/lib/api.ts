@@ -139,6 +139,9 @@ export const TERMINAL_STATES: readonly JobState[] = ['succeeded', 'failed', 'can
 export const CANCELLABLE_STATES: readonly JobState[] = ['queued', 'running'];
 export const RETRYABLE_STATES: readonly JobState[] = ['failed', 'cancelled', 'interrupted'];
 
+/** Every pitch tracker the backend knows. */
+export const F0_METHODS: readonly F0Method[] = ['rmvpe', 'fcpe', 'crepe', 'crepe-tiny', 'pm', 'yin'];
+
 function isErrorKind(value: unknown): value is ErrorKind {
   return typeof value === 'string' && Object.hasOwn(ERROR_HINTS, value);
 }

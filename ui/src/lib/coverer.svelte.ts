@@ -5,7 +5,6 @@ import type { AudioInput, EffectPreset, IsolationModels } from './api';
 import { app } from './stores.svelte';
 import { sameInput, studio } from './studio.svelte';
 import { basename } from './format';
-import { defaults } from './defaults.svelte';
 import { coverSettings, type CoverForm } from './cover';
 
 const DEFAULT_FORM: CoverForm = {
@@ -63,7 +62,7 @@ class CovererState {
   /** Queues one cover job per song; returns their ids. */
   async cover(): Promise<number[]> {
     try {
-      const options = studio.options ?? (await defaults.load()).conversion;
+      const options = await studio.currentOptions();
       const ids = await api.submitCovers([...this.songs], coverSettings(this.form, options));
       this.jobIds.push(...ids);
       return ids;

@@ -4,6 +4,7 @@ import * as api from './api';
 import type { DeviceList, Gains, LatencyMeasurement, LiveStatus, RecordedSession, StreamParams } from './api';
 import { app } from './stores.svelte';
 import { defaults } from './defaults.svelte';
+import { savedStreamParams } from './savedParams.svelte';
 import { buildLiveRequest, liveSide, otherVoice, type AbSide, type LiveForm } from './live';
 
 /** The page's side of the stream: what it has asked for and not yet heard back about. */
@@ -21,7 +22,7 @@ class LiveSession {
   voiceA = $state<number | null>(null);
   voiceB = $state<number | null>(null);
   useIndex = $state(true);
-  /** null until the backend's defaults arrive. */
+  /** null until the backend's defaults arrive; then those saved at the last change over them. */
   params = $state<StreamParams | null>(null);
   passthrough = $state(false);
   gains = $state<Gains>({ ...NO_GAIN });
@@ -38,6 +39,10 @@ class LiveSession {
   switching = $state(false);
 
   private poll: ReturnType<typeof setInterval> | null = null;
+
+  constructor() {
+    savedStreamParams.follow(() => this.params);
+  }
 
   get busy(): boolean {
     return this.phase !== 'idle';
@@ -73,7 +78,7 @@ class LiveSession {
     if (devices.status === 'fulfilled') this.devices = devices.value;
     else app.reportError(devices.reason, 'Could not list audio devices');
     this.devicesLoaded = true;
-    if (params.status === 'fulfilled') this.params ??= params.value;
+    if (params.status === 'fulfilled') this.params ??= savedStreamParams.restore(params.value);
     else app.reportError(params.reason, 'Could not load the live defaults');
     if (ranges.status === 'rejected') app.reportError(ranges.reason, 'Could not load the defaults');
   }

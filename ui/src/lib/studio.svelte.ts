@@ -18,6 +18,7 @@ import { coverer } from './coverer.svelte';
 import { basename, plural } from './format';
 import { defaults } from './defaults.svelte';
 import { assets } from './assets.svelte';
+import { savedVoiceParams } from './savedParams.svelte';
 
 export function sameInput(a: AudioInput, b: AudioInput): boolean {
   return 'take' in a ? 'take' in b && a.take === b.take : 'file' in b && a.file === b.file;
@@ -38,7 +39,7 @@ class StudioState {
 
   inputs = $state<AudioInput[]>([]);
   modelIds = $state<number[]>([]);
-  /** The Convert page's parameters: null until the backend's defaults are loaded. */
+  /** The Convert and Cover pages' parameters: null until the backend's defaults are loaded. */
   options = $state<ConvertOptions | null>(null);
   format = $state<OutputFormat>('wav16');
   outDir = $state('');
@@ -50,6 +51,10 @@ class StudioState {
   /** The Compare page's input (content hash) and the conversions chosen for it. */
   compareInput = $state<string | null>(null);
   compareIds = $state<number[]>([]);
+
+  constructor() {
+    savedVoiceParams.follow(() => this.options);
+  }
 
   /** Whether rmvpe.pt, where conversion looks for it, is usable; null until known. */
   get rmvpePresent(): boolean | null {
@@ -66,11 +71,16 @@ class StudioState {
     return assets.usableAt(`crepe/${capacity}.pth`);
   }
 
-  /** The options at the backend's defaults, unless they are set already. */
+  /** The options; unless set already, those saved at the last change over the backend's defaults. */
+  async currentOptions(): Promise<ConvertOptions> {
+    this.options ??= savedVoiceParams.restore((await defaults.load()).conversion);
+    return this.options;
+  }
+
+  /** Sets the options for the form, telling the user when the defaults cannot be loaded. */
   async loadOptions(): Promise<void> {
     try {
-      const { conversion } = await defaults.load();
-      this.options ??= { ...conversion };
+      await this.currentOptions();
     } catch (err) {
       app.reportError(err, 'Could not load the conversion defaults');
     }
@@ -162,7 +172,7 @@ class StudioState {
   async convert(inputs: AudioInput[] = this.inputs, modelIds: number[] = this.modelIds): Promise<number[]> {
     try {
       // The Compare page queues conversions without the Convert page's form having opened.
-      const options = { ...(this.options ?? (await defaults.load()).conversion) };
+      const options = { ...(await this.currentOptions()) };
       const outDir = this.outDir.trim() || null;
       const effects = chainToSend($state.snapshot(this.effects));
       const ids = await api.submitConversions(inputs, modelIds, options, this.format, outDir, effects);
