@@ -261,6 +261,19 @@ describe('Train page', () => {
     expect(be.argsOf('get_training_defaults')).toHaveLength(1);
   });
 
+  it("sums a dataset's report up as the input and what the slicer kept, never the overlapping pieces", async () => {
+    // 3.7 s pieces overlap by 0.3 s, so the audio in the pieces can exceed the input.
+    const report: DatasetReport = {
+      files: [], input_seconds: 77.2, sliced_seconds: 65, kept_seconds: 82.3, pieces: 24, filtered: 0, silent_pieces: 0,
+      clipping_ratio: 0, silence_ratio: 0.16, snr_db: null, speech_band_ratio: null, pitch: null, warnings: [],
+    };
+    backend({ list_datasets: () => [makeDataset({ report })] });
+    render(Train);
+    const facts = await screen.findByTestId('dataset-facts');
+    expect(facts).toHaveTextContent('1:17.2 in, 1:05.0 kept once silences are cut');
+    expect(facts).not.toHaveTextContent('1:22.3');
+  });
+
   it('lists datasets with their warnings and starts a run on the chosen ready one', async () => {
     const report: DatasetReport = {
       files: [], input_seconds: 50, sliced_seconds: 45, kept_seconds: 40, pieces: 12, filtered: 0, silent_pieces: 0,
