@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { fireEvent, render, screen, waitFor, within } from '@testing-library/svelte';
 import Convert from '../src/pages/Convert.svelte';
 import { app } from '../src/lib/stores.svelte';
@@ -73,6 +73,24 @@ describe('Convert page', () => {
     });
     // Queued jobs are listed at once, before any update arrives.
     expect(await screen.findAllByTestId('conversion-job')).toHaveLength(4);
+  });
+
+  it('brings the newest result into sight when the conversions are queued', async () => {
+    backend({ submit_conversions: () => [51, 52] });
+    const scrollIntoView = vi.fn();
+    Element.prototype.scrollIntoView = scrollIntoView;
+    try {
+      render(Convert);
+      studio.addInputs([{ take: 7 }]);
+      await chooseModel('Ada');
+      await chooseModel('Bo');
+      await fireEvent.click(screen.getByTestId('convert-submit'));
+      await waitFor(() => expect(scrollIntoView).toHaveBeenCalledTimes(1));
+      expect(scrollIntoView).toHaveBeenCalledWith({ block: 'nearest' });
+      expect((scrollIntoView.mock.contexts[0] as HTMLElement).dataset.jobId).toBe('52');
+    } finally {
+      delete (Element.prototype as Partial<Element>).scrollIntoView;
+    }
   });
 
   it('disables RMVPE with a hint when rmvpe.pt is missing, and uses pm instead', async () => {
