@@ -94,7 +94,7 @@ fn export_contract(dir: &Path) -> Result<(), ts_rs::ExportError> {
         PreviewInfo,
         VoiceImportRequest,
         VoiceImportReport,
-        timbre_core::pitch::PitchCurve,
+        timbre_core::pitch_analysis::PitchCurve,
         timbre_nn::model_info::InfoEdits,
         timbre_core::live::DeviceList,
         timbre_core::live::LiveRequest,

@@ -82,7 +82,7 @@ pub fn report(library: &Library) -> Result<Report> {
         audio_inputs,
         audio_problem,
         data_dir: library.data_dir().to_path_buf(),
-        data_dir_free_bytes: assets::disk::available_space(library.data_dir()),
+        data_dir_free_bytes: crate::disk::available_space(library.data_dir()),
         models_dir,
         assets: statuses,
         jobs,

@@ -6,15 +6,12 @@ use std::path::{Path, PathBuf};
 use std::sync::MutexGuard;
 
 use anyhow::{Context, Result};
-use serde::{Deserialize, Serialize};
 use tch::Device;
 use timbre_nn::crepe::Crepe;
 use timbre_nn::fcpe::Fcpe;
 use timbre_nn::pipeline::{F0Method, PitchTracker};
 use timbre_nn::rmvpe::Rmvpe;
 
-use crate::input::AudioInput;
-use crate::library::Library;
 use crate::model_cache::{ModelCache, Shared};
 use crate::models_folder;
 
@@ -101,51 +98,5 @@ pub fn tracker<'a>(
             PitchTracker::Crepe(model)
         }
         (method, _) => anyhow::bail!("the {} model is not loaded", method.name()),
-    })
-}
-
-/// The pitch of an input as the converter tracks it, per 10 ms frame.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
-pub struct PitchCurve {
-    /// The input's name.
-    pub input: String,
-    pub method: F0Method,
-    pub frame_secs: f64,
-    /// Hz per frame, 0 where unvoiced (conversion fills those by interpolation).
-    pub f0: Vec<f32>,
-    pub voiced_frames: usize,
-    /// The median of the voiced frames.
-    pub median_hz: Option<f32>,
-}
-
-/// Tracks the pitch of `input` with `method`, its model from `models` on the library's device.
-pub fn analyze(
-    library: &Library,
-    models: &ModelCache,
-    input: &AudioInput,
-    method: F0Method,
-) -> Result<PitchCurve> {
-    let settings = library.settings()?;
-    let device = crate::devices::Devices::of(&settings)?.main;
-    let file = model_file(&models_folder::of(library)?, method)?;
-    let model = match &file {
-        Some(file) => PitchModel::load(models, method, file, device)?,
-        None => None,
-    };
-    let (input, audio_16k) =
-        crate::voice_engine::load_input(library, input, settings.max_import_duration_secs)?;
-    let held = model.as_ref().map(PitchModel::lock);
-    let tracker = tracker(method, held.as_ref())?;
-    let f0 = timbre_nn::pipeline::pitch_curve(&audio_16k, &tracker)
-        .with_context(|| format!("{}: tracking its pitch", input.name))?;
-    let mut voiced: Vec<f32> = f0.iter().copied().filter(|f| *f > 0.0).collect();
-    voiced.sort_by(f32::total_cmp);
-    Ok(PitchCurve {
-        input: input.name,
-        method,
-        frame_secs: 0.01,
-        voiced_frames: voiced.len(),
-        median_hz: voiced.get(voiced.len() / 2).copied(),
-        f0,
     })
 }

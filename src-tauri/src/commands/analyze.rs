@@ -5,7 +5,7 @@ use crate::state::AppState;
 use std::sync::Arc;
 use tauri::State;
 use timbre_core::input::AudioInput;
-use timbre_core::pitch::{self, PitchCurve};
+use timbre_core::pitch_analysis::{self, PitchCurve};
 use timbre_nn::pipeline::F0Method;
 
 /// Hz per 10 ms frame of the take, as conversion tracks it (off the main thread: a network may
@@ -19,7 +19,7 @@ pub async fn analyze_pitch(
     let library = Arc::clone(state.jobs.library());
     let models = Arc::clone(&state.models);
     Ok(tauri::async_runtime::spawn_blocking(move || {
-        pitch::analyze(&library, &models, &AudioInput::Take(take_id), f0_method)
+        pitch_analysis::analyze(&library, &models, &AudioInput::Take(take_id), f0_method)
     })
     .await??)
 }

@@ -28,7 +28,7 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
         Command::Pitch { file, f0_method } => {
             let method = F0Method::parse(&f0_method)
                 .map_err(|e| timbre_core::error::invalid_input(e.to_string()))?;
-            let curve = timbre_core::pitch::analyze(
+            let curve = timbre_core::pitch_analysis::analyze(
                 &library,
                 &ModelCache::default(),
                 &AudioInput::File(file),

@@ -6,7 +6,7 @@ use crate::output::Output;
 use anyhow::Result;
 use std::path::Path;
 use std::process::ExitCode;
-use timbre_core::assets::disk::human_bytes;
+use timbre_core::disk::human_bytes;
 use timbre_core::assets::{
     self, Asset, AssetState, AssetStatus, Catalog, DownloadRequest, Downloaded,
 };

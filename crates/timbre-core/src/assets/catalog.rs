@@ -7,14 +7,11 @@ use std::path::{Component, Path};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::fetch::MinThroughput;
+use crate::fetch::{Configured, MinThroughput, UrlPolicy};
 use crate::settings::Settings;
 
 /// Replaces the shipped catalogue with the file it names.
 pub const CATALOG_ENV: &str = "TIMBRE_ASSET_CATALOG";
-/// Replaces the catalogue's endpoints (and the `download_endpoint` setting): the base URL its
-/// relative URLs resolve against.
-pub const ENDPOINT_ENV: &str = "TIMBRE_DOWNLOAD_ENDPOINT";
 
 const SHIPPED: &str = include_str!("../../../../models/models.json");
 
@@ -177,86 +174,10 @@ impl Catalog {
     }
 }
 
-fn configured_endpoint() -> Option<String> {
-    std::env::var(ENDPOINT_ENV)
-        .ok()
-        .map(|e| e.trim().to_string())
-        .filter(|e| !e.is_empty())
-}
-
-/// The endpoints the user configured: `TIMBRE_DOWNLOAD_ENDPOINT`, else the `download_endpoint`
-/// setting, then the `download_mirrors` setting's.
-struct Configured {
-    endpoint: Option<String>,
-    mirrors: Vec<String>,
-}
-
-impl Configured {
-    fn of(settings: &Settings) -> Configured {
-        let endpoint = configured_endpoint().or_else(|| {
-            Some(settings.download_endpoint.trim().to_string()).filter(|e| !e.is_empty())
-        });
-        let mirrors = settings
-            .download_mirrors
-            .iter()
-            .map(|m| m.trim().to_string())
-            .filter(|m| !m.is_empty())
-            .collect();
-        Configured { endpoint, mirrors }
-    }
-}
-
-/// Which URLs may be fetched, for assets and voice imports alike: HTTPS, or plain HTTP on the
-/// host and port of an endpoint the user configured as `http://…` (a local mirror; the tests'
-/// server).
-#[derive(Debug, Clone, Default)]
-pub struct UrlPolicy {
-    /// `scheme://host:port` of the plain-HTTP endpoints configured.
-    plain_http: Vec<String>,
-}
-
-impl UrlPolicy {
-    pub fn of(settings: &Settings) -> UrlPolicy {
-        UrlPolicy::from_configured(&Configured::of(settings))
-    }
-
-    fn from_configured(configured: &Configured) -> UrlPolicy {
-        UrlPolicy {
-            plain_http: configured
-                .endpoint
-                .iter()
-                .chain(&configured.mirrors)
-                .filter(|e| e.starts_with("http://"))
-                .map(|e| origin(e))
-                .collect(),
-        }
-    }
-
-    pub fn check(&self, url: &str) -> Result<()> {
-        if url.starts_with("https://") || self.plain_http.contains(&origin(url)) {
-            return Ok(());
-        }
-        Err(crate::error::invalid_input(format!(
-            "{url} is not an HTTPS URL; plain HTTP is only used from an http:// endpoint \
-             configured in the download_endpoint or download_mirrors setting, or {ENDPOINT_ENV}"
-        )))
-    }
-}
-
-/// `scheme://host:port` of a URL.
-fn origin(url: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    format!(
-        "{}://{}",
-        scheme.to_ascii_lowercase(),
-        authority.to_ascii_lowercase()
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fetch::ENDPOINT_ENV;
 
     #[test]
     fn the_shipped_catalogue_lists_every_asset_with_its_sources() {
@@ -346,15 +267,5 @@ mod tests {
         let mirrored = Catalog::load(&settings).unwrap();
         assert!(mirrored.policy.check("http://127.0.0.1:8000/x").is_ok());
         assert!(mirrored.policy.check("http://127.0.0.1:8001/x").is_err());
-        assert!(
-            UrlPolicy::of(&settings)
-                .check("http://127.0.0.1:8000/x")
-                .is_ok()
-        );
-        assert_eq!(origin("http://127.0.0.1:80/a?b"), "http://127.0.0.1:80");
-        assert_ne!(
-            origin("http://127.0.0.1:81/a"),
-            origin("http://127.0.0.1:80/a")
-        );
     }
 }

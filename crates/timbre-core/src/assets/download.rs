@@ -10,8 +10,8 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::catalog::{Asset, Catalog};
-use super::disk::{available_space, human_bytes};
-use super::fetch::{self, Attempt, Bounds};
+use crate::disk::{available_space, human_bytes};
+use crate::fetch::{self, Attempt, Bounds};
 use super::ledger::{Ledger, Record};
 use super::state::{self, AssetState};
 

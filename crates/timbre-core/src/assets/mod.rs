@@ -1,12 +1,10 @@
 //! Getting weight files in: the catalogue of every asset the app uses (`catalog`), their state
 //! in the models folder (`state`, with hashes remembered in `ledger`), and verified, resumable
-//! downloads (`fetch` for one HTTP attempt, `download` for one asset, `job` for the `download`
-//! job kind). See "The path of a download and of a voice import" in docs/ARCHITECTURE.md.
+//! downloads (`download` for one asset over `crate::fetch`, `job` for the `download` job
+//! kind). See "The path of a download and of a voice import" in docs/ARCHITECTURE.md.
 
 pub mod catalog;
-pub mod disk;
 pub mod download;
-pub(crate) mod fetch;
 pub mod job;
 mod ledger;
 pub mod state;
@@ -16,7 +14,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-pub use catalog::{Asset, Catalog, UrlPolicy};
+pub use catalog::{Asset, Catalog};
 pub use download::Downloaded;
 pub use job::{DownloadHandler, DownloadRequest, start_download};
 pub use state::AssetState;

@@ -5,7 +5,7 @@ use anyhow::Result;
 use serde_json::Value;
 
 use super::{VoiceImportRequest, VoiceSource, import};
-use crate::assets::UrlPolicy;
+use crate::fetch::UrlPolicy;
 use crate::db::jobs::Job;
 use crate::jobs::{JobContext, JobHandler, JobKind, JobSystem};
 

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use crate::assets::UrlPolicy;
+use crate::fetch::UrlPolicy;
 use crate::db::models::Model;
 use crate::library::Library;
 use crate::model_import::{self, CheckedModel, name_stored_files};

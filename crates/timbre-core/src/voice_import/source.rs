@@ -11,7 +11,7 @@ use tempfile::NamedTempFile;
 
 use super::archive::{MemberKind, VoiceZip};
 use super::{Progress, SkippedFile, folder, url};
-use crate::assets::UrlPolicy;
+use crate::fetch::UrlPolicy;
 
 /// What an import reads from.
 #[derive(Debug, Clone, PartialEq)]

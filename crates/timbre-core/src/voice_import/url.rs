@@ -9,8 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use tempfile::NamedTempFile;
 
-use crate::assets::UrlPolicy;
-use crate::assets::fetch::{self, Attempt, Bounds, MinThroughput};
+use crate::fetch::{self, Attempt, Bounds, MinThroughput, UrlPolicy};
 
 /// Bigger than any voice archive (a model, its index, samples).
 const MAX_DOWNLOAD_BYTES: u64 = 4 << 30;

@@ -1,4 +1,5 @@
-//! One attempt at one URL: an HTTP GET that continues the `.part` file from its length with a
+//! Fetching over HTTP, for asset downloads and voice imports alike: the URL policy and the
+//! configured endpoints (`endpoints`), and one attempt at one URL: an HTTP GET that continues the `.part` file from its length with a
 //! Range request, following redirects itself so each hop is checked against the URL policy.
 //!
 //! The client is `ureq` 3 with rustls: blocking I/O suits a job that runs on a worker thread
@@ -9,10 +10,14 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::time::{Duration, Instant};
 
-use super::catalog::UrlPolicy;
-use super::disk::human_bytes;
+use crate::disk::human_bytes;
 use crate::settings::Settings;
 use anyhow::{Context, Result};
+
+mod endpoints;
+
+pub(crate) use endpoints::Configured;
+pub use endpoints::{ENDPOINT_ENV, UrlPolicy};
 
 const MAX_REDIRECTS: usize = 8;
 const CHUNK: usize = 64 * 1024;
