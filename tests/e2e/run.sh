@@ -118,17 +118,18 @@ ln -s "$parity/hubert_tiny/hubert_fairseq.pt" "$tmp/models/hubert_base.pt"
 ln -s "$parity/rmvpe_tiny/rmvpe.pt" "$tmp/models/rmvpe.pt"
 export TIMBRE_MODELS_DIR="$tmp/models" E2E_PARITY_DIR="$parity"
 
-# Training (train.e2e.mjs) trains a tiny generator, RVC's v1 40 kHz one shrunk to a few
-# channels and a 3-frame slice (tests/support/mod.rs TINY_GENERATOR_40K): the whole path of a
-# run through the app in seconds rather than a full-size synthesizer's minutes.
-cat > "$tmp/tiny-generator-40k.json" <<'EOF_TINY'
+# Training (train.e2e.mjs) trains a tiny model: RVC's v1 40 kHz generator shrunk to a few
+# channels and a 3-frame slice (tests/support/mod.rs TINY_GENERATOR_40K), its discriminator 16
+# times narrower: the whole path of a run through the app in seconds rather than minutes.
+cat > "$tmp/tiny-model-40k.json" <<'EOF_TINY'
 {"spec_channels": 1025, "segment_size": 3, "inter_channels": 8, "hidden_channels": 8,
  "filter_channels": 16, "n_heads": 2, "n_layers": 1, "kernel_size": 3, "p_dropout": 0,
  "resblock": "1", "resblock_kernel_sizes": [3], "resblock_dilation_sizes": [[1, 3, 5]],
  "upsample_rates": [10, 10, 2, 2], "upsample_initial_channel": 32,
- "upsample_kernel_sizes": [16, 16, 4, 4], "spk_embed_dim": 1, "gin_channels": 8, "sr": 40000}
+ "upsample_kernel_sizes": [16, 16, 4, 4], "spk_embed_dim": 1, "gin_channels": 8, "sr": 40000,
+ "discriminator_divisor": 16}
 EOF_TINY
-export TIMBRE_TRAIN_MODEL_CONFIG="$tmp/tiny-generator-40k.json"
+export TIMBRE_TRAIN_MODEL_CONFIG="$tmp/tiny-model-40k.json"
 
 # Downloads (first-run.e2e.mjs): an HTTP server on 127.0.0.1 serving the same tiny HuBERT and
 # RMVPE, and a test catalogue (TIMBRE_ASSET_CATALOG) that is the shipped one with these two

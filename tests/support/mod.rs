@@ -27,7 +27,8 @@ pub fn timbre_bin() -> PathBuf {
 }
 
 /// RVC's v1 generator at 40 kHz shrunk to a few channels and a 3-frame slice, for
-/// `--model-config`: it trains in seconds on the CPU (the discriminator stays full-size).
+/// `--model-config`: it trains in seconds on the CPU (the discriminator stays RVC's unless a
+/// `discriminator_divisor` is added, as tests/train.rs does).
 pub const TINY_GENERATOR_40K: &str = r#"{"spec_channels": 1025, "segment_size": 3,
     "inter_channels": 8, "hidden_channels": 8, "filter_channels": 16, "n_heads": 2,
     "n_layers": 1, "kernel_size": 3, "p_dropout": 0, "resblock": "1",

@@ -12,6 +12,7 @@ use timbre_nn::device::Precision;
 use timbre_nn::synthesizer::{Noise, Synthesizer, SynthesizerConfig};
 use timbre_nn::train::batch::Batch;
 use timbre_nn::train::config::{TrainSection, TrainingConfig};
+use timbre_nn::train::discriminator::DiscriminatorWidth;
 use timbre_nn::train::spectrogram::{SpectrogramConfig, Spectrograms};
 use timbre_nn::train::trainer::{Trainer, export_checkpoint, generator_checkpoint};
 
@@ -25,7 +26,7 @@ const RATE: u32 = 16000;
 const HOP: i64 = 160;
 const FRAMES: i64 = 50;
 
-/// 100 frames a second as RVC's rates have, on tiny channels.
+/// 100 frames a second as RVC's rates have, on tiny channels, the discriminator's too.
 fn tiny_config() -> TrainingConfig {
     TrainingConfig {
         train: TrainSection {
@@ -68,6 +69,7 @@ fn tiny_config() -> TrainingConfig {
             gin_channels: 8,
             sr: RATE,
         },
+        discriminator_width: DiscriminatorWidth::divided_by(16).unwrap(),
         version: "v2".into(),
     }
 }

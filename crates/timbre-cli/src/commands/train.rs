@@ -53,7 +53,8 @@ pub struct StartArgs {
     /// auto (RVC's base models from the models folder), none, or G.pth,D.pth.
     #[arg(long, default_value = "auto")]
     pretrained: String,
-    /// A generator configuration (JSON) instead of RVC's: for tests, which train tiny models.
+    /// A model configuration (JSON: a generator's, and `discriminator_divisor`) instead of
+    /// RVC's: for tests, which train tiny models.
     #[arg(long, hide = true, value_name = "FILE")]
     model_config: Option<PathBuf>,
 }
@@ -174,7 +175,7 @@ fn request(system: &JobSystem, args: StartArgs) -> Result<TrainRequest> {
             let text = std::fs::read_to_string(&path)
                 .with_context(|| format!("{}: cannot read", path.display()))?;
             serde_json::from_str(&text)
-                .with_context(|| format!("{}: not a generator configuration", path.display()))
+                .with_context(|| format!("{}: not a model configuration", path.display()))
         })
         .transpose()?;
     Ok(TrainRequest {

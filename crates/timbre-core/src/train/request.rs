@@ -3,8 +3,8 @@
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
-use timbre_nn::synthesizer::{SynthesizerConfig, check_generator_checkpoint};
-use timbre_nn::train::config::TrainingConfig;
+use timbre_nn::synthesizer::check_generator_checkpoint;
+use timbre_nn::train::config::{ModelConfig, TrainingConfig};
 
 use super::job::{KIND, TrainParams};
 use super::pretrained::{Pretrained, PretrainedFiles};
@@ -42,12 +42,12 @@ pub struct TrainRequest {
     /// A preview every this many epochs (and at the end); `save_every` by default.
     #[serde(default)]
     pub preview_every: Option<i64>,
-    /// Another generator than RVC's (tests train tiny ones): its `sr` and `spec_channels` must
-    /// be the dataset's, its upsampling one hop per frame; the training slice is its
-    /// `segment_size` frames. Not offered in the app or the CLI.
+    /// Another model than RVC's (tests train tiny ones): its generator's `sr` and
+    /// `spec_channels` must be the dataset's, its upsampling one hop per frame; the training
+    /// slice is its `segment_size` frames. Not offered in the app or the CLI.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(skip)]
-    pub model_config: Option<SynthesizerConfig>,
+    pub model_config: Option<ModelConfig>,
 }
 
 fn default_epochs() -> i64 {
@@ -112,7 +112,7 @@ impl TrainingPlan {
         let config = TrainingConfig::rvc(&self.version, self.sample_rate)?;
         match &self.request.model_config {
             Some(model) => config
-                .with_generator(model.clone())
+                .with_model(model.clone())
                 .map_err(|e| crate::error::invalid_input(format!("model_config: {e:#}"))),
             None => Ok(config),
         }
@@ -199,10 +199,10 @@ pub fn check_amount(dataset: &Dataset, manifest: &Manifest) -> Result<Option<Str
     }))
 }
 
-/// `TIMBRE_TRAIN_MODEL_CONFIG`: a JSON generator config (a [`SynthesizerConfig`]) for every
-/// training whose request names none. The GUI's end-to-end test trains a tiny generator
-/// through the app this way; nothing else sets it.
-fn generator_from_env() -> Result<Option<SynthesizerConfig>> {
+/// `TIMBRE_TRAIN_MODEL_CONFIG`: a JSON model config (a [`ModelConfig`]) for every training
+/// whose request names none. The GUI's end-to-end test trains a tiny model through the app this
+/// way; nothing else sets it.
+fn model_from_env() -> Result<Option<ModelConfig>> {
     let Some(path) = std::env::var_os("TIMBRE_TRAIN_MODEL_CONFIG") else {
         return Ok(None);
     };
@@ -215,7 +215,7 @@ fn generator_from_env() -> Result<Option<SynthesizerConfig>> {
     })?;
     serde_json::from_str(&text).map(Some).map_err(|e| {
         crate::error::invalid_input(format!(
-            "TIMBRE_TRAIN_MODEL_CONFIG: {} is not a generator config: {e}",
+            "TIMBRE_TRAIN_MODEL_CONFIG: {} is not a model config: {e}",
             path.display()
         ))
     })
@@ -227,7 +227,7 @@ fn generator_from_env() -> Result<Option<SynthesizerConfig>> {
 pub fn start_training(system: &JobSystem, mut request: TrainRequest) -> Result<Training> {
     let library = system.library();
     if request.model_config.is_none() {
-        request.model_config = generator_from_env()?;
+        request.model_config = model_from_env()?;
     }
     check_numbers(&request)?;
     let (dataset, manifest) = ready_dataset(library, request.dataset_id)?;

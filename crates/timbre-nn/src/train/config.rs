@@ -3,7 +3,9 @@
 //! `model` section. v2 has no 40k file; v2 at 40k uses v1's, as RVC does.
 
 use anyhow::{Result, bail};
+use serde::{Deserialize, Serialize};
 
+use super::discriminator::DiscriminatorWidth;
 use super::spectrogram::SpectrogramConfig;
 use crate::synthesizer::SynthesizerConfig;
 
@@ -27,8 +29,20 @@ pub struct TrainingConfig {
     pub train: TrainSection,
     pub data: SpectrogramConfig,
     pub model: SynthesizerConfig,
+    pub discriminator_width: DiscriminatorWidth,
     /// "v1" or "v2".
     pub version: String,
+}
+
+/// Another model than RVC's, as tests train them (`timbre train --model-config`): a generator's
+/// configuration, in RVC's names, and beside them `discriminator_divisor`, how many times
+/// narrower than RVC's the discriminator is (1 when absent).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelConfig {
+    #[serde(flatten)]
+    pub generator: SynthesizerConfig,
+    #[serde(default)]
+    pub discriminator_divisor: DiscriminatorWidth,
 }
 
 impl TrainingConfig {
@@ -115,14 +129,20 @@ impl TrainingConfig {
                 gin_channels: 256,
                 sr: sample_rate,
             },
+            discriminator_width: DiscriminatorWidth::RVC,
             version: version.to_string(),
         })
     }
 
-    /// This configuration with another generator (smaller ones train in tests and
-    /// experiments): it must take this configuration's spectrograms at its rate and upsample
-    /// one hop per frame; the training slice becomes its `segment_size` frames.
-    pub fn with_generator(mut self, model: SynthesizerConfig) -> Result<TrainingConfig> {
+    /// This configuration with another model (smaller ones train in tests): its generator must
+    /// take this configuration's spectrograms at its rate and upsample one hop per frame; the
+    /// training slice becomes its `segment_size` frames.
+    pub fn with_model(mut self, model: ModelConfig) -> Result<TrainingConfig> {
+        self.discriminator_width = model.discriminator_divisor;
+        self.with_generator(model.generator)
+    }
+
+    fn with_generator(mut self, model: SynthesizerConfig) -> Result<TrainingConfig> {
         let bins = self.data.n_fft / 2 + 1;
         if model.sr != self.data.sampling_rate || model.spec_channels != bins {
             bail!(
@@ -178,6 +198,24 @@ mod tests {
         }
         assert!(TrainingConfig::rvc("v3", 40000).is_err());
         assert!(TrainingConfig::rvc("v2", 44100).is_err());
+    }
+
+    #[test]
+    fn a_model_config_is_a_generator_config_with_an_optional_discriminator_divisor() {
+        let config = TrainingConfig::rvc("v1", 40000).unwrap();
+        let mut generator = serde_json::to_value(&config.model).unwrap();
+        let plain: ModelConfig = serde_json::from_value(generator.clone()).unwrap();
+        assert_eq!(plain.discriminator_divisor, DiscriminatorWidth::RVC);
+        assert_eq!(plain.generator, config.model);
+
+        generator["discriminator_divisor"] = 16.into();
+        let narrow: ModelConfig = serde_json::from_value(generator.clone()).unwrap();
+        let narrowed = config.with_model(narrow).unwrap();
+        assert_eq!(narrowed.discriminator_width.divisor(), 16);
+
+        generator["discriminator_divisor"] = 3.into();
+        let err = serde_json::from_value::<ModelConfig>(generator).unwrap_err();
+        assert!(err.to_string().contains("use 1, 2, 4, 8 or 16"), "{err}");
     }
 
     #[test]

@@ -8,6 +8,7 @@
 use std::collections::BTreeSet;
 
 use anyhow::{Result, bail};
+use serde::{Deserialize, Serialize};
 use tch::Tensor;
 use tch::nn::{self, Init};
 
@@ -35,6 +36,70 @@ impl DiscriminatorVersion {
             DiscriminatorVersion::V1 => "v1",
             DiscriminatorVersion::V2 => "v2",
         }
+    }
+}
+
+/// How wide the discriminator's layers are: RVC's, or each layer's channels and groups divided
+/// by a power of two up to 16. Only tests train narrower ones: RVC's ~50 M parameters, their
+/// AdamW moments and their 600 MiB checkpoints would cost them minutes, and the code they run
+/// is the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "i64", into = "i64")]
+pub struct DiscriminatorWidth {
+    divisor: i64,
+}
+
+impl DiscriminatorWidth {
+    pub const RVC: DiscriminatorWidth = DiscriminatorWidth { divisor: 1 };
+
+    /// RVC's widths divided by `divisor`: 1, 2, 4, 8 or 16 (beyond, the first layers would
+    /// have less than one channel).
+    pub fn divided_by(divisor: i64) -> Result<DiscriminatorWidth> {
+        if !(1..=16).contains(&divisor) || divisor.count_ones() != 1 {
+            bail!("a discriminator width divisor of {divisor}: use 1, 2, 4, 8 or 16");
+        }
+        Ok(DiscriminatorWidth { divisor })
+    }
+
+    pub fn divisor(self) -> i64 {
+        self.divisor
+    }
+
+    /// `shape` this much narrower: the waveform's one channel in and the one score out stay.
+    fn narrow(self, shape: ConvShape) -> ConvShape {
+        let narrow = |channels: i64| {
+            if channels == 1 {
+                1
+            } else {
+                (channels / self.divisor).max(1)
+            }
+        };
+        ConvShape {
+            in_channels: narrow(shape.in_channels),
+            out_channels: narrow(shape.out_channels),
+            groups: (shape.groups / self.divisor).max(1),
+            ..shape
+        }
+    }
+}
+
+impl Default for DiscriminatorWidth {
+    fn default() -> Self {
+        DiscriminatorWidth::RVC
+    }
+}
+
+impl TryFrom<i64> for DiscriminatorWidth {
+    type Error = anyhow::Error;
+
+    fn try_from(divisor: i64) -> Result<Self> {
+        DiscriminatorWidth::divided_by(divisor)
+    }
+}
+
+impl From<DiscriminatorWidth> for i64 {
+    fn from(width: DiscriminatorWidth) -> i64 {
+        width.divisor
     }
 }
 
@@ -206,6 +271,7 @@ impl SubDiscriminator {
         path: &nn::Path,
         prefix: &str,
         period: Option<i64>,
+        width: DiscriminatorWidth,
         parameters: &mut Vec<(String, Tensor)>,
     ) -> Self {
         let layers: &[ConvShape] = if period.is_some() {
@@ -222,7 +288,7 @@ impl SubDiscriminator {
                 WeightNormConv::new(
                     &(&convs_path / i),
                     &format!("{prefix}.convs.{i}"),
-                    shape,
+                    width.narrow(shape),
                     two_d,
                     parameters,
                 )
@@ -231,7 +297,7 @@ impl SubDiscriminator {
         let conv_post = WeightNormConv::new(
             &(path / "conv_post"),
             &format!("{prefix}.conv_post"),
-            conv(1024, 1, 3, 1, 1),
+            width.narrow(conv(1024, 1, 3, 1, 1)),
             two_d,
             parameters,
         );
@@ -288,7 +354,7 @@ pub struct MultiPeriodDiscriminator {
 impl MultiPeriodDiscriminator {
     /// A freshly initialised discriminator whose variables live under `path` (named as the
     /// reference's state dict, below `path`'s own prefix).
-    pub fn new(path: &nn::Path, version: DiscriminatorVersion) -> Self {
+    pub fn new(path: &nn::Path, version: DiscriminatorVersion, width: DiscriminatorWidth) -> Self {
         let mut parameters = Vec::new();
         let root = path / "discriminators";
         let periods = std::iter::once(None).chain(version.periods().iter().copied().map(Some));
@@ -299,6 +365,7 @@ impl MultiPeriodDiscriminator {
                     &(&root / i),
                     &format!("discriminators.{i}"),
                     period,
+                    width,
                     &mut parameters,
                 )
             })

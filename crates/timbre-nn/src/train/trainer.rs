@@ -83,7 +83,8 @@ impl Trainer {
             "v1" => DiscriminatorVersion::V1,
             _ => DiscriminatorVersion::V2,
         };
-        let discriminator = MultiPeriodDiscriminator::new(&vars.root(), version);
+        let discriminator =
+            MultiPeriodDiscriminator::new(&vars.root(), version, config.discriminator_width);
         let adam = AdamWConfig {
             lr: config.train.learning_rate,
             betas: config.train.betas,
