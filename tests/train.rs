@@ -24,7 +24,11 @@ const TINY_32K: &str = r#"{"spec_channels": 513, "segment_size": 3, "inter_chann
 /// A sandbox whose models folder holds the fixture HuBERT, and the tiny configurations.
 fn sandbox() -> Sandbox {
     let sb = Sandbox::with_extractors(false);
-    std::fs::write(sb.path("tiny40k.json"), narrow_discriminator(TINY_GENERATOR_40K)).unwrap();
+    std::fs::write(
+        sb.path("tiny40k.json"),
+        narrow_discriminator(TINY_GENERATOR_40K),
+    )
+    .unwrap();
     std::fs::write(sb.path("tiny32k.json"), narrow_discriminator(TINY_32K)).unwrap();
     sb
 }

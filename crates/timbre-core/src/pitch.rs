@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::MutexGuard;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use tch::Device;
 use timbre_nn::crepe::Crepe;
 use timbre_nn::fcpe::Fcpe;

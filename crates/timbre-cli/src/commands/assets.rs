@@ -6,10 +6,10 @@ use crate::output::Output;
 use anyhow::Result;
 use std::path::Path;
 use std::process::ExitCode;
-use timbre_core::disk::human_bytes;
 use timbre_core::assets::{
     self, Asset, AssetState, AssetStatus, Catalog, DownloadRequest, Downloaded,
 };
+use timbre_core::disk::human_bytes;
 
 #[derive(clap::Subcommand)]
 pub enum Command {

@@ -10,10 +10,10 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::catalog::{Asset, Catalog};
-use crate::disk::{available_space, human_bytes};
-use crate::fetch::{self, Attempt, Bounds};
 use super::ledger::{Ledger, Record};
 use super::state::{self, AssetState};
+use crate::disk::{available_space, human_bytes};
+use crate::fetch::{self, Attempt, Bounds};
 
 /// Tries at one URL before the next mirror, with backoff between them.
 const TRIES_PER_URL: u32 = 4;

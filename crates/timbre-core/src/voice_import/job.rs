@@ -5,8 +5,8 @@ use anyhow::Result;
 use serde_json::Value;
 
 use super::{VoiceImportRequest, VoiceSource, import};
-use crate::fetch::UrlPolicy;
 use crate::db::jobs::Job;
+use crate::fetch::UrlPolicy;
 use crate::jobs::{JobContext, JobHandler, JobKind, JobSystem};
 
 pub const KIND: JobKind = JobKind::VoiceImport;

@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use crate::fetch::UrlPolicy;
 use crate::db::models::Model;
+use crate::fetch::UrlPolicy;
 use crate::library::Library;
 use crate::model_import::{self, CheckedModel, name_stored_files};
 use archive::MemberKind;

@@ -70,7 +70,11 @@ fn discriminators_match_the_reference() {
     );
 
     let store = nn::VarStore::new(Device::Cpu);
-    let v2 = MultiPeriodDiscriminator::new(&store.root(), DiscriminatorVersion::V2, DiscriminatorWidth::RVC);
+    let v2 = MultiPeriodDiscriminator::new(
+        &store.root(),
+        DiscriminatorVersion::V2,
+        DiscriminatorWidth::RVC,
+    );
     v2.load_weights(&checkpoint.model).unwrap();
     let mut optimizer = AdamW::new(v2.parameters(), AdamWConfig::default());
     let saved_optimizer = checkpoint.optimizer.as_ref().unwrap();
@@ -116,7 +120,11 @@ fn discriminators_match_the_reference() {
         !name.starts_with("discriminators.7.") && !name.starts_with("discriminators.8.")
     };
     let v1_store = nn::VarStore::new(Device::Cpu);
-    let v1 = MultiPeriodDiscriminator::new(&v1_store.root(), DiscriminatorVersion::V1, DiscriminatorWidth::RVC);
+    let v1 = MultiPeriodDiscriminator::new(
+        &v1_store.root(),
+        DiscriminatorVersion::V1,
+        DiscriminatorWidth::RVC,
+    );
     let v1_state = subset(&checkpoint.model, v1_only);
     v1.load_weights(&Weights::new(v1_state, "v1 of D_v2.pth"))
         .unwrap();
@@ -205,7 +213,11 @@ fn discriminators_match_the_reference() {
 #[test]
 fn fresh_discriminators_are_initialised_as_torch_does() {
     let store = nn::VarStore::new(Device::Cpu);
-    let v1 = MultiPeriodDiscriminator::new(&store.root(), DiscriminatorVersion::V1, DiscriminatorWidth::RVC);
+    let v1 = MultiPeriodDiscriminator::new(
+        &store.root(),
+        DiscriminatorVersion::V1,
+        DiscriminatorWidth::RVC,
+    );
     let state = v1.state_dict();
     // The reference's `sum(p.numel() for p in MultiPeriodDiscriminator().parameters())`.
     let count: i64 = state.iter().map(|(_, t)| t.numel() as i64).sum();
@@ -264,18 +276,35 @@ fn a_narrower_discriminator_has_rvcs_layers_each_narrower() {
         DiscriminatorWidth::divided_by(16).unwrap(),
     );
     let shapes = |d: &MultiPeriodDiscriminator| -> Vec<(String, Vec<i64>)> {
-        d.state_dict().into_iter().map(|(n, t)| (n, t.size())).collect()
+        d.state_dict()
+            .into_iter()
+            .map(|(n, t)| (n, t.size()))
+            .collect()
     };
     let (full, small) = (shapes(&rvc), shapes(&narrow));
     let names = |s: &[(String, Vec<i64>)]| s.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
     assert_eq!(names(&full), names(&small));
-    let count = |s: &[(String, Vec<i64>)]| -> i64 { s.iter().map(|(_, z)| z.iter().product::<i64>()).sum() };
-    assert!(count(&small) * 100 < count(&full), "{} of {}", count(&small), count(&full));
+    let count = |s: &[(String, Vec<i64>)]| -> i64 {
+        s.iter().map(|(_, z)| z.iter().product::<i64>()).sum()
+    };
+    assert!(
+        count(&small) * 100 < count(&full),
+        "{} of {}",
+        count(&small),
+        count(&full)
+    );
     // A period layer of 512 → 1024 channels becomes 32 → 64; the scale's grouped 1024 → 1024
     // (256 groups) 64 → 64 in 16.
-    let shape = |s: &[(String, Vec<i64>)], name: &str| s.iter().find(|(n, _)| n == name).unwrap().1.clone();
-    assert_eq!(shape(&small, "discriminators.1.convs.3.weight_v"), [64, 32, 5, 1]);
-    assert_eq!(shape(&small, "discriminators.0.convs.4.weight_v"), [64, 4, 41]);
+    let shape =
+        |s: &[(String, Vec<i64>)], name: &str| s.iter().find(|(n, _)| n == name).unwrap().1.clone();
+    assert_eq!(
+        shape(&small, "discriminators.1.convs.3.weight_v"),
+        [64, 32, 5, 1]
+    );
+    assert_eq!(
+        shape(&small, "discriminators.0.convs.4.weight_v"),
+        [64, 4, 41]
+    );
 
     let y = Tensor::randn([2, 1, 1200], (Kind::Float, Device::Cpu));
     let y_hat = Tensor::randn([2, 1, 1200], (Kind::Float, Device::Cpu));
@@ -285,5 +314,9 @@ fn a_narrower_discriminator_has_rvcs_layers_each_narrower() {
         assert_eq!(full.size(), small.size());
     }
     let full_state: HashMap<String, Tensor> = rvc.state_dict().into_iter().collect();
-    assert!(narrow.load_weights(&Weights::new(full_state, "D_rvc.pth")).is_err());
+    assert!(
+        narrow
+            .load_weights(&Weights::new(full_state, "D_rvc.pth"))
+            .is_err()
+    );
 }
