@@ -24,10 +24,6 @@ impl Linear {
         self.weight.size()[1]
     }
 
-    pub fn out_features(&self) -> i64 {
-        self.weight.size()[0]
-    }
-
     pub fn forward(&self, x: &Tensor) -> Tensor {
         x.linear(&self.weight, self.bias.as_ref())
     }

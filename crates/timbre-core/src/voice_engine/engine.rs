@@ -256,9 +256,4 @@ impl Engine {
         }
         None
     }
-
-    /// Bytes the memory cache of analyses holds.
-    pub fn analysis_memory_bytes(&self) -> u64 {
-        self.analyses.iter().map(|(_, a)| a.memory_bytes()).sum()
-    }
 }

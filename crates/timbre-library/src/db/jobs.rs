@@ -83,10 +83,6 @@ impl JobState {
             _ => JobState::Interrupted,
         }
     }
-
-    pub fn is_finished(self) -> bool {
-        !matches!(self, JobState::Queued | JobState::Running)
-    }
 }
 
 /// GPU-heavy kinds run one at a time; light ones in parallel.

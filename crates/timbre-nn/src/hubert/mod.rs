@@ -75,18 +75,6 @@ impl Hubert {
         Self::build(read_parts(path)?, device, kind)
     }
 
-    /// A transformers folder: `config.json` with `model.safetensors` (or `pytorch_model.bin`),
-    /// and optionally `preprocessor_config.json`.
-    pub fn load_dir(dir: &Path, device: Device) -> Result<Self> {
-        Self::build(read_transformers_dir(dir)?, device, Kind::Float)
-    }
-
-    /// A fairseq checkpoint: tensors under `model` with fairseq's names, settings in `cfg.model`
-    /// or the legacy `args`.
-    pub fn load_fairseq(path: &Path, device: Device) -> Result<Self> {
-        Self::from_fairseq_checkpoint(&read_torch_file(path)?, path, device)
-    }
-
     /// A fairseq checkpoint already read by [`read_torch_file`] from `source`.
     pub fn from_fairseq_checkpoint(
         checkpoint: &Value,
@@ -144,12 +132,6 @@ impl Hubert {
 
     pub fn config(&self) -> &HubertConfig {
         &self.config
-    }
-
-    /// Whether the model was trained on audio normalised to zero mean and unit variance
-    /// (`do_normalize` / fairseq's `task.normalize`), which [`Hubert::hidden_states_at`] then does.
-    pub fn normalizes_input(&self) -> bool {
-        self.normalize_input
     }
 
     /// Feature frames for `samples` of 16 kHz audio (320 samples a frame, less the edges).

@@ -11,8 +11,6 @@ use std::path::Path;
 use anyhow::{Context, Result, bail, ensure};
 use serde::Deserialize;
 
-use super::RoformerKind;
-
 #[derive(Debug, Clone, Deserialize)]
 pub struct Config {
     pub audio: AudioConfig,
@@ -219,20 +217,6 @@ impl Config {
     }
 }
 
-/// The RoFormer a config describes, told by the `model:` key only one kind has: BS-RoFormer's
-/// `freqs_per_bands` or Mel-Band RoFormer's `num_bands`; None when it names neither (both have
-/// upstream defaults, so a config may leave them out).
-pub fn kind_of_config(text: &str) -> Result<Option<RoformerKind>> {
-    let yaml: serde_yaml_ng::Value = serde_yaml_ng::from_str(text)?;
-    let model = &yaml["model"];
-    let has = |key: &str| model.get(key).is_some_and(|v| !v.is_null());
-    Ok(match (has("freqs_per_bands"), has("num_bands")) {
-        (true, false) => Some(RoformerKind::BsRoformer),
-        (false, true) => Some(RoformerKind::MelBandRoformer),
-        _ => None,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,21 +288,6 @@ inference:
             Config::from_yaml(&text).unwrap().stems().unwrap(),
             ["vocals", "other"]
         );
-    }
-
-    #[test]
-    fn the_kind_is_told_by_the_band_keys() {
-        assert_eq!(
-            kind_of_config(BS_CONFIG).unwrap(),
-            Some(RoformerKind::BsRoformer)
-        );
-        let mel = "model:\n  dim: 4\n  num_bands: 60\n";
-        assert_eq!(
-            kind_of_config(mel).unwrap(),
-            Some(RoformerKind::MelBandRoformer)
-        );
-        assert_eq!(kind_of_config("model:\n  dim: 4\n").unwrap(), None);
-        assert!(kind_of_config("model: [unclosed").is_err());
     }
 
     #[test]

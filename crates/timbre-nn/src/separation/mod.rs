@@ -139,19 +139,6 @@ impl Separator {
     }
 }
 
-/// Which RoFormer `checkpoint` is: told by its config when the config's keys say, else by its
-/// tensors (which reads the whole checkpoint).
-pub fn detect_kind(checkpoint: &Path, config: &Path) -> Result<RoformerKind> {
-    let text = std::fs::read_to_string(config)
-        .with_context(|| format!("{}: cannot read the config", config.display()))?;
-    let from_config = config::kind_of_config(&text)
-        .with_context(|| format!("{}: not a readable YAML config", config.display()))?;
-    match from_config {
-        Some(kind) => Ok(kind),
-        None => RoformerKind::detect(&load_state_dict(checkpoint)?),
-    }
-}
-
 /// The accompaniment: the mix less the vocals separated from it (same shapes).
 pub fn instrumental(mix: &Tensor, vocals: &Tensor) -> Result<Tensor> {
     ensure!(
