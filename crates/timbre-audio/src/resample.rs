@@ -2,8 +2,9 @@
 //! [`StreamResampler`] for one channel fed piece by piece, the same sample for sample, both
 //! time-aligned with the input (the resampler's delay removed).
 
-use rubato::audioadapter_buffers::direct::SequentialSliceOfVecs;
-use rubato::{Fft, FixedSync, Indexing, Resampler};
+use timbre_fft::fft_resampler;
+use timbre_fft::rubato::audioadapter_buffers::direct::SequentialSliceOfVecs;
+use timbre_fft::rubato::{Fft, FixedSync, Indexing, Resampler};
 
 use crate::buffer::AudioBuffer;
 use crate::error::{AudioError, AudioErrorKind};
@@ -56,7 +57,7 @@ impl StreamResampler {
     pub fn new(source_rate: u32, target_rate: u32) -> Result<Self, AudioError> {
         let inner = (source_rate != target_rate)
             .then(|| {
-                Fft::<f32>::new(
+                fft_resampler(
                     source_rate as usize,
                     target_rate as usize,
                     CHUNK_FRAMES,

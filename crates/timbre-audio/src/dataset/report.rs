@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use realfft::{RealFftPlanner, RealToComplex};
 use serde::{Deserialize, Serialize};
+use timbre_fft::RealToComplex;
 
 /// Input samples at or above this magnitude count as clipped.
 pub const CLIP_LEVEL: f32 = 0.999;
@@ -121,7 +121,7 @@ impl ReportBuilder {
             total_energy: 0.0,
             target_samples: 0,
             sliced_samples: 0,
-            fft: RealFftPlanner::<f64>::new().plan_fft_forward(BAND_FFT),
+            fft: timbre_fft::real_fft_f64(BAND_FFT).forward,
             window,
         }
     }

@@ -42,7 +42,7 @@ impl Coefficients {
     /// `|H(e^{jω})|` at `frequency_hz`.
     #[cfg(test)]
     pub fn magnitude(&self, frequency_hz: f64, rate: f64) -> f64 {
-        use realfft::num_complex::Complex64;
+        use timbre_fft::num_complex::Complex64;
         let z1 = Complex64::from_polar(1.0, -2.0 * PI * frequency_hz / rate);
         let z2 = z1 * z1;
         let numerator = self.b[0] + self.b[1] * z1 + self.b[2] * z2;

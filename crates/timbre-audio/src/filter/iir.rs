@@ -2,7 +2,7 @@
 //! `filtfilt` (defaults: odd padding, padlen = 3·max(len(a), len(b))), as RVC's
 //! `infer/modules/vc/pipeline.py` uses them to high-pass its input.
 
-use realfft::num_complex::Complex64;
+use timbre_fft::num_complex::Complex64;
 
 /// RVC's input filter: `scipy.signal.butter(N=5, Wn=48, btype="high", fs=16000)`.
 pub const RVC_HIGHPASS_ORDER: usize = 5;

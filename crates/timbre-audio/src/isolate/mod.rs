@@ -12,7 +12,7 @@ mod stft;
 #[cfg(test)]
 mod tests;
 
-use realfft::num_complex::Complex32;
+use timbre_fft::num_complex::Complex32;
 
 use crate::buffer::AudioBuffer;
 use crate::enhance::ProcessError;

@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use realfft::num_complex::Complex32;
-use realfft::{ComplexToReal, RealFftPlanner, RealToComplex};
+use timbre_fft::num_complex::Complex32;
+use timbre_fft::{ComplexToReal, RealToComplex};
 
 /// About 46 ms of audio per frame, as a power of two.
 const FRAME_SECS: f64 = 0.046;
@@ -30,13 +30,13 @@ impl Stft {
         let window = (0..n_fft)
             .map(|i| (0.5 - 0.5 * (std::f64::consts::TAU * i as f64 / n_fft as f64).cos()) as f32)
             .collect();
-        let mut planner = RealFftPlanner::new();
+        let fft = timbre_fft::real_fft_f32(n_fft);
         Stft {
             n_fft,
             hop: n_fft / OVERLAP,
             window,
-            forward: planner.plan_fft_forward(n_fft),
-            inverse: planner.plan_fft_inverse(n_fft),
+            forward: fft.forward,
+            inverse: fft.inverse,
             frame: vec![0.0; n_fft],
         }
     }

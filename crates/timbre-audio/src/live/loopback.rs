@@ -14,8 +14,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use realfft::RealFftPlanner;
-use realfft::num_complex::Complex;
+use timbre_fft::num_complex::Complex;
 
 use super::BlockProcessor;
 
@@ -48,8 +47,7 @@ pub fn bursts(sample_rate: u32, count: usize, level_db: f64) -> Vec<Vec<f32>> {
             (x * std::f64::consts::FRAC_PI_2).sin().powi(2)
         })
         .collect();
-    let mut planner = RealFftPlanner::<f64>::new();
-    let (forward, inverse) = (planner.plan_fft_forward(n), planner.plan_fft_inverse(n));
+    let timbre_fft::RealFft { forward, inverse } = timbre_fft::real_fft_f64(n);
     (0..count)
         .map(|k| {
             let mut noise = Gaussian::new(SEED + k as u64);
@@ -117,11 +115,7 @@ pub fn find_delay(
     }
     let lags = region.len() - n + 1;
     let size = (region.len() + n).next_power_of_two();
-    let mut planner = RealFftPlanner::<f64>::new();
-    let (forward, inverse) = (
-        planner.plan_fft_forward(size),
-        planner.plan_fft_inverse(size),
-    );
+    let timbre_fft::RealFft { forward, inverse } = timbre_fft::real_fft_f64(size);
     let spectrum_of = |samples: &[f32]| {
         let mut padded = vec![0.0f64; size];
         for (p, &s) in padded.iter_mut().zip(samples) {

@@ -4,8 +4,7 @@
 //! pitch_floor=f0_min, pitch_ceiling=f0_max)`, other settings Praat's defaults), including RVC's
 //! padding of the centred Praat frames onto its grid.
 
-use realfft::RealFftPlanner;
-use realfft::num_complex::Complex64;
+use timbre_fft::num_complex::Complex64;
 
 use super::{HOP, SAMPLE_RATE, finite_samples, frame_count, search_range};
 
@@ -91,8 +90,8 @@ struct Analyzer {
     max_lag: usize,
     span: usize,
     global_peak: f64,
-    fft: std::sync::Arc<dyn realfft::RealToComplex<f64>>,
-    ifft: std::sync::Arc<dyn realfft::ComplexToReal<f64>>,
+    fft: std::sync::Arc<dyn timbre_fft::RealToComplex<f64>>,
+    ifft: std::sync::Arc<dyn timbre_fft::ComplexToReal<f64>>,
 }
 
 /// Praat's pitch contour (Hz, 0 = unvoiced) on its own frames: as many 10 ms frames as fit
@@ -127,7 +126,7 @@ fn praat_pitch(x: &[f64], floor: f64, ceiling: f64) -> Vec<f64> {
     while (fft_len as f64) < window_len as f64 * (1.0 + INTERPOLATION_SPAN) {
         fft_len *= 2;
     }
-    let mut planner = RealFftPlanner::<f64>::new();
+    let fft = timbre_fft::real_fft_f64(fft_len);
     let window: Vec<f64> = (1..=window_len)
         .map(|i| 0.5 - 0.5 * (i as f64 * std::f64::consts::TAU / (window_len + 1) as f64).cos())
         .collect();
@@ -143,8 +142,8 @@ fn praat_pitch(x: &[f64], floor: f64, ceiling: f64) -> Vec<f64> {
         max_lag: ((window_len as f64 / PERIODS_PER_WINDOW).floor() as usize + 2).min(window_len),
         span: (window_len as f64 * INTERPOLATION_SPAN).floor() as usize,
         global_peak,
-        fft: planner.plan_fft_forward(fft_len),
-        ifft: planner.plan_fft_inverse(fft_len),
+        fft: fft.forward,
+        ifft: fft.inverse,
     };
     let mut scratch = Scratch::new(&analyzer);
     scratch.frame[..window_len].copy_from_slice(&analyzer.window);

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use realfft::{ComplexToReal, RealFftPlanner, RealToComplex};
+use timbre_fft::{ComplexToReal, RealToComplex};
 
 use super::{HOP, SAMPLE_RATE, frame_count, search_range};
 use crate::filter::{butter_lowpass, filtfilt};
@@ -77,14 +77,14 @@ impl Tracker {
     fn new(x: Vec<f64>, shortest: usize, longest: usize) -> Self {
         let integration = longest;
         let fft_len = (integration + longest + 2).next_power_of_two();
-        let mut planner = RealFftPlanner::<f64>::new();
+        let fft = timbre_fft::real_fft_f64(fft_len);
         Tracker {
             x,
             shortest,
             longest,
             integration,
-            fft: planner.plan_fft_forward(fft_len),
-            ifft: planner.plan_fft_inverse(fft_len),
+            fft: fft.forward,
+            ifft: fft.inverse,
         }
     }
 
