@@ -18,17 +18,23 @@ import {
   mockBackend,
 } from './helpers';
 
+/** What the shell asks for at start: an empty library, the essential models present. */
+const SHELL = {
+  list_voices: () => [],
+  list_takes: () => [],
+  list_jobs: () => [],
+  list_models: () => [],
+  subscribe_notifications: () => null,
+  list_assets: () => assetList(essentialAssets(true, true)),
+};
+
 describe('App shell', () => {
   it('shows a rejected command message in the error banner', async () => {
     mockBackend({
-      list_voices: () => [],
+      ...SHELL,
       list_takes: () => {
         throw { kind: 'io', message: 'library database is locked' };
       },
-      list_jobs: () => [],
-      list_models: () => [],
-      subscribe_notifications: () => null,
-      list_assets: () => assetList(essentialAssets(true, true)),
     });
     render(App);
     const banner = await screen.findByTestId('error-banner');
@@ -41,14 +47,9 @@ describe('App shell', () => {
 
   it('navigates between pages with the sidebar', async () => {
     mockBackend({
-      list_voices: () => [],
-      list_takes: () => [],
-      list_jobs: () => [],
-      subscribe_notifications: () => null,
-      list_assets: () => assetList(essentialAssets(true, true)),
+      ...SHELL,
       get_doctor_report: () => doctorReport(essentialAssets(true, true)),
       list_input_devices: () => [],
-      list_models: () => [],
       list_conversions: () => [],
       list_listening_tests: () => [],
       get_resource_snapshot: () => ({ cpu_percent: 5, ram_used_bytes: 0, ram_total_bytes: 1, gpus: [] }),
@@ -77,12 +78,7 @@ describe('App shell', () => {
   it('imports dropped files into the current voice filter', async () => {
     const be = mockBackend(
       {
-        list_voices: () => [],
-        list_takes: () => [],
-        list_jobs: () => [],
-        list_models: () => [],
-        subscribe_notifications: () => null,
-        list_assets: () => assetList(essentialAssets(true, true)),
+        ...SHELL,
         import_files: () => 42,
       },
       { windows: true },
@@ -117,14 +113,9 @@ describe('App shell', () => {
   it('routes a drop by extension: a .pth with its .index becomes a model, audio an import', async () => {
     const be = mockBackend(
       {
-        list_voices: () => [],
-        list_takes: () => [],
-        list_jobs: () => [],
-      subscribe_notifications: () => null,
-      list_assets: () => assetList(essentialAssets(true, true)),
+        ...SHELL,
         import_files: () => 43,
-        list_models: () => [],
-          import_model: () => makeModel({ id: 5, name: 'Ada', version: 'v1', sample_rate: 40000, index_sha256: 'aa' }),
+        import_model: () => makeModel({ id: 5, name: 'Ada', version: 'v1', sample_rate: 40000, index_sha256: 'aa' }),
       },
       { windows: true },
     );
@@ -152,12 +143,8 @@ describe('App shell', () => {
     let models = [] as ReturnType<typeof makeModel>[];
     const be = mockBackend(
       {
-        list_voices: () => [],
-        list_takes: () => [],
-        list_jobs: () => [],
-        subscribe_notifications: () => null,
+        ...SHELL,
         list_models: () => models,
-        list_assets: () => assetList(essentialAssets(true, true)),
         get_doctor_report: () => doctorReport(essentialAssets(true, true)),
         import_voice: () => (be.argsOf('import_voice').length === 1 ? 77 : 78),
       },
@@ -218,12 +205,8 @@ describe('App shell', () => {
   it('subscribes once and applies live events', async () => {
     let takes = [makeTake({ id: 1, name: 'First' })];
     const be = mockBackend({
-      list_voices: () => [],
+      ...SHELL,
       list_takes: () => takes,
-      list_jobs: () => [],
-      list_models: () => [],
-      subscribe_notifications: () => null,
-      list_assets: () => assetList(essentialAssets(true, true)),
       get_resource_snapshot: () => ({ cpu_percent: 5, ram_used_bytes: 0, ram_total_bytes: 1, gpus: [] }),
       get_model_cache: () => ({ budget_bytes: 1, used_bytes: 0, hits: 0, misses: 0, evictions: 0, models: [] }),
     });
@@ -246,12 +229,8 @@ describe('App shell', () => {
   it('plays a take with Web Audio and reports playback state', async () => {
     installFakeAudio();
     const be = mockBackend({
-      list_voices: () => [],
+      ...SHELL,
       list_takes: () => [makeTake({ id: 9, name: 'Hum' })],
-      list_jobs: () => [],
-      list_models: () => [],
-      subscribe_notifications: () => null,
-      list_assets: () => assetList(essentialAssets(true, true)),
       get_take_audio: () => new Uint8Array([82, 73, 70, 70]),
     });
     render(App);
@@ -276,12 +255,9 @@ describe('App shell', () => {
 
   it('counts the voice models in the status bar', async () => {
     mockBackend({
-      list_voices: () => [],
+      ...SHELL,
       list_takes: () => [makeTake({ id: 9, name: 'Hum' })],
-      list_jobs: () => [],
       list_models: () => [makeModel({ id: 1 }), makeModel({ id: 2 }), makeModel({ id: 3 })],
-      subscribe_notifications: () => null,
-      list_assets: () => assetList(essentialAssets(true, true)),
     });
     render(App);
     const counts = screen.getByTestId('library-counts');
@@ -293,14 +269,7 @@ describe('App shell', () => {
 
   it('shows an A/B comparison playing in the status bar, and pauses it from there', async () => {
     installFakeAudio();
-    mockBackend({
-      list_voices: () => [],
-      list_takes: () => [],
-      list_jobs: () => [],
-      list_models: () => [],
-      subscribe_notifications: () => null,
-      list_assets: () => assetList(essentialAssets(true, true)),
-    });
+    mockBackend(SHELL);
     render(App);
     const state = screen.getByTestId('playback-state');
     const session = new AbSession(() => [{ key: 'a', label: 'A', load: async () => new Uint8Array([40]).buffer }], () => {});
@@ -315,12 +284,8 @@ describe('App shell', () => {
   it('reports playback failures in the banner', async () => {
     installFakeAudio();
     mockBackend({
-      list_voices: () => [],
+      ...SHELL,
       list_takes: () => [makeTake({ id: 9, name: 'Hum' })],
-      list_jobs: () => [],
-      list_models: () => [],
-      subscribe_notifications: () => null,
-      list_assets: () => assetList(essentialAssets(true, true)),
       get_take_audio: () => {
         throw { kind: 'not_found', message: 'audio file missing on disk' };
       },

@@ -67,9 +67,17 @@ pub fn export(
         _ => Path::new("."),
     };
     let named = naming(path);
-    let tmp = tempfile::Builder::new()
-        .prefix(".timbre-export-")
-        .suffix(&format!(".{}", codec.extension()))
+    let suffix = format!(".{}", codec.extension());
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".timbre-export-").suffix(&suffix);
+    // 0666 less the umask, what any other program's new file gets (a temporary file's own mode
+    // is 0600, which the export would keep).
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let tmp = builder
         .tempfile_in(dir)
         .map_err(|e| AudioError::io(Some(path), "could not create the file", &e))?;
     write_encoded(tmp.path(), buffer, codec).map_err(&named)?;

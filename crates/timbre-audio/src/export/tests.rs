@@ -113,6 +113,25 @@ fn every_format_decodes_back_with_its_tags() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
+#[cfg(unix)]
+#[test]
+fn an_export_gets_the_mode_any_new_file_gets() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let exported = dir.path().join("take 1 (Alto).wav");
+    export(
+        &exported,
+        &voice(40_000, 1),
+        Codec::Wav(SampleFormat::Int16),
+        &tags(),
+    )
+    .unwrap();
+    let plain = dir.path().join("plain");
+    std::fs::write(&plain, b"").unwrap();
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode();
+    assert_eq!(mode(&exported), mode(&plain));
+}
+
 #[test]
 fn lossy_codecs_refuse_more_than_two_channels_by_name() {
     let dir = tempfile::tempdir().unwrap();
