@@ -4,7 +4,6 @@
 //! `<input> (<model>)`, cleaned takes by their take's name; a request with a folder is checked
 //! against it before anything is stored or queued, with the very names the copies will take.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -76,12 +75,7 @@ pub(crate) fn copy_into(object: &Path, dir: &Path, stem: &str, ext: &str) -> Res
     create_dir(dir)?;
     let target = free_target(dir, stem, ext)?;
     let written = (|| {
-        // 0666 less the umask, what any other program's new file gets (a temporary file's
-        // own mode is 0600).
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".timbre-")
-            .permissions(std::fs::Permissions::from_mode(0o666))
-            .tempfile_in(dir)?;
+        let mut tmp = timbre_audio::export::file_to_be(dir, ".timbre-", "")?;
         std::io::copy(&mut std::fs::File::open(object)?, tmp.as_file_mut())?;
         tmp.as_file().sync_all()?;
         tmp.persist_noclobber(&target).map_err(|e| e.error)
@@ -93,6 +87,7 @@ pub(crate) fn copy_into(object: &Path, dir: &Path, stem: &str, ext: &str) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn a_folder_that_cannot_take_the_copy_is_refused_naming_the_file() {

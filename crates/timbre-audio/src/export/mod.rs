@@ -20,6 +20,8 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
+use tempfile::NamedTempFile;
+
 pub use tags::{Tags, read_tags, write_tags};
 pub use writer::EncodedWriter;
 
@@ -67,24 +69,27 @@ pub fn export(
         _ => Path::new("."),
     };
     let named = naming(path);
-    let suffix = format!(".{}", codec.extension());
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(".timbre-export-").suffix(&suffix);
-    // 0666 less the umask, what any other program's new file gets (a temporary file's own mode
-    // is 0600, which the export would keep).
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        builder.permissions(std::fs::Permissions::from_mode(0o666));
-    }
-    let tmp = builder
-        .tempfile_in(dir)
+    let tmp = file_to_be(dir, ".timbre-export-", &format!(".{}", codec.extension()))
         .map_err(|e| AudioError::io(Some(path), "could not create the file", &e))?;
     write_encoded(tmp.path(), buffer, codec).map_err(&named)?;
     write_tags(tmp.path(), tags).map_err(&named)?;
     tmp.persist(path)
         .map_err(|e| AudioError::io(Some(path), "could not write the file", &e.error))?;
     Ok(())
+}
+
+/// A hidden temporary file in `dir`, to be renamed into place once complete, with the mode any
+/// other program's new file gets: 0666 less the umask (a temporary file's own, 0600, would
+/// stay with the renamed file).
+pub fn file_to_be(dir: &Path, prefix: &str, suffix: &str) -> std::io::Result<NamedTempFile> {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(prefix).suffix(suffix);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    builder.tempfile_in(dir)
 }
 
 /// `buffer` encoded in `codec` into `path`, untagged: [`EncodedWriter`] given it in one block.

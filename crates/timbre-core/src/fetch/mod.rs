@@ -1,6 +1,7 @@
 //! Fetching over HTTP, for asset downloads and voice imports alike: the URL policy and the
-//! configured endpoints (`endpoints`), and one attempt at one URL: an HTTP GET that continues the `.part` file from its length with a
-//! Range request, following redirects itself so each hop is checked against the URL policy.
+//! configured endpoints (`endpoints`), and one attempt at one URL: an HTTP GET that continues
+//! the `.part` file from its length with a Range request, following redirects itself so each
+//! hop is checked against the URL policy.
 //!
 //! The client is `ureq` 3 with rustls: blocking I/O suits a job that runs on a worker thread
 //! (no async runtime to start for it), it is small, it needs no system TLS library, and it
