@@ -102,6 +102,7 @@ fn export_contract(dir: &Path) -> Result<(), ts_rs::ExportError> {
         timbre_core::live::LatencyMeasurement,
         timbre_core::live::RecordedSession,
         timbre_core::db::effect_presets::EffectPreset,
+        crate::commands::settings::SettingsView,
     );
     Ok(())
 }

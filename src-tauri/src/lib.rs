@@ -47,6 +47,8 @@ pub fn run() {
             commands::jobs::free_model_cache,
             commands::devices::get_device_report,
             commands::devices::set_devices,
+            commands::settings::get_settings,
+            commands::settings::set_setting,
             commands::record::list_input_devices,
             commands::analyze::analyze_pitch,
             commands::live::list_live_devices,

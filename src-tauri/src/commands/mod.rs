@@ -14,4 +14,5 @@ pub mod library;
 pub mod live;
 pub mod models;
 pub mod record;
+pub mod settings;
 pub mod train;

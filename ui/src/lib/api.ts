@@ -58,6 +58,8 @@ import type {
   VoiceParams,
   TrainingMetric,
   TrainingPreview,
+  Settings,
+  SettingsView,
   Voice,
   VoiceImportRequest,
   VoiceModel,
@@ -395,6 +397,9 @@ export const resourceSnapshot = () => call<ResourceSnapshot>('get_resource_snaps
 export const devicesReport = () => call<DeviceReport>('get_device_report');
 export const setDevices = (device: string, extractionDevice: string) =>
   call<DeviceReport>('set_devices', { device, extractionDevice });
+export const getSettings = () => call<SettingsView>('get_settings');
+/** `value` is JSON (`5`, `"cuda:1"`, `["https://…"]`), checked as `timbre settings set` checks it. */
+export const setSetting = (key: keyof Settings, value: string) => call<SettingsView>('set_setting', { key, value });
 
 /** Hz per 10 ms frame of a take, as conversion tracks its pitch (0 where unvoiced). */
 export const analyzePitch = (takeId: number, f0Method: F0Method) =>

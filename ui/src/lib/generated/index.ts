@@ -92,6 +92,8 @@ export type { Reverb } from './Reverb';
 export type { SavedTake } from './SavedTake';
 export type { Scale } from './Scale';
 export type { SeparationModel } from './SeparationModel';
+export type { Settings } from './Settings';
+export type { SettingsView } from './SettingsView';
 export type { SkippedFile } from './SkippedFile';
 export type { Stage } from './Stage';
 export type { StageReport } from './StageReport';
