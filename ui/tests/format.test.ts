@@ -9,6 +9,7 @@ import {
   formatLufs,
   formatProgress,
   formatSampleRate,
+  formatSecsLeft,
   formatSpan,
   linearToDb,
   parseTags,
@@ -82,6 +83,9 @@ describe('bytes and misc', () => {
     expect(formatDateTime(null)).toBe('—');
     expect(formatSpan('2026-11-22T10:00:00Z', '2026-11-22T10:00:01.5Z')).toBe('1.5 s');
     expect(formatSpan('2026-11-22T10:00:00Z', '2026-11-22T10:03:04Z')).toBe('3 m 04 s');
+    expect(formatSecsLeft(42.1)).toBe('43 s');
+    expect(formatSecsLeft(136)).toBe('2 min 16 s');
+    expect(formatSecsLeft(7300)).toBe('2 h 1 min');
   });
   it('takes basenames of either separator', () => {
     expect(basename('/a/b/c.wav')).toBe('c.wav');

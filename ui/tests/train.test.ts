@@ -15,6 +15,7 @@ import {
   profileBreakdown,
   runProfile,
   reportWarnings,
+  jobSecsLeft,
   runProgress,
   trainingProblem,
   trainingRequest,
@@ -158,6 +159,9 @@ describe('run reports', () => {
     expect(runProgress(makeRun({ epoch: 50, epochs: 200 }))).toBe(0.25);
     expect(runProgress(makeRun({ status: 'done', epoch: 199 }))).toBe(1);
     expect(runProgress(makeRun({ epochs: 0 }))).toBe(0);
+    // While its job runs, the job's progress: it moves at every step.
+    expect(runProgress(makeRun({ epoch: 0, epochs: 3 }), makeJob({ state: 'running', progress: 0.12 }))).toBe(0.12);
+    expect(runProgress(makeRun({ epoch: 1, epochs: 4, status: 'stopped' }), makeJob({ state: 'cancelled', progress: 0.3 }))).toBe(0.25);
     expect(lossPoints([metric(20, 30), metric(10, 40), { ...metric(30, 0), g_total: NaN }], 'g_total')).toEqual([
       { x: 10, y: 40 },
       { x: 20, y: 30 },
@@ -165,6 +169,15 @@ describe('run reports', () => {
     const report = { warnings: [{ kind: 'too_little_audio', message: 'Only 40 s' }, { kind: 'clipped', message: '2% clipped' }] };
     expect(reportWarnings(report as any).map((w) => w.severe)).toEqual([true, false]);
     expect(reportWarnings(null)).toEqual([]);
+  });
+
+  it('estimates the time a running job has left from its pace since it started', () => {
+    const now = Date.parse('2026-11-20T11:10:00Z');
+    const running = makeJob({ state: 'running', started_at: '2026-11-20T11:00:00Z', progress: 0.25 });
+    expect(jobSecsLeft(running, now)).toBe(1800);
+    expect(jobSecsLeft({ ...running, progress: 0 }, now)).toBeNull();
+    expect(jobSecsLeft({ ...running, started_at: null }, now)).toBeNull();
+    expect(jobSecsLeft({ ...running, state: 'succeeded' }, now)).toBeNull();
   });
 
   it('finds the job preparing a dataset by its name', () => {
@@ -398,6 +411,30 @@ describe('Train page', () => {
     expect(be.argsOf('list_training_previews')).toHaveLength(1);
   });
 
+  it('shows what the run\'s job reports at each step, as the Jobs page does, before the row\'s numbers move', async () => {
+    backend({ list_datasets: () => [makeDataset()], list_trainings: () => [makeRun({ epoch: 0, epochs: 3, global_step: 0 })] });
+    const tenMinutesAgo = new Date(Date.now() - 600_000).toISOString();
+    app.jobs = [makeJob({ id: 70, kind: 'train', state: 'running', progress: 0.25, started_at: tenMinutesAgo,
+      message: 'epoch 1/3 · step 7 · mel loss 104.52' })];
+    render(Train);
+    const run = await screen.findByTestId('training-run');
+    expect(within(run).getByTestId('training-run-report')).toHaveTextContent('epoch 1/3 · step 7 · mel loss 104.52');
+    expect(within(run).getByTestId('training-run-percent')).toHaveTextContent('25%');
+    // Ten minutes for a quarter: about thirty to go.
+    expect(within(run).getByTestId('training-run-left')).toHaveTextContent(/^30 min \d+ s left$/);
+    expect(within(run).queryByTestId('training-run-epoch')).toBeNull();
+
+    // A job that has not stepped yet has no estimate.
+    app.upsertJob({ ...app.jobs[0], progress: 0, message: '' });
+    await waitFor(() => expect(within(run).getByTestId('training-run-report')).toHaveTextContent('Waiting for the first step'));
+    expect(within(run).queryByTestId('training-run-left')).toBeNull();
+
+    // Once the job no longer runs, the row's own numbers.
+    app.upsertJob({ ...app.jobs[0], state: 'interrupted' });
+    await waitFor(() => expect(within(run).getByTestId('training-run-epoch')).toHaveTextContent('epoch 0/3'));
+    expect(within(run).queryByTestId('training-run-report')).toBeNull();
+  });
+
   it('shows a failed run\'s error, and opens Convert with a finished run\'s model', async () => {
     backend({
       list_datasets: () => [makeDataset()],
@@ -418,14 +455,16 @@ describe('Train page', () => {
   });
 
   it('refreshes the runs when their job reports progress', async () => {
-    let epoch = 20;
-    const be = backend({ list_trainings: () => [makeRun({ epoch })] });
+    // A batch too large for the GPU is halved while the run goes on.
+    let batchSize = 8;
+    const be = backend({ list_trainings: () => [makeRun({ batch_size: batchSize })] });
     render(Train);
-    await screen.findByTestId('training-run');
+    const run = await screen.findByTestId('training-run');
+    expect(run).toHaveTextContent('batch 8');
     const before = be.argsOf('list_trainings').length;
-    epoch = 21;
+    batchSize = 4;
     app.upsertJob(makeJob({ id: 70, kind: 'train', state: 'running', progress: 0.105 }));
-    await waitFor(() => expect(screen.getByTestId('training-run-epoch')).toHaveTextContent('epoch 21/200'));
+    await waitFor(() => expect(screen.getByTestId('training-run')).toHaveTextContent('batch 4'));
     expect(be.argsOf('list_trainings').length).toBeGreaterThan(before);
   });
 });

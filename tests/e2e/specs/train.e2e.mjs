@@ -103,7 +103,13 @@ describe('train', () => {
     assert.ok(row, 'list_trainings does not list the run');
     assert.equal(row.epochs, 1);
     assert.equal(row.name, DATASET);
-    assert.match(await run.$(byTestId('training-run-epoch')).getText(), /epoch \d+\/1/);
+    // While its job runs, the row shows what the job reports at each step, as the Jobs page does.
+    await waitFor(
+      async () =>
+        /epoch 1\/1 · step \d+ · mel loss/.test(await run.getText()) ||
+        ['done', 'failed', 'stopped'].includes(await run.getAttribute('data-status')),
+      { timeout: BACKEND_WORK_TIMEOUT, message: async () => `the row shows no step of its job: ${await run.getText()}` },
+    );
 
     await waitFor(async () => ['done', 'failed', 'stopped'].includes(await run.getAttribute('data-status')), {
       timeout: BACKEND_WORK_TIMEOUT,

@@ -3,6 +3,7 @@
 // (`models/models.json`, or TIMBRE_ASSET_CATALOG) is the backend's: nothing here names an asset.
 import { CANCELLABLE_STATES, jobJson } from './api';
 import type { AssetStatus, DownloadRequest, Job } from './api';
+import { formatSecsLeft } from './format';
 
 /** A file there that jobs can use (a size mismatch or a wrong hash makes it `corrupt`). */
 export function usable(asset: AssetStatus): boolean {
@@ -118,14 +119,6 @@ export function describeTransfer(p: TransferProgress): string {
   if (p.bytesPerSec !== null) parts.push(`${(p.bytesPerSec / 1e6).toFixed(1)} MB/s`);
   if (p.secsLeft !== null) parts.push(`${formatSecsLeft(p.secsLeft)} left`);
   return parts.join(' · ');
-}
-
-function formatSecsLeft(secs: number): string {
-  const s = Math.ceil(secs);
-  if (s < 60) return `${s} s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return `${m} min ${s % 60} s`;
-  return `${Math.floor(m / 60)} h ${m % 60} min`;
 }
 
 /** What the first-run panel shows, from the essentials and their newest download jobs. */

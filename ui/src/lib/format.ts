@@ -114,6 +114,15 @@ export function formatSpan(from: string | null, to: string | null): string {
   return `${Math.floor(m / 60)} h ${pad2(m % 60)} m`;
 }
 
+/** Time still to go, rounded up: 42.1 → "43 s", 136 → "2 min 16 s", 7300 → "2 h 1 min". */
+export function formatSecsLeft(secs: number): string {
+  const s = Math.ceil(secs);
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m} min ${s % 60} s`;
+  return `${Math.floor(m / 60)} h ${m % 60} min`;
+}
+
 /** "a, b ,, c, a" → ["a", "b", "c"]. */
 export function parseTags(text: string): string[] {
   const out: string[] = [];

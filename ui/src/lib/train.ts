@@ -140,10 +140,36 @@ export function preparingJob(jobs: Job[], datasetName: string): Job | undefined 
 
 export const ACTIVE_RUN: readonly TrainingRow['status'][] = ['queued', 'running'];
 
-/** How far a run is through its epochs, 0..1. */
-export function runProgress(run: TrainingRow): number {
+/** The job a run runs as, among the jobs the app follows. */
+export function runJob(run: TrainingRow, jobs: readonly Job[]): Job | undefined {
+  return run.job_id === null ? undefined : jobs.find((j) => j.id === run.job_id);
+}
+
+/**
+ * Whether the run's row should show its job's reports: they come at every step, while the row's
+ * epoch and step are stored only every few steps (a CPU's first epoch can pass without one).
+ */
+export function reportsLive(job: Job | undefined): job is Job {
+  return job?.state === 'running';
+}
+
+const unit = (fraction: number) => Math.min(1, Math.max(0, fraction));
+
+/** How far a run is, 0..1: its job's progress while that runs, else the epochs it finished. */
+export function runProgress(run: TrainingRow, job?: Job): number {
+  if (reportsLive(job)) return Number.isFinite(job.progress) ? unit(job.progress) : 0;
   if (run.status === 'done') return 1;
-  return run.epochs > 0 ? Math.min(1, Math.max(0, run.epoch / run.epochs)) : 0;
+  return run.epochs > 0 ? unit(run.epoch / run.epochs) : 0;
+}
+
+/** Seconds until a running job ends at the pace it has kept since it started (`now`: ms since
+ * the epoch); null until it has made progress. */
+export function jobSecsLeft(job: Job, now: number): number | null {
+  if (job.state !== 'running' || !job.started_at || !(job.progress > 0)) return null;
+  const elapsed = (now - Date.parse(job.started_at)) / 1000;
+  if (!Number.isFinite(elapsed) || elapsed < 0) return null;
+  const done = Math.min(1, job.progress);
+  return (elapsed * (1 - done)) / done;
 }
 
 /** The loss series the chart draws, in legend order. */
