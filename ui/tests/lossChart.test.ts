@@ -104,10 +104,11 @@ describe('LossChart', () => {
     render(LossChart, { series: [{ ...series[0], points: [] }], xLabel: 'block', empty: 'No blocks timed yet' });
     expect(screen.getByTestId('loss-chart')).toHaveTextContent('No blocks timed yet');
     expect(screen.getByTestId('loss-chart')).not.toHaveTextContent('losses');
+    expect(screen.getByRole('img')).toHaveAttribute('aria-label', 'Generator over blocks');
   });
 
   it('hides a series from the legend, switches to log scale and reads out the step under the pointer', async () => {
-    render(LossChart, { series });
+    render(LossChart, { series, empty: 'No losses' });
     const chart = screen.getByTestId('loss-chart');
     expect(chart.querySelectorAll('path')).toHaveLength(2);
     await fireEvent.click(screen.getAllByTestId('loss-chart-series')[1]);
@@ -121,10 +122,5 @@ describe('LossChart', () => {
     expect(readout).toHaveTextContent('step 10');
     expect(readout).toHaveTextContent('Generator 30');
     expect(readout).not.toHaveTextContent('KL');
-  });
-
-  it('says when there is nothing to draw', () => {
-    render(LossChart, { series: [{ ...series[0], points: [] }] });
-    expect(screen.getByTestId('loss-chart')).toHaveTextContent('No losses logged yet');
   });
 });

@@ -435,6 +435,18 @@ describe('Train page', () => {
     expect(within(run).queryByTestId('training-run-report')).toBeNull();
   });
 
+  it('says a running run\'s losses come with its first logged step, until they do', async () => {
+    backend({ list_datasets: () => [makeDataset()], list_trainings: () => [makeRun({ epoch: 0, epochs: 3, global_step: 0 })] });
+    app.jobs = [makeJob({ id: 70, kind: 'train', state: 'running', progress: 0.02, message: 'epoch 1/3 · step 7 · mel loss 104.52' })];
+    render(Train);
+    const chart = await within(await screen.findByTestId('train-losses')).findByTestId('loss-chart');
+    await waitFor(() => expect(chart).toHaveTextContent('Losses appear after the first logged step'));
+    expect(chart).not.toHaveTextContent('No losses logged yet');
+    app.handleEvent({ type: 'training_metric', training_id: 9, metric: metric(10, 40) });
+    await waitFor(() => expect(chart.querySelectorAll('path')).toHaveLength(5));
+    expect(chart).not.toHaveTextContent('Losses appear');
+  });
+
   it('shows a failed run\'s error, and opens Convert with a finished run\'s model', async () => {
     backend({
       list_datasets: () => [makeDataset()],

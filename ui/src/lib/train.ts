@@ -183,6 +183,12 @@ export const LOSSES = [
 
 export type LossKey = (typeof LOSSES)[number]['key'];
 
+/** What the loss chart says while it has no point: losses are logged every few steps, so a
+ * run's first ones can take a while on a CPU. */
+export function lossesEmptyText(run: TrainingRow): string {
+  return ACTIVE_RUN.includes(run.status) ? 'Losses appear after the first logged step' : 'This run logged no losses';
+}
+
 /** The (step, value) points of one loss, in step order. */
 export function lossPoints(metrics: TrainingMetric[], key: LossKey): { x: number; y: number }[] {
   return metrics
