@@ -16,12 +16,24 @@ import {
   runProfile,
   reportWarnings,
   jobSecsLeft,
+  missingPretrained,
+  pretrainedPaths,
   runProgress,
   trainingProblem,
   trainingRequest,
 } from '../src/lib/train';
-import type { DatasetReport, DatasetRow, DeviceReport, TrainingMetric, TrainingRow } from '../src/lib/api';
-import { BACKEND_DEFAULTS, installFakeAudio, makeJob, makeModel, makeTake, makeVoice, mockBackend } from './helpers';
+import type { AssetStatus, DatasetReport, DatasetRow, DeviceReport, TrainingMetric, TrainingRow } from '../src/lib/api';
+import {
+  BACKEND_DEFAULTS,
+  assetList,
+  installFakeAudio,
+  makeAsset,
+  makeJob,
+  makeModel,
+  makeTake,
+  makeVoice,
+  mockBackend,
+} from './helpers';
 
 function makeDataset(over: Partial<DatasetRow> = {}): DatasetRow {
   return {
@@ -64,6 +76,25 @@ function makeRun(over: Partial<TrainingRow> = {}): TrainingRow {
     updated_at: '2026-11-20T11:30:00Z',
     ...over,
   };
+}
+
+/** The catalogue's base models of a v2 40 kHz model with pitch, each in `state`. */
+function pretrainedAssets(state: AssetStatus['state']): AssetStatus[] {
+  return [
+    { network: 'G', role: 'generator', size_bytes: 72_959_000 },
+    { network: 'D', role: 'discriminator', size_bytes: 142_875_000 },
+  ].map(({ network, role, size_bytes }) =>
+    makeAsset({
+      name: `pretrained-v2-f0${network}40k`,
+      role: `pretrained-${role}`,
+      description: `RVC's pretrained v2 40k ${role} with pitch, for fine-tuning instead of training from scratch.`,
+      path: `pretrained_v2/f0${network}40k.pth`,
+      size_bytes,
+      needed_for: ['train (v2 40k, with pitch)'],
+      essential: false,
+      state,
+    }),
+  );
 }
 
 function metric(step: number, g: number): TrainingMetric {
@@ -180,6 +211,25 @@ describe('run reports', () => {
     expect(jobSecsLeft({ ...running, state: 'succeeded' }, now)).toBeNull();
   });
 
+  it('names the base models Auto looks for as the backend does, and which of them the catalogue says are missing', () => {
+    expect(pretrainedPaths(makeDataset())).toEqual(['pretrained_v2/f0G40k.pth', 'pretrained_v2/f0D40k.pth']);
+    expect(pretrainedPaths(makeDataset({ version: 'v1', sample_rate: 32000, f0_method: null }))).toEqual([
+      'pretrained/G32k.pth',
+      'pretrained/D32k.pth',
+    ]);
+    expect(pretrainedPaths(makeDataset({ sample_rate: 48000, f0_method: 'pm' }))?.[1]).toBe('pretrained_v2/f0D48k.pth');
+    expect(pretrainedPaths(makeDataset({ sample_rate: null }))).toBeNull();
+    const [generator, discriminator] = pretrainedAssets('verified');
+    const paths = ['pretrained_v2/f0G40k.pth', 'pretrained_v2/f0D40k.pth'];
+    expect(missingPretrained(paths, [generator, discriminator])).toEqual({ assets: [], unlisted: [] });
+    expect(missingPretrained(paths, [generator, { ...discriminator, state: 'corrupt', problem: 'sha256 differs' }]).assets.map((a) => a.name))
+      .toEqual(['pretrained-v2-f0D40k']);
+    expect(missingPretrained(paths, [{ ...generator, state: 'partial', bytes: 10 }])).toEqual({
+      assets: [{ ...generator, state: 'partial', bytes: 10 }],
+      unlisted: ['pretrained_v2/f0D40k.pth'],
+    });
+  });
+
   it('finds the job preparing a dataset by its name', () => {
     const jobs = [
       makeJob({ id: 1, kind: 'dataset', state: 'running', params: { name: 'Alto' } }),
@@ -215,6 +265,7 @@ function backend(extra: Record<string, (a: any) => unknown> = {}) {
     list_training_metrics: () => [],
     list_training_previews: () => [],
     list_models: () => [],
+    list_assets: () => assetList(pretrainedAssets('verified')),
     get_device_report: () => deviceReport(),
     get_resource_snapshot: () => ({
       cpu_percent: 35,
@@ -478,6 +529,51 @@ describe('Train page', () => {
     app.upsertJob(makeJob({ id: 70, kind: 'train', state: 'running', progress: 0.105 }));
     await waitFor(() => expect(screen.getByTestId('training-run')).toHaveTextContent('batch 4'));
     expect(be.argsOf('list_trainings').length).toBeGreaterThan(before);
+  });
+});
+
+describe('Pretrained base models', () => {
+  it('says before Start that Auto would train from scratch without them, and downloads them', async () => {
+    const be = backend({
+      list_datasets: () => [makeDataset()],
+      list_assets: () => assetList(pretrainedAssets('missing')),
+      download_assets: (a: { names: string[] }) =>
+        a.names.map((name, i) => makeJob({ id: 80 + i, kind: 'download', state: 'queued', params: { asset: name } })),
+    });
+    render(Train);
+    const notice = await screen.findByTestId('pretrained-missing');
+    expect(within(notice).getAllByTestId('pretrained-missing-file').map((f) => f.textContent)).toEqual([
+      'pretrained_v2/f0G40k.pth',
+      'pretrained_v2/f0D40k.pth',
+    ]);
+    expect(notice).toHaveTextContent(
+      "Auto starts from RVC's pretrained model, but the models folder lacks pretrained_v2/f0G40k.pth and pretrained_v2/f0D40k.pth: without them this run trains from scratch",
+    );
+    expect(screen.getByTestId('pretrained-download')).toHaveTextContent('Download (216 MB)');
+    await fireEvent.click(screen.getByTestId('pretrained-download'));
+    await waitFor(() => expect(be.argsOf('download_assets')).toEqual([{ names: ['pretrained-v2-f0G40k', 'pretrained-v2-f0D40k'] }]));
+    expect(await screen.findByTestId('pretrained-progress')).toHaveTextContent('Downloading: 0.0 MB of 216 MB');
+    // From scratch on purpose: nothing to say.
+    await fireEvent.change(screen.getByTestId('training-pretrained'), { target: { value: 'none' } });
+    expect(screen.queryByTestId('pretrained-missing')).toBeNull();
+  });
+
+  it('names the files a catalogue without them cannot download, and says nothing when they are there', async () => {
+    backend({
+      list_datasets: () => [makeDataset({ id: 3, version: 'v1', sample_rate: 32000, f0_method: null }), makeDataset({ id: 4, name: 'Tenor' })],
+    });
+    render(Train);
+    const unlisted = await screen.findByTestId('pretrained-unlisted');
+    expect(within(unlisted).getAllByTestId('pretrained-unlisted-file').map((f) => f.textContent)).toEqual([
+      'pretrained/G32k.pth',
+      'pretrained/D32k.pth',
+    ]);
+    expect(unlisted).toHaveTextContent(
+      "only if the models folder has pretrained/G32k.pth and pretrained/D32k.pth; the asset catalogue has no download for them.",
+    );
+    expect(screen.queryByTestId('pretrained-download')).toBeNull();
+    trainer.selectDataset(4);
+    await waitFor(() => expect(screen.queryByTestId('pretrained-missing')).toBeNull());
   });
 });
 

@@ -2,8 +2,10 @@
 // into what the page shows.
 import { CANCELLABLE_STATES, jobJson } from './api';
 import type {
+  AssetStatus,
   AudioInput,
   DatasetReport,
+  DatasetRow,
   EnhancePreset,
   F0Method,
   Job,
@@ -16,6 +18,7 @@ import type {
   TrainingDefaults,
   TrainingSampleRate,
 } from './api';
+import { usable } from './assets';
 import { isolationMethod, type Isolation } from './clean';
 
 export const SAMPLE_RATES: readonly TrainingSampleRate[] = [32000, 40000, 48000];
@@ -119,6 +122,36 @@ export function trainingRequest(form: TrainingForm, datasetId: number): TrainReq
     batch_size: form.batchSize,
     pretrained: form.pretrained,
     preview_every: form.previewEvery ?? saveEvery,
+  };
+}
+
+/**
+ * The base models `pretrained: 'auto'` starts a dataset's model from, as paths in the models
+ * folder where the backend looks them up (RVC's layout: `pretrained/` for v1, else
+ * `pretrained_v2/`; `f0G40k.pth` the generator of a 40 kHz model with pitch, `D32k.pth` the
+ * discriminator of a 32 kHz one without); null while the dataset's version or rate is unknown.
+ */
+export function pretrainedPaths(dataset: DatasetRow): string[] | null {
+  if (dataset.version === null || dataset.sample_rate === null) return null;
+  const folder = dataset.version === 'v1' ? 'pretrained' : 'pretrained_v2';
+  const pitch = dataset.f0_method === null ? '' : 'f0';
+  const rate = `${Math.floor(dataset.sample_rate / 1000)}k`;
+  return ['G', 'D'].map((network) => `${folder}/${pitch}${network}${rate}.pth`);
+}
+
+/** Which of `paths` a run cannot start from, by the asset catalogue. */
+export interface MissingPretrained {
+  /** Listed but not usable (missing, partial or corrupt): a download brings them. */
+  assets: AssetStatus[];
+  /** Not in the catalogue: nothing says whether the models folder has them. */
+  unlisted: string[];
+}
+
+export function missingPretrained(paths: readonly string[], catalogue: readonly AssetStatus[]): MissingPretrained {
+  const listed = paths.map((path) => ({ path, asset: catalogue.find((a) => a.path === path) }));
+  return {
+    assets: listed.flatMap(({ asset }) => (asset && !usable(asset) ? [asset] : [])),
+    unlisted: listed.flatMap(({ path, asset }) => (asset ? [] : [path])),
   };
 }
 
