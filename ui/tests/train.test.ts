@@ -429,6 +429,63 @@ describe('Train page', () => {
     expect(screen.getByTestId('training-run-resume')).toBeEnabled();
   });
 
+  it('says Stopping, and what it waits for, from the moment Stop is pressed until the run has stopped', async () => {
+    let status: TrainingRow['status'] = 'running';
+    let answerStop: (row: TrainingRow) => void = () => {};
+    const be = backend({
+      list_datasets: () => [makeDataset()],
+      list_trainings: () => [makeRun({ status })],
+      stop_training: () => new Promise<TrainingRow>((resolve) => (answerStop = resolve)),
+    });
+    const job = makeJob({ id: 70, kind: 'train', state: 'running', progress: 0.3, message: 'epoch 61/200 · step 2562 · mel loss 21.40' });
+    app.jobs = [job];
+    render(Train);
+    const run = await screen.findByTestId('training-run');
+    await fireEvent.click(within(run).getByTestId('training-run-stop'));
+    // Before the backend answers.
+    expect(within(run).getByTestId('training-run-stop')).toHaveTextContent('Stopping…');
+    expect(within(run).getByTestId('training-run-stop')).toBeDisabled();
+    expect(within(run).getByTestId('training-run-status')).toHaveTextContent('stopping');
+    expect(within(run).getByTestId('training-run-stopping')).toHaveTextContent(
+      'waiting for the current step to finish and a checkpoint to be saved',
+    );
+    // The backend asks the job to stop; the run runs until its step ends.
+    answerStop(makeRun({ status: 'running' }));
+    app.upsertJob({ ...job, cancel_requested: true, progress: 0.31, message: 'epoch 61/200 · step 2563 · mel loss 21.38' });
+    await waitFor(() => expect(within(run).getByTestId('training-run-report')).toHaveTextContent('step 2563'));
+    expect(within(run).getByTestId('training-run-stop')).toHaveTextContent('Stopping…');
+    expect(trainer.stopAsked).toEqual([9]);
+
+    status = 'stopped';
+    app.upsertJob({ ...job, cancel_requested: true, state: 'cancelled', progress: 0.31 });
+    await waitFor(() => expect(screen.getByTestId('training-run')).toHaveAttribute('data-status', 'stopped'));
+    expect(screen.queryByTestId('training-run-stopping')).toBeNull();
+    expect(screen.queryByTestId('training-run-stop')).toBeNull();
+    expect(screen.getByTestId('training-run-status')).toHaveTextContent('stopped');
+    expect(screen.getByTestId('training-run-resume')).toBeEnabled();
+    expect(trainer.stopAsked).toEqual([]);
+    expect(be.argsOf('stop_training')).toEqual([{ trainingId: 9 }]);
+  });
+
+  it('says Stopping for a run stopped elsewhere, and Stop again when stopping fails', async () => {
+    backend({
+      list_datasets: () => [makeDataset()],
+      list_trainings: () => [makeRun(), makeRun({ id: 10, job_id: 71 })],
+      stop_training: () => {
+        throw 'training 10 is stopped: there is nothing to stop';
+      },
+    });
+    app.jobs = [makeJob({ id: 70, kind: 'train', state: 'running', cancel_requested: true })];
+    render(Train);
+    const [stoppedElsewhere, other] = await screen.findAllByTestId('training-run');
+    expect(within(stoppedElsewhere).getByTestId('training-run-stop')).toHaveTextContent('Stopping…');
+    await fireEvent.click(within(other).getByTestId('training-run-stop'));
+    await waitFor(() => expect(app.notices.map((n) => n.text)).toContain('Could not stop the training: training 10 is stopped: there is nothing to stop'));
+    expect(within(other).getByTestId('training-run-stop')).toHaveTextContent(/^Stop$/);
+    expect(within(other).getByTestId('training-run-stop')).toBeEnabled();
+    expect(within(other).queryByTestId('training-run-stopping')).toBeNull();
+  });
+
   it('follows the selected run\'s losses and previews as notifications, fetching them once', async () => {
     const be = backend({
       list_datasets: () => [makeDataset()],

@@ -16,6 +16,7 @@ import { sameInput } from './studio.svelte';
 import { basename } from './format';
 import { defaults } from './defaults.svelte';
 import {
+  ACTIVE_RUN,
   defaultPrepareForm,
   trainingForm,
   prepareParams,
@@ -42,6 +43,9 @@ class TrainerState {
   runId = $state<number | null>(null);
   metrics = $state<TrainingMetric[]>([]);
   previews = $state<TrainingPreview[]>([]);
+  /** Runs whose Stop was pressed here, until they are queued or running no more (a running
+   * one first finishes its step and saves a checkpoint). */
+  stopAsked = $state<number[]>([]);
   /** Dataset jobs queued from this window, oldest first. */
   datasetJobIds = $state<number[]>([]);
   submitting = $state(false);
@@ -126,6 +130,7 @@ class TrainerState {
   async refreshRuns(): Promise<void> {
     try {
       this.runs = await api.listTrainings();
+      this.forgetEndedStops();
       if (!this.selectedRun) {
         this.showRun(this.runs[0]?.id ?? null);
         await this.loadSelectedRun();
@@ -234,9 +239,11 @@ class TrainerState {
   }
 
   async stop(id: number): Promise<void> {
+    if (!this.stopAsked.includes(id)) this.stopAsked.push(id);
     try {
       this.upsertRun(await api.stopTraining(id));
     } catch (err) {
+      this.stopAsked = this.stopAsked.filter((asked) => asked !== id);
       app.reportError(err, 'Could not stop the training');
     }
   }
@@ -263,6 +270,12 @@ class TrainerState {
     const i = this.runs.findIndex((r) => r.id === run.id);
     if (i >= 0) this.runs[i] = run;
     else this.runs.unshift(run);
+    this.forgetEndedStops();
+  }
+
+  private forgetEndedStops() {
+    const ended = (id: number) => !this.runs.some((r) => r.id === id && ACTIVE_RUN.includes(r.status));
+    if (this.stopAsked.some(ended)) this.stopAsked = this.stopAsked.filter((id) => !ended(id));
   }
 
   /** Back to a blank state (tests). */
@@ -282,6 +295,7 @@ class TrainerState {
     this.runId = null;
     this.metrics = [];
     this.previews = [];
+    this.stopAsked = [];
     this.datasetJobIds = [];
     this.submitting = false;
   }
