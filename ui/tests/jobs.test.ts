@@ -163,5 +163,8 @@ describe('Jobs page', () => {
     await waitFor(() => expect(be.argsOf('free_model_cache')).toHaveLength(1));
     await waitFor(() => expect(screen.queryAllByTestId('model-cache-entry')).toHaveLength(0));
     expect(screen.getByTestId('model-cache')).toHaveTextContent('No model is loaded');
+    // The budget is a setting.
+    await fireEvent.click(screen.getByTestId('model-cache-budget'));
+    expect(app.page).toBe('settings');
   });
 });

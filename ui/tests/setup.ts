@@ -12,6 +12,7 @@ import { trainer } from '../src/lib/trainer.svelte';
 import { resources } from '../src/lib/resources.svelte';
 import { defaults } from '../src/lib/defaults.svelte';
 import { assets } from '../src/lib/assets.svelte';
+import { appearance } from '../src/lib/appearance.svelte';
 import { takeUnansweredCommands } from './helpers';
 
 // jsdom has no Web Audio; tests that need it install a fake (see helpers.ts).
@@ -27,6 +28,7 @@ afterEach(() => {
   resources.reset();
   defaults.reset();
   assets.reset();
+  appearance.reset();
   clearMocks();
   localStorage.clear();
   vi.useRealTimers();

@@ -634,36 +634,25 @@ describe('Pretrained base models', () => {
   });
 });
 
-describe('Device settings', () => {
-  it('puts dataset preparation on the second GPU', async () => {
-    const be = backend({
-      list_datasets: () => [makeDataset()],
-      get_device_report: () => deviceReport(),
-      set_devices: (args) => {
-        const { device, extractionDevice } = args as { device: string; extractionDevice: string };
-        return deviceReport({ device, extraction_device: extractionDevice, extraction: extractionDevice || 'cuda:0' });
-      },
-    });
+describe('Devices on the Train page', () => {
+  it('says in one line where training and preparation run, and leads to Settings to change it', async () => {
+    backend({ get_device_report: () => deviceReport({ extraction_device: 'cuda:1', extraction: 'cuda:1' }) });
+    app.page = 'train';
     render(Train);
-    const extraction = await screen.findByTestId('device-extraction');
-    expect(screen.getByTestId('device-main')).toHaveTextContent('Auto (cuda:0)');
-    expect(screen.getByTestId('device-settings')).toHaveTextContent('dataset prepares while a model trains');
-    await fireEvent.change(extraction, { target: { value: 'cuda:1' } });
-    await waitFor(() => expect(be.argsOf('set_devices')).toEqual([{ device: '', extractionDevice: 'cuda:1' }]));
-    await waitFor(() => expect(screen.getByTestId('device-extraction')).toHaveValue('cuda:1'));
+    const summary = await screen.findByTestId('device-summary');
+    await waitFor(() => expect(summary).toHaveTextContent('Trains on cuda:0, prepares datasets on cuda:1.'));
+    expect(screen.queryByTestId('device-settings')).toBeNull();
+    await fireEvent.click(screen.getByTestId('device-summary-settings'));
+    expect(app.page).toBe('settings');
   });
 
-  it('says the CPU does the work when there is no GPU, and shows a missing device', async () => {
-    backend({ get_device_report: () => deviceReport({ available: ['cpu'], main: 'cpu', extraction: 'cpu' }) });
-    const first = render(Train);
-    expect(await screen.findByTestId('devices-cpu-only')).toHaveTextContent('No GPU seen');
-    first.unmount();
+  it('shows a missing device', async () => {
     backend({
       get_device_report: () =>
         deviceReport({ extraction_device: 'cuda:1', available: ['cpu', 'cuda:0'], main: null, extraction: null,
           problem: 'setting extraction_device: device `cuda:1` asked for, but libtorch sees 1 CUDA device(s)' }),
     });
     render(Train);
-    expect(await screen.findByTestId('devices-problem')).toHaveTextContent('setting extraction_device');
+    expect(await screen.findByTestId('device-summary-problem')).toHaveTextContent('setting extraction_device');
   });
 });

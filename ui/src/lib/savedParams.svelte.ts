@@ -1,7 +1,7 @@
-// The voice parameters the user set, kept in localStorage (the webview keeps it for the app) so
-// the Convert, Cover and Live pages open with them after a restart. Each saved field goes over
-// the backend's default only when it is of its field's type: a corrupt or outdated entry leaves
-// the defaults.
+// The voice parameters and the appearance the user set, kept in localStorage (the webview keeps
+// it for the app) so the Convert, Cover and Live pages and the theme are as they were after a
+// restart. Each saved field goes over its default (the backend's, for the voice parameters) only
+// when it is of its field's type: a corrupt or outdated entry leaves the defaults.
 import { F0_METHODS, type Autotune, type Scale, type StreamParams, type Unvoiced, type VoiceParams } from './api';
 
 /** Per field, whether a saved value is of the field's type. */
@@ -61,6 +61,17 @@ const STREAM_FIELDS: FieldChecks<StreamParams> = {
   output_denoise: isBoolean,
 };
 
+export type Theme = 'system' | 'light' | 'dark';
+export const THEMES: readonly Theme[] = ['system', 'light', 'dark'];
+
+export interface Appearance {
+  theme: Theme;
+}
+
+const APPEARANCE_FIELDS: FieldChecks<Appearance> = {
+  theme: oneOf(THEMES),
+};
+
 class SavedParams<T extends object> {
   constructor(
     readonly key: string,
@@ -84,17 +95,20 @@ class SavedParams<T extends object> {
     return restored;
   }
 
+  save(params: T): void {
+    try {
+      localStorage.setItem(this.key, JSON.stringify(params));
+    } catch {
+      // Storage full or turned off: the parameters last until the app closes.
+    }
+  }
+
   /** Saves what `read` gives (null: nothing to save yet) now and whenever it changes. */
   follow(read: () => T | null): void {
     $effect.root(() => {
       $effect(() => {
         const params = read();
-        if (params === null) return;
-        try {
-          localStorage.setItem(this.key, JSON.stringify(params));
-        } catch {
-          // Storage full or turned off: the parameters last until the app closes.
-        }
+        if (params !== null) this.save(params);
       });
     });
   }
@@ -104,3 +118,5 @@ class SavedParams<T extends object> {
 export const savedVoiceParams = new SavedParams('timbre.voiceParams', VOICE_FIELDS);
 /** The Live page's parameters (`live.params`). */
 export const savedStreamParams = new SavedParams('timbre.streamParams', STREAM_FIELDS);
+/** The Settings page's Appearance section (`appearance`). */
+export const savedAppearance = new SavedParams('timbre.appearance', APPEARANCE_FIELDS);

@@ -5,7 +5,8 @@ import { JOB_TITLES, TERMINAL_STATES, errorMessage } from './api';
 import { player, type PlaybackState } from './player';
 import { plural } from './format';
 
-export type Page = 'library' | 'record' | 'live' | 'convert' | 'compare' | 'clean' | 'cover' | 'train' | 'models' | 'jobs';
+export type Page =
+  'library' | 'record' | 'live' | 'convert' | 'compare' | 'clean' | 'cover' | 'train' | 'models' | 'jobs' | 'settings';
 export type NoticeLevel = 'error' | 'info' | 'success';
 
 export interface Notice {
