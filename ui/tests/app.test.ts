@@ -202,6 +202,17 @@ describe('App shell', () => {
     expect(be.argsOf('list_models')).toEqual([]);
   });
 
+  it('announces the end of a voice import that ended before the command that queued it answered', async () => {
+    mockBackend({
+      import_voice: () => {
+        app.handleEvent({ type: 'job', job: makeJob({ id: 77, kind: 'voice_import', state: 'failed', error: '/m/x.pth: not an RVC model' }) });
+        return 77;
+      },
+    });
+    await studio.importVoice('/m/x.pth');
+    expect(app.notices.map((n) => [n.level, n.text])).toEqual([['error', 'Voice import failed: /m/x.pth: not an RVC model']]);
+  });
+
   it('subscribes once and applies live events', async () => {
     let takes = [makeTake({ id: 1, name: 'First' })];
     const be = mockBackend({
