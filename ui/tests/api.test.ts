@@ -4,6 +4,22 @@ import { clearMocks } from '@tauri-apps/api/mocks';
 import * as api from '../src/lib/api';
 import { mockBackend, makeTake } from './helpers';
 
+describe('voice import', () => {
+  it('has one route: nothing in the UI calls import_model', () => {
+    const sources = import.meta.glob<string>('../src/**/*.{ts,svelte}', { query: '?raw', import: 'default', eager: true });
+    expect(Object.keys(sources).length).toBeGreaterThan(50);
+    expect(Object.keys(sources).filter((file) => /import_model|importModel/.test(sources[file]))).toEqual([]);
+  });
+
+  it('sends the source and the index in the request of import_voice', async () => {
+    const be = mockBackend({ import_voice: () => 9 });
+    await expect(api.importVoice('/m/a.pth', '/m/added_a_v2.index')).resolves.toBe(9);
+    expect(be.argsOf('import_voice')).toEqual([
+      { request: { source: '/m/a.pth', index: '/m/added_a_v2.index', use_index: null, name: null, voice_id: null } },
+    ]);
+  });
+});
+
 describe('api argument mapping', () => {
   it('sends camelCase argument keys to snake_case commands', async () => {
     const take = makeTake({ id: 7, name: 'New' });

@@ -16,6 +16,7 @@ import {
   makeTake,
   makeVoice,
   mockBackend,
+  voiceImport,
 } from './helpers';
 
 /** What the shell asks for at start: an empty library, the essential models present. */
@@ -110,12 +111,12 @@ describe('App shell', () => {
     expect(await screen.findByText('Importing 1 file into Alto…')).toBeInTheDocument();
   });
 
-  it('routes a drop by extension: a .pth with its .index becomes a model, audio an import', async () => {
+  it('routes a drop by extension: a .pth with its .index and a folder are voice imports, audio an import', async () => {
     const be = mockBackend(
       {
         ...SHELL,
         import_files: () => 43,
-        import_model: () => makeModel({ id: 5, name: 'Ada', version: 'v1', sample_rate: 40000, index_sha256: 'aa' }),
+        import_voice: () => 44 + be.argsOf('import_voice').length,
       },
       { windows: true },
     );
@@ -125,10 +126,13 @@ describe('App shell', () => {
       await emit('tauri://drag-enter', { paths: ['/m/ada.pth'], position: { x: 1, y: 1 } });
       expect(screen.getByTestId('drop-overlay')).toBeInTheDocument();
     });
-    await emit('tauri://drag-drop', { paths: ['/m/ada.pth', '/m/added_ada_v1.index', '/in/a.wav'], position: { x: 5, y: 5 } });
-    await waitFor(() => expect(be.argsOf('import_model')).toEqual([{ weights: '/m/ada.pth', index: '/m/added_ada_v1.index', name: null, voiceId: null }]));
+    await emit('tauri://drag-drop', { paths: ['/m/ada.pth', '/m/added_ada_v1.index', '/in/a.wav', '/dl/Tenor'], position: { x: 5, y: 5 } });
+    await waitFor(() =>
+      expect(be.argsOf('import_voice')).toEqual([voiceImport('/m/ada.pth', '/m/added_ada_v1.index'), voiceImport('/dl/Tenor')]),
+    );
     await waitFor(() => expect(be.argsOf('import_files')).toEqual([{ paths: ['/in/a.wav'], voiceId: null }]));
-    expect(await screen.findByText('Imported model "Ada" (v1, 40 kHz, with index)')).toBeInTheDocument();
+    expect(await screen.findByText('Importing voices from ada.pth…')).toBeInTheDocument();
+    expect(screen.getByText('Importing voices from Tenor…')).toBeInTheDocument();
 
     // On the Convert page dropped audio becomes inputs instead of takes.
     await fireEvent.click(screen.getByTestId('nav-convert'));
@@ -157,8 +161,7 @@ describe('App shell', () => {
       expect(screen.getByTestId('drop-overlay')).toBeInTheDocument();
     });
     await emit('tauri://drag-drop', { paths: ['/dl/Alto voices.zip'], position: { x: 5, y: 5 } });
-    const request = (source: string) => ({ request: { source, index: null, use_index: null, name: null, voice_id: null } });
-    await waitFor(() => expect(be.argsOf('import_voice')).toEqual([request('/dl/Alto voices.zip')]));
+    await waitFor(() => expect(be.argsOf('import_voice')).toEqual([voiceImport('/dl/Alto voices.zip')]));
     expect(await screen.findByText('Importing voices from Alto voices.zip…')).toBeInTheDocument();
 
     // A link pasted elsewhere than the Models page, or into a text field, is left alone.
@@ -177,7 +180,7 @@ describe('App shell', () => {
     field.remove();
     expect(be.argsOf('import_voice')).toHaveLength(1);
     paste(document.body, `  ${link}\n`);
-    await waitFor(() => expect(be.argsOf('import_voice')).toEqual([request('/dl/Alto voices.zip'), request(link)]));
+    await waitFor(() => expect(be.argsOf('import_voice')).toEqual([voiceImport('/dl/Alto voices.zip'), voiceImport(link)]));
 
     models = [makeModel({ id: 3, name: 'Alto' })];
     const channel = be.argsOf('subscribe_notifications')[0].onEvent;
@@ -200,6 +203,17 @@ describe('App shell', () => {
     app.handleEvent({ type: 'job', job: makeJob({ id: 77, kind: 'voice_import', state: 'succeeded' }) });
     await Promise.resolve();
     expect(be.argsOf('list_models')).toEqual([]);
+  });
+
+  it('announces the end of a voice import that ended before the command that queued it answered', async () => {
+    mockBackend({
+      import_voice: () => {
+        app.handleEvent({ type: 'job', job: makeJob({ id: 77, kind: 'voice_import', state: 'failed', error: '/m/x.pth: not an RVC model' }) });
+        return 77;
+      },
+    });
+    await studio.importVoice('/m/x.pth');
+    expect(app.notices.map((n) => [n.level, n.text])).toEqual([['error', 'Voice import failed: /m/x.pth: not an RVC model']]);
   });
 
   it('subscribes once and applies live events', async () => {

@@ -5,8 +5,7 @@ describe('planDrop', () => {
   it('pairs a lone .pth with the index dropped beside it and keeps audio apart', () => {
     expect(planDrop(['/in/voice.PTH', '/in/a.wav', '/in/added_IVF51_Flat_nprobe_1_x_v1.index', '/in/b.flac'])).toEqual({
       audio: ['/in/a.wav', '/in/b.flac'],
-      models: [{ weights: '/in/voice.PTH', index: '/in/added_IVF51_Flat_nprobe_1_x_v1.index' }],
-      archives: [],
+      voices: [{ source: '/in/voice.PTH', index: '/in/added_IVF51_Flat_nprobe_1_x_v1.index' }],
       strayIndexes: [],
     });
   });
@@ -19,21 +18,27 @@ describe('planDrop', () => {
       '/m/added_IVF128_Flat_nprobe_1_alto_v1.index',
       '/m/added_IVF9_Flat_nprobe_1_tenor_v2.index',
     ]);
-    expect(plan.models).toEqual([
-      { weights: '/m/alto.pth', index: '/m/added_IVF128_Flat_nprobe_1_alto_v1.index' },
-      { weights: '/m/alto_v2.pth', index: '/m/added_IVF256_Flat_nprobe_1_alto_v2_v2.index' },
+    expect(plan.voices).toEqual([
+      { source: '/m/alto.pth', index: '/m/added_IVF128_Flat_nprobe_1_alto_v1.index' },
+      { source: '/m/alto_v2.pth', index: '/m/added_IVF256_Flat_nprobe_1_alto_v2_v2.index' },
     ]);
     expect(plan.strayIndexes).toEqual(['/m/added_IVF9_Flat_nprobe_1_tenor_v2.index']);
   });
 
   it('reports an index dropped without a model', () => {
-    expect(planDrop(['/m/x.index'])).toEqual({ audio: [], models: [], archives: [], strayIndexes: ['/m/x.index'] });
+    expect(planDrop(['/m/x.index'])).toEqual({ audio: [], voices: [], strayIndexes: ['/m/x.index'] });
   });
 
-  it('keeps voice archives apart from audio', () => {
-    const plan = planDrop(['/d/Voices.ZIP', '/d/take.wav']);
-    expect(plan.archives).toEqual(['/d/Voices.ZIP']);
-    expect(plan.audio).toEqual(['/d/take.wav']);
+  it('imports voice archives and folders (paths without an extension) as voices, apart from audio', () => {
+    expect(planDrop(['/d/Voices.ZIP', '/d/take.wav', '/d/RVC weights', '/d/added_IVF1_Flat_tenor_v2.index'])).toEqual({
+      audio: ['/d/take.wav'],
+      voices: [
+        { source: '/d/Voices.ZIP', index: null },
+        { source: '/d/RVC weights', index: null },
+      ],
+      // A .zip or a folder is paired by the backend from what it holds, not with a dropped index.
+      strayIndexes: ['/d/added_IVF1_Flat_tenor_v2.index'],
+    });
   });
 });
 

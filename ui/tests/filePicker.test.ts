@@ -5,7 +5,7 @@ import Convert from '../src/pages/Convert.svelte';
 import Models from '../src/pages/Models.svelte';
 import { app } from '../src/lib/stores.svelte';
 import { studio } from '../src/lib/studio.svelte';
-import { doctorReport, makeJob, makeModel, mockBackend } from './helpers';
+import { doctorReport, makeJob, makeModel, mockBackend, voiceImport } from './helpers';
 
 /** The dialog plugin's command, answered with `picked` (null: cancelled), and an empty library. */
 const dialog = (picked: string[] | string | null) => ({
@@ -71,28 +71,45 @@ describe('Browse buttons (the native file dialog)', () => {
     ]);
   });
 
-  it('fills the model import form from the dialog and imports both files', async () => {
-    const picks = ['/home/me/voice.pth', '/home/me/added_IVF1_Flat_voice_v2.index'];
+  it('fills the voice import form from the dialogs: a .zip or a .pth with its index, or a folder, each imported', async () => {
+    const picks = ['/home/me/voices.zip', '/home/me/RVC/weights', '/home/me/voice.pth', '/home/me/added_IVF1_Flat_voice_v2.index'];
     const be = mockBackend({
       list_models: () => [],
       list_assets: () => ({ models_dir: '/data/models', catalog: 'test', assets: [] }),
       get_doctor_report: () => doctorReport([]),
       'plugin:dialog|open': () => picks.shift(),
-      import_model: () => makeModel({ id: 3, name: 'voice' }),
+      import_voice: () => 5 + be.argsOf('import_voice').length,
     });
     render(Models);
-    await fireEvent.click(screen.getByTestId('model-import-browse-weights'));
-    await waitFor(() => expect(screen.getByTestId('model-import-weights')).toHaveValue('/home/me/voice.pth'));
+    const source = screen.getByTestId('model-import-source');
+    async function importPicked() {
+      await fireEvent.click(screen.getByTestId('model-import-submit'));
+      await waitFor(() => expect(source).toHaveValue(''));
+    }
+    await fireEvent.click(screen.getByTestId('model-import-browse-file'));
+    await waitFor(() => expect(source).toHaveValue('/home/me/voices.zip'));
+    await importPicked();
+    await fireEvent.click(screen.getByTestId('model-import-browse-folder'));
+    await waitFor(() => expect(source).toHaveValue('/home/me/RVC/weights'));
+    await importPicked();
+    await fireEvent.click(screen.getByTestId('model-import-browse-file'));
+    await waitFor(() => expect(source).toHaveValue('/home/me/voice.pth'));
     await fireEvent.click(screen.getByTestId('model-import-browse-index'));
     await waitFor(() =>
       expect(screen.getByTestId('model-import-index')).toHaveValue('/home/me/added_IVF1_Flat_voice_v2.index'),
     );
-    expect(be.argsOf('plugin:dialog|open').map((a) => a.options.filters[0].extensions)).toEqual([['pth'], ['index']]);
-    await fireEvent.click(screen.getByTestId('model-import-submit'));
-    await waitFor(() => expect(be.argsOf('import_model')).toHaveLength(1));
-    expect(be.argsOf('import_model')[0]).toMatchObject({
-      weights: '/home/me/voice.pth',
-      index: '/home/me/added_IVF1_Flat_voice_v2.index',
-    });
+    await importPicked();
+    expect(be.argsOf('import_voice')).toEqual([
+      voiceImport('/home/me/voices.zip'),
+      voiceImport('/home/me/RVC/weights'),
+      voiceImport('/home/me/voice.pth', '/home/me/added_IVF1_Flat_voice_v2.index'),
+    ]);
+    const dialogs = be.argsOf('plugin:dialog|open').map(({ options }) => [options.directory, options.filters?.[0].extensions]);
+    expect(dialogs).toEqual([
+      [false, ['pth', 'zip']],
+      [true, undefined],
+      [false, ['pth', 'zip']],
+      [false, ['index']],
+    ]);
   });
 });

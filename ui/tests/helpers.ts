@@ -90,6 +90,11 @@ export function makeVoice(over: Partial<Voice> = {}): Voice {
   return { id: 1, name: 'Alto', created_at: '2026-11-01T09:00:00Z', take_count: 1, ...over };
 }
 
+/** The arguments `import_voice` gets for a source (and the index to import with it). */
+export function voiceImport(source: string, index: string | null = null) {
+  return { request: { source, index, use_index: null, name: null, voice_id: null } };
+}
+
 export function makeJob(over: Partial<Job> = {}): Job {
   return {
     id: 1,

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { fireEvent, render, screen, waitFor, within } from '@testing-library/svelte';
 import Models from '../src/pages/Models.svelte';
 import { app } from '../src/lib/stores.svelte';
-import { assetList, doctorReport, essentialAssets, makeModel, mockBackend } from './helpers';
+import { assetList, doctorReport, essentialAssets, makeJob, makeModel, mockBackend, voiceImport } from './helpers';
 
 const ada = makeModel({ id: 1, name: 'Ada', version: 'v2', sample_rate: 40000, f0: true, index_sha256: null });
 const bo = makeModel({
@@ -51,22 +51,67 @@ describe('Models page', () => {
     expect(files[1]).toHaveTextContent('convert (rmvpe f0)');
   });
 
-  it('imports by path, renames, attaches an index and deletes after confirmation', async () => {
+  it('imports what the Voice field is given (a link, a .zip, a .pth with its index) as voice_import jobs, and lists the models when one succeeds', async () => {
+    let models = [ada, bo];
     const be = backend({
-      import_model: (a) => makeModel({ id: 3, name: 'Cy', index_sha256: a.index ? 'ee'.repeat(32) : null }),
+      list_models: () => models,
+      import_voice: () => 70 + be.argsOf('import_voice').length,
+    });
+    render(Models);
+    await waitFor(() => expect(screen.getAllByTestId('model-row')).toHaveLength(2));
+    const source = screen.getByTestId('model-import-source');
+    const index = screen.getByTestId('model-import-index');
+    expect(source).toHaveAttribute('placeholder', '.pth, .zip, folder or https://… link');
+    async function importTyped(voice: string, indexPath = '') {
+      await fireEvent.input(source, { target: { value: voice } });
+      await fireEvent.input(index, { target: { value: indexPath } });
+      await fireEvent.click(screen.getByTestId('model-import-submit'));
+      await waitFor(() => expect(source).toHaveValue(''));
+    }
+    const link = 'https://huggingface.co/someone/voices/blob/main/alto.zip';
+    await importTyped(`  ${link}  `);
+    await importTyped('/dl/voices.zip');
+    await importTyped('/m/cy.pth', ' /m/added_IVF1_Flat_cy_v2.index ');
+    expect(index).toHaveValue('');
+    expect(be.argsOf('import_voice')).toEqual([
+      voiceImport(link),
+      voiceImport('/dl/voices.zip'),
+      voiceImport('/m/cy.pth', '/m/added_IVF1_Flat_cy_v2.index'),
+    ]);
+    expect(app.notices.map((n) => n.text)).toEqual([
+      'Importing voices from alto.zip…',
+      'Importing voices from voices.zip…',
+      'Importing voices from cy.pth…',
+    ]);
+
+    app.handleEvent({ type: 'job', job: makeJob({ id: 73, kind: 'voice_import', state: 'running' }) });
+    expect(await screen.findByTestId('model-importing')).toHaveTextContent('importing…');
+    models = [...models, makeModel({ id: 3, name: 'Cy' })];
+    app.handleEvent({
+      type: 'job',
+      job: makeJob({ id: 73, kind: 'voice_import', state: 'succeeded', message: '1 voice model(s) imported from /m/cy.pth' }),
+    });
+    await waitFor(() => expect(screen.getAllByTestId('model-row')).toHaveLength(3));
+    expect(screen.queryByTestId('model-importing')).toBeNull();
+    // The backend's pairing message is the failed import's notice.
+    const ambiguous = '/dl/voices.zip: 2 indexes fit the voice alto.pth: old/added_a.index (768-d), new/added_b.index (768-d)';
+    app.handleEvent({ type: 'job', job: makeJob({ id: 72, kind: 'voice_import', state: 'failed', error: ambiguous }) });
+    // Each ended import's notice is replaced by how it ended.
+    expect(app.notices.map((n) => n.text)).toEqual([
+      'Importing voices from alto.zip…',
+      'Voice import finished: 1 voice model(s) imported from /m/cy.pth',
+      `Voice import failed: ${ambiguous}`,
+    ]);
+  });
+
+  it('renames, attaches an index and deletes after confirmation', async () => {
+    const be = backend({
       rename_model: (a) => ({ ...ada, name: a.name }),
       attach_model_index: () => ({ ...ada, index_sha256: '34'.repeat(32) }),
       delete_model: () => null,
     });
     render(Models);
     await waitFor(() => expect(screen.getAllByTestId('model-row')).toHaveLength(2));
-
-    await fireEvent.input(screen.getByTestId('model-import-weights'), { target: { value: '/m/cy.pth' } });
-    await fireEvent.input(screen.getByTestId('model-import-index'), { target: { value: '/m/cy.index' } });
-    await fireEvent.click(screen.getByTestId('model-import-submit'));
-    await waitFor(() => expect(screen.getAllByTestId('model-row')).toHaveLength(3));
-    expect(be.argsOf('import_model')).toEqual([{ weights: '/m/cy.pth', index: '/m/cy.index', name: null, voiceId: null }]);
-    expect(app.notices.map((n) => n.text)).toContain('Imported model "Cy" (v2, 40 kHz, with index)');
 
     await fireEvent.click(within(row('Ada')).getByTestId('model-rename'));
     const input = within(row('Ada')).getByTestId('model-rename-input');
@@ -85,23 +130,25 @@ describe('Models page', () => {
     expect(be.argsOf('delete_model')).toEqual([]);
     await fireEvent.click(within(row('Bo')).getByTestId('model-delete-confirm'));
     await waitFor(() => expect(be.argsOf('delete_model')).toEqual([{ id: 2 }]));
-    await waitFor(() => expect(screen.getAllByTestId('model-row')).toHaveLength(2));
+    await waitFor(() => expect(screen.getAllByTestId('model-row')).toHaveLength(1));
   });
 
-  it('shows the backend message when an import is refused', async () => {
+  it('shows the backend message when an import is refused, and keeps what was typed', async () => {
     backend({
-      import_model: () => {
-        throw { kind: 'invalid_input', message: '/m/bad.pth: not an RVC model' };
+      import_voice: () => {
+        throw { kind: 'not_found', message: '/m/bad.pth: no such file or folder' };
       },
     });
     render(Models);
-    await fireEvent.input(screen.getByTestId('model-import-weights'), { target: { value: '/m/bad.pth' } });
+    await fireEvent.input(screen.getByTestId('model-import-source'), { target: { value: '/m/bad.pth' } });
     await fireEvent.click(screen.getByTestId('model-import-submit'));
     await waitFor(() =>
       expect(app.notices).toContainEqual(
-        expect.objectContaining({ level: 'error', text: 'Could not import bad.pth: /m/bad.pth: not an RVC model' }),
+        expect.objectContaining({ level: 'error', text: 'Could not import bad.pth: /m/bad.pth: no such file or folder' }),
       ),
     );
+    await waitFor(() => expect(screen.getByTestId('model-import-submit')).toBeEnabled());
+    expect(screen.getByTestId('model-import-source')).toHaveValue('/m/bad.pth');
   });
 
   it('blends two chosen models with their weights, and exports one with new info', async () => {

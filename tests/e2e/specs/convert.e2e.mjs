@@ -1,4 +1,4 @@
-// Voice models imported the way a .pth drop does (the `import_model` command), a take converted
+// Voice models imported the way a .pth drop does (the `voice_import` job), a take converted
 // with two of them from the Convert page, then compared: A→B switching keeps the playback
 // position, and a blind ABX vote is recorded. Runs on the tiny random-weight parity fixtures
 // that run.sh links into TIMBRE_MODELS_DIR.
@@ -7,6 +7,7 @@ import path from 'node:path';
 import {
   BACKEND_WORK_TIMEOUT,
   byTestId,
+  importVoice,
   invoke,
   openPage,
   requireEnv,
@@ -40,17 +41,15 @@ describe('convert and compare', () => {
   });
 
   it('imports two voice models as a drop of .pth (+ .index) does', async () => {
-    const pitched = await invoke('import_model', {
-      weights: fixture('synth_v1_f0_40k/model.pth'),
+    const [pitched] = await importVoice({
+      source: fixture('synth_v1_f0_40k/model.pth'),
       index: fixture('index_v1/added_IVF51_Flat_nprobe_1_tiny_v1.index'),
-      name: null,
-      voiceId: null,
     });
     assert.equal(pitched.version, 'v1');
     assert.equal(pitched.sample_rate, 40000);
     assert.equal(pitched.f0, true);
     assert.ok(pitched.index_sha256, 'the index was not attached');
-    const plain = await invoke('import_model', { weights: fixture('synth_v1_nono_32k/model.pth'), index: null, name: null, voiceId: null });
+    const [plain] = await importVoice({ source: fixture('synth_v1_nono_32k/model.pth') });
     assert.equal(plain.sample_rate, 32000);
     assert.equal(plain.f0, false);
     // Both files are named model.pth: name them apart as the Models page's rename does.

@@ -7,6 +7,7 @@ import path from 'node:path';
 import {
   BACKEND_WORK_TIMEOUT,
   byTestId,
+  importVoice,
   invoke,
   openPage,
   requireEnv,
@@ -54,8 +55,8 @@ describe('cover', () => {
   });
 
   it('imports two voices and a song', async () => {
-    const alto = await invoke('import_model', { weights: path.join(parity, 'synth_v1_f0_40k/model.pth'), index: null, name: null, voiceId: null });
-    const tenor = await invoke('import_model', { weights: path.join(parity, 'synth_v1_nono_32k/model.pth'), index: null, name: null, voiceId: null });
+    const [alto] = await importVoice({ source: path.join(parity, 'synth_v1_f0_40k/model.pth') });
+    const [tenor] = await importVoice({ source: path.join(parity, 'synth_v1_nono_32k/model.pth') });
     voices.alto = (await invoke('rename_model', { id: alto.id, name: 'Alto' })).id;
     voices.tenor = (await invoke('rename_model', { id: tenor.id, name: 'Tenor' })).id;
     const song = writeSineWav(path.join(workDir, 'cover-song.wav'), { seconds: 3, freq: 196, amplitude: 0.4 });

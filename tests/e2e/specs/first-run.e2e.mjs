@@ -8,6 +8,7 @@ import path from 'node:path';
 import {
   BACKEND_WORK_TIMEOUT,
   byTestId,
+  importVoice,
   invoke,
   openPage,
   requireEnv,
@@ -78,12 +79,7 @@ describe('first run', () => {
   });
 
   it('converts with RMVPE on the downloaded files', async () => {
-    const model = await invoke('import_model', {
-      weights: path.join(parity, 'synth_v1_f0_40k/model.pth'),
-      index: null,
-      name: 'First run voice',
-      voiceId: null,
-    });
+    const [model] = await importVoice({ source: path.join(parity, 'synth_v1_f0_40k/model.pth'), name: 'First run voice' });
     const source = writeSineWav(path.join(workDir, 'first-run-source.wav'), { seconds: 2, freq: 220, amplitude: 0.4 });
     const imported = await waitForJob(await invoke('import_files', { paths: [source], voiceId: null }));
     assert.equal(imported.state, 'succeeded', `the import failed: ${imported.error}`);

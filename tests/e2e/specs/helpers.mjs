@@ -118,6 +118,16 @@ export async function waitForJob(id, timeout = BACKEND_WORK_TIMEOUT) {
 }
 
 /**
+ * Imports voices as the Models page's form and a drop do (a `voice_import` job; `request` holds
+ * `source` and any of `index`, `use_index`, `name`, `voice_id`) and returns the models imported.
+ */
+export async function importVoice(request) {
+  const job = await waitForJob(await invoke('import_voice', { request }));
+  assert.equal(job.state, 'succeeded', `the voice import of ${request.source} failed: ${job.error}`);
+  return job.result.models;
+}
+
+/**
  * Inside the page: fetches a take's audio with `get_take_audio` and returns facts about it
  * (no bytes cross WebDriver): RIFF/WAVE header, byte length, and a Web Audio decode
  * (duration, sample rate, channels; of the first channel: RMS, peak, the frequency of a

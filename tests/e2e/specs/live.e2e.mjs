@@ -8,7 +8,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { byTestId, invoke, openPage, requireEnv, screenshot, visibleErrors, waitFor, waitForApp, writeSineWav } from './helpers.mjs';
+import { byTestId, importVoice, invoke, openPage, requireEnv, screenshot, visibleErrors, waitFor, waitForApp, writeSineWav } from './helpers.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const parity = requireEnv('E2E_PARITY_DIR');
@@ -26,7 +26,7 @@ function pulseEnv() {
 /** A model of the fixtures already in the library (the convert spec imports them), else imported now. */
 async function fixtureModel(weights, index, matches) {
   const found = (await invoke('list_models')).find(matches);
-  return found ?? invoke('import_model', { weights: fixture(weights), index: index && fixture(index), name: null, voiceId: null });
+  return found ?? (await importVoice({ source: fixture(weights), index: index && fixture(index) }))[0];
 }
 
 async function status() {

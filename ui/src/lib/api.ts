@@ -293,12 +293,12 @@ export const measureLiveLatency = (input: string | null, output: string | null, 
 
 // ---- voice models ----
 export const listModels = () => call<VoiceModel[]>('list_models');
-/** Loads the .pth to check it (a second or two), then copies it (and its index) into the library. */
-export const importModel = (weights: string, index: string | null, name: string | null = null) =>
-  call<VoiceModel>('import_model', { weights, index, name, voiceId: null });
-/** Queues the import of the voices of a .zip, a folder or a link (a `voice_import` job) and resolves to its id. */
-export const importVoice = (source: string) => {
-  const request: VoiceImportRequest = { source, index: null, use_index: null, name: null, voice_id: null };
+/**
+ * Queues the import of the voices of a .pth, a .zip, a folder or a link (a `voice_import` job,
+ * whose result is a `VoiceImportReport`), with `index` for a source of one voice, and resolves to its id.
+ */
+export const importVoice = (source: string, index: string | null) => {
+  const request: VoiceImportRequest = { source, index, use_index: null, name: null, voice_id: null };
   return call<number>('import_voice', { request });
 };
 export const renameModel = (id: number, name: string) => call<VoiceModel>('rename_model', { id, name });

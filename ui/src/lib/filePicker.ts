@@ -5,7 +5,7 @@ import { open, type DialogFilter } from '@tauri-apps/plugin-dialog';
 export type PickKind = 'audio' | 'model' | 'index' | 'folder';
 
 const AUDIO: DialogFilter = { name: 'Audio', extensions: ['wav', 'flac', 'mp3', 'ogg', 'm4a'] };
-const MODEL: DialogFilter = { name: 'RVC model', extensions: ['pth'] };
+const MODEL: DialogFilter = { name: 'Voice model or archive', extensions: ['pth', 'zip'] };
 const INDEX: DialogFilter = { name: 'Feature index', extensions: ['index'] };
 const ANY: DialogFilter = { name: 'All files', extensions: ['*'] };
 
@@ -18,7 +18,7 @@ interface PickSpec {
 
 const PICKS: Record<PickKind, PickSpec> = {
   audio: { title: 'Add audio files', multiple: true, directory: false, filters: [AUDIO, ANY] },
-  model: { title: 'Choose a voice model', multiple: false, directory: false, filters: [MODEL, ANY] },
+  model: { title: 'Choose a voice model or archive', multiple: false, directory: false, filters: [MODEL, ANY] },
   index: { title: 'Choose a feature index', multiple: false, directory: false, filters: [INDEX, ANY] },
   folder: { title: 'Choose a folder', multiple: false, directory: true, filters: [] },
 };

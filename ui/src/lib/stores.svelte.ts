@@ -191,16 +191,7 @@ class AppState {
     const i = this.jobs.findIndex((j) => j.id === job.id);
     if (i >= 0) this.jobs[i] = job;
     else this.jobs.push(job);
-    const watch = this.watched.get(job.id);
-    if (watch && TERMINAL_STATES.includes(job.state)) {
-      this.watched.delete(job.id);
-      if (watch.notice !== null) this.dismiss(watch.notice);
-      const what = JOB_TITLES[job.kind];
-      if (job.state === 'succeeded') this.notify(`${what} finished${job.message ? `: ${job.message}` : ''}`, 'success');
-      else if (job.state === 'failed') this.notify(`${what} failed: ${job.error ?? job.message}`, 'error');
-      else this.notify(`${what} ${job.state}`, 'info');
-      watch.onEnd?.(job);
-    }
+    this.announceEnd(job);
   }
 
   /** Announces how the job ends, then runs `onEnd` with it; `started`, when given, is shown
@@ -208,6 +199,22 @@ class AppState {
   watchJob(id: number, started?: string, onEnd?: (job: Job) => void) {
     const notice = started ? this.notify(started, 'info', { label: 'View job', run: () => (this.page = 'jobs') }) : null;
     this.watched.set(id, { notice, onEnd });
+    // A job that fails at once can report its end before the command that queued it answers.
+    const known = this.jobs.find((j) => j.id === id);
+    if (known) this.announceEnd(known);
+  }
+
+  /** The end of a watched job: its notice replaced by how it ended, then its `onEnd`. */
+  private announceEnd(job: Job) {
+    const watch = this.watched.get(job.id);
+    if (!watch || !TERMINAL_STATES.includes(job.state)) return;
+    this.watched.delete(job.id);
+    if (watch.notice !== null) this.dismiss(watch.notice);
+    const what = JOB_TITLES[job.kind];
+    if (job.state === 'succeeded') this.notify(`${what} finished${job.message ? `: ${job.message}` : ''}`, 'success');
+    else if (job.state === 'failed') this.notify(`${what} failed: ${job.error ?? job.message}`, 'error');
+    else this.notify(`${what} ${job.state}`, 'info');
+    watch.onEnd?.(job);
   }
 
   handleEvent = (e: Notification) => {

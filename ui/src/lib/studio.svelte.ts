@@ -33,8 +33,6 @@ export function speakersOf(model: VoiceModel): number {
 class StudioState {
   models = $state<VoiceModel[]>([]);
   modelsLoaded = $state(false);
-  /** Model imports in flight (each loads the .pth to check it). */
-  importingModels = $state(0);
   conversions = $state<Conversion[]>([]);
 
   inputs = $state<AudioInput[]>([]);
@@ -54,6 +52,11 @@ class StudioState {
 
   constructor() {
     savedVoiceParams.follow(() => this.options);
+  }
+
+  /** Voice imports queued or running. */
+  get importingVoices(): number {
+    return app.jobs.filter((j) => j.kind === 'voice_import' && (j.state === 'queued' || j.state === 'running')).length;
   }
 
   /** Whether rmvpe.pt, where conversion looks for it, is usable; null until known. */
@@ -115,26 +118,13 @@ class StudioState {
     }
   }
 
-  async importModel(weights: string, index: string | null): Promise<VoiceModel | null> {
-    this.importingModels++;
+  /**
+   * Imports the voices of a .pth, a .zip, a folder or a link as a job, with `index` for a source
+   * of one voice; the models appear when it succeeds. Resolves to the job's id, null when refused.
+   */
+  async importVoice(source: string, index: string | null = null): Promise<number | null> {
     try {
-      const model = await api.importModel(weights, index);
-      this.upsertModel(model);
-      const details = [model.version, model.sample_rate ? `${model.sample_rate / 1000} kHz` : null, model.index_sha256 ? 'with index' : null];
-      app.notify(`Imported model "${model.name}" (${details.filter(Boolean).join(', ')})`, 'success');
-      return model;
-    } catch (err) {
-      app.reportError(err, `Could not import ${basename(weights)}`);
-      return null;
-    } finally {
-      this.importingModels--;
-    }
-  }
-
-  /** Imports the voices of a .zip, a folder or a link as a job; the models appear when it succeeds. */
-  async importVoice(source: string): Promise<number | null> {
-    try {
-      const jobId = await api.importVoice(source);
+      const jobId = await api.importVoice(source, index);
       app.watchJob(jobId, `Importing voices from ${basename(source)}…`, (job) => {
         if (job.state === 'succeeded') void this.refreshModels();
       });
@@ -197,7 +187,7 @@ class StudioState {
     app.page = 'compare';
   }
 
-  /** A drop anywhere: .pth (+ .index) and .zip become models; audio is imported, or on Convert, Clean and Train becomes inputs. */
+  /** A drop anywhere: .pth (+ .index), .zip and folders are imported as voices; audio is imported, or on Convert, Clean and Train becomes inputs. */
   async routeDrop(paths: string[]): Promise<void> {
     const plan = planDrop(paths);
     if (plan.strayIndexes.length > 0) {
@@ -223,17 +213,13 @@ class StudioState {
         void app.importPaths(plan.audio);
       }
     }
-    await Promise.all([
-      ...plan.models.map((m) => this.importModel(m.weights, m.index)),
-      ...plan.archives.map((a) => this.importVoice(a)),
-    ]);
+    await Promise.all(plan.voices.map((v) => this.importVoice(v.source, v.index)));
   }
 
   /** Back to a blank state (tests). */
   reset() {
     this.models = [];
     this.modelsLoaded = false;
-    this.importingModels = 0;
     this.conversions = [];
     this.inputs = [];
     this.modelIds = [];
