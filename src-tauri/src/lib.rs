@@ -62,7 +62,6 @@ pub fn run() {
             commands::record::stop_recording,
             commands::record::cancel_recording,
             commands::models::list_models,
-            commands::models::import_model,
             commands::models::import_voice,
             commands::models::rename_model,
             commands::models::delete_model,

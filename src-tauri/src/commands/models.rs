@@ -1,6 +1,6 @@
-//! The Models page's voice models: a `.pth` imported with its index, voices imported from a zip,
-//! a folder or a link (the `voice_import` job), and models renamed, deleted, given an index,
-//! blended and exported with their descriptive entries edited.
+//! The Models page's voice models: voices imported from a `.pth` (with its index), a `.zip`, a
+//! folder or a link (the `voice_import` job, the one route the page and drops take), and models
+//! renamed, deleted, given an index, blended and exported with their descriptive entries edited.
 
 use crate::error::CommandResult;
 use crate::state::AppState;
@@ -15,30 +15,6 @@ use timbre_nn::model_info::InfoEdits;
 #[tauri::command]
 pub fn list_models(state: State<'_, AppState>) -> CommandResult<Vec<Model>> {
     Ok(models::list(&state.library().conn())?)
-}
-
-/// Imports a `.pth` (and its `.index`). Loading the weights to check them takes a moment, so it
-/// runs on a blocking thread, never the main one.
-#[tauri::command]
-pub async fn import_model(
-    state: State<'_, AppState>,
-    weights: PathBuf,
-    index: Option<PathBuf>,
-    name: Option<String>,
-    voice_id: Option<i64>,
-) -> CommandResult<Model> {
-    let jobs = Arc::clone(&state.jobs);
-    let model = tauri::async_runtime::spawn_blocking(move || {
-        model_import::import_model(
-            jobs.library(),
-            &weights,
-            index.as_deref(),
-            name.as_deref(),
-            voice_id,
-        )
-    })
-    .await??;
-    Ok(model)
 }
 
 /// Queues the import of the voices of a `.zip`, a folder or a link (the `voice_import` job:
