@@ -115,8 +115,10 @@ describe('first-run panel', () => {
     await assets.start();
     await fireEvent.click(await screen.findByTestId('first-run-cancel'));
     await waitFor(() => expect(be.argsOf('cancel_job')).toEqual([{ id: 5 }]));
-    // Only what is missing is offered.
-    expect(await screen.findByTestId('first-run-get')).toHaveTextContent('RMVPE, about 181 MB');
+    // Only what is missing is named and offered.
+    expect(await screen.findByTestId('first-run-get')).toHaveTextContent('Get the essentials: RMVPE, about 181 MB');
+    expect(screen.getByTestId('first-run')).toHaveTextContent('Conversion needs RMVPE It is not in the models folder yet');
+    expect(screen.getByTestId('first-run')).not.toHaveTextContent('HuBERT');
 
     notify(downloadJob(6, 'rmvpe', { state: 'failed', error: 'rmvpe: every source failed: http://127.0.0.1:9/e2e/rmvpe.pt: 404' }));
     expect(await screen.findByTestId('first-run-error')).toHaveTextContent('404');
