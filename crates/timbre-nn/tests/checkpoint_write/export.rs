@@ -13,7 +13,7 @@ use timbre_nn::synthesizer::{Noise, Synthesizer, SynthesizerConfig, read_model_i
 
 use timbre_test_support::rvc_parity_fixtures;
 
-use crate::{assert_same, tensor_bytes, text};
+use super::{assert_same, tensor_bytes, text};
 
 struct Fixture {
     root: Value,

@@ -9,7 +9,7 @@ use serde_json::Value as Json;
 use timbre_nn::checkpoint::{Value, read_torch_file, write_torch_file};
 use timbre_test_support::reference_python;
 
-use crate::{assert_same, sample, text};
+use super::{assert_same, sample, text};
 
 const SCRIPT: &str = r#"
 import difflib, io, json, pickletools, sys, zipfile, torch

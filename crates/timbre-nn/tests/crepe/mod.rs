@@ -11,10 +11,7 @@ use timbre_audio::{AudioBuffer, SampleFormat};
 use timbre_nn::crepe::{self, Capacity, Crepe};
 use timbre_test_support::{crepe_weights, reference_python};
 
-#[path = "../pitch_inputs/mod.rs"]
-mod pitch_inputs;
-
-use pitch_inputs::{RATE, speech, tone};
+use crate::pitch_inputs::{RATE, speech, tone};
 
 /// Largest difference of the network's output (sigmoids, 0..1) allowed.
 const PROBABILITY_MAX_ABS: f64 = 1e-4;

@@ -10,10 +10,7 @@ use timbre_audio::{AudioBuffer, SampleFormat};
 use timbre_nn::fcpe::{Fcpe, THRESHOLD};
 use timbre_test_support::reference_python;
 
-#[path = "../pitch_inputs/mod.rs"]
-mod pitch_inputs;
-
-use pitch_inputs::{RATE, speech, tone};
+use crate::pitch_inputs::{RATE, speech, tone};
 
 /// Largest difference of the posterior (a sigmoid, 0..1) allowed.
 const LATENT_MAX_ABS: f64 = 1e-5;

@@ -5,13 +5,13 @@ use anyhow::{Context, Result};
 use serde_json::Value as Json;
 use timbre_nn::hubert::{FeatureVersion, Hubert};
 
-use crate::Case;
-use crate::compare::max_abs;
+use super::Case;
+use super::compare::max_abs;
 
 pub fn check(case: &Case, _manifest: &Json) -> Result<String> {
     let tolerance = case.tolerance("max_abs")?;
     let io = case.io()?;
-    let audio = io.get("audio_16k")?.to_device(crate::device());
+    let audio = io.get("audio_16k")?.to_device(super::device());
     let references = [
         (FeatureVersion::V1, "v1", io.get("feats_v1")?),
         (FeatureVersion::V2, "v2", io.get("feats_v2")?),
@@ -20,7 +20,7 @@ pub fn check(case: &Case, _manifest: &Json) -> Result<String> {
     let mut within = true;
     for (key, label) in [("hf_dir", "transformers"), ("fairseq", "fairseq")] {
         let path = case.path(key)?;
-        let model = Hubert::load(&path, crate::device())
+        let model = Hubert::load(&path, super::device())
             .with_context(|| format!("loading the {label} HuBERT"))?;
         for (version, name, reference) in &references {
             let ours = model
@@ -36,6 +36,6 @@ pub fn check(case: &Case, _manifest: &Json) -> Result<String> {
     if within {
         Ok(line)
     } else {
-        crate::fail(format!("out of tolerance: {line}"))
+        super::fail(format!("out of tolerance: {line}"))
     }
 }

@@ -6,8 +6,8 @@ use serde_json::Value as Json;
 use tch::{Kind, Tensor};
 use timbre_nn::index::{IvfFlatIndex, SearchMode};
 
-use crate::Case;
-use crate::compare::max_abs;
+use super::Case;
+use super::compare::max_abs;
 
 fn count(case: &Case, key: &str) -> Result<usize> {
     let value = case.json[key]

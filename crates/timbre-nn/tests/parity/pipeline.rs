@@ -10,8 +10,8 @@ use timbre_nn::rmvpe::Rmvpe;
 use timbre_nn::synthesizer::Synthesizer;
 use timbre_nn::voice::VoiceParams;
 
-use crate::Case;
-use crate::compare::snr_db;
+use super::Case;
+use super::compare::snr_db;
 
 pub fn check(case: &Case, manifest: &Json) -> Result<String> {
     let params = &case.json["params"];
@@ -24,7 +24,7 @@ pub fn check(case: &Case, manifest: &Json) -> Result<String> {
     let input = Vec::<f32>::try_from(io.get("input")?.to_kind(Kind::Float))?;
     let expected = io.get("output_int16")?.to_kind(Kind::Float);
 
-    let model = Synthesizer::load(&case.path("model")?, crate::device())?;
+    let model = Synthesizer::load(&case.path("model")?, super::device())?;
     let version = if model.info().feature_dim == 256 {
         FeatureVersion::V1
     } else {
@@ -34,7 +34,7 @@ pub fn check(case: &Case, manifest: &Json) -> Result<String> {
         Some(_) => case.path("hubert")?,
         None => sibling_file(case, manifest, "hubert", "fairseq")?,
     };
-    let hubert = Hubert::load(&hubert_path, crate::device())?;
+    let hubert = Hubert::load(&hubert_path, super::device())?;
     let f0_method = F0Method::parse(params["f0_method"].as_str().unwrap_or("rmvpe"))?;
     let rmvpe = match f0_method {
         F0Method::Rmvpe => Some(Rmvpe::load(
@@ -42,7 +42,7 @@ pub fn check(case: &Case, manifest: &Json) -> Result<String> {
                 Some(_) => case.path("rmvpe")?,
                 None => sibling_file(case, manifest, "rmvpe", "model")?,
             },
-            crate::device(),
+            super::device(),
         )?),
         _ => None,
     };

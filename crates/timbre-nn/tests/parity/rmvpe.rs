@@ -6,17 +6,17 @@ use serde_json::Value as Json;
 use tch::{Kind, Tensor};
 use timbre_nn::rmvpe::{DEFAULT_THRESHOLD, Rmvpe, decode};
 
-use crate::Case;
-use crate::compare::max_abs;
+use super::Case;
+use super::compare::max_abs;
 
 /// Frames within this much of the threshold may fall either side of it.
 const VOICING_MARGIN: f64 = 1e-3;
 
 pub fn check(case: &Case, _manifest: &Json) -> Result<String> {
     let model_path = case.path("model")?;
-    let model = Rmvpe::load(&model_path, crate::device())?;
+    let model = Rmvpe::load(&model_path, super::device())?;
     let io = case.io()?;
-    let audio = io.get("audio_16k")?.to_device(crate::device());
+    let audio = io.get("audio_16k")?.to_device(super::device());
     let (mel_tol, salience_tol, cents_tol) = (
         case.tolerance("mel_max_abs")?,
         case.tolerance("salience_max_abs")?,
@@ -27,7 +27,7 @@ pub fn check(case: &Case, _manifest: &Json) -> Result<String> {
         .map_or(DEFAULT_THRESHOLD, |t| t as f32);
 
     let mel = model.mel(&audio)?;
-    let reference_mel = io.get("mel")?.to_device(crate::device());
+    let reference_mel = io.get("mel")?.to_device(super::device());
     let mel_err = max_abs(&mel, &reference_mel).context("mel")?;
     anyhow::ensure!(
         mel_err <= mel_tol,
@@ -45,7 +45,7 @@ pub fn check(case: &Case, _manifest: &Json) -> Result<String> {
     );
 
     let reference_f0 = io.get("f0")?.to_kind(Kind::Double);
-    let f0 = crate::compare::on_cpu(&model.f0(&audio, threshold)?);
+    let f0 = super::compare::on_cpu(&model.f0(&audio, threshold)?);
     let (f0_err, voiced, borderline_flips) =
         compare_f0(&f0, &reference_f0, &reference_salience, threshold)?;
     let decoded = decode(&reference_salience, threshold).to_kind(Kind::Double);

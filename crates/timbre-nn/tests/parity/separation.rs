@@ -5,18 +5,18 @@ use anyhow::{Context, Result};
 use serde_json::Value as Json;
 use timbre_nn::separation::{RoformerKind, Separator};
 
-use crate::Case;
-use crate::compare::max_abs;
+use super::Case;
+use super::compare::max_abs;
 
 pub fn check(case: &Case, _manifest: &Json) -> Result<String> {
     let kind: RoformerKind = case.str("kind")?.parse()?;
-    let device = crate::device();
+    let device = super::device();
     let separator = Separator::load_on(
         &case.path("model")?,
         &case.path("config")?,
         Some(kind),
         device,
-        crate::precision().weight_kind(),
+        super::precision().weight_kind(),
     )?;
     let tolerance = case.tolerance("max_abs")?;
     let io = case.io()?;
@@ -42,7 +42,7 @@ pub fn check(case: &Case, _manifest: &Json) -> Result<String> {
         "chunk_output max_abs {chunk_error:.2e}, demix_vocals max_abs {demix_error:.2e} (tol {tolerance:.0e})"
     );
     if chunk_error > tolerance || demix_error > tolerance {
-        return crate::fail(format!("out of tolerance: {measured}"));
+        return super::fail(format!("out of tolerance: {measured}"));
     }
     Ok(measured)
 }

@@ -5,16 +5,16 @@ use anyhow::{Context, Result};
 use serde_json::Value as Json;
 use timbre_nn::synthesizer::{Noise, Synthesizer};
 
-use crate::{Case, compare};
+use super::{Case, compare};
 
 pub fn check(case: &Case, _manifest: &Json) -> Result<String> {
     let model_path = case.path("model")?;
-    let model = Synthesizer::load(&model_path, crate::device())?;
+    let model = Synthesizer::load(&model_path, super::device())?;
     let info = model.info();
     if let Some(sr) = case.json["sr"].as_u64()
         && sr != u64::from(info.sample_rate)
     {
-        return crate::fail(format!(
+        return super::fail(format!(
             "the case says {sr} Hz, the model reads as {} Hz",
             info.sample_rate
         ));
@@ -22,7 +22,7 @@ pub fn check(case: &Case, _manifest: &Json) -> Result<String> {
     if let Some(f0) = case.json["f0"].as_i64()
         && (f0 != 0) != info.f0
     {
-        return crate::fail(format!(
+        return super::fail(format!(
             "the case says f0 {f0}, the model reads as f0 {}",
             info.f0
         ));
@@ -30,7 +30,7 @@ pub fn check(case: &Case, _manifest: &Json) -> Result<String> {
     if let Some(version) = case.json["version"].as_str()
         && version != info.version
     {
-        return crate::fail(format!(
+        return super::fail(format!(
             "the case says {version}, the model reads as {}",
             info.version
         ));
@@ -58,7 +58,7 @@ pub fn check(case: &Case, _manifest: &Json) -> Result<String> {
         info.version, info.sample_rate, info.f0
     );
     if max_abs > max_abs_tol || snr < snr_min {
-        crate::fail(line)
+        super::fail(line)
     } else {
         Ok(line)
     }
