@@ -104,6 +104,27 @@ describe('Models page', () => {
     ]);
   });
 
+  it("warns, when an import succeeds, of a voice the models folder's HuBERT cannot feed", async () => {
+    const be = backend({ import_voice: () => 90 });
+    render(Models);
+    await fireEvent.input(screen.getByTestId('model-import-source'), { target: { value: '/m/wide.pth' } });
+    await fireEvent.click(screen.getByTestId('model-import-submit'));
+    await waitFor(() => expect(be.argsOf('import_voice')).toHaveLength(1));
+    const warning =
+      "wide takes 768-d content features but /data/models/hubert_base.pt gives 64-d ones: get RVC's HuBERT (hubert_base.pt, on the Models page or `timbre assets download hubert`) before converting with it";
+    app.handleEvent({
+      type: 'job',
+      job: makeJob({
+        id: 90,
+        kind: 'voice_import',
+        state: 'succeeded',
+        message: `1 voice model(s) imported from /m/wide.pth; ${warning}`,
+        result: { source: '/m/wide.pth', models: [], skipped: [], warnings: [warning] },
+      }),
+    });
+    await waitFor(() => expect(app.notices.find((n) => n.level === 'warning')?.text).toBe(warning));
+  });
+
   it('renames, attaches an index and deletes after confirmation', async () => {
     const be = backend({
       rename_model: (a) => ({ ...ada, name: a.name }),

@@ -7,7 +7,7 @@ import { plural } from './format';
 
 export type Page =
   'library' | 'record' | 'live' | 'convert' | 'compare' | 'clean' | 'cover' | 'train' | 'models' | 'jobs' | 'settings';
-export type NoticeLevel = 'error' | 'info' | 'success';
+export type NoticeLevel = 'error' | 'warning' | 'info' | 'success';
 
 export interface Notice {
   id: number;
@@ -68,7 +68,7 @@ class AppState {
     if (!existing) this.notices.push({ id, level, text, action });
     const old = this.timers.get(id);
     if (old) clearTimeout(old);
-    const ms = level === 'error' ? ERROR_TIMEOUT_MS : INFO_TIMEOUT_MS;
+    const ms = level === 'error' || level === 'warning' ? ERROR_TIMEOUT_MS : INFO_TIMEOUT_MS;
     this.timers.set(
       id,
       setTimeout(() => this.dismiss(id), ms),

@@ -7,6 +7,7 @@ import type {
   ConvertOptions,
   EffectChain,
   OutputFormat,
+  VoiceImportReport,
   VoiceModel,
 } from './api';
 import { chainToSend } from './effects';
@@ -126,7 +127,10 @@ class StudioState {
     try {
       const jobId = await api.importVoice(source, index);
       app.watchJob(jobId, `Importing voices from ${basename(source)}…`, (job) => {
-        if (job.state === 'succeeded') void this.refreshModels();
+        if (job.state !== 'succeeded') return;
+        void this.refreshModels();
+        // A voice the models folder's HuBERT cannot feed: said now, not at its first conversion.
+        for (const warning of api.jobJson<VoiceImportReport>(job.result)?.warnings ?? []) app.notify(warning, 'warning');
       });
       return jobId;
     } catch (err) {

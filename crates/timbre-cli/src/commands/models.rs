@@ -108,6 +108,9 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
             for skipped in &report.skipped {
                 out.note(&format!("skipped   {}: {}", skipped.file, skipped.reason));
             }
+            for warning in &report.warnings {
+                out.note(&format!("warning   {warning}"));
+            }
             out.print(&report.models, || {
                 report
                     .models

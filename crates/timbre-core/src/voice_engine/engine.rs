@@ -113,11 +113,7 @@ impl Engine {
             )?;
         }
         drop(load_range);
-        let version = if info.feature_dim == 256 {
-            FeatureVersion::V1
-        } else {
-            FeatureVersion::V2
-        };
+        let version = FeatureVersion::of_voice(info.feature_dim);
         let f0_method = info.f0.then_some(request.options.voice.f0_method);
         let started = Instant::now();
         let analysis_range = timbre_nn::profile::range("analysis");

@@ -9,6 +9,7 @@
 
 pub mod archive;
 mod classify;
+mod fit;
 mod folder;
 mod job;
 mod pairing;
@@ -28,6 +29,7 @@ use archive::MemberKind;
 use classify::Weights;
 use pairing::Part;
 use source::Staged;
+use timbre_nn::synthesizer::ModelInfo;
 
 pub use job::{KIND, VoiceImportHandler, submit};
 pub use source::VoiceSource;
@@ -60,6 +62,10 @@ pub struct VoiceImportReport {
     pub source: String,
     pub models: Vec<Model>,
     pub skipped: Vec<SkippedFile>,
+    /// What the imported voices need before they can convert that the models folder lacks (a
+    /// HuBERT of the width they take).
+    #[serde(default)]
+    pub warnings: Vec<String>,
 }
 
 /// A file of the source that was not imported, and why (not a voice model, an index that fits
@@ -73,7 +79,7 @@ pub struct SkippedFile {
 /// A voice found and checked, with the file it was read from.
 struct Voice<'a> {
     file: &'a Staged,
-    info: timbre_nn::synthesizer::ModelInfo,
+    info: ModelInfo,
 }
 
 /// Imports every voice of the request's source with the index that fits it. Nothing is stored
@@ -166,6 +172,7 @@ pub fn import(
     };
 
     let mut models: Vec<Model> = Vec::new();
+    let mut stored: Vec<(String, &ModelInfo)> = Vec::new();
     for (n, (voice, index)) in voices.iter().zip(paired).enumerate() {
         progress(
             n as f64 / voices.len() as f64,
@@ -184,17 +191,18 @@ pub fn import(
             request.voice_id,
         )?;
         if !models.iter().any(|m| m.id == model.id) {
+            stored.push((model.name.clone(), &voice.info));
             models.push(model);
         }
     }
-    progress(
-        1.0,
-        format!("{} voice model(s) imported from {label}", models.len()),
-    )?;
+    let warnings = fit::embedder_warnings(&crate::models_folder::of(library)?, &stored);
+    let imported = format!("{} voice model(s) imported from {label}", models.len());
+    progress(1.0, [imported].into_iter().chain(warnings.clone()).collect::<Vec<_>>().join("; "))?;
     Ok(VoiceImportReport {
         source: label,
         models,
         skipped,
+        warnings,
     })
 }
 

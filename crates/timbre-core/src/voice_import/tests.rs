@@ -372,3 +372,63 @@ fn a_cancel_while_unpacking_stores_nothing_and_leaves_no_files() {
         "the entry unpacked before the cancel is deleted"
     );
 }
+
+#[test]
+fn a_voice_the_models_folders_hubert_cannot_feed_is_flagged_at_import() {
+    let s = Setup::new();
+    let voices = s.file(
+        "voices.zip",
+        &zip_of(&[
+            Item::File("wide/wide.pth", &fixture(V2)),
+            Item::File("narrow/narrow.pth", &fixture(V1)),
+        ]),
+    );
+    // Without a HuBERT there is nothing to measure against: the first-run check names it.
+    assert!(s.import(&voices, None).unwrap().warnings.is_empty());
+
+    // The fixtures' HuBERT: 64 wide, with RVC's 256-wide final_proj.
+    let models = s.library.data_dir().join("models");
+    std::fs::create_dir_all(&models).unwrap();
+    std::fs::write(
+        models.join("hubert_base.pt"),
+        fixture("hubert_tiny/hubert_fairseq.pt"),
+    )
+    .unwrap();
+    let mut messages = Vec::new();
+    let request = VoiceImportRequest {
+        source: voices.display().to_string(),
+        ..Default::default()
+    };
+    let report = import(&s.library, &request, &mut |_, message| {
+        messages.push(message);
+        Ok(())
+    })
+    .unwrap();
+    let hubert = models.join("hubert_base.pt");
+    let expected = format!(
+        "wide takes 768-d content features but {} gives 64-d ones: get RVC's HuBERT \
+         (hubert_base.pt, on the Models page or `timbre assets download hubert`) before \
+         converting with it",
+        hubert.display()
+    );
+    assert_eq!(report.warnings, vec![expected.clone()]);
+    assert_eq!(
+        messages.last().unwrap(),
+        &format!(
+            "2 voice model(s) imported from {}; {expected}",
+            voices.display()
+        )
+    );
+
+    std::fs::write(&hubert, b"not a checkpoint").unwrap();
+    let report = s.import(&voices, None).unwrap();
+    assert_eq!(report.warnings.len(), 1);
+    assert!(
+        report.warnings[0].starts_with(&format!(
+            "{}: cannot be read to check the voices' features",
+            hubert.display()
+        )),
+        "{:?}",
+        report.warnings
+    );
+}

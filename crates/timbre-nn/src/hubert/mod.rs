@@ -37,6 +37,44 @@ pub enum FeatureVersion {
     V2,
 }
 
+impl FeatureVersion {
+    /// The features a voice whose `emb_phone` takes `feature_dim` wide ones was trained on: RVC
+    /// tells v1 from v2 by that width alone.
+    pub fn of_voice(feature_dim: i64) -> Self {
+        if feature_dim == 256 { Self::V1 } else { Self::V2 }
+    }
+}
+
+/// The widths of the features a HuBERT file gives, read without building the network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FeatureWidths {
+    /// `final_proj`'s, when the file has one.
+    pub v1: Option<i64>,
+    /// The last layer's.
+    pub v2: i64,
+}
+
+impl FeatureWidths {
+    /// What the file at `path` (as [`Hubert::load`] takes it) gives.
+    pub fn of_file(path: &Path) -> Result<Self> {
+        let parts = read_parts(path)?;
+        Ok(Self {
+            v1: parts
+                .weights
+                .contains("final_proj.weight")
+                .then_some(parts.config.classifier_proj_size),
+            v2: parts.config.hidden_size,
+        })
+    }
+
+    pub fn of_version(&self, version: FeatureVersion) -> Option<i64> {
+        match version {
+            FeatureVersion::V1 => self.v1,
+            FeatureVersion::V2 => Some(self.v2),
+        }
+    }
+}
+
 /// The encoder layer whose output RVC v1 projects.
 const V1_LAYER: usize = 9;
 

@@ -66,11 +66,7 @@ pub fn convert(
     let hubert = models.hubert.lock();
     let index = models.index.as_ref().map(Shared::lock);
     let info = voice.info();
-    let version = if info.feature_dim == 256 {
-        FeatureVersion::V1
-    } else {
-        FeatureVersion::V2
-    };
+    let version = FeatureVersion::of_voice(info.feature_dim);
     let audio = Tensor::from_slice(audio_16k)
         .view([1, -1])
         .to_device(hubert.device());

@@ -5,4 +5,9 @@ import type { VoiceModel } from "./VoiceModel";
 /**
  * What an import did: the models now in the library and the files it left aside.
  */
-export type VoiceImportReport = { source: string, models: Array<VoiceModel>, skipped: Array<SkippedFile>, };
+export type VoiceImportReport = { source: string, models: Array<VoiceModel>, skipped: Array<SkippedFile>, 
+/**
+ * What the imported voices need before they can convert that the models folder lacks (a
+ * HuBERT of the width they take).
+ */
+warnings: Array<string>, };
