@@ -67,6 +67,7 @@ fn export_contract(dir: &Path) -> Result<(), ts_rs::ExportError> {
         ModelCacheReport,
         timbre_core::input::AudioInput,
         timbre_core::output_format::OutputFormat,
+        timbre_core::library_export::LibraryItem,
         timbre_core::separation::IsolationMethod,
         timbre_core::clean::PreviewRequest,
         timbre_core::derived::SavedTake,

@@ -23,6 +23,8 @@ import {
 const SHELL = {
   list_voices: () => [],
   list_takes: () => [],
+  list_conversions: () => [],
+  list_derived_links: () => [],
   list_jobs: () => [],
   list_models: () => [],
   subscribe_notifications: () => null,

@@ -202,6 +202,7 @@ describe('a job that needs a missing asset', () => {
     app.takes = [makeTake({ id: 7, name: 'Verse' })];
     const be = mockBackend({
       list_models: () => [makeModel()],
+      list_conversions: () => [],
       list_assets: () => assetList(essentialAssets(false, false)),
       download_assets: ({ names }) => names.map((n: string) => downloadJob(30, n, { state: 'running', progress: 0.25 })),
     });

@@ -25,7 +25,12 @@ const models = [
 
 function backend(extra: Record<string, (a: any) => unknown> = {}, rmvpe = true) {
   app.takes = [makeTake({ id: 7, name: 'Verse', sha256: 'aa'.repeat(32) }), makeTake({ id: 8, name: 'Chorus' })];
-  return mockBackend({ list_models: () => models, list_assets: () => assetList(essentialAssets(true, rmvpe)), ...extra });
+  return mockBackend({
+    list_models: () => models,
+    list_assets: () => assetList(essentialAssets(true, rmvpe)),
+    list_conversions: () => [],
+    ...extra,
+  });
 }
 
 /** What the app holds in memory is gone; localStorage stays. */
@@ -178,7 +183,9 @@ describe('Convert page', () => {
     app.upsertJob(done(42, 502, 2, 'Bo'));
     await waitFor(() => expect(row(42)).toHaveAttribute('data-state', 'succeeded'));
     expect(row(42)).toHaveTextContent('analysis reused');
-    expect(row(42)).toHaveTextContent('/store/502.wav');
+    // No output folder: the stored file's hashed path is not shown; Export… takes it out.
+    expect(row(42)).not.toHaveTextContent('/store/502.wav');
+    expect(within(row(42)).queryByTestId('conversion-output-path')).toBeNull();
 
     await fireEvent.click(within(row(42)).getByTestId('conversion-play'));
     await waitFor(() => expect(app.playback.status).toBe('playing'));
@@ -230,5 +237,94 @@ describe('Convert page', () => {
     );
     restart();
     expect(await studio.currentOptions()).toEqual({ ...BACKEND_DEFAULTS.get_conversion_defaults, protect: 0.2 });
+  });
+
+  it('exports a result without an output folder by name, and shows one copied to an output folder in its folder', async () => {
+    const be = backend({
+      submit_conversions: () => [51, 52],
+      get_export_name: () => 'Verse (Ada, +3 st).wav',
+      'plugin:dialog|save': (a) => `/home/me/${a.options.defaultPath.replace('.wav', '.mp3')}`,
+      export_library_item: (a) => a.path,
+      reveal_file: () => null,
+    });
+    render(Convert);
+    studio.addInputs([{ take: 7 }]);
+    await chooseModel('Ada');
+    await fireEvent.click(screen.getByTestId('convert-submit'));
+    await screen.findAllByTestId('conversion-job');
+    const result = (id: number, convId: number, outDir: string | null) =>
+      makeJob({
+        id,
+        kind: 'convert',
+        state: 'succeeded',
+        progress: 1,
+        params: { input: { take: 7 }, model_id: 1, options: {}, format: 'wav16', out_dir: outDir },
+        result: {
+          conversion: makeConversion({ id: convId, model_name: 'Ada', job_id: id }),
+          output_path: outDir ? `${outDir}/Verse (Ada).wav` : `/store/${convId}.wav`,
+          seconds: 1,
+          analysis_cache: 'computed',
+        },
+      });
+    app.upsertJob(result(51, 601, null));
+    app.upsertJob(result(52, 602, '/home/me/out'));
+    const row = (id: number) => screen.getAllByTestId('conversion-job').find((r) => r.dataset.jobId === String(id))!;
+    await waitFor(() => expect(row(51)).toHaveAttribute('data-state', 'succeeded'));
+    expect(within(row(51)).queryByTestId('conversion-reveal')).toBeNull();
+
+    await fireEvent.click(within(row(51)).getByTestId('conversion-job-export'));
+    await waitFor(() => expect(be.argsOf('export_library_item')).toHaveLength(1));
+    expect(be.argsOf('get_export_name')).toEqual([{ item: { kind: 'conversion', id: 601 } }]);
+    expect(be.argsOf('export_library_item')[0]).toEqual({
+      item: { kind: 'conversion', id: 601 },
+      path: '/home/me/Verse (Ada, +3 st).mp3',
+    });
+    await waitFor(() => expect(app.notices.map((n) => n.text)).toContain('Exported to /home/me/Verse (Ada, +3 st).mp3'));
+
+    await waitFor(() => expect(row(52)).toHaveAttribute('data-state', 'succeeded'));
+    expect(within(row(52)).getByTestId('conversion-output-path')).toHaveTextContent('/home/me/out/Verse (Ada).wav');
+    await fireEvent.click(within(row(52)).getByTestId('conversion-reveal'));
+    await waitFor(() => expect(be.argsOf('reveal_file')).toEqual([{ path: '/home/me/out/Verse (Ada).wav' }]));
+  });
+
+  it("lists the earlier conversions after a restart, each playable, exportable and deletable, without this window's jobs twice", async () => {
+    installFakeAudio();
+    const earlier = [
+      makeConversion({ id: 701, job_id: 61, input_take_id: 7, model_name: 'Ada', params: { transpose: 3, f0_method: 'rmvpe' } }),
+      makeConversion({ id: 702, job_id: 5, input_take_id: null, input_path: '/audio/song.flac', model_name: 'Bo' }),
+      ...Array.from({ length: 30 }, (_, i) => makeConversion({ id: 800 + i, job_id: 100 + i })),
+    ];
+    const be = backend({
+      list_conversions: () => earlier,
+      submit_conversions: () => [61],
+      get_conversion_audio: () => [50, 1, 2],
+      get_export_name: () => 'song (Bo).wav',
+      'plugin:dialog|save': () => null,
+      delete_conversion: () => null,
+    });
+    render(Convert);
+    const recent = await screen.findByTestId('convert-recent');
+    const rows = () => within(recent).getAllByTestId('conversion-row');
+    expect(be.argsOf('list_conversions')).toEqual([{ inputSha256: null }]);
+    expect(rows()).toHaveLength(20);
+    expect(rows()[0]).toHaveTextContent('Verse → Ada');
+    expect(rows()[0]).toHaveTextContent('+3 st · rmvpe');
+    expect(rows()[1]).toHaveTextContent('song.flac → Bo');
+
+    await fireEvent.click(within(rows()[1]).getByTestId('conversion-row-play'));
+    await waitFor(() => expect(app.playback.conversionId).toBe(702));
+    await fireEvent.click(within(rows()[1]).getByTestId('conversion-export'));
+    await waitFor(() => expect(be.argsOf('plugin:dialog|save')).toHaveLength(1));
+    await fireEvent.click(within(rows()[1]).getByTestId('conversion-delete'));
+    await fireEvent.click(within(rows()[1]).getByTestId('conversion-delete-confirm'));
+    await waitFor(() => expect(be.argsOf('delete_conversion')).toEqual([{ id: 702 }]));
+    await waitFor(() => expect(rows()[1]).not.toHaveTextContent('song.flac'));
+
+    // A job of this window shows its result above, not again among the earlier ones.
+    studio.addInputs([{ take: 7 }]);
+    await chooseModel('Ada');
+    await fireEvent.click(screen.getByTestId('convert-submit'));
+    await screen.findAllByTestId('conversion-job');
+    await waitFor(() => expect(rows()[0]).not.toHaveTextContent('Verse → Ada'));
   });
 });

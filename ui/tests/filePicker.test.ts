@@ -12,6 +12,8 @@ const dialog = (picked: string[] | string | null) => ({
   'plugin:dialog|open': () => picked,
   list_voices: () => [],
   list_takes: () => [],
+  list_conversions: () => [],
+  list_derived_links: () => [],
 });
 
 describe('Browse buttons (the native file dialog)', () => {
@@ -56,6 +58,7 @@ describe('Browse buttons (the native file dialog)', () => {
   it('adds picked files to the Convert inputs and picks the output folder as a directory', async () => {
     const be = mockBackend({
       list_models: () => [makeModel({ id: 1, name: 'Ada' })],
+      list_conversions: () => [],
       list_assets: () => ({ models_dir: '/data/models', catalog: 'test', assets: [] }),
       'plugin:dialog|open': ({ options }: any) => (options.directory ? '/home/me/out' : ['/home/me/song.flac']),
     });

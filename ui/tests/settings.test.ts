@@ -281,6 +281,8 @@ describe('navigation', () => {
     mockBackend({
       list_voices: () => [],
       list_takes: () => [],
+      list_conversions: () => [],
+      list_derived_links: () => [],
       list_jobs: () => [],
       list_models: () => [],
       subscribe_notifications: () => null,

@@ -8,10 +8,17 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-/// `name` as a file name: no folder separators.
+/// `name` as a file name on any system the file may be copied to: no folder separators, no
+/// control characters and none of the characters Windows refuses (`<>:"|?*`).
 pub(crate) fn file_stem(name: &str) -> String {
     name.chars()
-        .map(|c| if c == '/' || c == '\\' { '_' } else { c })
+        .map(|c| {
+            if c.is_control() || matches!(c, '/' | '\\' | '<' | '>' | ':' | '"' | '|' | '?' | '*') {
+                '_'
+            } else {
+                c
+            }
+        })
         .collect()
 }
 
@@ -123,6 +130,11 @@ mod tests {
         let object = dir.path().join("object.wav");
         std::fs::write(&object, b"audio").unwrap();
         let out = dir.path().join("out");
+        assert_eq!(
+            conversion_stem("a: b?\n", "A|da*"),
+            "a_ b__ (A_da_)",
+            "characters some file systems refuse"
+        );
         let stem = conversion_stem("a/b", "Ada");
         let first = copy_into(&object, &out, &stem, "wav").unwrap();
         let second = copy_into(&object, &out, &stem, "wav").unwrap();

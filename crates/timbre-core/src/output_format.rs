@@ -50,6 +50,18 @@ impl OutputFormat {
         }
     }
 
+    /// The format a file with this extension (lower case) is written in: `.wav` is 16-bit.
+    pub fn for_extension(ext: &str) -> Option<Self> {
+        match ext {
+            "wav" => Some(OutputFormat::Wav16),
+            "flac" => Some(OutputFormat::Flac),
+            "mp3" => Some(OutputFormat::Mp3),
+            "ogg" => Some(OutputFormat::Vorbis),
+            "opus" => Some(OutputFormat::Opus),
+            _ => None,
+        }
+    }
+
     pub fn is_lossless(self) -> bool {
         !matches!(
             self,
@@ -88,6 +100,15 @@ mod tests {
         assert_eq!(OutputFormat::Vorbis.extension(), "ogg");
         assert_eq!(OutputFormat::Mp3.codec(), Codec::Mp3);
         assert!(!OutputFormat::Opus.is_lossless() && OutputFormat::Flac.is_lossless());
+        assert_eq!(
+            OutputFormat::for_extension("ogg"),
+            Some(OutputFormat::Vorbis)
+        );
+        assert_eq!(
+            OutputFormat::for_extension("wav"),
+            Some(OutputFormat::Wav16)
+        );
+        assert_eq!(OutputFormat::for_extension("aac"), None);
         let err = "aac".parse::<OutputFormat>().unwrap_err().to_string();
         assert_eq!(
             err,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use tauri::State;
 use tauri::ipc::Response;
 use timbre_audio::{AudioBuffer, DecodeOptions, SampleFormat};
-use timbre_core::db::{take_tags, takes, voices};
+use timbre_core::db::{derived_takes, take_tags, takes, voices};
 use timbre_core::import::{self, ImportRequest};
 
 #[tauri::command]
@@ -28,6 +28,15 @@ pub fn list_takes(
     voice_id: Option<i64>,
 ) -> CommandResult<Vec<takes::Take>> {
     Ok(takes::list(&state.library().conn(), voice_id)?)
+}
+
+/// Which takes were made from which (cleanings, a cover's stems and result), for the Library to
+/// group them under their source.
+#[tauri::command]
+pub fn list_derived_links(
+    state: State<'_, AppState>,
+) -> CommandResult<Vec<derived_takes::DerivedTake>> {
+    Ok(derived_takes::with_source(&state.library().conn())?)
 }
 
 #[tauri::command]

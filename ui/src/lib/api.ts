@@ -20,6 +20,7 @@ import type {
   Dataset,
   DatasetRow,
   DerivedResult,
+  DerivedTake,
   DeviceReport,
   DoctorReport,
   EnhanceOptions,
@@ -37,6 +38,7 @@ import type {
   JobKind,
   JobState,
   JsonValue,
+  LibraryItem,
   LatencyMeasurement,
   LevelUpdate,
   ListeningMode,
@@ -335,6 +337,16 @@ export const deleteEffectPreset = (name: string) => call<null>('delete_effect_pr
 export const listConversions = (inputSha256: string | null) =>
   call<Conversion[]>('list_conversions', { inputSha256 });
 export const deleteConversion = (id: number) => call<null>('delete_conversion', { id });
+/** The file name an export of `item` is offered under. */
+export const getExportName = (item: LibraryItem) => call<string>('get_export_name', { item });
+/** Writes `item` to `path` (encoded when its extension names another format); the path written. */
+export const exportLibraryItem = (item: LibraryItem, path: string) =>
+  call<string>('export_library_item', { item, path });
+/** Copies `items` into `dir` under their default names, never overwriting; the paths written. */
+export const exportLibraryItems = (items: LibraryItem[], dir: string) =>
+  call<string[]>('export_library_items', { items, dir });
+/** Shows `path` in the system's file manager. */
+export const revealFile = (path: string) => call<null>('reveal_file', { path });
 /** A conversion's output as WAV bytes. */
 export const conversionAudio = async (id: number) =>
   toArrayBuffer(await call<unknown>('get_conversion_audio', { id }), 'get_conversion_audio');
@@ -350,6 +362,8 @@ export const submitCleaning = (inputs: AudioInput[], isolation: IsolationMethod 
   call<number[]>('submit_cleaning', { inputs, isolation, enhance });
 export const listDerivedTakes = (sourceTakeId: number) =>
   call<DerivedResult[]>('list_derived_takes', { sourceTakeId });
+/** Which takes were made from which, for the Library's grouping. */
+export const listDerivedLinks = () => call<DerivedTake[]>('list_derived_links');
 /** Cleans a short excerpt without storing it; its audio comes from `previewAudio`. */
 export const previewCleaning = (request: PreviewRequest) => call<PreviewInfo>('preview_cleaning', { request });
 /** The last preview's excerpt, as it was or cleaned, as WAV bytes. */

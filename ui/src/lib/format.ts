@@ -146,3 +146,14 @@ export function basename(path: string): string {
 export function plural(n: number, one: string, many = `${one}s`): string {
   return `${n} ${n === 1 ? one : many}`;
 }
+
+/** A conversion's voice parameters in a few words: "+3 st · rmvpe" (no transpose: "rmvpe"). */
+export function voiceSummary(json: unknown): string {
+  const params = (json ?? {}) as { transpose?: unknown; f0_method?: unknown };
+  const transpose = typeof params.transpose === 'number' ? Math.round(params.transpose * 100) / 100 : 0;
+  const parts = [
+    transpose === 0 ? null : `${transpose > 0 ? '+' : ''}${transpose} st`,
+    typeof params.f0_method === 'string' ? params.f0_method : null,
+  ];
+  return parts.filter((p) => p !== null).join(' · ');
+}

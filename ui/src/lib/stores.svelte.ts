@@ -17,7 +17,7 @@ export interface Notice {
 }
 
 const ERROR_TIMEOUT_MS = 15000;
-const INFO_TIMEOUT_MS = 6000;
+export const INFO_TIMEOUT_MS = 6000;
 
 class AppState {
   page = $state<Page>('library');

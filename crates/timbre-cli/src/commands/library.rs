@@ -1,14 +1,15 @@
-//! `timbre library list|show|rm|voices|datasets|backups|restore|gc`: takes, voices and datasets;
-//! the database's backups, listed and restored without opening the library (it may be damaged);
-//! and the store squared with the rows.
+//! `timbre library list|show|rm|export|voices|datasets|backups|restore|gc`: takes, voices and
+//! datasets; takes and conversions exported as files; the database's backups, listed and
+//! restored without opening the library (it may be damaged); and the store squared with the rows.
 
 use super::{duration, open_library};
 use crate::output::{Output, escape_controls};
 use anyhow::Result;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use timbre_core::Library;
 use timbre_core::db::{backups, datasets, takes, voices};
+use timbre_core::library_export::{self, LibraryItem};
 
 #[derive(clap::Subcommand)]
 pub enum Command {
@@ -24,6 +25,19 @@ pub enum Command {
     Rm {
         #[arg(required = true)]
         ids: Vec<i64>,
+    },
+    /// Save takes and conversions as files: one to a file, whose extension picks the format
+    /// (the stored one is copied, .wav, .flac, .mp3, .ogg or .opus encoded), or any number into
+    /// an existing folder under their default names ("Song (Ada, +3 st).wav"), never overwriting.
+    Export {
+        /// A take to export (repeatable).
+        #[arg(long = "take")]
+        takes: Vec<i64>,
+        /// A conversion to export (repeatable).
+        #[arg(long = "conversion")]
+        conversions: Vec<i64>,
+        /// The file to write, or a folder to copy into.
+        target: PathBuf,
     },
     /// List voices.
     Voices,
@@ -100,6 +114,41 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
                 removed
                     .iter()
                     .map(|t| format!("deleted take {} \"{}\"", t.id, escape_controls(&t.name)))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            });
+        }
+        Command::Export {
+            takes,
+            conversions,
+            target,
+        } => {
+            let items: Vec<LibraryItem> = takes
+                .into_iter()
+                .map(LibraryItem::Take)
+                .chain(conversions.into_iter().map(LibraryItem::Conversion))
+                .collect();
+            let written = match items.as_slice() {
+                [] => {
+                    return Err(timbre_core::error::invalid_input(
+                        "nothing to export: name a --take or a --conversion",
+                    ));
+                }
+                [item] if !target.is_dir() => {
+                    vec![library_export::export(&library, *item, &target)?]
+                }
+                _ if target.is_dir() => library_export::export_into(&library, &items, &target)?,
+                _ => {
+                    return Err(timbre_core::error::invalid_input(format!(
+                        "{}: is not a folder: several items are exported into an existing folder",
+                        target.display()
+                    )));
+                }
+            };
+            out.print(&written, || {
+                written
+                    .iter()
+                    .map(|path| format!("exported {}", path.display()))
                     .collect::<Vec<_>>()
                     .join("\n")
             });

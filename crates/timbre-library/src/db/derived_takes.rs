@@ -88,6 +88,14 @@ pub fn from_source(conn: &Connection, source_take_id: i64) -> Result<Vec<Derived
         .collect::<rusqlite::Result<_>>()?)
 }
 
+/// Every link whose source is still there, oldest first: the Library groups by them.
+pub fn with_source(conn: &Connection) -> Result<Vec<DerivedTake>> {
+    let mut stmt = conn.prepare(&format!(
+        "{SELECT} WHERE source_take_id IS NOT NULL ORDER BY created_at, take_id"
+    ))?;
+    Ok(stmt.query_map([], row)?.collect::<rusqlite::Result<_>>()?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,7 +114,8 @@ mod tests {
             (link.source_take_id, link.operation.as_str(), &link.params),
             (Some(source), "isolate_vocals", &params)
         );
-        assert_eq!(from_source(&conn, source).unwrap(), vec![link]);
+        assert_eq!(from_source(&conn, source).unwrap(), vec![link.clone()]);
+        assert_eq!(with_source(&conn).unwrap(), vec![link]);
         takes::delete(&conn, source).unwrap();
         assert_eq!(get(&conn, vocals).unwrap().unwrap().source_take_id, None);
         takes::delete(&conn, vocals).unwrap();

@@ -57,6 +57,7 @@ export type { JobReadiness } from './JobReadiness';
 export type { JobState } from './JobState';
 export type { LatencyMeasurement } from './LatencyMeasurement';
 export type { LevelUpdate } from './LevelUpdate';
+export type { LibraryItem } from './LibraryItem';
 export type { Libtorch } from './Libtorch';
 export type { Limiter } from './Limiter';
 export type { ListeningMode } from './ListeningMode';
