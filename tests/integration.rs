@@ -15,6 +15,7 @@ mod effects_formats;
 mod interrupted_jobs;
 mod isolate_memory;
 mod library_backups;
+mod library_export;
 mod library_full_disk;
 mod model_import;
 mod options;

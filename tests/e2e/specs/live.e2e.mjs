@@ -153,13 +153,16 @@ describe('live', () => {
     const derived = await invoke('list_derived_takes', { sourceTakeId: inputId });
     assert.ok(derived.some((d) => d.take.id === outputId), `the output take is not linked to the input: ${JSON.stringify(derived)}`);
 
-    // The note leads to the Library, which lists both.
+    // The note leads to the Library, which lists the input with the output folded under it.
     await $(byTestId('live-open-library')).click();
-    for (const take of [input, output]) {
-      await waitFor(async () => (await $$(`[data-take-id="${take.id}"]`).length) > 0, {
+    const listed = async (take) =>
+      waitFor(async () => (await $$(`[data-take-id="${take.id}"]`).length) > 0, {
         timeout: 15000,
         message: `the Library does not list "${take.name}"`,
       });
-    }
+    await listed(input);
+    const group = await $(`[data-testid="derived-group"][data-source="${input.name}"]`);
+    await group.$(byTestId('derived-group-toggle')).click();
+    await listed(output);
   });
 });

@@ -197,7 +197,14 @@ pub fn import(
     }
     let warnings = fit::embedder_warnings(&crate::models_folder::of(library)?, &stored);
     let imported = format!("{} voice model(s) imported from {label}", models.len());
-    progress(1.0, [imported].into_iter().chain(warnings.clone()).collect::<Vec<_>>().join("; "))?;
+    progress(
+        1.0,
+        [imported]
+            .into_iter()
+            .chain(warnings.clone())
+            .collect::<Vec<_>>()
+            .join("; "),
+    )?;
     Ok(VoiceImportReport {
         source: label,
         models,

@@ -41,7 +41,11 @@ impl FeatureVersion {
     /// The features a voice whose `emb_phone` takes `feature_dim` wide ones was trained on: RVC
     /// tells v1 from v2 by that width alone.
     pub fn of_voice(feature_dim: i64) -> Self {
-        if feature_dim == 256 { Self::V1 } else { Self::V2 }
+        if feature_dim == 256 {
+            Self::V1
+        } else {
+            Self::V2
+        }
     }
 }
 
