@@ -5,6 +5,10 @@ SHELL := bash
 export LIBTORCH_USE_PYTORCH := 1
 export PATH := $(CURDIR)/.venv/bin:$(HOME)/.cargo/bin:$(PATH)
 APP := target/debug/timbre-studio
+# The reference Python (the parity tests start it dozens of times) keeps its bytecode in .venv:
+# where PYTHONDONTWRITEBYTECODE is set, as on CI's VM, every start compiled torch's modules
+# anew, 4.5 s of CPU each.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: run test setup setup-test app build-test test-rust test-ui test-e2e lint bindings bench bench-live bench-isolate bench-cover fuzz
 
