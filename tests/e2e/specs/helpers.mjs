@@ -216,9 +216,9 @@ export async function toasts() {
 }
 
 /**
- * Picks `file` in the native GTK file dialog titled `title`, as a user's keyboard would: WebDriver
- * cannot reach a native dialog, so xdotool waits for it to show, focuses it, opens its location bar
- * (Ctrl+L), types the path and presses Return.
+ * Picks `file` in the native GTK file dialog titled `title` (an open or a save dialog), as a user's
+ * keyboard would: WebDriver cannot reach a native dialog, so xdotool waits for it to show, focuses
+ * it, opens its location bar (Ctrl+L), types the path over what is there and presses Return.
  */
 export function answerFileDialog(title, file) {
   const xdotool = (...args) => execFileSync('xdotool', args, { encoding: 'utf8', timeout: 20000 }).trim();
@@ -228,6 +228,8 @@ export function answerFileDialog(title, file) {
   xdotool('sleep', '0.5');
   xdotool('key', '--clearmodifiers', 'ctrl+l');
   xdotool('sleep', '0.3');
+  // A save dialog's name field holds the offered name: the path replaces it.
+  xdotool('key', '--clearmodifiers', 'ctrl+a');
   xdotool('type', '--delay', '15', file);
   xdotool('sleep', '0.3');
   xdotool('key', 'Return');
