@@ -6,8 +6,8 @@ import { app } from '../src/lib/stores.svelte';
 import { studio } from '../src/lib/studio.svelte';
 import { AbSession } from '../src/lib/abSession.svelte';
 import {
+  SHELL,
   FakeAudioContext,
-  assetList,
   doctorReport,
   essentialAssets,
   installFakeAudio,
@@ -19,17 +19,6 @@ import {
   voiceImport,
 } from './helpers';
 
-/** What the shell asks for at start: an empty library, the essential models present. */
-const SHELL = {
-  list_voices: () => [],
-  list_takes: () => [],
-  list_conversions: () => [],
-  list_derived_links: () => [],
-  list_jobs: () => [],
-  list_models: () => [],
-  subscribe_notifications: () => null,
-  list_assets: () => assetList(essentialAssets(true, true)),
-};
 
 describe('App shell', () => {
   it('shows a rejected command message in the error banner', async () => {

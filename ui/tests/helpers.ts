@@ -305,3 +305,15 @@ export function doctorReport(assets: AssetStatus[], jobs: DoctorReport['jobs'] =
     jobs,
   };
 }
+
+/** What the shell asks for at start: an empty library, the essential models present. */
+export const SHELL = {
+  list_voices: () => [],
+  list_takes: () => [],
+  list_conversions: () => [],
+  list_derived_links: () => [],
+  list_jobs: () => [],
+  list_models: () => [],
+  subscribe_notifications: () => null,
+  list_assets: () => assetList(essentialAssets(true, true)),
+};

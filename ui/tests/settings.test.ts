@@ -6,7 +6,7 @@ import { app } from '../src/lib/stores.svelte';
 import { appearance } from '../src/lib/appearance.svelte';
 import { settingJson, settingText } from '../src/lib/settingsForm.svelte';
 import type { DeviceReport, Settings as SettingsValues, SettingsView } from '../src/lib/api';
-import { assetList, essentialAssets, mockBackend } from './helpers';
+import { SHELL, mockBackend } from './helpers';
 
 /** The backend's defaults (`Settings::default()`), with the folders a fresh library resolves. */
 function settingsView(over: Partial<SettingsValues> = {}): SettingsView {
@@ -279,14 +279,7 @@ describe('field text', () => {
 describe('navigation', () => {
   it('reaches the Settings page from the sidebar', async () => {
     mockBackend({
-      list_voices: () => [],
-      list_takes: () => [],
-      list_conversions: () => [],
-      list_derived_links: () => [],
-      list_jobs: () => [],
-      list_models: () => [],
-      subscribe_notifications: () => null,
-      list_assets: () => assetList(essentialAssets(true, true)),
+      ...SHELL,
       get_settings: () => settingsView(),
       get_device_report: () => deviceReport(),
     });
