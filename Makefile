@@ -43,8 +43,12 @@ build-test: ui/dist/index.html
 ui/dist/index.html: ui/index.html $(shell find ui/src -type f) package-lock.json vite.config.ts svelte.config.js
 	scripts/timed.sh ui-build npm run build
 
+# libtorch's OpenMP threads spin while they wait (libgomp's default); the tests run several
+# libtorch processes at once on two cores (the CLI's tests two at a time, each child with a thread
+# per core), and spinning threads starved the ones they waited for: the CLI's tests took 359 s
+# (680 s of CPU), 167 s with waiting threads asleep (282 s).
 test-rust: build-test
-	scripts/timed.sh rust-tests env $(CLIPPY_BUILD) cargo test --workspace $(TEST_FEATURES)
+	scripts/timed.sh rust-tests env $(CLIPPY_BUILD) OMP_WAIT_POLICY=PASSIVE cargo test --workspace $(TEST_FEATURES)
 
 test-ui:
 	scripts/timed.sh ui-tests npm run test:ui

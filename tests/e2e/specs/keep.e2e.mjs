@@ -35,9 +35,12 @@ describe('keep', () => {
 
   it('converts a dropped file, +3 semitones, from the Convert page', async () => {
     [voice] = await importVoice({ source: path.join(parity, 'synth_v1_f0_40k/model.pth') });
-    const source = writeSineWav(path.join(workDir, 'keep-source.wav'), { seconds: 2, freq: 220, amplitude: 0.4 });
+    // A tone no other spec writes: the library keeps one take per content, so a file equal to
+    // an earlier spec's would be counted a duplicate and keep that spec's name.
+    const source = writeSineWav(path.join(workDir, 'keep-source.wav'), { seconds: 2, freq: 247, amplitude: 0.4 });
     const job = await waitForJob(await invoke('import_files', { paths: [source], voiceId: null }));
     assert.equal(job.state, 'succeeded', `the import failed: ${job.error}`);
+    assert.equal(job.result.imported, 1, `the source was not imported as a new take: ${JSON.stringify(job.result)}`);
     takeId = (await invoke('list_takes', { voiceId: null })).find((t) => t.name === 'keep-source').id;
 
     await openPage('convert', byTestId('convert-params'));
