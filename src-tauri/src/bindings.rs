@@ -27,8 +27,8 @@ use timbre_core::db::{
 use timbre_core::devices::DeviceReport;
 use timbre_core::doctor;
 use timbre_core::model_cache::ModelCacheReport;
+use timbre_core::models_folder::SeparationModel;
 use timbre_core::monitor::ResourceSnapshot;
-use timbre_core::separation::SeparationModel;
 use timbre_core::train::session::EpochProfile;
 use timbre_core::voice_import::{VoiceImportReport, VoiceImportRequest};
 use timbre_core::{ErrorReport, Notification};

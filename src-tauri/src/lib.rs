@@ -118,7 +118,7 @@ pub fn run() {
 fn open_job_system(models: &Arc<ModelCache>) -> anyhow::Result<Arc<JobSystem>> {
     let dir = timbre_core::library::resolve_data_dir(None)?;
     let library = Arc::new(Library::open(&dir)?);
-    let jobs = JobSystem::new(library, timbre_core::job_handlers(models))?;
+    let jobs = JobSystem::new(library, timbre_core::handlers::job_handlers(models))?;
     jobs.start_workers()?;
     Ok(jobs)
 }

@@ -39,7 +39,7 @@ use timbre_core::jobs::JobSystem;
 use timbre_core::model_import;
 use timbre_core::output_format::OutputFormat;
 use timbre_core::settings::Settings;
-use timbre_core::{Library, job_handlers};
+use timbre_core::{Library, handlers::job_handlers};
 use timbre_nn::device::Precision;
 use timbre_nn::hubert::{FeatureVersion, Hubert};
 use timbre_nn::pipeline::{self, Analysis, ConvertOptions, PitchTracker, segments};

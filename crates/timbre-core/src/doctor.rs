@@ -64,7 +64,7 @@ pub fn report(library: &Library) -> Result<Report> {
         Ok(inputs) => (inputs, None),
         Err(err) => (Vec::new(), Some(format!("{err:#}"))),
     };
-    let jobs = crate::job_handlers(&Default::default())
+    let jobs = crate::handlers::job_handlers(&Default::default())
         .iter()
         .map(|handler| {
             readiness(
@@ -145,7 +145,7 @@ fn readiness(
                  starts from scratch"
                     .to_string()
             }),
-            Need::SeparationModel => crate::separation::separation_models(models_dir)
+            Need::SeparationModel => crate::models_folder::separation_models(models_dir)
                 .is_empty()
                 .then(|| {
                     "a RoFormer .ckpt + .yaml in separation/ (timbre assets download \
@@ -171,7 +171,7 @@ mod tests {
 
     /// Every kind this build runs, by name, with what it declares.
     fn kinds() -> Vec<(JobKind, Needs)> {
-        crate::job_handlers(&Default::default())
+        crate::handlers::job_handlers(&Default::default())
             .iter()
             .map(|h| (h.kind(), h.needs()))
             .collect()

@@ -20,6 +20,7 @@ pub mod disk;
 pub mod doctor;
 pub mod effects;
 pub mod fetch;
+pub mod handlers;
 pub mod hashing;
 pub mod import;
 pub mod input;
@@ -44,28 +45,5 @@ pub mod voice_import;
 
 pub use timbre_library::{db, error, jobs, library, monitor, settings, store};
 
-use std::sync::Arc;
-
 pub use error::{ErrorKind, ErrorReport};
 pub use library::{Library, Notification};
-
-/// Every job kind this build can run, the model-loading ones sharing `models`; libtorch's
-/// out-of-memory failures in any of them reach the job system typed.
-pub fn job_handlers(models: &Arc<model_cache::ModelCache>) -> Vec<Arc<dyn jobs::JobHandler>> {
-    let engine = voice_engine::SharedEngine::new(models.clone());
-    let kinds: [Arc<dyn jobs::JobHandler>; 9] = [
-        Arc::new(import::ImportHandler),
-        Arc::new(convert::ConvertHandler::new(engine.clone())),
-        Arc::new(clean::EnhanceHandler),
-        Arc::new(clean::IsolateHandler::new(models.clone())),
-        Arc::new(cover::CoverHandler::new(engine)),
-        Arc::new(dataset::DatasetHandler::new(models.clone())),
-        Arc::new(train::TrainHandler),
-        Arc::new(assets::DownloadHandler),
-        Arc::new(voice_import::VoiceImportHandler),
-    ];
-    kinds
-        .into_iter()
-        .map(|kind| Arc::new(torch_errors::TypedTorchErrors(kind)) as Arc<dyn jobs::JobHandler>)
-        .collect()
-}

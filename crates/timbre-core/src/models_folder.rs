@@ -83,33 +83,35 @@ pub fn require_hubert(dir: &Path) -> Result<PathBuf> {
     })
 }
 
-/// What the models folder holds, for the Models page and `timbre models`.
-#[derive(Debug, Clone, Serialize, ts_rs::TS)]
-pub struct KnownFile {
+/// A RoFormer checkpoint and its config in the models folder.
+#[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
+pub struct SeparationModel {
     pub name: String,
-    pub role: String,
-    pub description: String,
-    pub location: String,
-    pub present: bool,
-    pub needed_for: Vec<String>,
+    pub checkpoint: PathBuf,
+    pub config: PathBuf,
 }
 
-/// The files the asset catalogue (`models/models.json`, see `assets::catalog`) lists, each
-/// marked present or missing in `dir`.
-pub fn known_files(dir: &Path) -> Result<Vec<KnownFile>> {
-    let catalog = crate::assets::Catalog::read()?;
-    Ok(catalog
-        .assets
-        .into_iter()
-        .map(|asset| KnownFile {
-            present: dir.join(&asset.path).is_file(),
-            name: asset.name,
-            role: asset.role,
-            description: asset.description,
-            location: asset.path,
-            needed_for: asset.needed_for,
+/// The `.ckpt` files of `<models dir>/separation` that have a `.yaml` beside them, by name.
+pub fn separation_models(models_dir: &Path) -> Vec<SeparationModel> {
+    let Ok(entries) = std::fs::read_dir(models_dir.join("separation")) else {
+        return Vec::new();
+    };
+    let mut found: Vec<SeparationModel> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "ckpt"))
+        .filter_map(|checkpoint| {
+            let config = checkpoint.with_extension("yaml");
+            let name = checkpoint.file_stem()?.to_string_lossy().into_owned();
+            config.is_file().then_some(SeparationModel {
+                name,
+                checkpoint,
+                config,
+            })
         })
-        .collect())
+        .collect();
+    found.sort_by(|a, b| a.name.cmp(&b.name));
+    found
 }
 
 #[cfg(test)]
@@ -151,25 +153,5 @@ mod tests {
             find_crepe(dir.path(), "full").unwrap(),
             dir.path().join("crepe-full.pth")
         );
-    }
-
-    #[test]
-    fn known_files_are_marked_present_or_missing() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("rmvpe.pt"), "x").unwrap();
-        std::fs::create_dir(dir.path().join("pretrained_v2")).unwrap();
-        std::fs::write(dir.path().join("pretrained_v2/f0G40k.pth"), "x").unwrap();
-        let files = known_files(dir.path()).unwrap();
-        let present = |location: &str| {
-            files
-                .iter()
-                .find(|f| f.location == location)
-                .unwrap()
-                .present
-        };
-        assert!(present("rmvpe.pt"));
-        assert!(!present("hubert_base.pt"));
-        assert!(present("pretrained_v2/f0G40k.pth"));
-        assert!(!present("pretrained/f0G40k.pth"));
     }
 }

@@ -38,7 +38,10 @@ pub fn open_library(data_dir: Option<&Path>) -> Result<Arc<Library>> {
 pub fn open_jobs(data_dir: Option<&Path>) -> Result<Arc<JobSystem>> {
     let dir = timbre_core::library::resolve_data_dir(data_dir)?;
     let library = Arc::new(Library::open(&dir)?);
-    let system = JobSystem::new(library, timbre_core::job_handlers(&Default::default()))?;
+    let system = JobSystem::new(
+        library,
+        timbre_core::handlers::job_handlers(&Default::default()),
+    )?;
     let waiting = system.waiting_after_crash()?;
     if !waiting.is_empty() {
         eprintln!("timbre: {}", waiting_notice(&waiting));

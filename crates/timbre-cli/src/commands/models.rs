@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use timbre_core::db::models::{self, Model};
 use timbre_core::model_import;
-use timbre_core::models_folder;
 use timbre_core::voice_import::{self, VoiceImportRequest};
+use timbre_core::{assets, models_folder};
 use timbre_nn::model_info::InfoEdits;
 
 #[derive(clap::Subcommand)]
@@ -169,7 +169,7 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
         }
         Command::Files => {
             let dir = models_folder::of(&library)?;
-            let files = models_folder::known_files(&dir)?;
+            let files = assets::known_files(&dir)?;
             out.print(
                 &serde_json::json!({ "models_dir": dir, "files": files }),
                 || {

@@ -174,10 +174,58 @@ impl Catalog {
     }
 }
 
+/// What the models folder holds, for the Models page and `timbre models`.
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
+pub struct KnownFile {
+    pub name: String,
+    pub role: String,
+    pub description: String,
+    pub location: String,
+    pub present: bool,
+    pub needed_for: Vec<String>,
+}
+
+/// The files the catalogue lists, each marked present or missing in `dir`.
+pub fn known_files(dir: &Path) -> Result<Vec<KnownFile>> {
+    let catalog = Catalog::read()?;
+    Ok(catalog
+        .assets
+        .into_iter()
+        .map(|asset| KnownFile {
+            present: dir.join(&asset.path).is_file(),
+            name: asset.name,
+            role: asset.role,
+            description: asset.description,
+            location: asset.path,
+            needed_for: asset.needed_for,
+        })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::fetch::ENDPOINT_ENV;
+
+    #[test]
+    fn known_files_are_marked_present_or_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("rmvpe.pt"), "x").unwrap();
+        std::fs::create_dir(dir.path().join("pretrained_v2")).unwrap();
+        std::fs::write(dir.path().join("pretrained_v2/f0G40k.pth"), "x").unwrap();
+        let files = known_files(dir.path()).unwrap();
+        let present = |location: &str| {
+            files
+                .iter()
+                .find(|f| f.location == location)
+                .unwrap()
+                .present
+        };
+        assert!(present("rmvpe.pt"));
+        assert!(!present("hubert_base.pt"));
+        assert!(present("pretrained_v2/f0G40k.pth"));
+        assert!(!present("pretrained/f0G40k.pth"));
+    }
 
     #[test]
     fn the_shipped_catalogue_lists_every_asset_with_its_sources() {

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-pub use catalog::{Asset, Catalog};
+pub use catalog::{Asset, Catalog, KnownFile, known_files};
 pub use download::Downloaded;
 pub use job::{DownloadHandler, DownloadRequest, start_download};
 pub use state::AssetState;

@@ -19,11 +19,10 @@ use crate::derived::{Derived, Output, SavedTake, Source};
 use crate::input::AudioInput;
 use crate::jobs::{JobContext, JobHandler, JobKind, Need, Needs};
 use crate::model_cache::ModelCache;
+use crate::models_folder::SeparationModel;
 use crate::output_format::OutputFormat;
 use crate::progress::ProgressBridge;
-use crate::separation::{
-    IsolationMethod, SeparationModel, Separators, choose_model, separate_audio,
-};
+use crate::separation::{IsolationMethod, Separators, choose_model, separate_audio};
 
 /// The job kind.
 pub(crate) const KIND: JobKind = JobKind::Isolate;

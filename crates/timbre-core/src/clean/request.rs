@@ -154,7 +154,8 @@ mod tests {
     fn a_request_without_steps_or_with_an_empty_preview_queues_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let library = std::sync::Arc::new(crate::Library::open(dir.path()).unwrap());
-        let system = JobSystem::new(library, crate::job_handlers(&Default::default())).unwrap();
+        let system =
+            JobSystem::new(library, crate::handlers::job_handlers(&Default::default())).unwrap();
         let file = dir.path().join("mix.wav");
         std::fs::write(&file, b"").unwrap();
         let request = CleanRequest {

@@ -10,9 +10,10 @@ use super::isolate::IsolateParams;
 use crate::derived::{Source, scratch_dir};
 use crate::input::AudioInput;
 use crate::library::Library;
+use crate::models_folder::SeparationModel;
 use crate::progress::ProgressBridge;
+use crate::separation::Separators;
 use crate::separation::stream::{SeparatedFiles, Span, separate_file};
-use crate::separation::{SeparationModel, Separators};
 
 impl Separators<'_> {
     /// Separates the input block by block (resampled to the model's rate as it goes) into two

@@ -185,13 +185,13 @@ fn a_failed_or_cancelled_job_leaves_nothing() {
 #[test]
 fn separation_models_are_found_by_name() {
     let dir = tempfile::tempdir().unwrap();
-    assert!(crate::separation::separation_models(dir.path()).is_empty());
+    assert!(crate::models_folder::separation_models(dir.path()).is_empty());
     let folder = dir.path().join("separation");
     std::fs::create_dir(&folder).unwrap();
     for file in ["b.ckpt", "b.yaml", "a.ckpt", "a.yaml", "lonely.ckpt"] {
         std::fs::write(folder.join(file), "x").unwrap();
     }
-    let names: Vec<String> = crate::separation::separation_models(dir.path())
+    let names: Vec<String> = crate::models_folder::separation_models(dir.path())
         .into_iter()
         .map(|m| m.name)
         .collect();

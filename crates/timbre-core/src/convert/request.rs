@@ -155,7 +155,8 @@ mod tests {
     fn a_request_for_a_missing_model_or_input_queues_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let library = std::sync::Arc::new(crate::Library::open(dir.path()).unwrap());
-        let system = JobSystem::new(library, crate::job_handlers(&Default::default())).unwrap();
+        let system =
+            JobSystem::new(library, crate::handlers::job_handlers(&Default::default())).unwrap();
         let request = ConvertRequest {
             inputs: vec![AudioInput::Take(1)],
             model_ids: vec![1],

@@ -143,7 +143,8 @@ mod tests {
     fn a_bad_request_queues_nothing_and_says_why() {
         let dir = tempfile::tempdir().unwrap();
         let library = std::sync::Arc::new(crate::Library::open(dir.path()).unwrap());
-        let system = JobSystem::new(library, crate::job_handlers(&Default::default())).unwrap();
+        let system =
+            JobSystem::new(library, crate::handlers::job_handlers(&Default::default())).unwrap();
         let err = submit(&system, request(vec![])).unwrap_err().to_string();
         assert!(err.contains("at least one song"), "{err}");
         let song = dir.path().join("song.wav");

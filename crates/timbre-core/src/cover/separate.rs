@@ -13,10 +13,11 @@ use super::stages::{Made, Stage, StageProgress, Stages};
 use crate::db::takes::Take;
 use crate::hashing;
 use crate::library::Library;
+use crate::models_folder::SeparationModel;
 use crate::output_format::OutputFormat;
 use crate::progress::ProgressBridge;
+use crate::separation::Separators;
 use crate::separation::stream::{SeparatedFiles, Span, separate_file};
-use crate::separation::{SeparationModel, Separators};
 
 /// Bumped when the rough isolation changes what it gives.
 const ROUGH_VERSION: &str = "rough-1";

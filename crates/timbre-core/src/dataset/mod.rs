@@ -30,8 +30,9 @@ use crate::input::{self, AudioInput};
 use crate::jobs::{JobContext, JobHandler, JobKind, JobSystem, Need, Needs};
 use crate::library::Library;
 use crate::model_cache::ModelCache;
+use crate::models_folder::SeparationModel;
 use crate::progress::ProgressBridge;
-use crate::separation::{self, IsolationMethod, SeparationModel, Separators};
+use crate::separation::{self, IsolationMethod, Separators};
 use crate::settings::Settings;
 use features::{ExtractorFiles, Extractors, FeatureCache};
 

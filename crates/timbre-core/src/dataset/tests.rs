@@ -208,8 +208,11 @@ fn piece_names(library: &Library, result: PrepareResult) -> Vec<String> {
 fn a_preparation_and_a_conversion_share_one_loaded_hubert() {
     let (_dir, library, audio) = setup(3.0);
     let models = std::sync::Arc::new(crate::model_cache::ModelCache::default());
-    let system =
-        JobSystem::new(std::sync::Arc::new(library), crate::job_handlers(&models)).unwrap();
+    let system = JobSystem::new(
+        std::sync::Arc::new(library),
+        crate::handlers::job_handlers(&models),
+    )
+    .unwrap();
     // v1: the tiny HuBERT fixture's final projection is what the v1 fixture voice reads.
     submit(&system, params(&audio, ModelVersion::V1)).unwrap();
     let voice = crate::model_import::import_model(

@@ -17,7 +17,7 @@ use timbre_nn::synthesizer::Synthesizer;
 
 use super::{CacheUse, ModelCache, ModelKey, ModelKind, Shared};
 use crate::hashing;
-use crate::separation::SeparationModel;
+use crate::models_folder::SeparationModel;
 
 /// A file of the library's store, named by its content.
 pub struct StoredFile<'a> {

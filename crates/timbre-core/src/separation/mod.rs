@@ -5,7 +5,7 @@
 
 pub(crate) mod stream;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -14,6 +14,7 @@ use timbre_audio::AudioBuffer;
 use timbre_nn::separation::{Separator, instrumental};
 
 use crate::model_cache::{ModelCache, Shared};
+use crate::models_folder::{SeparationModel, separation_models};
 use crate::progress::ProgressBridge;
 
 /// Which separator to use.
@@ -27,37 +28,6 @@ pub enum IsolationMethod {
     Rough,
     /// The separation model of this name (`separation/<name>.ckpt`).
     Model(String),
-}
-
-/// A RoFormer checkpoint and its config in the models folder.
-#[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
-pub struct SeparationModel {
-    pub name: String,
-    pub checkpoint: PathBuf,
-    pub config: PathBuf,
-}
-
-/// The `.ckpt` files of `<models dir>/separation` that have a `.yaml` beside them, by name.
-pub fn separation_models(models_dir: &Path) -> Vec<SeparationModel> {
-    let Ok(entries) = std::fs::read_dir(models_dir.join("separation")) else {
-        return Vec::new();
-    };
-    let mut found: Vec<SeparationModel> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "ckpt"))
-        .filter_map(|checkpoint| {
-            let config = checkpoint.with_extension("yaml");
-            let name = checkpoint.file_stem()?.to_string_lossy().into_owned();
-            config.is_file().then_some(SeparationModel {
-                name,
-                checkpoint,
-                config,
-            })
-        })
-        .collect();
-    found.sort_by(|a, b| a.name.cmp(&b.name));
-    found
 }
 
 /// The separation models of one run: from the process's model cache, on the run's device.

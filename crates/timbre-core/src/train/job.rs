@@ -21,6 +21,7 @@ use super::batch_size;
 use super::data::TrainingData;
 use super::export;
 use super::files::TrainingFiles;
+use super::request::{KIND, TrainParams};
 use super::request::{check_amount, plan_of, ready_dataset};
 use super::session::{Ending, EpochProfile, Session, Setup, TRAINING_SHARE};
 use crate::db::job_events::Level;
@@ -31,14 +32,8 @@ use crate::devices::{self, Devices};
 use crate::error::ErrorReport;
 use crate::jobs::{Failure, JobContext, JobHandler, JobKind, Need, Needs, classify};
 
-pub const KIND: JobKind = JobKind::Train;
 /// Single-speaker models, as RVC trains them.
 const SPEAKER_ID: i64 = 0;
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct TrainParams {
-    pub training_id: i64,
-}
 
 pub struct TrainHandler;
 

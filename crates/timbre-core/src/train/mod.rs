@@ -15,9 +15,9 @@ pub mod request;
 pub mod sampler;
 pub mod session;
 
-pub use job::{TrainHandler, TrainParams, TrainResult};
+pub use job::{TrainHandler, TrainResult};
 pub use pretrained::Pretrained;
-pub use request::{TrainRequest, resume_training, start_training, stop_training};
+pub use request::{TrainParams, TrainRequest, resume_training, start_training, stop_training};
 
 #[cfg(test)]
 mod parity_tests;

@@ -6,14 +6,21 @@ use serde::{Deserialize, Serialize};
 use timbre_nn::synthesizer::check_generator_checkpoint;
 use timbre_nn::train::config::{ModelConfig, TrainingConfig};
 
-use super::job::{KIND, TrainParams};
 use super::pretrained::{Pretrained, PretrainedFiles};
 use crate::dataset_layout::Manifest;
 use crate::db::datasets::{self, Dataset};
 use crate::db::jobs::{self as job_rows, JobState};
 use crate::db::trainings::{self, Training};
-use crate::jobs::JobSystem;
+use crate::jobs::{JobKind, JobSystem};
 use crate::library::Library;
+
+pub const KIND: JobKind = JobKind::Train;
+
+/// What a queued `train` job carries: the training row it runs.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TrainParams {
+    pub training_id: i64,
+}
 
 /// Less audio than this is refused: RVC users find a minute the least that gives a voice.
 pub const MIN_SECONDS: f64 = 60.0;
@@ -366,7 +373,10 @@ mod tests {
     fn a_training_waiting_after_a_crash_resumes_and_others_say_where_they_are() {
         let dir = tempfile::tempdir().unwrap();
         let library = std::sync::Arc::new(Library::open(dir.path()).unwrap());
-        let system = JobSystem::new(library.clone(), crate::job_handlers(&Default::default()));
+        let system = JobSystem::new(
+            library.clone(),
+            crate::handlers::job_handlers(&Default::default()),
+        );
         let system = system.unwrap();
         let training = library.edit(|conn| {
             let dataset = datasets::ensure(conn, "Set", None)?;
