@@ -145,7 +145,7 @@ fn readiness(
                  starts from scratch"
                     .to_string()
             }),
-            Need::SeparationModel => crate::models_folder::separation_models(models_dir)
+            Need::SeparationModel => models_folder::separation_models(models_dir)
                 .is_empty()
                 .then(|| {
                     "a RoFormer .ckpt + .yaml in separation/ (timbre assets download \

@@ -16,8 +16,7 @@ use timbre_core::db::derived_takes::{self, DerivedTake};
 use timbre_core::db::takes::{self, Take};
 use timbre_core::error::not_found;
 use timbre_core::input::AudioInput;
-use timbre_core::models_folder;
-use timbre_core::models_folder::SeparationModel;
+use timbre_core::models_folder::{self, SeparationModel};
 use timbre_core::output_format::OutputFormat;
 use timbre_core::separation::IsolationMethod;
 
@@ -67,7 +66,7 @@ pub fn list_enhance_presets() -> EnhancePresets {
 pub fn list_isolation_models(state: State<'_, AppState>) -> CommandResult<IsolationModels> {
     let dir = models_folder::of(state.library())?;
     Ok(IsolationModels {
-        models: timbre_core::models_folder::separation_models(&dir),
+        models: models_folder::separation_models(&dir),
         dir,
     })
 }

@@ -14,6 +14,7 @@ use crate::db::trainings::{self, Training};
 use crate::jobs::{JobKind, JobSystem};
 use crate::library::Library;
 
+/// The job kind.
 pub const KIND: JobKind = JobKind::Train;
 
 /// What a queued `train` job carries: the training row it runs.
