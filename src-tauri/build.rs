@@ -1,3 +1,5 @@
+//! Build script: creates an empty `ui/dist` if the UI is not built yet, links libtorch with an
+//! rpath to it, and runs `tauri_build`.
 include!("../crates/timbre-nn/link_libtorch.rs");
 
 fn main() {

@@ -15,6 +15,8 @@ use timbre_core::Library;
 use timbre_core::jobs::JobSystem;
 use timbre_core::model_cache::ModelCache;
 
+/// Runs the app until it exits, then stops the job system; exits with status 1 when the library
+/// cannot be opened.
 pub fn run() {
     let models = Arc::new(ModelCache::default());
     let jobs = open_job_system(&models).unwrap_or_else(|err| {
@@ -84,6 +86,7 @@ pub fn run() {
             commands::export::export_library_item,
             commands::export::export_library_items,
             commands::export::reveal_file,
+            commands::drag_out::start_drag_out,
             commands::convert::list_effect_presets,
             commands::convert::save_effect_preset,
             commands::convert::delete_effect_preset,

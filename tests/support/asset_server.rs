@@ -8,19 +8,25 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 #[derive(Debug, Clone, PartialEq)]
+/// How the server misbehaves when serving one path.
 pub enum Fault {
+    /// Serves the file correctly, honouring `Range: bytes=N-`.
     None,
     /// The connection closes once the file's first `at` bytes are sent, for the next `times`
     /// requests.
     Drop {
+        /// Byte offset in the file at which the connection closes.
         at: usize,
+        /// Requests left that drop; after them the file is served normally.
         times: usize,
     },
     /// The right length, the wrong bytes.
     WrongBody,
+    /// 404 even though the path is registered.
     NotFound,
     /// 503 for the next `times` requests.
     ServerError {
+        /// Requests left that get 503; after them the file is served normally.
         times: usize,
     },
     /// 302 to this location.
@@ -29,7 +35,9 @@ pub enum Fault {
     NoRange,
     /// `chunk` bytes every `every`.
     Slow {
+        /// Bytes written per write.
         chunk: usize,
+        /// Pause after each chunk.
         every: Duration,
     },
     /// 200 and the file over and over, without a Content-Length, until the client hangs up
@@ -43,6 +51,7 @@ pub const ENDLESS_CAP: usize = 64 << 20;
 /// One request the server saw.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Seen {
+    /// The request target as sent: a path, a whole URL when proxied, or `CONNECT host:port`.
     pub path: String,
     /// The start of a `Range: bytes=N-` header.
     pub range_start: Option<u64>,
@@ -54,12 +63,14 @@ struct Routes {
     seen: Vec<Seen>,
 }
 
+/// A running test server on 127.0.0.1 at a free port; it runs until the test process ends.
 pub struct AssetServer {
     port: u16,
     routes: Arc<Mutex<Routes>>,
 }
 
 impl AssetServer {
+    /// Binds a free local port and serves on background threads, one per connection.
     pub fn start() -> AssetServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("binding the test server");
         let port = listener.local_addr().expect("its address").port();
@@ -82,12 +93,14 @@ impl AssetServer {
         format!("http://127.0.0.1:{}", self.port)
     }
 
+    /// Serves `body` at `path` (e.g. "/repo/rmvpe.pt") with `fault`, replacing what was there.
     pub fn serve(&self, path: &str, body: &[u8], fault: Fault) {
         self.lock()
             .files
             .insert(path.to_string(), (body.to_vec(), fault));
     }
 
+    /// Every request received so far, in order of arrival.
     pub fn seen(&self) -> Vec<Seen> {
         self.lock().seen.clone()
     }

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+/// Length of every [`fixture`], in bytes.
 pub const SIZE: usize = 300_000;
 
 /// Distinct, incompressible-looking bytes per seed.
@@ -23,6 +24,7 @@ pub fn fixture(seed: u8) -> Vec<u8> {
         .collect()
 }
 
+/// SHA-256 of `bytes` as 64 lowercase hex digits, as the catalogue states it.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
         .iter()
@@ -30,14 +32,21 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
+/// One asset of the test catalogue.
 pub struct Catalogued<'a> {
+    /// Asset name, as given to `timbre assets download`.
     pub name: &'a str,
+    /// Where it is stored, relative to the models folder.
     pub path: &'a str,
+    /// Where to download it from, relative to the server (e.g. "repo/rmvpe.pt").
     pub urls: &'a [&'a str],
+    /// The content; its length and SHA-256 go into the catalogue.
     pub bytes: &'a [u8],
+    /// Whether `assets download --essentials` includes it.
     pub essential: bool,
 }
 
+/// A non-essential catalogue entry.
 pub fn entry<'a>(
     name: &'a str,
     path: &'a str,
@@ -53,13 +62,18 @@ pub fn entry<'a>(
     }
 }
 
+/// A sandbox, a running [`AssetServer`] and a catalogue file for `timbre` to use.
 pub struct Setup {
+    /// The sandbox `timbre` runs in.
     pub sb: Sandbox,
+    /// The server the catalogue's URLs point at; routes are added per test.
     pub server: AssetServer,
+    /// The catalogue JSON file, inside the sandbox.
     pub catalog: PathBuf,
 }
 
 impl Setup {
+    /// Writes a catalogue of `assets` and starts a server, which serves nothing until told to.
     pub fn new(assets: &[Catalogued]) -> Setup {
         let sb = Sandbox::new();
         let server = AssetServer::start();
@@ -85,6 +99,7 @@ impl Setup {
         }
     }
 
+    /// The sandbox's models folder, which [`Setup::command`] points `timbre` at.
     pub fn models(&self) -> PathBuf {
         self.sb.models_dir()
     }
@@ -102,6 +117,7 @@ impl Setup {
         cmd
     }
 
+    /// Runs [`Setup::command`] with `args` to completion.
     pub fn run(&self, args: &[&str]) -> Output {
         self.command().args(args).output().expect("running timbre")
     }
@@ -145,11 +161,13 @@ impl Setup {
         (out.status.success(), results)
     }
 
+    /// The server's URL for `path` (which starts with "/").
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.server.url())
     }
 }
 
+/// Asserts `file` holds exactly `bytes` and its `.part` file is gone.
 pub fn assert_verified(file: &Path, bytes: &[u8]) {
     assert_eq!(std::fs::read(file).expect("the downloaded file"), bytes);
     assert!(
@@ -158,10 +176,12 @@ pub fn assert_verified(file: &Path, bytes: &[u8]) {
     );
 }
 
+/// The partial-download file of `file`: the same path with ".part" appended.
 pub fn part_of(file: &Path) -> PathBuf {
     PathBuf::from(format!("{}.part", file.display()))
 }
 
+/// The state `timbre --json assets list` reports for asset `name`.
 pub fn state_of(setup: &Setup, name: &str) -> String {
     let out = setup.run(&["--json", "assets", "list"]);
     assert!(
@@ -200,6 +220,7 @@ pub fn start_slow_download(setup: &Setup, name: &str, part: &Path) -> std::proce
     child
 }
 
+/// A fault that sends 1 KiB every 50 ms (about 20 KB/s).
 pub fn slow() -> Fault {
     Fault::Slow {
         chunk: 1024,

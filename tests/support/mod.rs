@@ -37,7 +37,9 @@ pub const TINY_GENERATOR_40K: &str = r#"{"spec_channels": 1025, "segment_size": 
     "upsample_kernel_sizes": [16, 16, 4, 4], "spk_embed_dim": 1, "gin_channels": 8,
     "sr": 40000}"#;
 
+/// A temporary folder holding one test's library and files, removed when dropped.
 pub struct Sandbox {
+    /// The temporary folder; the library lives in its `library` subfolder.
     pub dir: tempfile::TempDir,
 }
 
@@ -48,6 +50,7 @@ impl Default for Sandbox {
 }
 
 impl Sandbox {
+    /// An empty sandbox in a fresh temporary folder.
     pub fn new() -> Self {
         Sandbox {
             dir: tempfile::tempdir().expect("temp dir"),
@@ -71,6 +74,7 @@ impl Sandbox {
         sb
     }
 
+    /// The sandbox's `models` folder (not created here).
     pub fn models_dir(&self) -> PathBuf {
         self.path("models")
     }
@@ -142,20 +146,24 @@ impl Sandbox {
         );
     }
 
+    /// The library folder passed to `timbre` as `--data-dir`.
     pub fn data_dir(&self) -> PathBuf {
         self.dir.path().join("library")
     }
 
+    /// `name` inside the sandbox folder.
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
 
+    /// The `timbre` binary with `--data-dir` set to the sandbox's library.
     pub fn command(&self) -> Command {
         let mut cmd = Command::new(timbre_bin());
         cmd.arg("--data-dir").arg(self.data_dir());
         cmd
     }
 
+    /// Runs `timbre` with `args` to completion, whatever its exit status.
     pub fn run(&self, args: &[&str]) -> Output {
         self.command().args(args).output().expect("running timbre")
     }
@@ -208,6 +216,7 @@ impl Sandbox {
     }
 }
 
+/// Writes a 16 kHz mono 16-bit WAV of a `freq` Hz sine at amplitude 0.5, `seconds` long.
 pub fn write_sine_wav(path: &Path, seconds: f64, freq: f32) {
     timbre_audio::write_wav(path, &sine(16000, freq, seconds, 0.5), SampleFormat::Int16)
         .expect("writing test wav");

@@ -2,6 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { fireEvent, render, screen, waitFor, within } from '@testing-library/svelte';
 import Library from '../src/pages/Library.svelte';
 import { app } from '../src/lib/stores.svelte';
+import { DRAG_THRESHOLD_PX, foreignPaths } from '../src/lib/dragOut';
 import { installFakeAudio, makeConversion, makeTake, makeVoice, mockBackend } from './helpers';
 
 const takes = [
@@ -293,6 +294,53 @@ describe('Library page: conversions, export and batch actions', () => {
     });
     await waitFor(() => expect(toast('Exported 2 files to /home/me/out')).toBeDefined());
     expect(screen.queryByTestId('library-batch')).toBeNull();
+  });
+
+  it('drags a row out of the window once the pressed pointer moves, the ticked rows with it', async () => {
+    const copy = '/data/drag-out/drag-1/Verse A.wav';
+    const be = backend({ list_conversions: () => conversions, start_drag_out: () => [copy] });
+    render(Library);
+    const rows = await screen.findAllByTestId('take-row');
+    const press = (on: Element, dx: number) => {
+      fireEvent.pointerDown(on, { button: 0, buttons: 1, clientX: 100, clientY: 40 });
+      fireEvent.pointerMove(on, { buttons: 1, clientX: 100 + dx, clientY: 40 });
+      fireEvent.pointerUp(on, { button: 0, clientX: 100 + dx, clientY: 40 });
+    };
+    press(within(rows[0]).getByTestId('take-duration'), DRAG_THRESHOLD_PX - 1);
+    press(within(rows[0]).getByTestId('take-rename'), 20);
+    expect(be.argsOf('start_drag_out'), 'a click, or a press on a control, is not a drag').toEqual([]);
+
+    press(within(rows[0]).getByTestId('take-duration'), DRAG_THRESHOLD_PX);
+    await waitFor(() => expect(be.argsOf('start_drag_out')).toEqual([{ items: [{ kind: 'take', id: 1 }] }]));
+    await waitFor(() =>
+      expect(foreignPaths([copy, '/in/new.wav']), 'a copy dropped back on the window is no new file').toEqual(['/in/new.wav']),
+    );
+
+    await fireEvent.click(screen.getAllByTestId('take-select')[1]);
+    const group = screen.getAllByTestId('conversion-group')[2];
+    await fireEvent.click(within(group).getByTestId('conversion-group-toggle'));
+    await fireEvent.click(within(group).getByTestId('conversion-select'));
+    press(within(group).getByTestId('conversion-row'), 30);
+    await waitFor(() => expect(be.argsOf('start_drag_out')).toHaveLength(2));
+    expect(be.argsOf('start_drag_out')[1].items).toEqual([
+      { kind: 'take', id: 2 },
+      { kind: 'conversion', id: 14 },
+    ]);
+  });
+
+  it('says why a drag out failed', async () => {
+    backend({
+      start_drag_out: () => {
+        throw { kind: 'disk_full', message: '/data/drag-out: the disk is full' };
+      },
+    });
+    render(Library);
+    const row = (await screen.findAllByTestId('take-row'))[0];
+    fireEvent.pointerDown(row, { button: 0, buttons: 1, clientX: 10, clientY: 10 });
+    fireEvent.pointerMove(row, { buttons: 1, clientX: 40, clientY: 10 });
+    await waitFor(() =>
+      expect(app.notices.find((n) => n.text.includes('Could not drag') && n.text.includes('the disk is full'))).toBeDefined(),
+    );
   });
 
   it('deletes the ticked rows only once Undo has lapsed; Undo keeps them', async () => {

@@ -15,6 +15,12 @@ import { assets } from '../src/lib/assets.svelte';
 import { appearance } from '../src/lib/appearance.svelte';
 import { takeUnansweredCommands } from './helpers';
 
+// jsdom has no PointerEvent: a MouseEvent carries what the app reads (button, buttons, clientX/Y).
+if (typeof globalThis.PointerEvent === 'undefined') {
+  class PointerEvent extends MouseEvent {}
+  globalThis.PointerEvent = PointerEvent as typeof globalThis.PointerEvent;
+}
+
 // jsdom has no Web Audio; tests that need it install a fake (see helpers.ts).
 afterEach(() => {
   cleanup();

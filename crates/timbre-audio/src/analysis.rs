@@ -81,6 +81,8 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// Summary of `total_frames` frames of `channels`-channel audio at `sample_rate` Hz, with
+    /// `bins` waveform bins.
     pub fn new(sample_rate: u32, channels: usize, total_frames: usize, bins: usize) -> Self {
         let meter = u32::try_from(channels)
             .ok()
@@ -94,6 +96,7 @@ impl Summary {
         }
     }
 
+    /// Feeds the next block; blocks come in order, at the rate and channel count given to `new`.
     pub fn add(&mut self, buf: &AudioBuffer) {
         self.peak = self.peak.max(peak(buf));
         let planes: Vec<&[f32]> = buf.channels.iter().map(Vec::as_slice).collect();
@@ -121,27 +124,35 @@ impl Summary {
         }
     }
 
+    /// Frames fed so far.
     pub fn frames(&self) -> usize {
         self.seen
     }
 
+    /// Largest absolute sample seen so far, linear (0.0 to 1.0 for in-range audio).
     pub fn peak(&self) -> f32 {
         self.peak
     }
 
+    /// Integrated loudness in LUFS of everything fed so far; `None` when too short or silent,
+    /// or when the meter could not be built or fed.
     pub fn loudness_lufs(&self) -> Option<f64> {
         let meter = self.meter.as_ref()?;
         meter.loudness_global().ok().filter(|l| l.is_finite())
     }
 
+    /// Per-bin peaks of the mono mix; bins not yet reached stay 0.0.
     pub fn waveform(&self) -> &[f32] {
         &self.waveform
     }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+/// Levels of a stream over the meter's recent window.
 pub struct Level {
+    /// Largest absolute sample in the window, linear.
     pub peak: f32,
+    /// Root mean square over the window, linear.
     pub rms: f32,
     /// Any sample in the window reached full scale.
     pub clipping: bool,
@@ -156,6 +167,7 @@ pub struct LevelMeter {
 }
 
 impl LevelMeter {
+    /// Meter over the last `window_secs` seconds at `sample_rate` Hz (at least one frame).
     pub fn new(sample_rate: u32, window_secs: f32) -> Self {
         let window_frames = ((sample_rate as f32 * window_secs).round() as usize).max(1);
         LevelMeter {
@@ -164,6 +176,7 @@ impl LevelMeter {
         }
     }
 
+    /// Appends interleaved samples of `channels` channels, dropping frames older than the window.
     pub fn push_interleaved(&mut self, samples: &[f32], channels: u16) {
         let n = usize::from(channels.max(1));
         // Older frames would be evicted at once, so skip them.
@@ -177,6 +190,7 @@ impl LevelMeter {
         self.frames.drain(..excess);
     }
 
+    /// Level of the frames now in the window; all zeros when nothing has been pushed.
     pub fn reading(&self) -> Level {
         if self.frames.is_empty() {
             return Level::default();

@@ -4,11 +4,14 @@
 /// Planar audio: one `Vec<f32>` per channel, all the same length, samples in `[-1, 1]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AudioBuffer {
+    /// Sample rate in Hz.
     pub sample_rate: u32,
+    /// One sample vector per channel, all of equal length (frames).
     pub channels: Vec<Vec<f32>>,
 }
 
 impl AudioBuffer {
+    /// Wraps planar channels; all channels must have the same length (checked in debug builds).
     pub fn new(sample_rate: u32, channels: Vec<Vec<f32>>) -> Self {
         debug_assert!(
             channels.windows(2).all(|w| w[0].len() == w[1].len()),
@@ -31,14 +34,17 @@ impl AudioBuffer {
         AudioBuffer::new(sample_rate, channels)
     }
 
+    /// Samples per channel; 0 when there are no channels.
     pub fn frames(&self) -> usize {
         self.channels.first().map_or(0, Vec::len)
     }
 
+    /// Number of channels, saturating at `u16::MAX`.
     pub fn channel_count(&self) -> u16 {
         u16::try_from(self.channels.len()).unwrap_or(u16::MAX)
     }
 
+    /// Length in seconds; 0.0 when the sample rate is 0.
     pub fn duration_secs(&self) -> f64 {
         if self.sample_rate == 0 {
             return 0.0;
@@ -61,6 +67,7 @@ impl AudioBuffer {
         AudioBuffer::new(self.sample_rate, vec![mono])
     }
 
+    /// Samples frame by frame, channels interleaved within each frame.
     pub fn interleaved(&self) -> Vec<f32> {
         let mut out = Vec::with_capacity(self.frames() * self.channels.len());
         for i in 0..self.frames() {

@@ -17,8 +17,11 @@ use crate::error::{AudioError, AudioErrorKind};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SampleFormat {
+    /// 16-bit signed integer PCM; samples are rounded and clamped to full scale.
     Int16,
+    /// 24-bit signed integer PCM; samples are rounded and clamped to full scale.
     Int24,
+    /// 32-bit IEEE float, samples written as they are (not clamped).
     Float32,
 }
 
@@ -93,6 +96,7 @@ pub struct WavStreamWriter {
 }
 
 impl WavStreamWriter {
+    /// Creates (or truncates) `path` for a WAV of `channels` channels at `sample_rate` Hz.
     pub fn create(
         path: &Path,
         sample_rate: u32,
@@ -154,6 +158,7 @@ fn hound_error(path: &Path, err: hound::Error) -> AudioError {
     }
 }
 
+/// Writes `buf` to `path` as a WAV file in `fmt`; refuses audio past the 4 GiB limit.
 pub fn write_wav(path: &Path, buf: &AudioBuffer, fmt: SampleFormat) -> Result<(), AudioError> {
     check_wav_size(buf.frames() as u64, buf.channel_count(), fmt, Some(path))?;
     let file = File::create(path)

@@ -10,19 +10,29 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AudioErrorKind {
+    /// No file at the path.
     NotFound,
+    /// The path is a directory, not a file.
     IsDirectory,
     /// A FIFO, socket or device: refused before opening it (a FIFO would block).
     NotRegularFile,
+    /// The file has 0 bytes.
     Empty,
+    /// Not audio, or a format, codec or setting that cannot be read or written.
     Unsupported,
+    /// The file is damaged: a header or audio packets cannot be decoded.
     Corrupt,
+    /// The file holds less audio than its header promises (by more than 1%).
     Truncated,
+    /// There are no audio samples to read or to write.
     NoSamples,
+    /// Longer than the allowed duration, or too big for the output format (WAV's 4 GiB).
     TooLong,
+    /// An audio device is missing, or failed to open or run.
     Device,
     /// A live session's block processor failed to build or to run.
     Processor,
+    /// Reading or writing failed at the operating-system level.
     Io,
 }
 
@@ -30,12 +40,16 @@ pub enum AudioErrorKind {
 /// words, so it can be shown to a user as is.
 #[derive(Debug, thiserror::Error)]
 pub struct AudioError {
+    /// The file concerned; `None` for in-memory audio and devices.
     pub path: Option<PathBuf>,
+    /// Which case this is.
     pub kind: AudioErrorKind,
+    /// The problem in plain words, without the path.
     pub detail: String,
 }
 
 impl AudioError {
+    /// Error of `kind` about `path` (if any), described by `detail`.
     pub fn new(kind: AudioErrorKind, path: Option<&Path>, detail: impl Into<String>) -> Self {
         AudioError {
             path: path.map(Path::to_path_buf),

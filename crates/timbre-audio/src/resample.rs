@@ -54,6 +54,7 @@ pub struct StreamResampler {
 }
 
 impl StreamResampler {
+    /// Resampler from `source_rate` to `target_rate` Hz; fails when rubato cannot build one.
     pub fn new(source_rate: u32, target_rate: u32) -> Result<Self, AudioError> {
         let inner = (source_rate != target_rate)
             .then(|| {

@@ -103,7 +103,9 @@ pub fn pink_noise(sample_rate: u32, seconds: f64, seed: u64) -> AudioBuffer {
 /// A speech-like test signal and the frame ranges of its syllables (everything else is silent).
 #[derive(Debug, Clone)]
 pub struct SpeechLike {
+    /// The mono signal at the requested rate.
     pub audio: AudioBuffer,
+    /// Frame ranges of the syllables, in order; all other frames are zero.
     pub syllables: Vec<Range<usize>>,
 }
 

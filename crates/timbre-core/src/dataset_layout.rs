@@ -18,52 +18,70 @@ use timbre_audio::{AudioBuffer, SampleFormat};
 
 use crate::library::Library;
 
+/// The manifest's file name in the dataset folder.
 pub const MANIFEST: &str = "dataset.json";
+/// The folder of pieces at the model rate (RVC's `0_gt_wavs`).
 pub const GT_WAVS: &str = "gt_wavs";
+/// The folder of pieces at 16 kHz (RVC's `1_16k_wavs`).
 pub const WAVS_16K: &str = "wavs16k";
+/// The folder of per-piece feature files.
 pub const FEATURES: &str = "features";
 
 /// What a trainer reads first: the parameters and every piece, in order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
+    /// The model rate the `gt_wavs` pieces are at, in Hz: 32000, 40000 or 48000.
     pub sample_rate: u32,
     /// `v1` or `v2`.
     pub version: String,
     /// The pitch method, `None` for a dataset without pitch.
     pub f0_method: Option<String>,
+    /// Width of each HuBERT feature frame: 256 for v1, 768 for v2.
     pub feature_dim: i64,
+    /// Every piece, in the order the inputs and their slices came.
     pub pieces: Vec<ManifestPiece>,
 }
 
+/// One piece of a dataset: its three files and where it came from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ManifestPiece {
     /// Relative to the dataset folder.
     pub gt_wav: String,
+    /// The piece at 16 kHz, relative to the dataset folder.
     pub wav_16k: String,
+    /// The piece's feature file, relative to the dataset folder.
     pub features: String,
     /// The input it came from, and its number among that input's pieces.
     pub source: String,
+    /// Position among the pieces kept from that input, from 0.
     pub index: usize,
+    /// Length of the piece in seconds.
     pub seconds: f64,
+    /// Number of HuBERT feature frames (one per 20 ms).
     pub feature_frames: i64,
+    /// Number of pitch frames (one per 10 ms); None for a dataset without pitch.
     pub f0_frames: Option<i64>,
 }
 
+/// The folder of one dataset, `<data dir>/datasets/<id>/`, and the paths inside it.
 pub struct Layout {
     root: PathBuf,
 }
 
 impl Layout {
+    /// The layout of dataset `dataset_id` under `data_dir`; nothing is created.
     pub fn new(data_dir: &Path, dataset_id: i64) -> Layout {
         Layout {
             root: data_dir.join("datasets").join(dataset_id.to_string()),
         }
     }
 
+    /// The dataset folder.
     pub fn root(&self) -> &Path {
         &self.root
     }
 
+    /// Creates the folder and its `gt_wavs`, `wavs16k` and `features` subfolders.
     pub fn create(&self) -> Result<()> {
         for dir in [GT_WAVS, WAVS_16K, FEATURES] {
             let dir = self.root.join(dir);
@@ -73,18 +91,22 @@ impl Layout {
         Ok(())
     }
 
+    /// Where the model-rate WAV of `piece` goes, relative to the dataset folder.
     pub fn gt_wav(piece: &str) -> String {
         format!("{GT_WAVS}/{piece}.wav")
     }
 
+    /// Where the 16 kHz WAV of `piece` goes, relative to the dataset folder.
     pub fn wav_16k(piece: &str) -> String {
         format!("{WAVS_16K}/{piece}.wav")
     }
 
+    /// Where the feature file of cache key `key` goes, relative to the dataset folder.
     pub fn features(key: &str) -> String {
         format!("{FEATURES}/{key}.safetensors")
     }
 
+    /// The absolute path of `relative` inside the dataset folder.
     pub fn path(&self, relative: &str) -> PathBuf {
         self.root.join(relative)
     }
@@ -118,6 +140,7 @@ impl Layout {
         })
     }
 
+    /// The committed manifest; None when there is none or it cannot be read.
     pub fn read_manifest(&self) -> Option<Manifest> {
         let text = std::fs::read_to_string(self.path(MANIFEST)).ok()?;
         serde_json::from_str(&text).ok()

@@ -164,7 +164,9 @@ pub(crate) enum Output {
 /// A saved result, as the job reports it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct SavedTake {
+    /// What made it, as `derived_takes` records it: `enhance`, `isolate_vocals`, `cover`, …
     pub operation: String,
+    /// The saved take (an existing one when `duplicate`).
     pub take: Take,
     /// The library already held identical audio.
     pub duplicate: bool,

@@ -12,9 +12,12 @@ use timbre_nn::device::{default_device, parse_device};
 
 use crate::settings::Settings;
 
+/// The devices work runs on, as the settings resolve them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Devices {
+    /// Where training, conversion and isolation run.
     pub main: Device,
+    /// Where dataset preparation and a training's data work run; the main device unless set apart.
     pub extraction: Device,
 }
 
@@ -46,13 +49,17 @@ pub struct DeviceReport {
     pub available: Vec<String>,
     /// The settings as stored (empty: automatic).
     pub device: String,
+    /// The `extraction_device` setting as stored (empty: the main device).
     pub extraction_device: String,
     /// What they resolve to, unless a set device is missing (then `problem` says so).
     pub main: Option<String>,
+    /// The extraction device it resolves to, as `cpu` or `cuda:N`; None when `problem` is set.
     pub extraction: Option<String>,
+    /// Why the settings do not resolve (a device libtorch does not see); None when they do.
     pub problem: Option<String>,
 }
 
+/// The devices libtorch sees and what the settings resolve to; a bad setting goes in `problem`.
 pub fn report(settings: &Settings) -> DeviceReport {
     let cuda = (0..tch::Cuda::device_count()).map(|i| name(Device::Cuda(i as usize)));
     let resolved = Devices::of(settings);

@@ -13,38 +13,56 @@ use crate::jobs::{JobKind, Need, Needs};
 use crate::library::Library;
 use crate::models_folder;
 
+/// What `timbre doctor` and the app's diagnostics show about this machine and library.
 #[derive(Debug, Serialize, ts_rs::TS)]
 #[ts(rename = "DoctorReport")]
 pub struct Report {
+    /// What libtorch was built with and the GPUs it sees.
     pub libtorch: Libtorch,
+    /// The devices to choose from and what the settings resolve to.
     pub devices: DeviceReport,
+    /// The recording devices found; empty when none or when listing failed.
     pub audio_inputs: Vec<timbre_audio::record::InputDevice>,
     /// Why the audio inputs could not be listed.
     pub audio_problem: Option<String>,
+    /// The library's data folder.
     pub data_dir: PathBuf,
+    /// Free space on the data folder's disk, in bytes; None when it cannot be read.
     pub data_dir_free_bytes: Option<u64>,
+    /// The models folder the weight files are looked for in.
     pub models_dir: PathBuf,
+    /// Each catalogue asset's state in the models folder, from sizes and the ledger (not hashed).
     pub assets: Vec<AssetStatus>,
+    /// For each job kind this build runs, whether it can run and what it lacks.
     pub jobs: Vec<JobReadiness>,
 }
 
+/// What the linked libtorch supports.
 #[derive(Debug, Serialize, ts_rs::TS)]
 pub struct Libtorch {
+    /// Whether CUDA is available.
     pub cuda: bool,
+    /// Whether cuDNN is available.
     pub cudnn: bool,
+    /// Each CUDA device libtorch sees, in index order.
     pub gpus: Vec<Gpu>,
 }
 
+/// One CUDA device.
 #[derive(Debug, Serialize, ts_rs::TS)]
 pub struct Gpu {
+    /// How settings name it: `cuda:N`.
     pub device: String,
     /// From NVML, when it answers.
     pub name: Option<String>,
+    /// Its total memory in bytes, from NVML; None when NVML does not answer.
     pub memory_bytes: Option<u64>,
 }
 
+/// Whether one job kind can run now, from the needs it declares.
 #[derive(Debug, Serialize, PartialEq, ts_rs::TS)]
 pub struct JobReadiness {
+    /// The job kind.
     pub kind: JobKind,
     /// Whether a job of this kind can run now.
     pub ready: bool,
@@ -54,6 +72,7 @@ pub struct JobReadiness {
     pub would_use: Vec<String>,
 }
 
+/// Gathers the report: libtorch, devices, audio inputs, disk space, assets and job readiness.
 pub fn report(library: &Library) -> Result<Report> {
     let settings = library.settings()?;
     let models_dir = crate::models_folder::of(library)?;

@@ -55,6 +55,7 @@ pub fn cache_key(parts: &[&str]) -> String {
     hex(&hasher.finalize()[..16])
 }
 
+/// `bytes` as lower-case hex, two digits per byte.
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

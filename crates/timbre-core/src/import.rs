@@ -23,6 +23,7 @@ const KIND: JobKind = JobKind::Import;
 /// An import, as the CLI and the app ask for it and as its job runs it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ImportRequest {
+    /// The files to import, in order; `submit` makes them absolute and drops repeats.
     pub paths: Vec<PathBuf>,
     /// Put the takes under this voice.
     #[serde(default)]
@@ -32,9 +33,13 @@ pub struct ImportRequest {
 /// What an `import` job gives; each file's outcome is its `file` event ([`file_outcomes`]).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ImportResult {
+    /// Number of files in the request.
     pub total: usize,
+    /// Files saved as new takes.
     pub imported: usize,
+    /// Files whose audio the library already held (no new take).
     pub duplicates: usize,
+    /// Files that could not be imported; each has its error in its `file` event.
     pub failed: usize,
 }
 
@@ -64,17 +69,24 @@ pub fn submit(system: &JobSystem, request: ImportRequest) -> Result<Job> {
 /// One line of an import's report, stored as the job event of kind `file`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct FileOutcome {
+    /// The file, as the request named it (absolute).
     pub path: PathBuf,
+    /// Whether the file is in the library now, as a new take or a duplicate.
     pub ok: bool,
+    /// The take that holds the file's audio; None when it failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub take_id: Option<i64>,
+    /// Whether an identical take was already there, so none was added.
     pub duplicate: bool,
+    /// Why the file failed, in plain words; None when it succeeded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The kind of the failure (not found, invalid input, …); None when it succeeded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_kind: Option<ErrorKind>,
 }
 
+/// Runs `import` jobs: each file decoded, stored and saved as a take; a rerun skips files done.
 pub struct ImportHandler;
 
 impl JobHandler for ImportHandler {

@@ -8,17 +8,22 @@ use serde::{Deserialize, Serialize};
 use crate::db::takes::{self, Take};
 use crate::library::Library;
 
+/// The audio a job reads, serialised as `{"take": id}` or `{"file": path}`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum AudioInput {
+    /// The take of this id in the library.
     Take(i64),
+    /// A file anywhere on disk, made absolute before a job is queued.
     File(PathBuf),
 }
 
 /// An input found: where its audio is, and its take when it is one.
 #[derive(Debug, Clone)]
 pub struct ResolvedInput {
+    /// Where the audio is: the take's stored file, or the file itself.
     pub path: PathBuf,
+    /// The take's row; None for a file.
     pub take: Option<Take>,
     /// The take's name, or the file's name without its extension.
     pub name: String,

@@ -3,10 +3,12 @@
 //! extension is its format, else decoded and encoded block by block into the format that
 //! extension names. Either way it is written under a hidden temporary name beside the target
 //! and renamed when complete, so a full disk leaves no partial file. Several items go into a
-//! folder under their default names ([`export_into`]). The app's Export… and `timbre library
-//! export` both come here.
+//! folder under their default names ([`export_into`]), and a drag out of the app's window offers
+//! named copies made for it ([`drag_copies`]). The app's Export… and `timbre library export` both
+//! come here.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -25,7 +27,9 @@ const BLOCK_FRAMES: usize = 48_000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(tag = "kind", content = "id", rename_all = "snake_case")]
 pub enum LibraryItem {
+    /// A row of `takes`.
     Take(i64),
+    /// A row of `conversions`.
     Conversion(i64),
 }
 
@@ -134,6 +138,49 @@ pub fn export_into(library: &Library, items: &[LibraryItem], dir: &Path) -> Resu
                 .map_err(|err| crate::error::explain_disk_full(err, dir))
         })
         .collect()
+}
+
+/// The data dir's folder of the copies drags out of the window offer, one folder per drag.
+const DRAG_DIR: &str = "drag-out";
+
+/// How long a drag's copies are kept: the program they were dropped on may still be reading them.
+const DRAG_COPIES_KEPT: Duration = Duration::from_secs(60 * 60);
+
+/// Copies of `items` under their default names for a drag out of the window, in a folder of
+/// their own under the data dir's `drag-out` (a drop needs files with the names people read,
+/// not the store's hashes). The copies of drags over an hour old are removed first.
+pub fn drag_copies(library: &Library, items: &[LibraryItem]) -> Result<Vec<PathBuf>> {
+    let drags = library.data_dir().join(DRAG_DIR);
+    remove_old_drags(&drags)?;
+    std::fs::create_dir_all(&drags)
+        .with_context(|| format!("{}: cannot create the folder", drags.display()))?;
+    let dir = tempfile::Builder::new()
+        .prefix("drag-")
+        .tempdir_in(&drags)
+        .map_err(|err| crate::error::explain_disk_full(err.into(), &drags))
+        .with_context(|| format!("{}: cannot create a folder in it", drags.display()))?
+        .keep();
+    export_into(library, items, &dir)
+}
+
+/// Removes the folders in `drags` last written over [`DRAG_COPIES_KEPT`] ago.
+fn remove_old_drags(drags: &Path) -> Result<()> {
+    let entries = match std::fs::read_dir(drags) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(err) => return Err(err).with_context(|| format!("{}: cannot list", drags.display())),
+    };
+    let now = SystemTime::now();
+    for entry in entries {
+        let path = entry?.path();
+        let modified = std::fs::metadata(&path).and_then(|meta| meta.modified())?;
+        if now.duration_since(modified).unwrap_or_default() > DRAG_COPIES_KEPT {
+            std::fs::remove_dir_all(&path).with_context(|| {
+                format!("{}: cannot remove an old drag's copies", path.display())
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// `object` copied (or encoded as `encode_as`) to a temporary file in `dir`, renamed to `target`.

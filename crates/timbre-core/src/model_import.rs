@@ -93,10 +93,15 @@ impl ModelFile {
 /// how the user knows the weights (their path, or an entry of an archive), `file_name` the name
 /// of that file (the model's name when the file holds none).
 pub struct CheckedModel<'a> {
+    /// The `.pth` to store (it may be a temporary file extracted from an archive).
     pub weights: &'a Path,
+    /// What [`check_model`] read from the weights.
     pub info: &'a ModelInfo,
+    /// How the user knows the weights: their path, or `<archive>:<entry>`.
     pub source: &'a str,
+    /// The weights file's own name; the model's name when the file holds none.
     pub file_name: &'a str,
+    /// The index to store with the model, checked to fit it; None for none.
     pub index: Option<&'a Path>,
 }
 

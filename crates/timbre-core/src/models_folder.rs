@@ -48,6 +48,7 @@ pub fn find_hubert(dir: &Path) -> Option<PathBuf> {
         .find(|d| d.join("config.json").is_file())
 }
 
+/// RMVPE's weights: `rmvpe.pt` in `dir`, when it is there.
 pub fn find_rmvpe(dir: &Path) -> Option<PathBuf> {
     Some(dir.join("rmvpe.pt")).filter(|p| p.is_file())
 }
@@ -86,8 +87,11 @@ pub fn require_hubert(dir: &Path) -> Result<PathBuf> {
 /// A RoFormer checkpoint and its config in the models folder.
 #[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
 pub struct SeparationModel {
+    /// The checkpoint's file stem, by which requests name the model.
     pub name: String,
+    /// The `.ckpt` weights, in `<models dir>/separation`.
     pub checkpoint: PathBuf,
+    /// The `.yaml` configuration beside the checkpoint, of the same stem.
     pub config: PathBuf,
 }
 

@@ -4,15 +4,18 @@ use serde::{Deserialize, Serialize};
 use timbre_audio::SampleFormat;
 use timbre_audio::export::Codec;
 
+/// The file format (and encoding) a job writes its audio in; 16-bit WAV by default.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum OutputFormat {
     /// 16-bit WAV, as the reference writes.
     #[default]
     Wav16,
+    /// 24-bit integer WAV.
     Wav24,
     /// 32-bit float WAV.
     WavFloat,
+    /// 16-bit FLAC.
     Flac,
     /// 192 kbit/s.
     Mp3,
@@ -26,6 +29,7 @@ pub enum OutputFormat {
 const NAMES: &str = "wav16, wav24, wav-float, flac, mp3, vorbis or opus";
 
 impl OutputFormat {
+    /// The file extension, without the dot: `wav`, `flac`, `mp3`, `ogg` or `opus`.
     pub fn extension(self) -> &'static str {
         self.codec().extension()
     }
@@ -40,6 +44,7 @@ impl OutputFormat {
         }
     }
 
+    /// The encoder, with its settings, that writes the format.
     pub fn codec(self) -> Codec {
         match (self.wav_sample_format(), self) {
             (Some(sample_format), _) => Codec::Wav(sample_format),
@@ -62,6 +67,7 @@ impl OutputFormat {
         }
     }
 
+    /// Whether the codec is lossless: true for WAV and FLAC, false for MP3, Vorbis and Opus.
     pub fn is_lossless(self) -> bool {
         !matches!(
             self,

@@ -45,15 +45,21 @@ pub fn model_file(models_dir: &Path, method: F0Method) -> Result<Option<PathBuf>
 
 /// A pitch network from the model cache.
 pub enum PitchModel {
+    /// RMVPE, for the `rmvpe` method.
     Rmvpe(Shared<Rmvpe>),
+    /// FCPE, for the `fcpe` method.
     Fcpe(Shared<Fcpe>),
+    /// CREPE, for `crepe` and `crepe-tiny` (full or tiny, as its file is).
     Crepe(Shared<Crepe>),
 }
 
 /// A pitch network held for one run.
 pub enum HeldPitchModel<'a> {
+    /// RMVPE, locked.
     Rmvpe(MutexGuard<'a, Rmvpe>),
+    /// FCPE, locked.
     Fcpe(MutexGuard<'a, Fcpe>),
+    /// CREPE, locked.
     Crepe(MutexGuard<'a, Crepe>),
 }
 
@@ -75,6 +81,7 @@ impl PitchModel {
         })
     }
 
+    /// Locks the network for one run, waiting while another run holds it.
     pub fn lock(&self) -> HeldPitchModel<'_> {
         match self {
             PitchModel::Rmvpe(model) => HeldPitchModel::Rmvpe(model.lock()),

@@ -16,10 +16,13 @@ use crate::pitch::{PitchModel, model_file, tracker};
 pub struct PitchCurve {
     /// The input's name.
     pub input: String,
+    /// The pitch method that tracked it.
     pub method: F0Method,
+    /// Seconds per frame: 0.01.
     pub frame_secs: f64,
     /// Hz per frame, 0 where unvoiced (conversion fills those by interpolation).
     pub f0: Vec<f32>,
+    /// Frames with a pitch (`f0` above 0).
     pub voiced_frames: usize,
     /// The median of the voiced frames.
     pub median_hz: Option<f32>,

@@ -7,6 +7,8 @@ use std::process::{Command, Stdio};
 
 use anyhow::Result;
 
+/// Shows `path` in the system's file manager (its folder opened, on Linux); a not-found error
+/// when the file is gone.
 pub fn reveal(path: &Path) -> Result<()> {
     if !path.exists() {
         return Err(crate::error::not_found(format!(

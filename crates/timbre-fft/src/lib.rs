@@ -15,7 +15,9 @@ pub use rubato;
 
 /// A real FFT of one length, forward and inverse (sharing their complex FFT).
 pub struct RealFft<T> {
+    /// Real input of `len` samples to `len / 2 + 1` complex bins (unnormalised).
     pub forward: Arc<dyn RealToComplex<T>>,
+    /// `len / 2 + 1` complex bins back to `len` real samples (unnormalised: scaled by `len`).
     pub inverse: Arc<dyn ComplexToReal<T>>,
 }
 

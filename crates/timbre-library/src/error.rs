@@ -5,12 +5,17 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use timbre_audio::AudioErrorKind;
 
+/// What kind of failure an error is, so the app can say what to do about it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
+    /// A take, model, job, file or other thing asked for does not exist.
     NotFound,
+    /// A request, parameter or file the user gave is refused.
     InvalidInput,
+    /// Audio could not be decoded or encoded.
     Audio,
+    /// Something (another process, a locked database) holds what is needed; trying again may work.
     Busy,
     /// The disk holding the library (or an output) has no room left.
     DiskFull,
@@ -18,8 +23,11 @@ pub enum ErrorKind {
     OutOfMemory,
     /// The library database is damaged or not a database: restore a backup.
     Damaged,
+    /// Another I/O failure.
     Io,
+    /// The user cancelled the work.
     Cancelled,
+    /// Anything else: a bug or an unexpected failure.
     Internal,
 }
 
@@ -27,10 +35,13 @@ pub enum ErrorKind {
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct KindedError {
+    /// What kind of failure it is.
     pub kind: ErrorKind,
+    /// What went wrong, as shown to the user.
     pub message: String,
 }
 
+/// An error of kind [`ErrorKind::NotFound`] with `message`.
 pub fn not_found(message: impl Into<String>) -> anyhow::Error {
     KindedError {
         kind: ErrorKind::NotFound,
@@ -39,6 +50,7 @@ pub fn not_found(message: impl Into<String>) -> anyhow::Error {
     .into()
 }
 
+/// An error of kind [`ErrorKind::InvalidInput`] with `message`.
 pub fn invalid_input(message: impl Into<String>) -> anyhow::Error {
     KindedError {
         kind: ErrorKind::InvalidInput,
@@ -73,6 +85,7 @@ pub fn check_range<T: PartialOrd + std::fmt::Display>(
     )))
 }
 
+/// An error of kind [`ErrorKind::Busy`] with `message`.
 pub fn busy(message: impl Into<String>) -> anyhow::Error {
     KindedError {
         kind: ErrorKind::Busy,
@@ -110,6 +123,7 @@ fn is_disk_full_cause(cause: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
+/// Whether any cause of `err` says the disk is full (SQLite's, or an I/O error's).
 pub fn is_disk_full(err: &anyhow::Error) -> bool {
     err.chain().any(is_disk_full_cause)
 }
@@ -123,6 +137,7 @@ pub fn explain_disk_full(err: anyhow::Error, dir: &Path) -> anyhow::Error {
     }
 }
 
+/// An error of kind [`ErrorKind::Damaged`] with `message`.
 pub fn damaged(message: impl Into<String>) -> anyhow::Error {
     KindedError {
         kind: ErrorKind::Damaged,
@@ -131,13 +146,17 @@ pub fn damaged(message: impl Into<String>) -> anyhow::Error {
     .into()
 }
 
+/// An error as the app and the CLI show it: `{kind, message}`.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, ts_rs::TS)]
 pub struct ErrorReport {
+    /// The kind of its first cause that has one ([`kind_of`]).
     pub kind: ErrorKind,
+    /// The error with its whole context chain, outermost first (`{:#}`).
     pub message: String,
 }
 
 impl ErrorReport {
+    /// The report of `err`: its kind and its full message.
     pub fn from_anyhow(err: &anyhow::Error) -> Self {
         ErrorReport {
             kind: kind_of(err),

@@ -12,37 +12,49 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Mutex, MutexGuard};
 
+/// What the library tells its subscribers as things change; serialised tagged by `type`.
 #[derive(Debug, Clone, serde::Serialize, ts_rs::TS)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Notification {
+    /// A job was queued or changed: its progress, state or result.
     Job {
+        /// The job as it is now.
         job: Box<db::jobs::Job>,
     },
+    /// Rows changed (takes, voices, models, conversions...): lists should be read again.
     LibraryChanged,
     /// A training logged a step's losses.
     TrainingMetric {
+        /// Row id of the training in `trainings`.
         training_id: i64,
+        /// The step's losses as recorded.
         metric: db::training_metrics::TrainingMetric,
     },
     /// A training rendered an epoch's preview.
     TrainingPreview {
+        /// The preview as recorded.
         preview: db::training_previews::TrainingPreview,
     },
     /// A training's session started again from a checkpoint: the losses it had logged after
     /// `step` and the previews after `epoch` are gone, as it trains them again.
     TrainingRewound {
+        /// Row id of the training in `trainings`.
         training_id: i64,
+        /// The epoch it restarts after: previews of later epochs are gone.
         epoch: i64,
+        /// The step it restarts after: losses of later steps are gone.
         step: i64,
     },
 }
 
+/// File name of the library database in the data directory.
 pub const DATABASE: &str = "library.sqlite3";
 
 /// Room held on the library's disk (a file of zeros in `run/`) and given up when the disk is
 /// full, so that a job can still record its failure and takes can still be deleted.
 const RESERVE_BYTES: usize = 1 << 20;
 
+/// An open library: its data directory, database, content store and this process's registration.
 pub struct Library {
     data_dir: PathBuf,
     conn: Mutex<Connection>,
@@ -174,10 +186,12 @@ impl Library {
         }
     }
 
+    /// The data directory the library lives in.
     pub fn data_dir(&self) -> &Path {
         &self.data_dir
     }
 
+    /// The content store holding the library's audio and model files.
     pub fn store(&self) -> &ContentStore {
         &self.store
     }
@@ -187,16 +201,19 @@ impl Library {
         &self.process_id
     }
 
+    /// The database connection, locked for the caller.
     pub fn conn(&self) -> MutexGuard<'_, Connection> {
         self.conn
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// The settings as stored, defaults for what is not.
     pub fn settings(&self) -> Result<Settings> {
         Settings::load(&self.conn())
     }
 
+    /// A receiver of every notification from now on.
     pub fn subscribe(&self) -> Receiver<Notification> {
         let (tx, rx) = channel();
         self.subscribers
@@ -206,6 +223,7 @@ impl Library {
         rx
     }
 
+    /// Sends `notification` to every subscriber, forgetting those that are gone.
     pub fn notify(&self, notification: Notification) {
         self.subscribers
             .lock()
@@ -307,6 +325,7 @@ impl Library {
         self.store.release(keys, &self.object_users())
     }
 
+    /// Where the take's audio lies in the content store.
     pub fn take_path(&self, take: &takes::Take) -> PathBuf {
         self.store.object_path(&take.sha256, &take.format)
     }
@@ -338,6 +357,7 @@ impl Library {
         Ok(model)
     }
 
+    /// Where the conversion's audio lies in the content store.
     pub fn conversion_path(&self, conversion: &conversions::Conversion) -> PathBuf {
         self.store
             .object_path(&conversion.sha256, &conversion.format)
@@ -362,6 +382,7 @@ impl Library {
         Ok(out)
     }
 
+    /// The row id of the voice named `voice`, created when new; None when no voice is given.
     pub fn resolve_voice(&self, voice: Option<&str>) -> Result<Option<i64>> {
         voice
             .map(|name| Ok(voices::ensure(&self.conn(), name)?.id))

@@ -11,31 +11,48 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 use sysinfo::{Pid, ProcessesToUpdate, System};
 
+/// One NVIDIA GPU's state at a moment, read through NVML.
 #[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
 pub struct GpuSnapshot {
+    /// The device's name, or `GPU <index>` when NVML gives none.
     pub name: String,
+    /// Device memory in use, in bytes.
     pub memory_used_bytes: u64,
+    /// Device memory in all, in bytes.
     pub memory_total_bytes: u64,
+    /// GPU utilisation over NVML's last sample period, 0 to 100; 0 when unreadable.
     pub utilization_percent: f64,
+    /// GPU temperature in degrees Celsius; 0 when unreadable.
     pub temperature_c: f64,
 }
 
+/// The machine's resources at a moment; zeros where they cannot be read.
 #[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
 pub struct ResourceSnapshot {
+    /// CPU usage across all cores, 0 to 100, since the previous snapshot.
     pub cpu_percent: f64,
+    /// RAM in use on the machine, in bytes.
     pub ram_used_bytes: u64,
+    /// RAM on the machine, in bytes.
     pub ram_total_bytes: u64,
+    /// Resident memory of this process, in bytes.
     pub process_rss_bytes: u64,
+    /// One entry per NVIDIA GPU, in NVML order; empty without a driver.
     pub gpus: Vec<GpuSnapshot>,
 }
 
+/// A resource over its alert threshold, reported as a job's `alert` event.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Alert {
+    /// The metric: `ram_percent`, `gpu<i>_memory_percent` or `gpu<i>_temperature_c`.
     pub metric: String,
+    /// Its value: percent, or degrees Celsius for a temperature.
     pub value: f64,
+    /// The threshold from the settings it exceeded, in the same unit.
     pub threshold: f64,
 }
 
+/// Reads CPU, RAM and (through NVML, when a driver is present) GPU state on demand.
 pub struct ResourceMonitor {
     system: Option<System>,
     nvml: Option<Nvml>,
@@ -49,6 +66,7 @@ impl Default for ResourceMonitor {
 }
 
 impl ResourceMonitor {
+    /// A monitor of this machine; a source that cannot be opened is left out.
     pub fn new() -> Self {
         ResourceMonitor {
             system: System::new().ok(),
@@ -57,6 +75,7 @@ impl ResourceMonitor {
         }
     }
 
+    /// The resources now. CPU usage is measured since the previous call, so the first reads low.
     pub fn snapshot(&mut self) -> ResourceSnapshot {
         let mut snap = ResourceSnapshot {
             cpu_percent: 0.0,
@@ -181,6 +200,7 @@ impl ResourceSnapshot {
         out
     }
 
+    /// The metrics over their thresholds in `settings`: RAM and GPU memory percent, GPU heat.
     pub fn alerts(&self, settings: &Settings) -> Vec<Alert> {
         let mut alerts = Vec::new();
         let mut check = |metric: String, value: f64, threshold: f64| {

@@ -4,6 +4,7 @@ use anyhow::{Context, Result};
 use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 
+/// The user's settings, each stored by its field name; a missing one takes its default.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 #[serde(default)]
 pub struct Settings {
@@ -11,12 +12,19 @@ pub struct Settings {
     pub max_retries: u32,
     /// First retry delay; doubles each attempt, capped by `retry_max_secs`.
     pub retry_base_secs: f64,
+    /// Longest retry delay in seconds (0 to 86 400; default 300).
     pub retry_max_secs: f64,
+    /// Workers running light-lane jobs in parallel (1 to 64; default 2).
     pub light_workers: usize,
+    /// How often a running job's resources are sampled, in ms (10 to 60 000; default 1000).
     pub monitor_interval_ms: u64,
+    /// Longest input audio accepted, in seconds (1 to 86 400; default 3 hours); longer is refused.
     pub max_import_duration_secs: f64,
+    /// RAM use in percent above which a job raises an alert (1 to 100; default 90).
     pub alert_ram_percent: f64,
+    /// GPU memory use in percent above which a job raises an alert (1 to 100; default 95).
     pub alert_gpu_memory_percent: f64,
+    /// GPU temperature in °C above which a job raises an alert (30 to 120; default 85).
     pub alert_gpu_temperature_c: f64,
     /// Where HuBERT, RMVPE and other shared weights are (empty: see `models_folder`).
     pub models_dir: String,
@@ -38,6 +46,7 @@ pub struct Settings {
     /// `download_stall_secs` has stalled: it stops, is tried again (resuming), then the next
     /// mirror is.
     pub download_stall_bytes: u64,
+    /// The window for `download_stall_bytes`, in seconds (1 to 3600; default 60).
     pub download_stall_secs: f64,
 }
 
@@ -66,6 +75,7 @@ impl Default for Settings {
 }
 
 impl Settings {
+    /// The stored settings over the defaults; fails when a stored value does not fit its setting.
     pub fn load(conn: &Connection) -> Result<Settings> {
         let mut merged = serde_json::to_value(Settings::default())?;
         for (key, value) in crate::db::settings::all(conn)? {
@@ -151,6 +161,8 @@ impl Settings {
         Ok(())
     }
 
+    /// Seconds to wait before retry `attempt` (0 for the first): `retry_base_secs` doubled per
+    /// attempt, capped at `retry_max_secs`.
     pub fn retry_delay_secs(&self, attempt: u32) -> f64 {
         (self.retry_base_secs * 2f64.powi(attempt as i32)).min(self.retry_max_secs)
     }

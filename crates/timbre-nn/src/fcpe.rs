@@ -27,34 +27,52 @@ const LOCAL_RADIUS: i64 = 4;
 /// `config_dict.mel` of the checkpoint.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 pub struct MelConfig {
+    /// Sample rate of the input audio in Hz; only 16000 is supported.
     pub sr: u32,
+    /// Mel bands of the log-mel input (128 for the bundled model).
     pub num_mels: i64,
+    /// STFT size in samples; gives `n_fft / 2 + 1` frequency bins.
     pub n_fft: i64,
+    /// Periodic Hann window length, in samples.
     pub win_size: i64,
+    /// Samples between frames; only 160 (10 ms at 16 kHz) is supported.
     pub hop_size: i64,
+    /// Lowest frequency of the mel filterbank, in Hz.
     pub fmin: f64,
+    /// Highest frequency of the mel filterbank, in Hz.
     pub fmax: f64,
 }
 
 /// `config_dict.model` of the checkpoint.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 pub struct ModelConfig {
+    /// Model class (upstream `type`); only `CFNaiveMelPE` is supported.
     #[serde(rename = "type")]
     pub kind: String,
+    /// Pitch bins of the posterior (360), the length of `cent_table`.
     pub out_dims: i64,
+    /// Width of the encoder layers.
     pub hidden_dims: i64,
+    /// Conformer encoder layers.
     pub n_layers: i64,
+    /// Pitch of the cent table's first bin, in Hz (the table itself is read from the weights).
     pub f0_min: f64,
+    /// Pitch of the cent table's last bin, in Hz.
     pub f0_max: f64,
+    /// Whether the encoder layers are convolution-only, without attention; must be true.
     #[serde(default)]
     pub conv_only: bool,
+    /// Whether the model adds upstream's harmonic embedding; must be false.
     #[serde(default)]
     pub use_harmonic_emb: bool,
 }
 
+/// `config_dict` of a torchfcpe checkpoint: the mel front end and the network.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 pub struct Config {
+    /// The mel front end's settings (`config_dict.mel`).
     pub mel: MelConfig,
+    /// The network's settings (`config_dict.model`).
     pub model: ModelConfig,
 }
 
@@ -184,10 +202,12 @@ impl Fcpe {
         })
     }
 
+    /// The device the weights are on.
     pub fn device(&self) -> Device {
         self.device
     }
 
+    /// The checkpoint's `config_dict`.
     pub fn config(&self) -> &Config {
         &self.config
     }

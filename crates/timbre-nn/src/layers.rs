@@ -13,6 +13,7 @@ pub struct Linear {
 }
 
 impl Linear {
+    /// Loads `{prefix}.weight` (weight norm folded) and the optional `{prefix}.bias`.
     pub fn load(w: &Weights, prefix: &str) -> Result<Self> {
         Ok(Self {
             weight: w.weight(prefix)?,
@@ -20,10 +21,12 @@ impl Linear {
         })
     }
 
+    /// Input width: the weight's second size (`[out, in]`).
     pub fn in_features(&self) -> i64 {
         self.weight.size()[1]
     }
 
+    /// `[…, in]` → `[…, out]`: `x · weightᵀ + bias`.
     pub fn forward(&self, x: &Tensor) -> Tensor {
         x.linear(&self.weight, self.bias.as_ref())
     }
@@ -32,9 +35,14 @@ impl Linear {
 /// Stride, padding, dilation and groups of a convolution.
 #[derive(Debug, Clone, Copy)]
 pub struct ConvOptions {
+    /// Step between output positions, in input positions.
     pub stride: i64,
+    /// Zeros added on each side (for a transposed convolution, torch's meaning: trimmed from the
+    /// output).
     pub padding: i64,
+    /// Spacing between kernel taps (1: adjacent).
     pub dilation: i64,
+    /// Channel groups; input and output channels must divide by it.
     pub groups: i64,
 }
 
@@ -50,6 +58,7 @@ impl Default for ConvOptions {
 }
 
 impl ConvOptions {
+    /// The defaults (stride 1, dilation 1, one group) with this zero padding.
     pub fn padding(padding: i64) -> Self {
         Self {
             padding,
@@ -66,6 +75,8 @@ pub struct Conv1d {
 }
 
 impl Conv1d {
+    /// Loads `{prefix}.weight` (weight norm folded) and the optional `{prefix}.bias`, applied with
+    /// `options`.
     pub fn load(w: &Weights, prefix: &str, options: ConvOptions) -> Result<Self> {
         Ok(Self {
             weight: w.weight(prefix)?,
@@ -74,18 +85,22 @@ impl Conv1d {
         })
     }
 
+    /// Output channels: the weight's first size.
     pub fn out_channels(&self) -> i64 {
         self.weight.size()[0]
     }
 
+    /// Input channels: the weight's second size times the groups.
     pub fn in_channels(&self) -> i64 {
         self.weight.size()[1] * self.options.groups
     }
 
+    /// Kernel size: the weight's last size.
     pub fn kernel_size(&self) -> i64 {
         self.weight.size()[2]
     }
 
+    /// `[batch, in_channels, time]` → `[batch, out_channels, time']`, as torch's conv1d.
     pub fn forward(&self, x: &Tensor) -> Tensor {
         let o = self.options;
         x.conv1d(
@@ -121,6 +136,8 @@ pub struct ConvTranspose1d {
 }
 
 impl ConvTranspose1d {
+    /// Loads `{prefix}.weight` (weight norm folded) and the optional `{prefix}.bias`, applied with
+    /// `options`.
     pub fn load(w: &Weights, prefix: &str, options: ConvOptions) -> Result<Self> {
         Ok(Self {
             weight: w.weight(prefix)?,
@@ -129,14 +146,18 @@ impl ConvTranspose1d {
         })
     }
 
+    /// Output channels: the weight's second size times the groups.
     pub fn out_channels(&self) -> i64 {
         self.weight.size()[1] * self.options.groups
     }
 
+    /// Kernel size: the weight's last size.
     pub fn kernel_size(&self) -> i64 {
         self.weight.size()[2]
     }
 
+    /// `[batch, in_channels, time]` → `[batch, out_channels, time']`, as torch's conv_transpose1d
+    /// (no output padding).
     pub fn forward(&self, x: &Tensor) -> Tensor {
         let o = self.options;
         x.conv_transpose1d(
@@ -160,6 +181,8 @@ pub struct Conv2d {
 }
 
 impl Conv2d {
+    /// Loads `{prefix}.weight` (weight norm folded) and the optional `{prefix}.bias`; `stride` and
+    /// `padding` are `[height, width]`.
     pub fn load(w: &Weights, prefix: &str, stride: [i64; 2], padding: [i64; 2]) -> Result<Self> {
         Ok(Self {
             weight: w.weight(prefix)?,
@@ -169,10 +192,12 @@ impl Conv2d {
         })
     }
 
+    /// Output channels: the weight's first size.
     pub fn out_channels(&self) -> i64 {
         self.weight.size()[0]
     }
 
+    /// Input channels: the weight's second size (one group).
     pub fn in_channels(&self) -> i64 {
         self.weight.size()[1]
     }
@@ -192,6 +217,7 @@ impl Conv2d {
         }
     }
 
+    /// `[batch, in, height, width]` → `[batch, out, height', width']`, dilation 1, one group.
     pub fn forward(&self, x: &Tensor) -> Tensor {
         x.conv2d(
             &self.weight,
@@ -219,6 +245,7 @@ pub struct LayerNorm {
 }
 
 impl LayerNorm {
+    /// Loads `{prefix}.weight` and `{prefix}.bias`, normalising with `eps`.
     pub fn load(w: &Weights, prefix: &str, eps: f64) -> Result<Self> {
         Ok(Self {
             weight: w.get(&format!("{prefix}.weight"))?,
@@ -227,6 +254,7 @@ impl LayerNorm {
         })
     }
 
+    /// Normalises over the trailing dimensions the weight spans; the shape is unchanged.
     pub fn forward(&self, x: &Tensor) -> Tensor {
         let dim = self.weight.size();
         x.layer_norm(
@@ -248,6 +276,8 @@ pub struct GroupNorm {
 }
 
 impl GroupNorm {
+    /// Loads `{prefix}.weight` and `{prefix}.bias`, normalising over `groups` channel groups with
+    /// `eps`.
     pub fn load(w: &Weights, prefix: &str, groups: i64, eps: f64) -> Result<Self> {
         Ok(Self {
             weight: w.get(&format!("{prefix}.weight"))?,
@@ -257,6 +287,7 @@ impl GroupNorm {
         })
     }
 
+    /// `[batch, channels, …]` normalised per group of channels; the shape is unchanged.
     pub fn forward(&self, x: &Tensor) -> Tensor {
         x.group_norm(
             self.groups,
@@ -278,6 +309,8 @@ pub struct BatchNorm {
 }
 
 impl BatchNorm {
+    /// Loads `{prefix}.weight`, `.bias`, `.running_mean` and `.running_var`, normalising with
+    /// `eps`.
     pub fn load(w: &Weights, prefix: &str, eps: f64) -> Result<Self> {
         let get = |name: &str| w.get(&format!("{prefix}.{name}"));
         Ok(Self {
@@ -296,6 +329,8 @@ impl BatchNorm {
         (scale, shift)
     }
 
+    /// `[batch, channels, …]` normalised per channel by the running statistics; the shape is
+    /// unchanged.
     pub fn forward(&self, x: &Tensor) -> Tensor {
         x.batch_norm(
             Some(&self.weight),
@@ -316,16 +351,19 @@ pub struct Embedding {
 }
 
 impl Embedding {
+    /// Loads the table `{prefix}.weight`, `[num_embeddings, dim]`.
     pub fn load(w: &Weights, prefix: &str) -> Result<Self> {
         Ok(Self {
             weight: w.get(&format!("{prefix}.weight"))?,
         })
     }
 
+    /// Rows of the table: ids run from 0 to this, exclusive.
     pub fn num_embeddings(&self) -> i64 {
         self.weight.size()[0]
     }
 
+    /// The table's rows for integer `ids` of any shape: `[…ids' shape, dim]`.
     pub fn forward(&self, ids: &Tensor) -> Tensor {
         Tensor::embedding(&self.weight, ids, -1, false, false)
     }

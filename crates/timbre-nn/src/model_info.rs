@@ -11,9 +11,13 @@ use crate::checkpoint::{self, Value, write_torch_file};
 /// The entries to set; None leaves an entry as it is.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize, ts_rs::TS)]
 pub struct InfoEdits {
+    /// The model's display name (`model_name`).
     pub model_name: Option<String>,
+    /// Who made the model (`author`).
     pub author: Option<String>,
+    /// Free-text description of the model (`description`).
     pub description: Option<String>,
+    /// RVC's training summary (`info`, e.g. "300epoch").
     pub info: Option<String>,
 }
 

@@ -3,9 +3,11 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
+/// A handle to a model behind a mutex; clones share the same model.
 pub struct Shared<T>(Arc<Mutex<T>>);
 
 impl<T> Shared<T> {
+    /// Wraps `model` in its first handle.
     pub fn new(model: T) -> Shared<T> {
         Shared(Arc::new(Mutex::new(model)))
     }

@@ -17,6 +17,7 @@ pub struct VoiceParams {
     /// Semitones the formants move (up: a smaller-sounding voice) while the pitch stays where
     /// `transpose` puts it; 0 is off.
     pub formant_shift: f32,
+    /// Which tracker gives the pitch (default RMVPE).
     pub f0_method: F0Method,
     /// How much of the features comes from the index (0 = none).
     pub index_rate: f32,
@@ -53,7 +54,9 @@ impl Default for VoiceParams {
 /// The closed range a parameter may take.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, ts_rs::TS)]
 pub struct Bounds {
+    /// Lowest value accepted (inclusive).
     pub min: f64,
+    /// Highest value accepted (inclusive).
     pub max: f64,
 }
 
@@ -61,15 +64,23 @@ pub struct Bounds {
 /// app's controls offer (the defaults command hands it to the UI).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, ts_rs::TS)]
 pub struct VoiceRanges {
+    /// Range of `transpose` in semitones.
     pub transpose: Bounds,
+    /// Range of `formant_shift` in semitones.
     pub formant_shift: Bounds,
+    /// Range of `index_rate`.
     pub index_rate: Bounds,
+    /// Range of `protect`, whose top (0.5) turns it off.
     pub protect: Bounds,
+    /// Range of `rms_mix_rate`.
     pub rms_mix_rate: Bounds,
+    /// Range of `speaker_id`; the model's own speaker count is checked separately.
     pub speaker_id: Bounds,
+    /// Range of the autotune's `strength`.
     pub autotune_strength: Bounds,
 }
 
+/// The voice parameters' ranges, as [`VoiceParams::check`] applies them.
 pub const RANGES: VoiceRanges = VoiceRanges {
     transpose: Bounds {
         min: -48.0,

@@ -28,6 +28,7 @@ pub struct Weights {
 }
 
 impl Weights {
+    /// Wraps `tensors` by name; `source` names them in errors (a path, or a description).
     pub fn new(tensors: HashMap<String, Tensor>, source: impl Into<PathBuf>) -> Self {
         Self {
             tensors,
@@ -35,6 +36,7 @@ impl Weights {
         }
     }
 
+    /// Reads every tensor of the safetensors file at `path`, on the CPU in the file's dtypes.
     pub fn from_safetensors(path: &Path) -> Result<Self> {
         let tensors = Tensor::read_safetensors(path)
             .with_context(|| format!("{}: not a readable safetensors file", path.display()))?;
@@ -46,18 +48,22 @@ impl Weights {
         &self.source
     }
 
+    /// Whether a tensor is named `name`.
     pub fn contains(&self, name: &str) -> bool {
         self.tensors.contains_key(name)
     }
 
+    /// The tensors' names, in no particular order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.tensors.keys().map(String::as_str)
     }
 
+    /// Number of tensors.
     pub fn len(&self) -> usize {
         self.tensors.len()
     }
 
+    /// Whether the set holds no tensors.
     pub fn is_empty(&self) -> bool {
         self.tensors.is_empty()
     }
@@ -73,6 +79,7 @@ impl Weights {
         }
     }
 
+    /// The tensor `name` (sharing storage with this set), or None when it is absent.
     pub fn get_opt(&self, name: &str) -> Option<Tensor> {
         self.tensors.get(name).map(Tensor::shallow_clone)
     }

@@ -88,11 +88,17 @@ fn raw_optional(tensor: Option<&Tensor>) -> RawTensor {
 /// AdamW's hyperparameters as the fused kernel takes them.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AdamWStep {
+    /// Learning rate.
     pub lr: f64,
+    /// Decay rate of the first-moment (mean) estimate, e.g. 0.9.
     pub beta1: f64,
+    /// Decay rate of the second-moment (uncentred variance) estimate, e.g. 0.999.
     pub beta2: f64,
+    /// Decoupled weight decay: each step scales the parameters by `1 - lr · weight_decay`.
     pub weight_decay: f64,
+    /// Added to the square root of the second moment before dividing, for numerical stability.
     pub eps: f64,
+    /// Ascend the objective instead of descending it.
     pub maximize: bool,
 }
 

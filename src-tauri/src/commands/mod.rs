@@ -9,6 +9,7 @@ pub mod convert;
 pub mod cover;
 pub mod datasets;
 pub mod devices;
+pub mod drag_out;
 pub mod export;
 pub mod jobs;
 pub mod library;

@@ -215,13 +215,15 @@ export async function toasts() {
   return browser.execute(() => [...document.querySelectorAll('[data-testid="toast"]')].map((e) => e.textContent.trim()));
 }
 
+/** Runs xdotool: real X input and window moves, what a user's mouse and window manager do. */
+export const xdotool = (...args) => execFileSync('xdotool', args, { encoding: 'utf8', timeout: 20000 }).trim();
+
 /**
  * Picks `file` in the native GTK file dialog titled `title` (an open or a save dialog), as a user's
  * keyboard would: WebDriver cannot reach a native dialog, so xdotool waits for it to show, focuses
  * it, opens its location bar (Ctrl+L), types the path over what is there and presses Return.
  */
 export function answerFileDialog(title, file) {
-  const xdotool = (...args) => execFileSync('xdotool', args, { encoding: 'utf8', timeout: 20000 }).trim();
   const dialog = xdotool('search', '--sync', '--onlyvisible', '--name', `^${title}$`).split('\n')[0];
   xdotool('windowfocus', '--sync', dialog);
   // Keys sent before GTK has set the dialog up are lost.

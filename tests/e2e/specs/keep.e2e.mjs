@@ -1,7 +1,9 @@
 // Results you can keep: a dropped file converted from the Convert page, exported under the name
-// it is offered through the native save dialog, and found again, on the Convert page and under
-// its take in the Library, after the app restarts.
+// it is offered through the native save dialog, found again, on the Convert page and under its
+// take in the Library, after the app restarts, and dragged out of the window into another program.
 import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
@@ -18,6 +20,7 @@ import {
   waitForApp,
   waitForJob,
   writeSineWav,
+  xdotool,
 } from './helpers.mjs';
 
 const parity = requireEnv('E2E_PARITY_DIR');
@@ -105,5 +108,66 @@ describe('keep', () => {
     const conversion = await group.$(`${byTestId('conversion-row')}[data-conversion-id="${conversionId}"]`);
     await conversion.waitForDisplayed({ timeout: 5000, timeoutMsg: 'the conversion is not listed under its take' });
     assert.match(await conversion.getText(), /\+3 st/);
+  });
+
+  it('drags the conversion out of the window into another program, as a file named for it', async () => {
+    // The other program: a second Timbre Studio on a library of its own, which imports a drop.
+    const otherLibrary = path.join(workDir, 'drop-target-library');
+    const app = requireEnv('E2E_APP');
+    const cli = path.join(path.dirname(app), 'timbre');
+    assert.ok(fs.existsSync(cli), `${cli}: the CLI is not built beside the app`);
+    const log = fs.openSync(path.join(requireEnv('E2E_LOG_DIR'), 'drop-target-app.log'), 'a');
+    const other = spawn(app, [], { env: { ...process.env, TIMBRE_DATA_DIR: otherLibrary }, stdio: ['ignore', log, log] });
+    try {
+      const target = xdotool('search', '--sync', '--all', '--onlyvisible', '--pid', String(other.pid), '--name', '^Timbre Studio$').split('\n')[0];
+      // No window manager: the other window is put at the screen's lower right, over this one.
+      xdotool('windowmove', '--sync', target, '760', '500');
+      xdotool('windowraise', target);
+      const drop = { x: 1000, y: 700 };
+      const source = xdotool('search', '--onlyvisible', '--name', '^Timbre Studio$').split('\n').find((w) => w !== target);
+      const origin = Object.fromEntries(xdotool('getwindowgeometry', '--shell', source).split('\n').map((l) => l.split('=')));
+
+      const row = await $(`${byTestId('conversion-row')}[data-conversion-id="${conversionId}"] .voice`);
+      await browser.execute((el) => el.scrollIntoView({ block: 'center' }), row);
+      const [at, size] = [await row.getLocation(), await row.getSize()];
+      const from = { x: Number(origin.X) + Math.round(at.x + Math.min(40, size.width / 2)), y: Number(origin.Y) + Math.round(at.y + size.height / 2) };
+      assert.ok(from.x < 760 && from.y < 500, `the row, at ${JSON.stringify(from)}, is under the other window`);
+      const name = `keep-source (${voice.name}, +3 st)`;
+      const drags = path.join(requireEnv('E2E_DATA_DIR'), 'drag-out');
+      const copies = () => (fs.existsSync(drags) ? fs.readdirSync(drags).map((d) => path.join(drags, d, `${name}.wav`)).filter(fs.existsSync) : []);
+      const importedThere = () =>
+        JSON.parse(execFileSync(cli, ['--data-dir', otherLibrary, '--json', 'library', 'list'], { encoding: 'utf8' })).find((t) => t.name === name);
+
+      // The other window may not listen for drops yet when it first shows: up to three drags.
+      for (let attempt = 1; ; attempt++) {
+        const before = copies().length;
+        xdotool('mousemove', '--sync', String(from.x), String(from.y));
+        xdotool('mousedown', '1');
+        xdotool('mousemove', String(from.x + 12), String(from.y));
+        await waitFor(() => copies().length > before, { timeout: 15000, message: 'the drag made no named copy to offer' });
+        // GTK's drag starts once the copy is made; the pointer then travels as a hand would.
+        xdotool('sleep', '0.5');
+        for (let step = 1; step <= 12; step++) {
+          const t = step / 12;
+          xdotool('mousemove', String(Math.round(from.x + (drop.x - from.x) * t)), String(Math.round(from.y + (drop.y - from.y) * t)));
+          xdotool('sleep', '0.05');
+        }
+        xdotool('sleep', '0.3');
+        xdotool('mouseup', '1');
+        try {
+          await waitFor(() => importedThere() !== undefined, { timeout: 20000, message: `the other program did not take "${name}.wav"` });
+          break;
+        } catch (err) {
+          if (attempt === 3) throw err;
+        }
+      }
+      const offered = copies()[0];
+      const sha256 = crypto.createHash('sha256').update(fs.readFileSync(offered)).digest('hex');
+      assert.equal(importedThere().sha256, sha256, 'the other program got other bytes than the conversion');
+      const here = await invoke('list_takes', { voiceId: null });
+      assert.ok(!here.some((t) => t.name === name), 'the drag was imported back into the window it left');
+    } finally {
+      other.kill();
+    }
   });
 });

@@ -345,6 +345,8 @@ export const exportLibraryItem = (item: LibraryItem, path: string) =>
 /** Copies `items` into `dir` under their default names, never overwriting; the paths written. */
 export const exportLibraryItems = (items: LibraryItem[], dir: string) =>
   call<string[]>('export_library_items', { items, dir });
+/** Starts the system's drag of named copies of `items` while the mouse button is down; the copies. */
+export const startDragOut = (items: LibraryItem[]) => call<string[]>('start_drag_out', { items });
 /** Shows `path` in the system's file manager. */
 export const revealFile = (path: string) => call<null>('reveal_file', { path });
 /** A conversion's output as WAV bytes. */

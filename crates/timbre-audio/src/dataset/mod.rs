@@ -46,6 +46,7 @@ pub const FEATURE_RATE: u32 = 16_000;
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct PrepareConfig {
+    /// Silence-slicing settings (RVC's `Slicer` arguments).
     pub slicer: SlicerConfig,
     /// Piece length, in seconds (RVC's `per`).
     pub per: f64,
@@ -69,15 +70,22 @@ impl Default for PrepareConfig {
 /// One training piece: `index` counts the kept pieces of input `source` from 0.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Piece {
+    /// Position of the input file in the order it was added, from 0.
     pub source: usize,
+    /// Position among this file's kept pieces, from 0.
     pub index: usize,
+    /// The normalised piece at the model rate (what goes to `0_gt_wavs`).
     pub audio_target_sr: Vec<f32>,
+    /// The same piece at 16 kHz (what goes to `1_16k_wavs`).
     pub audio_16k: Vec<f32>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
+/// Output of [`prepare_dataset`]: every kept piece of every input, with the report.
 pub struct PreparedDataset {
+    /// Kept pieces, in input order and then piece order.
     pub pieces: Vec<Piece>,
+    /// Per-file and overall statistics and warnings.
     pub report: DatasetReport,
 }
 
@@ -181,6 +189,7 @@ impl DatasetPreparer {
         Ok(out)
     }
 
+    /// Ends preparation and returns the report over all files added.
     pub fn finish(self) -> DatasetReport {
         self.report.finish()
     }

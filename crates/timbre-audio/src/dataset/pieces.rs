@@ -52,7 +52,10 @@ pub fn pieces(slice: Range<usize>, sample_rate: u32, per: f64, overlap: f64) -> 
 #[serde(tag = "reason", rename_all = "snake_case")]
 pub enum Rejected {
     /// Its peak exceeds [`RVC_MAX_PIECE_PEAK`] (the reference prints "filtered").
-    TooLoud { peak: f64 },
+    TooLoud {
+        /// Largest absolute sample of the piece, linear (non-finite samples ignored).
+        peak: f64,
+    },
     /// Empty or all zeros: the reference would divide by a zero peak (and write NaNs, or fail the
     /// file for an empty piece); we drop it.
     Silent,

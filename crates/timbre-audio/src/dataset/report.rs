@@ -31,7 +31,9 @@ const BAND_FFT: usize = 512;
 /// One input file's share of the report.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct FileReport {
+    /// Name the file was added under.
     pub name: String,
+    /// Length of the input as given, at its own rate, in seconds.
     pub input_seconds: f64,
     /// Audio the slicer kept (silences cut).
     pub sliced_seconds: f64,
@@ -39,59 +41,85 @@ pub struct FileReport {
     pub kept_seconds: f64,
     /// Slicer frames above its threshold, in seconds.
     pub active_seconds: f64,
+    /// Slices the slicer cut the file into.
     pub slices: usize,
+    /// Pieces kept and written.
     pub pieces: usize,
     /// Pieces dropped as too loud (peak above 2.5).
     pub filtered: usize,
     /// Pieces dropped as empty or all zeros.
     pub silent_pieces: usize,
+    /// Length of the input in samples, at its own rate.
     pub input_samples: usize,
+    /// Input samples at or above [`CLIP_LEVEL`] in magnitude.
     pub clipped_samples: usize,
 }
 
 /// 5th, 50th and 95th percentile of the f0 of voiced 10 ms frames of the kept pieces.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct PitchRange {
+    /// 5th percentile, in Hz.
     pub low_hz: f32,
+    /// Median, in Hz.
     pub median_hz: f32,
+    /// 95th percentile, in Hz.
     pub high_hz: f32,
+    /// Voiced frames the percentiles are over.
     pub voiced_frames: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[ts(rename = "DatasetWarningKind")]
 #[serde(rename_all = "snake_case")]
+/// What a dataset warning is about.
 pub enum WarningKind {
+    /// Under [`MIN_KEPT_SECONDS`] of audio kept.
     TooLittleAudio,
+    /// No pieces kept, or nothing above the slicer's threshold.
     SilenceOnly,
+    /// More than [`MAX_CLIPPING_RATIO`] of the input samples clipped.
     Clipped,
+    /// SNR estimate below [`MIN_SNR_DB`] or speech-band share below [`MIN_SPEECH_BAND_RATIO`].
     Noisy,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+/// A problem with the dataset, for the user.
 pub struct DatasetWarning {
+    /// Which check raised it.
     pub kind: WarningKind,
+    /// Plain-English explanation with the measured numbers and what to do.
     pub message: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+/// What preparing a dataset found, per file and summed over all files.
 pub struct DatasetReport {
+    /// Per-file reports, in the order the files were added.
     pub files: Vec<FileReport>,
+    /// Total input length, in seconds.
     pub input_seconds: f64,
+    /// Total audio the slicer kept (silences cut), in seconds.
     pub sliced_seconds: f64,
+    /// Total audio in the pieces written (overlaps counted in each piece), in seconds.
     pub kept_seconds: f64,
+    /// Pieces kept over all files.
     pub pieces: usize,
+    /// Pieces dropped as too loud (peak above 2.5) over all files.
     pub filtered: usize,
+    /// Pieces dropped as empty or all zeros over all files.
     pub silent_pieces: usize,
     /// Share of input samples at or above [`CLIP_LEVEL`].
     pub clipping_ratio: f64,
     /// Share of the (high-passed) input the slicer dropped.
     pub silence_ratio: f64,
+    /// Pitch range of the kept pieces; `None` when pitch tracking is off or no frame was voiced.
     pub pitch: Option<PitchRange>,
     /// 95th over 10th percentile of 30 ms frame energies of the high-passed input, in dB.
     pub snr_db: Option<f64>,
     /// Share of the kept pieces' energy (at 16 kHz) within [`SPEECH_BAND_HZ`].
     pub speech_band_ratio: Option<f64>,
+    /// Problems found, empty when the dataset looks fine.
     pub warnings: Vec<DatasetWarning>,
 }
 

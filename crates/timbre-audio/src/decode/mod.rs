@@ -39,6 +39,7 @@ pub use samples::MAX_SAMPLE_MAGNITUDE;
 pub use source::open_audio_file;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
+/// Limits applied while decoding; the default applies none.
 pub struct DecodeOptions {
     /// Reject files longer than this, from the header when it states the length, otherwise as
     /// soon as decoding passes it.
@@ -48,11 +49,17 @@ pub struct DecodeOptions {
 /// What the header of a file says, without decoding it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct AudioInfo {
+    /// Sample rate in Hz; 0 when the header does not state it.
     pub sample_rate: u32,
+    /// Channel count; 0 when the header does not state it.
     pub channels: u16,
+    /// Length in frames after MP4 priming and padding are trimmed; `None` when not stated.
     pub frames: Option<u64>,
+    /// Length in seconds, from the frame count or the track duration; `None` when neither is known.
     pub duration_secs: Option<f64>,
+    /// Short name of the audio codec, as symphonia names it (e.g. "pcm_s16le", "opus").
     pub codec: String,
+    /// Short name of the container format, as symphonia names it (e.g. "wave").
     pub container: String,
 }
 
@@ -78,6 +85,7 @@ struct Trim {
 /// Allowed shortfall against the header's frame count before a file counts as truncated.
 const TRUNCATION_TOLERANCE: f64 = 0.01;
 
+/// Reads and checks the header of `path` without decoding the audio.
 pub fn probe_file(path: &Path) -> Result<AudioInfo, AudioError> {
     let file = open_audio_file(path)?;
     Ok(open(Box::new(file), extension(path), Some(path))?.info)
@@ -91,6 +99,7 @@ pub fn open_blocks(path: &Path, opts: &DecodeOptions) -> Result<BlockReader, Aud
     BlockReader::new(opened, opts, Some(path))
 }
 
+/// Decodes all of `path`, refusing bad headers, truncated files and files over the length limit.
 pub fn decode_file(path: &Path, opts: &DecodeOptions) -> Result<AudioBuffer, AudioError> {
     let file = open_audio_file(path)?;
     let opened = open(Box::new(file), extension(path), Some(path))?;

@@ -29,6 +29,7 @@ pub use stream::EffectStream;
 /// Effects in the order they run. The empty chain changes nothing.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct EffectChain {
+    /// The effects, first to run first.
     pub effects: Vec<Effect>,
 }
 
@@ -37,15 +38,25 @@ pub struct EffectChain {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(tag = "effect", rename_all = "snake_case")]
 pub enum Effect {
+    /// Fixed gain.
     Gain(Gain),
+    /// Zero-phase Butterworth high-pass.
     HighPass(HighPass),
+    /// Biquad low-pass.
     LowPass(LowPass),
+    /// One peaking EQ band.
     PeakingEq(PeakingEq),
+    /// RMS compressor.
     Compressor(Compressor),
+    /// High-band compressor for sibilance.
     DeEsser(DeEsser),
+    /// Feedback delay (echo).
     Delay(Delay),
+    /// Sine-swept chorus.
     Chorus(Chorus),
+    /// Freeverb-style reverb.
     Reverb(Reverb),
+    /// True-peak limiter.
     Limiter(Limiter),
 }
 
@@ -53,11 +64,16 @@ pub enum Effect {
 #[derive(Debug, thiserror::Error)]
 pub enum ChainError {
     #[error("not an effects chain: {0}")]
+    /// The JSON does not parse or is not `{"effects": [...]}`; the text says why.
     Format(String),
     #[error("effect {position} ({name}): {message}")]
+    /// An effect has no or an unknown name, or a parameter that is wrong or out of range.
     Effect {
+        /// Place of the effect in the chain, from 1.
         position: usize,
+        /// The effect's name as written, or "?" when it has none.
         name: String,
+        /// What is wrong, in words.
         message: String,
     },
 }
@@ -77,69 +93,116 @@ macro_rules! parameters {
     };
 }
 
-parameters!(Gain { db: 0.0 });
+parameters!(
+    /// A fixed gain.
+    Gain {
+        /// Gain in dB, -60 to 40; 0 leaves the level as it is.
+        db: 0.0,
+    }
+);
 parameters!(
     /// Zero-phase 4th-order Butterworth, as enhancement's.
-    HighPass { cutoff_hz: 80.0 }
+    HighPass {
+        /// Cutoff frequency in Hz, 10 to 20 000, below the Nyquist frequency.
+        cutoff_hz: 80.0,
+    }
 );
-parameters!(LowPass {
-    cutoff_hz: 12_000.0,
-    q: std::f64::consts::FRAC_1_SQRT_2
-});
-parameters!(PeakingEq {
-    frequency_hz: 3_000.0,
-    gain_db: 3.0,
-    q: 1.0
-});
+parameters!(
+    /// Second-order (12 dB/octave) RBJ low-pass.
+    LowPass {
+        /// Cutoff frequency in Hz, 20 to 40 000, below the Nyquist frequency.
+        cutoff_hz: 12_000.0,
+        /// Resonance, 0.1 to 20; 1/√2 (the default) is Butterworth, with no peak.
+        q: std::f64::consts::FRAC_1_SQRT_2,
+    }
+);
+parameters!(
+    /// RBJ peaking (bell) EQ band.
+    PeakingEq {
+        /// Centre frequency in Hz, 20 to 40 000, below the Nyquist frequency.
+        frequency_hz: 3_000.0,
+        /// Boost (positive) or cut (negative) at the centre, in dB, -30 to 30.
+        gain_db: 3.0,
+        /// Bandwidth, 0.1 to 20; higher is narrower.
+        q: 1.0,
+    }
+);
 parameters!(
     /// Feed-forward, RMS detector, soft knee; levels in dBFS RMS (a full-scale sine reads -3).
     Compressor {
+        /// Level above which gain is reduced, in dBFS RMS, -80 to 0.
         threshold_db: -18.0,
+        /// Input dB over the threshold per output dB over it, 1 (no compression) to 100.
         ratio: 3.0,
+        /// Width of the soft knee centred on the threshold, in dB, 0 (hard knee) to 24.
         knee_db: 0.0,
+        /// Time constant for gain reduction to set in, in ms, 0 to 1000.
         attack_ms: 10.0,
+        /// Time constant for gain reduction to let go, in ms, 1 to 5000.
         release_ms: 120.0,
+        /// Gain added after compression, in dB, -24 to 40.
         makeup_db: 0.0,
     }
 );
 parameters!(
     /// Compresses only the band above `frequency_hz`, by its own level.
     DeEsser {
+        /// Split frequency in Hz, 1000 to 20 000, below the Nyquist frequency.
         frequency_hz: 6_000.0,
+        /// Level of the high band above which it is reduced, in dBFS RMS, -80 to 0.
         threshold_db: -30.0,
+        /// Compression ratio of the high band, 1 to 100.
         ratio: 4.0,
     }
 );
 parameters!(
     /// `mix` is the wet share: the output is `(1 - mix)·dry + mix·wet`, here and below.
     Delay {
+        /// Delay between repeats, in ms, 1 to 5000.
         time_ms: 250.0,
+        /// Level of each repeat relative to the one before, 0 to 0.95.
         feedback: 0.3,
+        /// Wet share, 0 (dry only) to 1 (wet only).
         mix: 0.25,
     }
 );
-parameters!(Chorus {
-    rate_hz: 1.2,
-    depth_ms: 2.0,
-    delay_ms: 15.0,
-    mix: 0.4,
-});
+parameters!(
+    /// A delay swept by a sine; channels are swept a quarter turn apart.
+    Chorus {
+        /// Sweep rate in Hz, 0.01 to 20.
+        rate_hz: 1.2,
+        /// Sweep depth, ± this many ms around `delay_ms`, 0 to 20.
+        depth_ms: 2.0,
+        /// Centre delay of the sweep, in ms, 1 to 100.
+        delay_ms: 15.0,
+        /// Wet share, 0 (dry only) to 1 (wet only).
+        mix: 0.4,
+    }
+);
 parameters!(
     /// `decay_seconds` is the RT60 (at low frequencies when `damping` > 0, which shortens the
     /// highs).
     Reverb {
+        /// Time for the tail to fall 60 dB, in seconds, 0.1 to 30.
         decay_seconds: 1.5,
+        /// Delay before the reverb starts, in ms, 0 to 500.
         pre_delay_ms: 20.0,
+        /// High-frequency damping in the feedback loops, 0 (none) to 0.99 (darkest).
         damping: 0.3,
+        /// Wet share, 0 (dry only) to 1 (wet only).
         mix: 0.25,
     }
 );
 parameters!(
     /// True-peak ceiling, dBTP.
-    Limiter { ceiling_db: -1.0 }
+    Limiter {
+        /// Highest true peak let through, in dBTP, -40 to 0.
+        ceiling_db: -1.0,
+    }
 );
 
 impl Effect {
+    /// Every effect's name as written in JSON (the `effect` tag), in variant order.
     pub const NAMES: [&'static str; 10] = [
         "gain",
         "high_pass",
@@ -158,6 +221,7 @@ impl Effect {
         serde_json::from_value(serde_json::json!({ "effect": name })).ok()
     }
 
+    /// Name as written in JSON (the `effect` tag), e.g. "high_pass".
     pub fn name(&self) -> &'static str {
         match self {
             Effect::Gain(_) => "gain",
@@ -282,6 +346,7 @@ impl EffectChain {
         Ok(chain)
     }
 
+    /// The chain as pretty-printed preset JSON, readable by [`EffectChain::from_json`].
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("plain data serializes")
     }

@@ -118,8 +118,10 @@ impl Rnnoise {
 
     /// Samples per frame, and the delay of [`Rnnoise::delayed`].
     pub const FRAME: usize = DenoiseState::FRAME_SIZE;
+    /// Sample rate the network runs at, in Hz (48 kHz); input must already be at this rate.
     pub const RATE: u32 = RNNOISE_RATE;
 
+    /// Denoises mono samples in [-1, 1], appending the output of each frame completed to `out`.
     pub fn push(&mut self, input: &[f32], out: &mut Vec<f32>) {
         self.consumed += input.len();
         for &sample in input {

@@ -40,6 +40,7 @@ const CEILING_MARGIN_DB: f64 = 0.1;
 pub struct Limited {
     /// Separate excursions over the ceiling.
     pub peaks: usize,
+    /// Deepest gain reduction applied, in dB (positive; 0 when nothing was limited).
     pub max_reduction_db: f64,
 }
 
@@ -106,6 +107,7 @@ pub struct TruePeakLimiter {
 }
 
 impl TruePeakLimiter {
+    /// Limiter for `channels` channels at `sample_rate` Hz, true peaks held to `ceiling_db` dBTP.
     pub fn new(sample_rate: u32, channels: usize, ceiling_db: f64) -> Self {
         let rate = f64::from(sample_rate);
         let lookahead = ((LOOKAHEAD_SECS * rate) as usize).max(1);

@@ -26,8 +26,10 @@ pub type Progress<'a> = dyn FnMut(f64) -> bool + 'a;
 #[derive(Debug, thiserror::Error)]
 pub enum ProcessError {
     #[error(transparent)]
+    /// Reading, resampling or processing the audio failed.
     Audio(#[from] AudioError),
     #[error("cancelled")]
+    /// The progress callback returned false.
     Cancelled,
 }
 
@@ -39,9 +41,11 @@ pub struct EnhanceOptions {
     pub mono: bool,
     /// Cutoff of the high-pass, in Hz.
     pub high_pass_hz: Option<f64>,
+    /// Find and repair clicks (short impulsive spikes).
     pub declick: bool,
     /// RNNoise, blended with the original: 1 is fully denoised.
     pub denoise_strength: Option<f32>,
+    /// Cut leading and trailing silence and shorten long pauses; `None` keeps them.
     pub trim: Option<TrimOptions>,
     /// Integrated loudness to normalise to (EBU R128).
     pub loudness_lufs: Option<f64>,
@@ -52,6 +56,7 @@ pub struct EnhanceOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 #[ts(rename = "EnhancePreset")]
+/// Named sets of [`EnhanceOptions`] for common uses.
 pub enum Preset {
     /// Clean speech for training: mono, rumble and noise removed, pauses shortened, -20 LUFS.
     Training,
@@ -60,6 +65,7 @@ pub enum Preset {
 }
 
 impl Preset {
+    /// The options this preset stands for.
     pub fn options(self) -> EnhanceOptions {
         match self {
             Preset::Training => EnhanceOptions {
@@ -93,19 +99,31 @@ impl Default for EnhanceOptions {
 /// What each step did; `None` where a step did not run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct EnhanceReport {
+    /// Channels of the input.
     pub channels_in: u16,
+    /// Channels of the result (1 after the mono fold-down).
     pub channels_out: u16,
+    /// Length of the input, in seconds.
     pub seconds_in: f64,
+    /// Length of the result, in seconds (shorter after trimming).
     pub seconds_out: f64,
+    /// Cutoff of the high-pass applied, in Hz; `None` also when it was skipped as above Nyquist.
     pub high_pass_hz: Option<f64>,
+    /// Clicks repaired, over all channels.
     pub clicks_repaired: Option<usize>,
     /// Energy taken out by the denoiser, in dB.
     pub noise_removed_db: Option<f64>,
+    /// Silence cut by trimming, in seconds; `None` also when no speech was found.
     pub seconds_trimmed: Option<f64>,
+    /// Stretches of speech the detector found.
     pub speech_segments: Option<usize>,
+    /// Integrated loudness before normalisation, in LUFS.
     pub loudness_before_lufs: Option<f64>,
+    /// Gain normalisation applied, in dB (raising is capped at +24 dB).
     pub gain_db: Option<f64>,
+    /// Separate excursions over the true-peak ceiling that the limiter held down.
     pub peaks_limited: Option<usize>,
+    /// Deepest gain reduction of the limiter, in dB (positive; 0 when nothing was limited).
     pub max_limiting_db: Option<f64>,
     /// Integrated loudness of the result.
     pub loudness_lufs: Option<f64>,

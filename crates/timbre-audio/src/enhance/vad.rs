@@ -22,6 +22,7 @@ const DETECTOR_PEAK: f32 = 0.5;
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(default)]
+/// How silence trimming cuts: margins, longest pause kept, and detector mode.
 pub struct TrimOptions {
     /// Silence kept before the first and after the last speech.
     pub margin_secs: f64,

@@ -32,6 +32,7 @@ use crate::error::{AudioError, AudioErrorKind};
 /// What a file is encoded as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Codec {
+    /// WAV in the given sample format.
     Wav(SampleFormat),
     /// 16-bit.
     Flac,
@@ -44,6 +45,7 @@ pub enum Codec {
 }
 
 impl Codec {
+    /// File extension for the codec, without the dot (Vorbis is "ogg").
     pub fn extension(self) -> &'static str {
         match self {
             Codec::Wav(_) => "wav",

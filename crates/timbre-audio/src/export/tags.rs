@@ -13,9 +13,13 @@ use lofty::tag::Tag;
 use crate::error::{AudioError, AudioErrorKind};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The text tags written to and read from exported files; an empty string means none.
 pub struct Tags {
+    /// Track title (ID3 `TIT2`, Vorbis `TITLE`, RIFF `INAM`).
     pub title: String,
+    /// Artist (ID3 `TPE1`, Vorbis `ARTIST`, RIFF `IART`).
     pub artist: String,
+    /// Free-text comment (ID3 `COMM`, Vorbis `COMMENT`, RIFF `ICMT`).
     pub comment: String,
 }
 

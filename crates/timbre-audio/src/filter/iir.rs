@@ -6,7 +6,9 @@ use timbre_fft::num_complex::Complex64;
 
 /// RVC's input filter: `scipy.signal.butter(N=5, Wn=48, btype="high", fs=16000)`.
 pub const RVC_HIGHPASS_ORDER: usize = 5;
+/// Cutoff of RVC's input high-pass, in Hz.
 pub const RVC_HIGHPASS_CUTOFF_HZ: f64 = 48.0;
+/// Sample rate RVC's pipeline filters at, in Hz.
 pub const RVC_SAMPLE_RATE: f64 = 16_000.0;
 
 /// Transfer-function coefficients `(b, a)` of a digital Butterworth high-pass, exactly as

@@ -32,7 +32,9 @@ const PANNING_SHARPNESS: i32 = 4;
 /// The two halves of a mix: `vocals + instrumental` is the mix, sample for sample.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RoughIsolation {
+    /// The estimated vocals, at the mix's rate and channel count.
     pub vocals: AudioBuffer,
+    /// The mix minus the vocals.
     pub instrumental: AudioBuffer,
     /// Whether the stereo centre was used (false: mono input, REPET-SIM alone).
     pub centre_extraction: bool,

@@ -21,11 +21,15 @@ impl Direction {
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, ts_rs::TS)]
+/// A playback device and its default format.
 pub struct OutputDevice {
     /// Pass this back as `SessionConfig::output` or `monitor` to play on the device.
     pub name: String,
+    /// Whether this is the host's default output device.
     pub is_default: bool,
+    /// Channel count of the device's default configuration.
     pub channels: u16,
+    /// Sample rate of the device's default configuration, in Hz.
     pub sample_rate: u32,
 }
 

@@ -18,10 +18,13 @@ use timbre_fft::num_complex::Complex;
 
 use super::BlockProcessor;
 
+/// Length of each test burst, in seconds.
 pub const BURST_SECS: f64 = 0.1;
+/// Time from the start of one burst to the start of the next, in seconds.
 pub const INTERVAL_SECS: f64 = 0.25;
 /// Silence before the first burst, while the streams settle.
 pub const LEAD_SECS: f64 = 0.3;
+/// A burst counts as found when its correlation peak stands this many dB above the floor.
 pub const MIN_SNR_DB: f64 = 20.0;
 /// Found bursts further apart than this make the measurement inconsistent (dropouts, a
 /// drifting clock).
@@ -176,6 +179,7 @@ fn median(values: &mut [f64]) -> Option<f64> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 #[ts(rename = "LoopbackFailure")]
+/// Why a loopback measurement did not hold.
 pub enum LoopbackFailure {
     /// Too few bursts came back.
     NoSignal,
@@ -184,19 +188,27 @@ pub enum LoopbackFailure {
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, ts_rs::TS)]
+/// Outcome of a loopback latency measurement.
 pub struct LoopbackResult {
+    /// Whether enough bursts were found and they agree (`reason` is `None`).
     pub ok: bool,
+    /// Sample rate of the processor's stream, in Hz; the unit of the delays.
     pub sample_rate: u32,
     /// Samples from the processor's output back to its input (the median of the found bursts).
     pub round_trip: Option<u32>,
+    /// `round_trip` in milliseconds.
     pub round_trip_ms: Option<f64>,
     /// Each found burst's round trip, in samples.
     pub delays: Vec<u32>,
+    /// Bursts sent.
     pub pings: u32,
     /// The weakest found burst's correlation peak over the noise floor.
     pub snr_db: Option<f64>,
+    /// Peak of everything recorded, in dBFS rounded to 0.1 dB (-120 for no input).
     pub input_peak_db: f64,
+    /// Whether the recorded peak reached -0.1 dBFS or above.
     pub clipped: bool,
+    /// Why the measurement failed; `None` when `ok`.
     pub reason: Option<LoopbackFailure>,
 }
 
@@ -280,6 +292,8 @@ pub struct LoopbackProbe {
 pub struct LoopbackWatch(Arc<ProbeSignal>);
 
 impl LoopbackProbe {
+    /// Probe at `sample_rate` Hz in `block`-sample blocks: `pings` bursts (at least one) peaking
+    /// at `level_db` dBFS, each listened for up to `max_delay_secs` after it is sent.
     pub fn new(
         sample_rate: u32,
         block: usize,
@@ -311,6 +325,7 @@ impl LoopbackProbe {
         }
     }
 
+    /// A handle to follow this probe and read its result once it is moved into a session.
     pub fn watch(&self) -> LoopbackWatch {
         LoopbackWatch(Arc::clone(&self.signal))
     }
@@ -337,6 +352,7 @@ impl BlockProcessor for LoopbackProbe {
 }
 
 impl LoopbackWatch {
+    /// Whether the probe has been given its whole test signal's length of input.
     pub fn finished(&self) -> bool {
         let heard = self.0.heard.lock().unwrap_or_else(PoisonError::into_inner);
         heard.1 >= self.0.signal.len()
@@ -347,6 +363,7 @@ impl LoopbackWatch {
         self.0.signal.len() as f64 / f64::from(self.0.sample_rate)
     }
 
+    /// Analyses what has been heard so far; call once [`LoopbackWatch::finished`] is true.
     pub fn result(&self) -> LoopbackResult {
         let heard = self.0.heard.lock().unwrap_or_else(PoisonError::into_inner);
         let p = &*self.0;

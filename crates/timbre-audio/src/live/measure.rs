@@ -12,17 +12,24 @@ use crate::error::{AudioError, AudioErrorKind};
 /// What one measurement saw: the result, and the session it ran in.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, ts_rs::TS)]
 pub struct LoopbackRun {
+    /// What the probe found.
     pub result: LoopbackResult,
+    /// The session's processing rate, in Hz.
     pub sample_rate: u32,
+    /// Samples per processor block.
     pub block: u32,
+    /// One block's duration, in ms.
     pub block_ms: f64,
     /// What the devices reported (callback to capture, callback to playback).
     pub input_latency_ms: Option<f64>,
+    /// Playback latency the output device reported, in ms; `None` when unreported.
     pub output_latency_ms: Option<f64>,
     /// The estimate for a passthrough (no engine delay) with the reported latencies: what the
     /// round trip should be.
     pub estimated_ms: f64,
+    /// Input audio dropped during the measurement (any voids a found round trip).
     pub input_overflows: u32,
+    /// Output callbacks that found too little audio during the measurement.
     pub output_underruns: u32,
 }
 

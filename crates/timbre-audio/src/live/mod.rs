@@ -35,13 +35,16 @@ pub type ProcessorFactory =
     Box<dyn FnOnce(u32) -> anyhow::Result<Box<dyn BlockProcessor>> + Send + 'static>;
 
 #[derive(Debug, Clone, Default, PartialEq)]
+/// Devices, gains and recording for a [`LiveSession`].
 pub struct SessionConfig {
     /// Device names from [`list_input_devices`] / [`list_output_devices`] (or backend ids);
     /// `None` for the default.
     pub input: Option<String>,
+    /// Output device for the processed audio; `None` for the default.
     pub output: Option<String>,
     /// A second output that also plays the processed audio, with its own gain.
     pub monitor: Option<String>,
+    /// Initial gains; [`LiveSession::set_gains`] changes them while running.
     pub gains: Gains,
     /// Keep the session's input and output to return from [`LiveSession::stop`].
     pub record: bool,
@@ -52,7 +55,10 @@ pub struct SessionConfig {
     Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize, ts_rs::TS,
 )]
 pub struct Gains {
+    /// Gain applied to the captured input, in dB.
     pub input_db: f32,
+    /// Gain applied to the processed audio on the output device, in dB.
     pub output_db: f32,
+    /// Gain applied to the processed audio on the monitor device, in dB.
     pub monitor_db: f32,
 }

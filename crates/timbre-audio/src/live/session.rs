@@ -30,7 +30,9 @@ const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 /// What went in and came out of the processor, at the session's rate, mono.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionRecording {
+    /// What the processor was given (after the input gain).
     pub input: AudioBuffer,
+    /// What the processor returned, after the output gain.
     pub output: AudioBuffer,
 }
 
@@ -145,6 +147,7 @@ impl LiveSession {
         self.rate
     }
 
+    /// A snapshot of the session's state, levels, timing and device counters.
     pub fn stats(&self) -> LiveStats {
         let shared = &*self.shared;
         let mut stats = shared.stats().clone();

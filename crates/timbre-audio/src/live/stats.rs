@@ -9,6 +9,7 @@ use crate::analysis::to_dbfs;
 const RECENT_BLOCKS: usize = 100;
 /// Over budget this many blocks in a row is falling behind, not a hiccup.
 pub const FALLING_BEHIND_BLOCKS: u32 = 3;
+/// What [`LiveStats::advice`] says while the session is falling behind.
 pub const FALLING_BEHIND_ADVICE: &str = "The conversion takes longer than a block lasts, so the \
     output will break up. Use a larger block, a shorter extra context, the fcpe or pm pitch \
     method, or a GPU.";
@@ -16,27 +17,37 @@ pub const FALLING_BEHIND_ADVICE: &str = "The conversion takes longer than a bloc
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 #[ts(rename = "LiveState")]
+/// Where a live session is in its life.
 pub enum LiveState {
+    /// Building the processor and opening the devices.
     Starting,
+    /// Streaming.
     Running,
     /// A device failed; it is being opened again every half second.
     Reopening,
+    /// Stopped on request.
     Stopped,
+    /// The processor failed; the session no longer streams (see `message`).
     Failed,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, ts_rs::TS)]
+/// Level of one block of audio, in dBFS, floored at -120.
 pub struct LiveLevel {
+    /// Largest absolute sample, in dBFS.
     pub peak_db: f32,
+    /// Root mean square, in dBFS.
     pub rms_db: f32,
 }
 
 impl LiveLevel {
+    /// The floor: -120 dBFS for both.
     pub const SILENT: LiveLevel = LiveLevel {
         peak_db: -120.0,
         rms_db: -120.0,
     };
 
+    /// Level of `samples`; [`LiveLevel::SILENT`] for none.
     pub fn of(samples: &[f32]) -> LiveLevel {
         if samples.is_empty() {
             return LiveLevel::SILENT;
@@ -64,40 +75,57 @@ impl LiveLevel {
 /// One opened device, as the session uses it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, ts_rs::TS)]
 pub struct LiveDevice {
+    /// The name the device was asked for, or its description when the default was taken.
     pub name: String,
+    /// Rate the device runs at (its default configuration's), in Hz.
     pub sample_rate: u32,
+    /// Channels the device runs with (its default configuration's).
     pub channels: u16,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, ts_rs::TS)]
+/// A snapshot of a live session's state, devices, levels and timing.
 pub struct LiveStats {
+    /// Where the session is in its life.
     pub state: LiveState,
     /// Why the state is what it is (the lost device, the processor's error), in plain words.
     pub message: Option<String>,
     /// The rate the processor works at: the input device's, at most 48 kHz.
     pub sample_rate: u32,
+    /// Samples per processor block; 0 until the processor is built.
     pub block_size: u32,
+    /// The capture device; `None` until the devices are open.
     pub input_device: Option<LiveDevice>,
+    /// The playback device; `None` until the devices are open.
     pub output_device: Option<LiveDevice>,
+    /// The monitor device; `None` without a monitor or until it is open.
     pub monitor_device: Option<LiveDevice>,
+    /// Level of the latest block given to the processor (after the input gain).
     pub input_level: LiveLevel,
+    /// Level of the latest processed block after the output gain.
     pub output_level: LiveLevel,
     /// Input audio dropped because the processing thread did not take it in time, or the
     /// device's own overruns.
     pub input_overflows: u32,
     /// Output callbacks that found too little processed audio, or the device's own underruns.
     pub output_underruns: u32,
+    /// Blocks the processor has handled.
     pub blocks_processed: u32,
     /// A block's duration: the time `process` may take.
     pub budget_ms: f64,
+    /// Wall-clock time the latest block took to process, in ms.
     pub last_block_ms: f64,
     /// The latest per-block processing times, oldest first.
     pub recent_block_ms: Vec<f64>,
+    /// Whether the latest [`FALLING_BEHIND_BLOCKS`] or more blocks in a row took over `budget_ms`.
     pub falling_behind: bool,
+    /// [`FALLING_BEHIND_ADVICE`] while falling behind, else `None`.
     pub advice: Option<String>,
     /// What the devices report between the callback and the converter (capture, playback).
     pub input_latency_ms: Option<f64>,
+    /// Playback latency the output device reports, in ms; `None` when unreported.
     pub output_latency_ms: Option<f64>,
+    /// The processor's error or panic message once it has failed.
     pub processor_error: Option<String>,
 }
 

@@ -16,6 +16,7 @@ pub const SAMPLE_RATE: u32 = 16_000;
 pub const HOP: usize = 160;
 /// RVC's f0 search range.
 pub const RVC_F0_MIN: f32 = 50.0;
+/// Upper end of RVC's f0 search range, in Hz.
 pub const RVC_F0_MAX: f32 = 1100.0;
 
 /// Frames on the RVC grid for `samples` samples: frame `i` is centred on sample `i·HOP`.

@@ -23,15 +23,20 @@ const LEVEL_WINDOW_SECS: f32 = 0.1;
 const BLOCK_SECS: usize = 1;
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, ts_rs::TS)]
+/// A capture device and its default format.
 pub struct InputDevice {
     /// Pass this back as [`RecordOptions::device`] to record from the device.
     pub name: String,
+    /// Whether this is the host's default input device.
     pub is_default: bool,
+    /// Channel count of the device's default configuration.
     pub channels: u16,
+    /// Sample rate of the device's default configuration, in Hz.
     pub sample_rate: u32,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
+/// Which device to record from, and for how long at most.
 pub struct RecordOptions {
     /// A name from [`list_input_devices`] (or a backend device id); `None` for the default.
     pub device: Option<String>,
@@ -155,6 +160,7 @@ impl Recording {
         })
     }
 
+    /// Seconds of audio captured so far.
     pub fn seconds_captured(&self) -> f64 {
         seconds(self.shared.lock().len, self.sample_rate, self.channels)
     }

@@ -15,10 +15,12 @@ pub const CATALOG_ENV: &str = "TIMBRE_ASSET_CATALOG";
 
 const SHIPPED: &str = include_str!("../../../../models/models.json");
 
+/// The parsed asset catalogue, its endpoints and download policy as the settings configure them.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Catalog {
     /// Base URLs tried in order for each relative URL.
     endpoints: Vec<String>,
+    /// Every asset the catalogue lists; names are unique and paths stay inside the models folder.
     #[serde(rename = "models")]
     pub assets: Vec<Asset>,
     /// Where the catalogue was read from, for messages.
@@ -33,19 +35,26 @@ pub struct Catalog {
     pub(crate) min_throughput: MinThroughput,
 }
 
+/// One weight file in the catalogue: where it lands, where it comes from, and how to verify it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct Asset {
+    /// Short unique name used to pick the asset (`hubert`, `rmvpe`, …).
     pub name: String,
+    /// What the file does, e.g. `content-features`, `pitch`, `pretrained-generator`, `separation`.
     pub role: String,
+    /// Human-readable explanation of the file, shown on the Models page and by `timbre assets`.
     pub description: String,
     /// Where it lands, relative to the models folder.
     pub path: String,
     /// Paths relative to each endpoint, or absolute URLs; primary first, then mirrors.
     pub urls: Vec<String>,
+    /// Expected size of the file in bytes; None when unknown.
     pub size_bytes: Option<u64>,
     /// None: unverified at source; the first download's hash is pinned.
     pub sha256: Option<String>,
+    /// The features that use it, as free text (`convert`, `dataset (rmvpe f0)`, …).
     pub needed_for: Vec<String>,
+    /// Whether conversion needs it, so it is downloaded by `--essentials`; false when absent.
     #[serde(default)]
     pub essential: bool,
 }
@@ -84,6 +93,7 @@ impl Catalog {
         }
     }
 
+    /// Parses catalogue JSON read from `origin` (named in errors) and checks every entry.
     pub fn parse(text: &str, origin: &str) -> Result<Catalog> {
         let mut catalog: Catalog = serde_json::from_str(text).map_err(|e| {
             crate::error::invalid_input(format!("the asset catalogue {origin} is not valid: {e}"))
@@ -149,6 +159,7 @@ impl Catalog {
             })
     }
 
+    /// The assets marked essential, in catalogue order.
     pub fn essentials(&self) -> impl Iterator<Item = &Asset> {
         self.assets.iter().filter(|a| a.essential)
     }
@@ -177,11 +188,17 @@ impl Catalog {
 /// What the models folder holds, for the Models page and `timbre models`.
 #[derive(Debug, Clone, Serialize, ts_rs::TS)]
 pub struct KnownFile {
+    /// The asset's catalogue name.
     pub name: String,
+    /// What the file does, as the catalogue's `role`.
     pub role: String,
+    /// Human-readable explanation of the file.
     pub description: String,
+    /// Where it lands, relative to the models folder.
     pub location: String,
+    /// Whether the file exists in the models folder (not whether its hash checks out).
     pub present: bool,
+    /// The features that use it, as free text.
     pub needed_for: Vec<String>,
 }
 

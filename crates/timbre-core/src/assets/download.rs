@@ -19,11 +19,17 @@ use crate::fetch::{self, Attempt, Bounds};
 const TRIES_PER_URL: u32 = 4;
 const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 
+/// The result of a `download` job: the verified file now in the models folder.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Downloaded {
+    /// The asset's catalogue name.
     pub asset: String,
+    /// Absolute path of the verified file in the models folder.
     pub path: PathBuf,
+    /// Size of the file in bytes.
     pub bytes: u64,
+    /// The file's SHA-256 as 64 lower-case hex digits; empty when the file was already there and
+    /// no hash is known for it.
     pub sha256: String,
     /// None when the file was already there and verified.
     pub url: Option<String>,
@@ -34,24 +40,30 @@ pub struct Downloaded {
 /// How far a download is, for progress messages.
 #[derive(Debug, Clone, Copy)]
 pub struct Progress {
+    /// Bytes held so far, counting any resumed from the `.part` file.
     pub bytes: u64,
+    /// Expected size in bytes, from the catalogue; None when it lists none.
     pub total: Option<u64>,
+    /// Average speed of this run in bytes per second, resumed bytes excluded; 0 at the start.
     pub bytes_per_sec: f64,
 }
 
 impl Progress {
+    /// Share done, 0.0 to 1.0; 0 when the total is unknown.
     pub fn fraction(&self) -> f64 {
         self.total
             .filter(|&t| t > 0)
             .map_or(0.0, |t| self.bytes as f64 / t as f64)
     }
 
+    /// Estimated seconds left at the current speed; None when the total or the speed is unknown.
     pub fn secs_left(&self) -> Option<f64> {
         let total = self.total?;
         (self.bytes_per_sec > 0.0)
             .then(|| total.saturating_sub(self.bytes) as f64 / self.bytes_per_sec)
     }
 
+    /// A progress line for `asset`: bytes of total, speed, and time left when known.
     pub fn message(&self, asset: &str) -> String {
         let size = match self.total {
             Some(total) => format!("{} of {}", human_bytes(self.bytes), human_bytes(total)),

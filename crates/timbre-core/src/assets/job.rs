@@ -11,6 +11,7 @@ use super::download::download;
 use crate::db::jobs::{self as job_rows, Job};
 use crate::jobs::{JobContext, JobHandler, JobKind, JobSystem};
 
+/// The job kind that downloads assets.
 pub const KIND: JobKind = JobKind::Download;
 
 /// The params of a `download` job.
@@ -34,6 +35,7 @@ pub fn start_download(system: &JobSystem, request: DownloadRequest) -> Result<Jo
     }
 }
 
+/// Runs `download` jobs: fetches and verifies one asset, resuming its `.part` file after a crash.
 pub struct DownloadHandler;
 
 impl JobHandler for DownloadHandler {

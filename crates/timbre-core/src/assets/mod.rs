@@ -22,8 +22,10 @@ pub use state::AssetState;
 /// One asset and its state, for listings.
 #[derive(Debug, Clone, Serialize, ts_rs::TS)]
 pub struct AssetStatus {
+    /// The catalogue entry, its fields inlined in the JSON.
     #[serde(flatten)]
     pub asset: Asset,
+    /// Its state in the models folder, inlined as a `state` tag plus that state's fields.
     #[serde(flatten)]
     pub state: AssetState,
     /// Bytes on disk (the file's, or the part's).

@@ -11,12 +11,15 @@ use sha2::{Digest, Sha256};
 use super::catalog::Asset;
 use super::ledger::{Ledger, Record};
 
+/// Where a catalogue asset stands in the models folder, serialised with a `state` tag.
 #[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum AssetState {
+    /// Neither the file nor a non-empty `.part` file is there.
     Missing,
     /// A download stopped part way: `bytes` of it are in the `.part` file.
     Partial {
+        /// Bytes in the `.part` file so far.
         bytes: u64,
     },
     /// There, of the right size, not hashed since it last changed.
@@ -25,11 +28,13 @@ pub enum AssetState {
     Verified,
     /// There but not the right file: `problem` says how.
     Corrupt {
+        /// What is wrong, e.g. truncated, wrong size, or the SHA-256 that was found instead.
         problem: String,
     },
 }
 
 impl AssetState {
+    /// The state's tag as a lower-case word (`missing`, `partial`, …), for listings.
     pub fn label(&self) -> &'static str {
         match self {
             AssetState::Missing => "missing",
@@ -41,6 +46,7 @@ impl AssetState {
     }
 }
 
+/// Where `asset` lives once downloaded: its catalogue path under `models_dir`.
 pub fn file_path(models_dir: &Path, asset: &Asset) -> PathBuf {
     models_dir.join(&asset.path)
 }
@@ -126,6 +132,7 @@ fn size_problem(asset: &Asset, size: u64) -> Option<String> {
     }
 }
 
+/// The SHA-256 of the file at `path`, as 64 lower-case hex digits.
 pub fn sha256_file(path: &Path) -> Result<String> {
     let mut file =
         std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;

@@ -17,11 +17,15 @@ use crate::progress::ProgressBridge;
 /// The job kind.
 pub(crate) const KIND: JobKind = JobKind::Enhance;
 
+/// The params of an `enhance` job.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EnhanceParams {
+    /// The take or file to enhance; a take is never modified, a file becomes a take of its own.
     pub input: AudioInput,
+    /// Which steps run and how; absent fields take the training preset's values.
     #[serde(default)]
     pub options: EnhanceOptions,
+    /// How the result is encoded in the store; 32-bit float WAV unless given.
     #[serde(default = "super::default_format")]
     pub format: OutputFormat,
     /// Also copy the result into this folder.
@@ -34,13 +38,19 @@ pub struct EnhanceParams {
 pub struct EnhanceResult {
     /// Where the input came from.
     pub source: String,
+    /// The take the input is (for a file, the take it became), which the result is linked to.
     pub source_take_id: i64,
+    /// The saved result: one `enhance` take.
     pub takes: Vec<SavedTake>,
+    /// What each enhancement step did (loudness, noise removed, pauses trimmed, …).
     pub report: EnhanceReport,
+    /// Steps that had nothing to work on, in plain words, for the user.
     pub notes: Vec<String>,
+    /// Wall-clock time the job took, in seconds.
     pub seconds: f64,
 }
 
+/// Runs `enhance` jobs: the input decoded and enhanced in memory, saved as a take linked to it.
 pub struct EnhanceHandler;
 
 impl JobHandler for EnhanceHandler {

@@ -27,9 +27,12 @@ use crate::separation::{IsolationMethod, Separators, choose_model, separate_audi
 /// The job kind.
 pub(crate) const KIND: JobKind = JobKind::Isolate;
 
+/// The params of an `isolate` job.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct IsolateParams {
+    /// The mix to separate, a take or a file; a take is never modified, a file becomes a take.
     pub input: AudioInput,
+    /// Which separator to use; `Auto` (the first model found, else the rough preview) when absent.
     #[serde(default)]
     pub method: IsolationMethod,
     /// Separate only this many seconds from the middle of the input, to judge the result
@@ -39,6 +42,7 @@ pub struct IsolateParams {
     /// Then enhance the vocals with these options.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enhance: Option<EnhanceOptions>,
+    /// How the results are encoded in the store; 32-bit float WAV unless given.
     #[serde(default = "super::default_format")]
     pub format: OutputFormat,
     /// Also copy the results into this folder.
@@ -51,23 +55,31 @@ pub struct IsolateParams {
 pub struct IsolateResult {
     /// Where the input came from.
     pub source: String,
+    /// The take the input is (for a file, the take it became), which both results are linked to.
     pub source_take_id: i64,
     /// The vocals, then the instrumental.
     pub takes: Vec<SavedTake>,
     /// What separated: `Rough` or the `Model` of that name.
     pub method: IsolationMethod,
+    /// Whether the weight-free rough preview separated, because no model was chosen or found.
     pub rough_preview: bool,
+    /// How the separation was done, in plain words; for the rough preview, how to get a real one.
     pub description: String,
+    /// What enhancing the vocals did; None when enhancement was not asked for.
     pub enhance_report: Option<EnhanceReport>,
+    /// Things the user should know about the result (mono or silent input, a short input, …).
     pub notes: Vec<String>,
+    /// Wall-clock time the job took, in seconds.
     pub seconds: f64,
 }
 
+/// Runs `isolate` jobs on the GPU lane, with separation models from the shared model cache.
 pub struct IsolateHandler {
     models: Arc<ModelCache>,
 }
 
 impl IsolateHandler {
+    /// A handler that loads separation models through `models`.
     pub fn new(models: Arc<ModelCache>) -> Self {
         Self { models }
     }

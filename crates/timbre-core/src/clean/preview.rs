@@ -22,10 +22,12 @@ fn default_secs() -> f64 {
 /// What to preview: the steps of a cleaning batch, on one input.
 #[derive(Debug, Clone, Serialize, Deserialize, ts_rs::TS)]
 pub struct PreviewRequest {
+    /// The take or file to take the excerpt from; it is only read.
     pub input: AudioInput,
     /// Where the excerpt starts, in seconds; None: the loudest stretch of the input.
     #[serde(default)]
     pub start_secs: Option<f64>,
+    /// Length of the excerpt in seconds, within `PREVIEW_SECS_RANGE`; 10 when absent.
     #[serde(default = "default_secs")]
     pub secs: f64,
     /// Isolation first (its vocals go on to enhancement); None skips it.
@@ -39,7 +41,9 @@ pub struct PreviewRequest {
 /// What the preview did, for the UI.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct PreviewInfo {
+    /// Where the excerpt starts in the input, in seconds.
     pub start_secs: f64,
+    /// Length of the excerpt in seconds (shorter than asked when the input ends first).
     pub secs: f64,
     /// The whole input's length.
     pub input_secs: f64,
@@ -47,13 +51,17 @@ pub struct PreviewInfo {
     pub rough_preview: bool,
     /// The separation model used.
     pub model: Option<String>,
+    /// What the user should know about the result, from separation and enhancement.
     pub notes: Vec<String>,
 }
 
 /// The excerpt as it was and as cleaned.
 pub struct Preview {
+    /// The excerpt as it is in the input.
     pub original: AudioBuffer,
+    /// The excerpt after the chosen steps (the vocals, when isolation ran).
     pub cleaned: AudioBuffer,
+    /// What the preview did.
     pub info: PreviewInfo,
 }
 

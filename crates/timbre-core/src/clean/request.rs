@@ -15,8 +15,10 @@ use crate::jobs::JobSystem;
 use crate::output_format::OutputFormat;
 use crate::separation::{IsolationMethod, choose_model};
 
+/// A cleaning batch as the CLI or the app asks for it: the same steps on every input.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CleanRequest {
+    /// The takes or files to clean, one job each; at least one.
     pub inputs: Vec<AudioInput>,
     /// Isolation first; None: enhancement alone.
     #[serde(default)]
@@ -27,6 +29,7 @@ pub struct CleanRequest {
     /// Isolate only this many seconds from the middle of each input (UVR's sample mode).
     #[serde(default)]
     pub preview_secs: Option<f64>,
+    /// How results are encoded; lossless formats only, 32-bit float WAV unless given.
     #[serde(default = "super::default_format")]
     pub format: OutputFormat,
     /// Also copy the results into this folder.

@@ -36,12 +36,15 @@ pub(crate) const KIND: JobKind = JobKind::Convert;
 /// One `convert` job: one input through one model.
 #[derive(Debug, Clone, Serialize, Deserialize, ts_rs::TS)]
 pub struct ConvertParams {
+    /// The take or file to convert.
     pub input: AudioInput,
+    /// Id of the voice model in the library's `models` table.
     pub model_id: i64,
     /// The UI sets and reads the voice's part; the offline ones keep their defaults.
     #[serde(default)]
     #[ts(as = "timbre_nn::voice::VoiceParams")]
     pub options: ConvertOptions,
+    /// How the result is encoded; 16-bit WAV unless given.
     #[serde(default)]
     pub format: OutputFormat,
     /// Also write the result into this folder.
@@ -53,11 +56,13 @@ pub struct ConvertParams {
     pub effects: Option<EffectChain>,
 }
 
+/// Runs `convert` jobs on the GPU lane through the process's shared voice engine.
 pub struct ConvertHandler {
     engine: Arc<SharedEngine>,
 }
 
 impl ConvertHandler {
+    /// A handler that converts with `engine`, whose caches outlive each job.
     pub fn new(engine: Arc<SharedEngine>) -> Self {
         Self { engine }
     }

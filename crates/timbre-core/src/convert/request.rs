@@ -19,12 +19,17 @@ use crate::out_folder;
 use crate::output_format::OutputFormat;
 use crate::voice_engine::check_options;
 
+/// A batch of conversions: every input through every model, with the same settings.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ConvertRequest {
+    /// The takes or files to convert; at least one.
     pub inputs: Vec<AudioInput>,
+    /// Ids of the voice models to convert with; at least one.
     pub model_ids: Vec<i64>,
+    /// Conversion settings (pitch shift, f0 method, index rate, …), checked against their ranges.
     #[serde(default)]
     pub options: ConvertOptions,
+    /// How each result is encoded; 16-bit WAV unless given.
     #[serde(default)]
     pub format: OutputFormat,
     /// Also write each result into this folder.
@@ -38,15 +43,21 @@ pub struct ConvertRequest {
 /// What a `convert` job gives.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct ConvertResult {
+    /// The conversion as saved in the library.
     pub conversion: Conversion,
     /// The copy in `out_dir`, else the file in the store.
     pub output_path: PathBuf,
+    /// Length of the input in seconds.
     pub input_seconds: f64,
     /// The whole job's time.
     pub seconds: f64,
+    /// Time spent on the analysis (content features and pitch) in seconds; near 0 when cached.
     pub analysis_seconds: f64,
+    /// Time spent rendering the voice from the analysis, in seconds.
     pub render_seconds: f64,
+    /// Where the input's analysis came from: memory, disk, or computed afresh.
     pub analysis_cache: CacheUse,
+    /// Whether the voice model was already loaded in memory or loaded for this job.
     pub voice_cache: CacheUse,
 }
 

@@ -39,7 +39,9 @@ pub(crate) const KIND: JobKind = JobKind::Cover;
 /// One `cover` job: one song.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CoverParams {
+    /// The song to cover, a take or a file; a file becomes a take of its own.
     pub song: AudioInput,
+    /// How to cover it; its fields sit at the top level of the params.
     #[serde(flatten)]
     pub settings: CoverSettings,
     /// Also write the cover into this folder.
@@ -50,8 +52,10 @@ pub struct CoverParams {
 /// A stem of the cover, as the job reports it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct Stem {
-    /// `vocals`, `instrumental`, `lead`, `backing`, `converted` or `cover`.
+    /// `vocals`, `instrumental`, `lead`, `backing`, `converted`, `processed` (the converted vocals
+    /// after the effects) or `cover`.
     pub role: String,
+    /// The stem's take in the library.
     pub take: Take,
 }
 
@@ -60,28 +64,35 @@ pub struct Stem {
 pub struct CoverResult {
     /// Where the song came from.
     pub song: String,
+    /// The song's take (for a file, the take it became), which every stem is linked to.
     pub song_take_id: i64,
+    /// The finished cover's take.
     pub cover: Take,
     /// The voice's name; None when the vocals passed through unconverted.
     pub voice: Option<String>,
     /// The cover as a conversion of the song (for the Compare page); None without a voice.
     pub conversion_id: Option<i64>,
+    /// Every stem the job made or found cached, the cover last.
     pub stems: Vec<Stem>,
     /// Each stage in order: whether it ran, came from the cache or was skipped.
     pub stages: Vec<StageReport>,
     /// What the listener should know (no vocals found, …).
     pub warnings: Vec<String>,
+    /// How the result was made, in plain words (mono song, loudness matched by so many dB, …).
     pub notes: Vec<String>,
     /// The copy in `out_dir`, else the file in the store.
     pub output_path: PathBuf,
+    /// Wall-clock time the job took, in seconds.
     pub seconds: f64,
 }
 
+/// Runs `cover` jobs on the GPU lane through the process's shared voice engine.
 pub struct CoverHandler {
     engine: Arc<SharedEngine>,
 }
 
 impl CoverHandler {
+    /// A handler that separates and converts with `engine`, whose caches outlive each job.
     pub fn new(engine: Arc<SharedEngine>) -> Self {
         Self { engine }
     }

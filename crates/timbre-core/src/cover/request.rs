@@ -36,13 +36,16 @@ pub struct CoverSettings {
     #[serde(default)]
     #[ts(optional = nullable)]
     pub second_pass: Option<String>,
+    /// Gain on the converted vocals in the remix, in dB, -60 to 24; 0 when absent.
     #[serde(default)]
     pub vocal_gain_db: f64,
+    /// Gain on the instrumental (and a second pass's backing vocals) in dB, -60 to 24; 0 if absent.
     #[serde(default)]
     pub instrumental_gain_db: f64,
     /// Bring the converted vocals to the original vocals' loudness before the gains.
     #[serde(default = "default_true")]
     pub match_loudness: bool,
+    /// How the cover and its remix are encoded; 16-bit WAV unless given.
     #[serde(default)]
     pub format: OutputFormat,
     /// Effects over the converted vocals before the remix.
@@ -55,9 +58,12 @@ fn default_true() -> bool {
     true
 }
 
+/// A batch of covers: every song with the same settings, one job each.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CoverRequest {
+    /// The songs to cover, takes or files; at least one.
     pub songs: Vec<AudioInput>,
+    /// How every song is covered; its fields sit at the top level of the request.
     #[serde(flatten)]
     pub settings: CoverSettings,
     /// Also write each cover into this folder.

@@ -18,17 +18,24 @@ use crate::jobs::JobContext;
 use crate::library::{Library, Notification};
 use crate::store::StoredObject;
 
+/// One stage of a cover, in the order they run.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum Stage {
+    /// The song split into vocals and instrumental.
     Isolate,
+    /// A second separation model over the vocals, lead from backing; skipped unless chosen.
     SecondPass,
+    /// The (lead) vocals converted with the voice; skipped without one, the vocals passing through.
     Convert,
+    /// The effect chain over the converted vocals; skipped when there is none.
     Effects,
+    /// The vocals mixed over the instrumental and true-peak limited into the cover.
     Remix,
 }
 
 impl Stage {
+    /// The stage's snake_case name, as serialised and in progress messages.
     pub fn name(self) -> &'static str {
         match self {
             Stage::Isolate => "isolate",
@@ -51,18 +58,26 @@ impl Stage {
     }
 }
 
+/// How a stage went in one job.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum StageStatus {
+    /// It ran and its results were saved (and cached).
     Ran,
+    /// Its results for the same inputs and parameters were found in the cache.
     Cached,
+    /// It had nothing to do under the chosen settings.
     Skipped,
 }
 
+/// How one stage of a cover went, as a job event and in the result.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct StageReport {
+    /// Which stage.
     pub stage: Stage,
+    /// Whether it ran, came from the cache or was skipped.
     pub status: StageStatus,
+    /// Wall-clock time it took, in seconds; 0 when cached or skipped.
     pub seconds: f64,
     /// Why it was skipped, or what ran.
     pub detail: String,

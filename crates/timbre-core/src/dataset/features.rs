@@ -27,10 +27,13 @@ const CACHE_FORMAT: &str = "dataset-features-1";
 /// The extractor files a preparation uses and their content hashes.
 #[derive(Debug, Clone)]
 pub struct ExtractorFiles {
+    /// The HuBERT checkpoint (`hubert_base.pt`) or ContentVec folder in the models folder.
     pub hubert: PathBuf,
+    /// Content hash of the HuBERT file (or of the folder's files), part of every cache key.
     pub hubert_sha256: String,
     /// The pitch method's weights (RMVPE, FCPE), None for the weight-free ones.
     pub pitch_model: Option<PathBuf>,
+    /// Content hash of the pitch weights; None exactly when `pitch_model` is None.
     pub pitch_model_sha256: Option<String>,
 }
 
@@ -44,6 +47,7 @@ pub struct Extractors {
 }
 
 impl Extractors {
+    /// Extractors loading through `models` on the default device, no file hashed yet.
     pub fn new(models: Arc<ModelCache>) -> Extractors {
         Extractors {
             models,
@@ -82,14 +86,17 @@ impl Extractors {
         }
     }
 
+    /// The process's model cache the extractors load through.
     pub fn models(&self) -> &ModelCache {
         &self.models
     }
 
+    /// Separation models from the same cache, on the extraction device.
     pub fn separators(&self) -> Result<Separators<'_>> {
         Ok(Separators::new(&self.models, self.device()?))
     }
 
+    /// The HuBERT model of `files`, loaded on the extraction device (or shared from the cache).
     pub fn hubert(&self, files: &ExtractorFiles) -> Result<Shared<Hubert>> {
         Ok(self.models.hubert(&files.hubert, self.device()?)?.0)
     }
@@ -151,12 +158,14 @@ pub struct FeatureCache {
 }
 
 impl FeatureCache {
+    /// The cache under `cache_dir/dataset-features/`; nothing is created until an entry is stored.
     pub fn new(cache_dir: &Path) -> FeatureCache {
         FeatureCache {
             dir: cache_dir.join("dataset-features"),
         }
     }
 
+    /// Where the entry `key` lives: `<dir>/<first two characters of key>/<key>.safetensors`.
     pub fn path(&self, key: &str) -> PathBuf {
         self.dir
             .join(key.get(..2).unwrap_or("00"))
@@ -168,6 +177,8 @@ impl FeatureCache {
         self.path(key).is_file()
     }
 
+    /// Writes `features` (and, given the f0 in Hz, its coarse and fine pitch) as the entry `key`,
+    /// atomically; returns the entry's path.
     pub fn store(&self, key: &str, features: &Tensor, f0: Option<&[f32]>) -> Result<PathBuf> {
         let path = self.path(key);
         let dir = path.parent().context("cache path has no folder")?;

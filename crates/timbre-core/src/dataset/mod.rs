@@ -42,15 +42,19 @@ pub const SAMPLE_RATES: [u32; 3] = [32_000, 40_000, 48_000];
 /// The job kind.
 const KIND: JobKind = JobKind::Dataset;
 
+/// RVC's model generation, which decides the HuBERT features a dataset holds; v2 by default.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq, ts_rs::TS)]
 #[serde(rename_all = "lowercase")]
 pub enum ModelVersion {
+    /// 256-dimensional features (`final_proj` of HuBERT's layer 9).
     V1,
+    /// 768-dimensional features (HuBERT's last layer).
     #[default]
     V2,
 }
 
 impl ModelVersion {
+    /// The HuBERT feature version this model generation trains on.
     pub fn features(self) -> FeatureVersion {
         match self {
             ModelVersion::V1 => FeatureVersion::V1,
@@ -58,6 +62,7 @@ impl ModelVersion {
         }
     }
 
+    /// `v1` or `v2`, as the manifest and the params write it.
     pub fn name(self) -> &'static str {
         match self {
             ModelVersion::V1 => "v1",
@@ -71,11 +76,15 @@ impl ModelVersion {
 pub struct PrepareRequest {
     /// The dataset, by name: created when new, prepared again when it exists.
     pub name: String,
+    /// The voice the dataset belongs to; None leaves an existing dataset's voice as it is.
     #[serde(default)]
     pub voice_id: Option<i64>,
+    /// The takes and files to slice, in order; at least one.
     pub inputs: Vec<AudioInput>,
+    /// The model rate to prepare at, in Hz: 32000, 40000 or 48000; 40000 when absent.
     #[serde(default = "default_rate")]
     pub sample_rate: u32,
+    /// Which features to extract; v2 when absent.
     #[serde(default)]
     pub version: ModelVersion,
     /// None: a dataset for a model without pitch.
@@ -97,11 +106,13 @@ fn default_f0() -> Option<F0Method> {
     Some(F0Method::Rmvpe)
 }
 
+/// Runs `dataset` jobs on the GPU lane, on the extraction device.
 pub struct DatasetHandler {
     extractors: Mutex<Extractors>,
 }
 
 impl DatasetHandler {
+    /// A handler whose extractors load through the shared `models` cache.
     pub fn new(models: Arc<ModelCache>) -> Self {
         Self {
             extractors: Mutex::new(Extractors::new(models)),
@@ -161,15 +172,23 @@ impl JobHandler for DatasetHandler {
 /// What a `dataset` job gives.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PrepareResult {
+    /// The dataset's row, as prepared.
     pub dataset: Dataset,
+    /// The dataset folder, `<data dir>/datasets/<id>/`.
     pub folder: PathBuf,
+    /// Number of pieces in the manifest.
     pub pieces: usize,
+    /// Total length of the pieces in seconds.
     pub total_seconds: f64,
+    /// Width of each feature frame: 256 for v1, 768 for v2.
     pub feature_dim: i64,
     /// Pieces whose features were computed, and those found in the cache.
     pub computed: usize,
+    /// Pieces whose features came from the cache.
     pub cached: usize,
+    /// What slicing found: lengths, dropped pieces, clipping, pitch range, problems.
     pub report: DatasetReport,
+    /// Wall-clock time the job took, in seconds.
     pub seconds: f64,
 }
 

@@ -48,6 +48,7 @@ pub struct UrlPolicy {
 }
 
 impl UrlPolicy {
+    /// The policy the settings and `TIMBRE_DOWNLOAD_ENDPOINT` allow.
     pub fn of(settings: &Settings) -> UrlPolicy {
         UrlPolicy::from_configured(&Configured::of(settings))
     }
@@ -64,6 +65,8 @@ impl UrlPolicy {
         }
     }
 
+    /// Refuses `url` unless it is HTTPS, or plain HTTP at the origin of a configured endpoint;
+    /// the error says how to allow it.
     pub fn check(&self, url: &str) -> Result<()> {
         if url.starts_with("https://") || self.plain_http.contains(&origin(url)) {
             return Ok(());

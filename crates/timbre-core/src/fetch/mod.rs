@@ -44,6 +44,7 @@ pub struct Bounds {
     /// The whole file's size as the catalogue declares it: a body that goes beyond it is not
     /// the file.
     pub declared_size: Option<u64>,
+    /// How slow the transfer may get before the attempt counts as stalled.
     pub min_throughput: MinThroughput,
 }
 
@@ -52,7 +53,9 @@ pub struct Bounds {
 /// otherwise hold a download forever, each byte restarting the read timeout).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MinThroughput {
+    /// Bytes that must arrive in each window (the `download_stall_bytes` setting).
     pub bytes: u64,
+    /// Length of a window, 1 s to an hour (the `download_stall_secs` setting).
     pub window: Duration,
 }
 
@@ -83,6 +86,8 @@ impl Default for MinThroughput {
     }
 }
 
+/// The HTTP client for downloads: redirects left to `attempt`, HTTP errors as responses,
+/// 30 s to connect and 60 s for a response.
 pub fn agent() -> ureq::Agent {
     ureq::Agent::config_builder()
         .max_redirects(0)

@@ -238,3 +238,47 @@ fn items_exported_into_a_folder_take_their_default_names_and_never_overwrite() {
     let stored = std::fs::read(f.library.store().object_path(&f.sha256, "wav")).unwrap();
     assert!(written.iter().all(|p| std::fs::read(p).unwrap() == stored));
 }
+
+#[test]
+fn a_drag_offers_named_copies_in_a_folder_of_its_own_and_old_drags_are_removed() {
+    let f = fixture();
+    let conversion =
+        LibraryItem::Conversion(f.conversion(Some(f.take), None, json!({ "transpose": -2.0 })));
+    let first = drag_copies(&f.library, &[LibraryItem::Take(f.take), conversion]).unwrap();
+    let names: Vec<_> = first
+        .iter()
+        .map(|p| p.file_name().unwrap().to_owned())
+        .collect();
+    assert_eq!(names, ["Song.wav", "Song (Ada, -2 st).wav"]);
+    let drags = f.library.data_dir().join(DRAG_DIR);
+    assert!(
+        first
+            .iter()
+            .all(|p| p.parent() == first[0].parent() && p.starts_with(&drags))
+    );
+    let stored = std::fs::read(f.library.store().object_path(&f.sha256, "wav")).unwrap();
+    assert!(first.iter().all(|p| std::fs::read(p).unwrap() == stored));
+
+    let second = drag_copies(&f.library, &[LibraryItem::Take(f.take)]).unwrap();
+    assert_ne!(
+        second[0].parent(),
+        first[0].parent(),
+        "each drag has a folder of its own"
+    );
+    assert!(
+        first[0].exists(),
+        "a recent drag's copies stay: a drop may still be reading them"
+    );
+
+    let old = SystemTime::now() - DRAG_COPIES_KEPT - Duration::from_secs(60);
+    std::fs::File::open(first[0].parent().unwrap())
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    drag_copies(&f.library, &[LibraryItem::Take(f.take)]).unwrap();
+    assert!(
+        !first[0].parent().unwrap().exists(),
+        "a drag over an hour old is removed"
+    );
+    assert!(second[0].exists());
+}

@@ -17,12 +17,17 @@ use super::LiveVoice;
 use crate::library::Library;
 use crate::model_cache::ModelCache;
 
+/// A file to stream through the live engine, and where to write what comes out.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FileStreamRequest {
+    /// The audio file to stream (any format the decoder reads, cut at the
+    /// `max_import_duration_secs` setting).
     pub input: PathBuf,
     /// A WAV file (32-bit float, mono, at `sample_rate`).
     pub output: PathBuf,
+    /// The voice to convert to.
     pub voice: LiveVoice,
+    /// The stream's parameters, as a live session would run them.
     pub params: StreamParams,
     /// The device rate the engine runs at.
     pub sample_rate: u32,
@@ -34,14 +39,20 @@ pub struct FileStreamRequest {
 /// Per-block processing time against the block's duration (its budget).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct BlockTimes {
+    /// Blocks processed.
     pub blocks: usize,
+    /// One block's duration in ms: the most its processing may take to keep up live.
     pub budget_ms: f64,
+    /// Mean processing time per block, in ms; 0 when no block ran.
     pub mean_ms: f64,
+    /// 95th-percentile (nearest-rank) processing time per block, in ms; 0 when no block ran.
     pub p95_ms: f64,
+    /// The slowest block's processing time, in ms; 0 when no block ran.
     pub max_ms: f64,
 }
 
 impl BlockTimes {
+    /// Summarises per-block processing times (ms) against a block's duration `budget_ms`.
     pub fn of(times_ms: &[f64], budget_ms: f64) -> BlockTimes {
         let mut sorted = times_ms.to_vec();
         sorted.sort_by(f64::total_cmp);
@@ -58,13 +69,20 @@ impl BlockTimes {
     }
 }
 
+/// What streaming a file did: where it went, the block size and the per-block timings.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FileStreamReport {
+    /// The file streamed.
     pub input: PathBuf,
+    /// The WAV written (32-bit float, mono, at `sample_rate`).
     pub output: PathBuf,
+    /// The device rate the engine ran at, in Hz.
     pub sample_rate: u32,
+    /// Samples in one engine block at `sample_rate`.
     pub block_samples: usize,
+    /// The input's duration in seconds, before the padding to whole blocks.
     pub input_seconds: f64,
+    /// Per-block processing times against the block's duration.
     pub times: BlockTimes,
 }
 

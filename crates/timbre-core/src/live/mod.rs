@@ -29,6 +29,7 @@ const MEASURE_LEVEL_DB: f64 = -12.0;
 /// The voice a stream converts to.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct LiveVoice {
+    /// Id of the library model (its `models` row) to convert with.
     pub model_id: i64,
     /// Retrieve from the voice's index when it has one (at the parameters' index rate).
     #[serde(default = "use_index_default")]
@@ -42,10 +43,13 @@ fn use_index_default() -> bool {
 /// The devices a stream can open.
 #[derive(Debug, Clone, PartialEq, Serialize, ts_rs::TS)]
 pub struct DeviceList {
+    /// Capture devices, the system's default marked.
     pub inputs: Vec<timbre_audio::record::InputDevice>,
+    /// Playback devices, the system's default marked.
     pub outputs: Vec<live::OutputDevice>,
 }
 
+/// The input and output devices a stream can open, as the audio host lists them now.
 pub fn devices() -> Result<DeviceList> {
     Ok(DeviceList {
         inputs: live::list_input_devices()?,
@@ -56,6 +60,8 @@ pub fn devices() -> Result<DeviceList> {
 /// A measured round trip, and the latency a stream with the given crossfade has over it.
 #[derive(Debug, Clone, PartialEq, Serialize, ts_rs::TS)]
 pub struct LatencyMeasurement {
+    /// The loopback run: the round trip found (if any), the devices' reported latencies, overflows
+    /// and underruns.
     pub measurement: live::LoopbackRun,
     /// The round trip plus the engine's delay without denoise (crossfade + 10 ms), when a round
     /// trip was found.

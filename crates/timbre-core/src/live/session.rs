@@ -22,18 +22,23 @@ use crate::model_cache::ModelCache;
 /// What a stream starts with; every part but the devices and `record` can change while it runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct LiveRequest {
+    /// The voice to convert to.
     pub voice: LiveVoice,
+    /// The engine's parameters; a change applies from the next block.
     pub params: StreamParams,
+    /// Play the gated input instead of the voice (the engine's passthrough).
     #[serde(default)]
     pub passthrough: bool,
     /// Device names as `timbre live devices` lists them; none for the system's default.
     #[serde(default)]
     pub input: Option<String>,
+    /// Output device name as `timbre live devices` lists it; none for the system's default.
     #[serde(default)]
     pub output: Option<String>,
     /// A second output (headphones while the output goes to a call, say), with its own gain.
     #[serde(default)]
     pub monitor: Option<String>,
+    /// Input, output and monitor gains in dB; 0 dB each by default.
     #[serde(default)]
     pub gains: Gains,
     /// Keep the input and the output, saved as takes when the stream stops.
@@ -44,9 +49,14 @@ pub struct LiveRequest {
 /// A running stream's numbers, as the Live page and `timbre live run` show them.
 #[derive(Debug, Clone, PartialEq, Serialize, ts_rs::TS)]
 pub struct LiveStatus {
+    /// The device session's numbers: state, rate, devices, levels, block times, overflows and
+    /// underruns.
     pub stats: LiveStats,
+    /// The voice converting now.
     pub voice: LiveVoice,
+    /// The parameters in effect (the latest set).
     pub params: StreamParams,
+    /// Whether the gated input plays instead of the voice.
     pub passthrough: bool,
     /// Input to output as the reference estimates it: block + crossfade + 10 ms + the output
     /// prefill + what the devices report.
@@ -56,7 +66,9 @@ pub struct LiveStatus {
 /// The takes a recorded stream left.
 #[derive(Debug, Clone, PartialEq, Serialize, ts_rs::TS)]
 pub struct RecordedSession {
+    /// The take of what the input device captured.
     pub input: Take,
+    /// The take of the converted output, linked to `input` as derived from it.
     pub output: Take,
 }
 
@@ -88,6 +100,8 @@ impl BlockProcessor for EngineProcessor {
     }
 }
 
+/// A stream converting on the devices until [`LiveStream::stop`]; voice, parameters, passthrough
+/// and gains change while it runs.
 pub struct LiveStream {
     session: LiveSession,
     changes: Sender<Change>,
@@ -143,6 +157,7 @@ impl LiveStream {
         })
     }
 
+    /// The request as it stands, with every change since the start applied.
     pub fn request(&self) -> &LiveRequest {
         &self.request
     }
@@ -176,12 +191,15 @@ impl LiveStream {
         Ok(())
     }
 
+    /// Turns passthrough on or off from the next block.
     pub fn set_passthrough(&mut self, on: bool) -> Result<()> {
         self.send(Change::Passthrough(on))?;
         self.request.passthrough = on;
         Ok(())
     }
 
+    /// New gains, applied by the device session from its next callback or block, not through the
+    /// engine.
     pub fn set_gains(&mut self, gains: Gains) {
         self.session.set_gains(gains);
         self.request.gains = gains;
@@ -192,6 +210,7 @@ impl LiveStream {
         super::load_models(&self.library, &self.cache, voice, &params.voice, device)
     }
 
+    /// The stream's numbers now, with the latency estimated for the current parameters and devices.
     pub fn status(&self) -> LiveStatus {
         let stats = self.session.stats();
         let params = &self.request.params;

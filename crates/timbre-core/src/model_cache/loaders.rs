@@ -21,7 +21,9 @@ use crate::models_folder::SeparationModel;
 
 /// A file of the library's store, named by its content.
 pub struct StoredFile<'a> {
+    /// SHA-256 of the file's content (hex): its key in the store and in the cache.
     pub sha256: &'a str,
+    /// Where the file lies in the store.
     pub path: &'a Path,
     /// What the user calls it, for the Jobs page.
     pub name: &'a str,
@@ -52,6 +54,7 @@ impl ModelCache {
         })
     }
 
+    /// RMVPE from its weights file, kept while the file stays the same.
     pub fn rmvpe(&self, path: &Path, device: Device) -> Result<(Shared<Rmvpe>, CacheUse)> {
         let key = key(ModelKind::Rmvpe, hashing::identity(path)?, device, "fp32");
         self.get_or_load(key, &file_name(path), || {
@@ -59,6 +62,7 @@ impl ModelCache {
         })
     }
 
+    /// FCPE from its weights file, kept while the file stays the same.
     pub fn fcpe(&self, path: &Path, device: Device) -> Result<(Shared<Fcpe>, CacheUse)> {
         let key = key(ModelKind::Fcpe, hashing::identity(path)?, device, "fp32");
         self.get_or_load(key, &file_name(path), || {
@@ -66,6 +70,7 @@ impl ModelCache {
         })
     }
 
+    /// CREPE (full or tiny, as the file is) from its weights, kept while the file stays the same.
     pub fn crepe(&self, path: &Path, device: Device) -> Result<(Shared<Crepe>, CacheUse)> {
         let key = key(ModelKind::Crepe, hashing::identity(path)?, device, "fp32");
         self.get_or_load(key, &file_name(path), || {
@@ -73,6 +78,8 @@ impl ModelCache {
         })
     }
 
+    /// A voice's synthesizer from the store, keyed by its content; counted at twice its file's
+    /// size, as half-precision weights load as float32.
     pub fn voice(
         &self,
         file: &StoredFile,

@@ -26,12 +26,16 @@ pub use timbre_nn::Shared;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 pub enum CacheUse {
+    /// Served from memory: the model or analysis was already loaded.
     Memory,
+    /// Read back from a cache on disk (analyses only).
     Disk,
+    /// Not cached: loaded or computed afresh.
     Computed,
 }
 
 impl CacheUse {
+    /// The lower-case name, as serialised: `memory`, `disk` or `computed`.
     pub fn name(self) -> &'static str {
         match self {
             CacheUse::Memory => "memory",
@@ -41,24 +45,37 @@ impl CacheUse {
     }
 }
 
+/// What kind of model a cache entry holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 pub enum ModelKind {
+    /// A HuBERT/ContentVec feature extractor.
     Hubert,
+    /// An RMVPE pitch network.
     Rmvpe,
+    /// An FCPE pitch network.
     Fcpe,
+    /// A CREPE pitch network (full or tiny).
     Crepe,
+    /// A voice's synthesizer (an RVC `.pth`).
     Voice,
+    /// A voice's feature index (`.index`), searched on the CPU.
     Index,
+    /// A RoFormer separation model.
     Separator,
 }
 
 /// What makes two loads the same model.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ModelKey {
+    /// The kind of model.
     pub kind: ModelKind,
+    /// The file's content SHA-256 when it is in the store, else the path, size and modification
+    /// time of its file (or of every file of its folder).
     pub identity: String,
+    /// The device, as tch's `Device` debug-prints it (`Cpu`, `Cuda(0)`).
     pub device: String,
+    /// The weights' precision: `fp32`, `fp16` or `bf16`.
     pub precision: String,
 }
 
@@ -88,6 +105,7 @@ struct State {
     evictions: u64,
 }
 
+/// The process's cache of loaded models, bounded in bytes, least recently used out first.
 pub struct ModelCache {
     state: Mutex<State>,
 }
@@ -95,11 +113,18 @@ pub struct ModelCache {
 /// One cached model, as the Jobs page lists it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct CachedModel {
+    /// The kind of model.
     pub kind: ModelKind,
+    /// What the user calls it: the voice's or separation model's name, else its file's name.
     pub name: String,
+    /// The device it is loaded on (`Cpu`, `Cuda(0)`).
     pub device: String,
+    /// The weights' precision: `fp32`, `fp16` or `bf16`.
     pub precision: String,
+    /// What it counts for against the budget, in bytes: its weights' size on disk (doubled for
+    /// voices).
     pub bytes: u64,
+    /// Lookups it has served since it was loaded.
     pub hits: u64,
     /// A job holds it now.
     pub in_use: bool,
@@ -108,11 +133,17 @@ pub struct CachedModel {
 /// What the cache holds and how well it has served, most recently used model first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct ModelCacheReport {
+    /// The most the models may hold, in bytes (the `model_cache_mb` setting).
     pub budget_bytes: u64,
+    /// What the cached models hold, in bytes; over the budget only when the newest model alone is.
     pub used_bytes: u64,
+    /// Lookups served from the cache since it was created.
     pub hits: u64,
+    /// Lookups that had to load their model.
     pub misses: u64,
+    /// Models dropped to fit the budget (emptying the cache not counted).
     pub evictions: u64,
+    /// The cached models, most recently used first.
     pub models: Vec<CachedModel>,
 }
 
@@ -124,6 +155,8 @@ impl Default for ModelCache {
 }
 
 impl ModelCache {
+    /// An empty cache of at most `budget_bytes` (the newest model stays even when it alone is
+    /// over).
     pub fn new(budget_bytes: u64) -> ModelCache {
         ModelCache {
             state: Mutex::new(State {
@@ -194,6 +227,7 @@ impl ModelCache {
         self.state().entries.clear();
     }
 
+    /// What the cache holds now, and how well it has served.
     pub fn report(&self) -> ModelCacheReport {
         let state = self.state();
         ModelCacheReport {

@@ -37,10 +37,12 @@ pub struct Separators<'a> {
 }
 
 impl<'a> Separators<'a> {
+    /// The separators of a run on `device`, loaded through `models`.
     pub fn new(models: &'a ModelCache, device: Device) -> Self {
         Self { models, device }
     }
 
+    /// The device the run separates on.
     pub fn device(&self) -> Device {
         self.device
     }

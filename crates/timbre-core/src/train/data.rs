@@ -29,9 +29,12 @@ pub struct Item {
     pub phone: Tensor,
     /// `[frames]` i64 and f32, for datasets with pitch.
     pub pitch: Option<Tensor>,
+    /// `[frames]` f32: the pitch in Hz (`f0nsf`) for the vocoder's source; None without pitch.
     pub pitchf: Option<Tensor>,
 }
 
+/// A prepared dataset opened for training: its manifest, each piece's estimated length, and the
+/// spectrogram settings, with spectrograms cached under `specs/`.
 pub struct TrainingData {
     root: PathBuf,
     manifest: Manifest,
@@ -130,18 +133,23 @@ impl TrainingData {
         Ok(data)
     }
 
+    /// The dataset's manifest: version, sample rate, pitch method and pieces.
     pub fn manifest(&self) -> &Manifest {
         &self.manifest
     }
 
+    /// The spectrogram settings items are computed and cached with.
     pub fn spectrogram_config(&self) -> &SpectrogramConfig {
         &self.spectrogram
     }
 
+    /// Whether the dataset was prepared with a pitch method, so its items carry `pitch` and
+    /// `pitchf`.
     pub fn has_pitch(&self) -> bool {
         self.manifest.f0_method.is_some()
     }
 
+    /// The speaker id every batch carries.
     pub fn speaker_id(&self) -> i64 {
         self.speaker_id
     }
@@ -212,6 +220,7 @@ impl TrainingData {
     }
 }
 
+/// Loads items on one thread, computing the spectrograms not yet cached ([`TrainingData::loader`]).
 pub struct ItemLoader<'a> {
     data: &'a TrainingData,
     spectrograms: Spectrograms,

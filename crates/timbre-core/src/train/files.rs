@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use timbre_audio::{AudioBuffer, SampleFormat};
 
+/// The paths of one training's files, under `<data dir>/trainings/<id>/`.
 pub struct TrainingFiles {
     root: PathBuf,
     stem: String,
@@ -25,24 +26,29 @@ impl TrainingFiles {
         }
     }
 
+    /// The training's folder, `<data dir>/trainings/<id>`.
     pub fn root(&self) -> &Path {
         &self.root
     }
 
+    /// The folder of RVC's `G_<step>.pth` / `D_<step>.pth` checkpoint pairs.
     pub fn checkpoints(&self) -> PathBuf {
         self.root.join("checkpoints")
     }
 
+    /// The preview rendered after `epoch`: `previews/epoch_<epoch>.wav`.
     pub fn preview(&self, epoch: i64) -> PathBuf {
         self.root
             .join("previews")
             .join(format!("epoch_{epoch}.wav"))
     }
 
+    /// The exported inference model, `<name>.pth` (the name with unsafe characters as `_`).
     pub fn model(&self) -> PathBuf {
         self.root.join(format!("{}.pth", self.stem))
     }
 
+    /// The feature index trained at the end, `<name>.index`.
     pub fn index(&self) -> PathBuf {
         self.root.join(format!("{}.index", self.stem))
     }

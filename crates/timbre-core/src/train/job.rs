@@ -34,6 +34,7 @@ use crate::jobs::{Failure, JobContext, JobHandler, JobKind, Need, Needs, classif
 /// Single-speaker models, as RVC trains them.
 const SPEAKER_ID: i64 = 0;
 
+/// Runs `train` jobs on the GPU lane; a cut-off one resumes from its newest checkpoint.
 pub struct TrainHandler;
 
 impl JobHandler for TrainHandler {
@@ -78,14 +79,19 @@ impl JobHandler for TrainHandler {
 /// What a `train` job gives.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TrainResult {
+    /// The training's row as it ended (done).
     pub training: Training,
     /// The trained model, in the library.
     pub model: Model,
+    /// The training's folder, `<data dir>/trainings/<id>`.
     pub folder: PathBuf,
+    /// Epochs trained in all, earlier runs' included.
     pub epochs: i64,
+    /// Training steps (batches) taken in all, earlier runs' included.
     pub global_step: i64,
     /// Feature rows in the model's index.
     pub index_vectors: usize,
+    /// Wall-clock seconds this run of the job took, exporting and the index included.
     pub seconds: f64,
 }
 

@@ -16,8 +16,11 @@ pub enum Pretrained {
     Auto,
     /// From scratch (random weights).
     None,
+    /// These two checkpoints, which must exist.
     Files {
+        /// The generator (`G`) checkpoint.
         generator: PathBuf,
+        /// The discriminator (`D`) checkpoint.
         discriminator: PathBuf,
     },
 }
@@ -25,8 +28,11 @@ pub enum Pretrained {
 /// The files a training loads, and for `Auto` the ones it looked for and did not find.
 #[derive(Debug, Default, PartialEq)]
 pub struct PretrainedFiles {
+    /// The generator to start from; None to start it from random weights.
     pub generator: Option<PathBuf>,
+    /// The discriminator to start from; None to start it from random weights.
     pub discriminator: Option<PathBuf>,
+    /// The base models `Auto` looked for and did not find; empty otherwise.
     pub missing: Vec<PathBuf>,
 }
 

@@ -28,6 +28,7 @@ pub struct Stages {
     pub assemble: Duration,
     /// The consumer blocked on an empty queue: the device starved.
     pub waited: Duration,
+    /// Batches assembled.
     pub batches: usize,
 }
 
@@ -37,6 +38,7 @@ pub struct Stages {
 pub struct Profile(Arc<Mutex<Stages>>);
 
 impl Profile {
+    /// The time summed so far.
     pub fn stages(&self) -> Stages {
         *self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -46,8 +48,11 @@ impl Profile {
     }
 }
 
+/// How a [`BatchProducer`] runs.
 pub struct ProducerOptions {
+    /// Loading threads (at least one runs); 2 by default.
     pub threads: usize,
+    /// Where the threads add their time; share one to sum several producers.
     pub profile: Profile,
     /// Set from anywhere to stop the threads (a job's cancellation); they also stop when the
     /// producer is dropped, which leaves this flag as it is.
@@ -88,6 +93,7 @@ struct Shared {
 }
 
 impl BatchProducer {
+    /// Starts the threads loading `plan`'s batches from `data`.
     pub fn start<P>(data: Arc<TrainingData>, plan: P, options: ProducerOptions) -> Self
     where
         P: IntoIterator<Item = Vec<usize>>,
@@ -118,6 +124,7 @@ impl BatchProducer {
         }
     }
 
+    /// Where this producer's threads add their time.
     pub fn profile(&self) -> &Profile {
         &self.shared.profile
     }

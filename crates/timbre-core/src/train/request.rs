@@ -20,6 +20,7 @@ pub const KIND: JobKind = JobKind::Train;
 /// What a queued `train` job carries: the training row it runs.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TrainParams {
+    /// Id of the `trainings` row.
     pub training_id: i64,
 }
 
@@ -28,12 +29,15 @@ pub const MIN_SECONDS: f64 = 60.0;
 /// Less than this trains, with a warning: ten minutes or more give a good model.
 pub const ADVISED_SECONDS: f64 = 600.0;
 
+/// A training as the CLI and the app ask for it; every field but `dataset_id` has a default.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct TrainRequest {
+    /// The dataset to train on; it must be prepared.
     pub dataset_id: i64,
     /// The model's name; the dataset's by default.
     #[serde(default)]
     pub name: Option<String>,
+    /// Epochs to train in all (at least 1).
     #[serde(default = "default_epochs")]
     pub epochs: i64,
     /// A checkpoint every this many epochs (and at the end).
@@ -45,6 +49,7 @@ pub struct TrainRequest {
     /// None: from the GPU's free memory, 4 on the CPU.
     #[serde(default)]
     pub batch_size: Option<i64>,
+    /// Where the starting weights come from; RVC's base models, when found, by default.
     #[serde(default)]
     pub pretrained: Pretrained,
     /// A preview every this many epochs (and at the end); `save_every` by default.
@@ -73,7 +78,9 @@ fn default_keep() -> i64 {
 impl TrainRequest {
     /// RVC's usual run.
     pub const DEFAULT_EPOCHS: i64 = 200;
+    /// Epochs between checkpoints by default.
     pub const DEFAULT_SAVE_EVERY: i64 = 10;
+    /// Checkpoint pairs kept by default.
     pub const DEFAULT_KEEP_CHECKPOINTS: i64 = 3;
 
     /// A request for `dataset_id` with every default.
@@ -82,6 +89,7 @@ impl TrainRequest {
             .expect("every other field has a default")
     }
 
+    /// Epochs between previews: `preview_every`, else `save_every`.
     pub fn preview_every(&self) -> i64 {
         self.preview_every.unwrap_or(self.save_every)
     }
@@ -90,10 +98,14 @@ impl TrainRequest {
 /// A training's `params`: the request and what the dataset fixed when it started.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TrainingPlan {
+    /// The request as started, its `name` filled in.
     #[serde(flatten)]
     pub request: TrainRequest,
+    /// The RVC version of the dataset, and so of the model: `v1` or `v2`.
     pub version: String,
+    /// The dataset's and the model's sample rate, in Hz.
     pub sample_rate: u32,
+    /// Whether the dataset has pitch, and so the model is trained with it.
     pub f0: bool,
 }
 

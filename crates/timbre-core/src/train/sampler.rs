@@ -14,6 +14,8 @@ pub fn estimated_length(file_size: u64, hop_length: i64) -> u64 {
     file_size / (3 * hop_length.unsigned_abs())
 }
 
+/// The bucket an estimated length falls in; None outside (100, 900], where the sampler leaves
+/// the item out.
 pub fn bucket_of(length: u64) -> Option<usize> {
     BOUNDARIES
         .windows(2)

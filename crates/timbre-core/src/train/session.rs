@@ -40,18 +40,29 @@ pub const TRAINING_SHARE: f64 = 0.95;
 
 /// What a session works with, settled before it starts.
 pub struct Setup<'a> {
+    /// The `train` job's context: the library, progress, events and cancellation.
     pub ctx: &'a JobContext<'a>,
+    /// Id of the `trainings` row.
     pub training_id: i64,
+    /// The training's request and what its dataset fixed.
     pub plan: &'a TrainingPlan,
+    /// The training configuration, from [`TrainingPlan::config`].
     pub config: &'a TrainingConfig,
+    /// The dataset, shared with the producer threads.
     pub data: &'a Arc<TrainingData>,
+    /// Where checkpoints, previews and exports go.
     pub files: &'a TrainingFiles,
+    /// The device the trainer steps on.
     pub device: Device,
+    /// The precision the steps run in.
     pub precision: Precision,
+    /// The bases to start from when there is no checkpoint to resume.
     pub pretrained: &'a PretrainedFiles,
 }
 
+/// How a session that did not fail came to its end.
 pub enum Ending {
+    /// Every epoch of the plan ran; the last is checkpointed.
     Finished,
     /// A step ran out of memory; nothing was saved after the last checkpoint.
     OutOfMemory(anyhow::Error),
@@ -60,9 +71,13 @@ pub enum Ending {
 /// Where one epoch's time went.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, ts_rs::TS)]
 pub struct EpochProfile {
+    /// The epoch, counted from 1.
     pub epoch: i64,
+    /// The batch size it ran at.
     pub batch_size: i64,
+    /// Batches (training steps) in the epoch.
     pub batches: usize,
+    /// The epoch's wall-clock seconds.
     pub seconds: f64,
     /// In the training steps (forward, backward, optimizers).
     pub step_secs: f64,
@@ -71,9 +86,11 @@ pub struct EpochProfile {
     pub to_device_secs: f64,
     /// Producer threads reading pieces and spectrograms, summed over threads.
     pub load_secs: f64,
+    /// Producer threads padding items into batches, summed over threads.
     pub assemble_secs: f64,
     /// The trainer waiting for a batch.
     pub waited_secs: f64,
+    /// The trainer waited for batches over a tenth of the epoch: loading held the device back.
     pub starved: bool,
     /// The training GPU's mean utilisation over the epoch (NVML); None on the CPU.
     #[serde(default)]
@@ -88,6 +105,7 @@ struct EpochTiming {
     to_device: Duration,
 }
 
+/// One trainer at one batch size, running the epochs left (see the module).
 pub struct Session<'a> {
     setup: &'a Setup<'a>,
     trainer: Trainer,
@@ -161,10 +179,12 @@ impl<'a> Session<'a> {
         })
     }
 
+    /// The trainer, at its current epoch and step.
     pub fn trainer(&self) -> &Trainer {
         &self.trainer
     }
 
+    /// Each epoch's profile so far, earlier sessions' included.
     pub fn profiles(&self) -> &[EpochProfile] {
         &self.profiles
     }
@@ -374,6 +394,7 @@ impl<'a> Session<'a> {
         }
     }
 
+    /// The trainer, once the epochs have run, to export from.
     pub fn into_trainer(self) -> Trainer {
         self.trainer
     }

@@ -29,6 +29,8 @@ pub const ANALYSIS_MEMORY_BUDGET: u64 = 256 << 20;
 /// An analysis holding more than this in memory is used once and not kept.
 pub const ANALYSIS_MEMORY_MAX: u64 = 64 << 20;
 
+/// Converts inputs on one device in one precision: models from the model cache, analyses
+/// cached in memory and on disk.
 pub struct Engine {
     device: Device,
     precision: Precision,
@@ -57,6 +59,8 @@ pub struct Outcome {
 }
 
 impl Engine {
+    /// An engine on `device` in `precision`, its models from `models`, its analyses cached on disk
+    /// under `<cache_dir>/analysis`.
     pub fn new(
         device: Device,
         precision: Precision,
@@ -72,6 +76,7 @@ impl Engine {
         }
     }
 
+    /// The device the engine runs on.
     pub fn device(&self) -> Device {
         self.device
     }

@@ -32,6 +32,7 @@ pub struct SharedEngine {
 }
 
 impl SharedEngine {
+    /// The shared engine over `models`; the engine itself is made on the first run.
     pub fn new(models: Arc<ModelCache>) -> Arc<SharedEngine> {
         Arc::new(SharedEngine {
             models,

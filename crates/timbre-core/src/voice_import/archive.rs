@@ -21,7 +21,9 @@ const RATIO_FLOOR_BYTES: u64 = 1 << 20;
 /// What an entry is to an import.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MemberKind {
+    /// A `.pth`: voice weights, or another checkpoint the import skips.
     Weights,
+    /// A `.index`: a feature index.
     Index,
 }
 
@@ -32,6 +34,7 @@ pub struct Member {
     position: usize,
     /// Its path inside the archive, `/`-separated, checked to stay inside it.
     pub name: String,
+    /// Weights or index, by the entry's extension.
     pub kind: MemberKind,
     /// The size its header declares; reading stops there.
     pub size: u64,
@@ -40,10 +43,14 @@ pub struct Member {
 /// An entry left out, and why (a symlink, a path that leaves the archive…).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ignored {
+    /// Its name as the archive stores it (invalid UTF-8 replaced).
     pub name: String,
+    /// Why it was left out, in plain words.
     pub reason: String,
 }
 
+/// A zip archive opened for an import: its `.pth` and `.index` entries listed, and checked
+/// against the caps.
 pub struct VoiceZip<R: Read + Seek> {
     archive: ZipArchive<R>,
     label: String,
@@ -140,10 +147,12 @@ impl<R: Read + Seek> VoiceZip<R> {
         })
     }
 
+    /// The `.pth` and `.index` entries to take, in archive order.
     pub fn members(&self) -> &[Member] {
         &self.members
     }
 
+    /// The `.pth` and `.index` entries left out, with why.
     pub fn ignored(&self) -> &[Ignored] {
         &self.ignored
     }

@@ -9,6 +9,7 @@ use crate::db::jobs::Job;
 use crate::fetch::UrlPolicy;
 use crate::jobs::{JobContext, JobHandler, JobKind, JobSystem};
 
+/// The job kind.
 pub const KIND: JobKind = JobKind::VoiceImport;
 
 /// Queues an import, its source checked first (a path that exists, or a link); paths are made
@@ -32,6 +33,7 @@ pub fn submit(system: &JobSystem, request: VoiceImportRequest) -> Result<Job> {
     system.submit(KIND, serde_json::to_value(&request)?)
 }
 
+/// Runs `voice_import` jobs: the request in the job's params, the report as its result.
 pub struct VoiceImportHandler;
 
 impl JobHandler for VoiceImportHandler {

@@ -52,6 +52,7 @@ pub struct VoiceImportRequest {
     /// The name in the library (one voice only; default: the model's own name, else its file's).
     #[serde(default)]
     pub name: Option<String>,
+    /// The library voice to put the imported models under; None for none.
     #[serde(default)]
     pub voice_id: Option<i64>,
 }
@@ -59,8 +60,11 @@ pub struct VoiceImportRequest {
 /// What an import did: the models now in the library and the files it left aside.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct VoiceImportReport {
+    /// The source as messages name it: its absolute path, or the link.
     pub source: String,
+    /// The models imported, or already in the library with the same weights; each once.
     pub models: Vec<Model>,
+    /// The files of the source left aside, with why.
     pub skipped: Vec<SkippedFile>,
     /// What the imported voices need before they can convert that the models folder lacks (a
     /// HuBERT of the width they take).
@@ -72,7 +76,9 @@ pub struct VoiceImportReport {
 /// no voice, a link inside an archive…).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct SkippedFile {
+    /// The file as messages name it: its path, or `<archive>:<entry>`.
     pub file: String,
+    /// Why it was not imported, in plain words.
     pub reason: String,
 }
 

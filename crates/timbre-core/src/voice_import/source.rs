@@ -16,9 +16,13 @@ use crate::fetch::UrlPolicy;
 /// What an import reads from.
 #[derive(Debug, Clone, PartialEq)]
 pub enum VoiceSource {
+    /// A model file (`.pth`), by absolute path.
     Weights(PathBuf),
+    /// A zip archive of voices, by absolute path.
     Archive(PathBuf),
+    /// A folder to search for voices (an RVC or Applio install, say), by absolute path.
     Folder(PathBuf),
+    /// An http(s) link to download; a Hugging Face `blob` link becomes its `resolve` link.
     Url(String),
 }
 

@@ -11,20 +11,26 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+/// How many backups are kept; older ones are deleted after each new one.
 pub const KEEP: usize = 7;
 const DAY: Duration = Duration::from_secs(24 * 60 * 60);
 const PREFIX: &str = "library-";
 const SUFFIX: &str = ".sqlite3";
 
+/// One backup file in the backups folder.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct BackupFile {
+    /// File name, `library-<time>[_<reason>].sqlite3`.
     pub name: String,
+    /// Full path of the file.
     pub path: PathBuf,
+    /// Size of the file in bytes.
     pub bytes: u64,
     /// UTC, as in the name: RFC 3339 with dashes for colons.
     pub made_at: String,
 }
 
+/// The backups folder of the library at `database`: `backups/` beside the database file.
 pub fn folder(database: &Path) -> PathBuf {
     database
         .parent()

@@ -26,39 +26,69 @@ CREATE TABLE conversions (
 CREATE INDEX conversions_input ON conversions(input_sha256);
 CREATE INDEX conversions_model ON conversions(model_id);";
 
+/// One converted output: a row of `conversions`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct Conversion {
+    /// Row id in `conversions`.
     pub id: i64,
+    /// The job that made it; None once that job is deleted.
     pub job_id: Option<i64>,
+    /// The voice model used; None once that model is deleted.
     pub model_id: Option<i64>,
+    /// Name of the model at conversion time, kept when the model is gone.
     pub model_name: String,
+    /// The take converted; None for a file outside the library, or once the take is deleted.
     pub input_take_id: Option<i64>,
+    /// Path of the input file as given, when there was one.
     pub input_path: Option<String>,
+    /// SHA-256 (hex) of the input audio's content.
     pub input_sha256: String,
+    /// The conversion options (and effect chain, or cover settings) as JSON.
     pub params: serde_json::Value,
+    /// SHA-256 (hex) of the output audio: its key in the content store, with `format`.
     pub sha256: String,
+    /// File extension of the output audio (`wav`, `flac`, ...).
     pub format: String,
+    /// Sample rate of the output in Hz.
     pub sample_rate: u32,
+    /// Length of the output in seconds.
     pub duration_secs: f64,
+    /// Sample peak of the output in dBFS (0 is full scale).
     pub peak_dbfs: f64,
+    /// Wall-clock seconds the conversion took.
     pub seconds_taken: f64,
+    /// When the row was written: UTC, RFC 3339.
     pub created_at: String,
 }
 
+/// A conversion to record: a [`Conversion`] without its id and creation time.
 #[derive(Debug, Clone)]
 pub struct NewConversion {
+    /// The job that made it, if any.
     pub job_id: Option<i64>,
+    /// Row id of the voice model used.
     pub model_id: i64,
+    /// Name of the model, kept with the row.
     pub model_name: String,
+    /// The take converted; None for a file outside the library.
     pub input_take_id: Option<i64>,
+    /// Path of the input file, when there is one.
     pub input_path: Option<String>,
+    /// SHA-256 (hex) of the input audio's content.
     pub input_sha256: String,
+    /// The conversion options (and effect chain, or cover settings) as JSON.
     pub params: serde_json::Value,
+    /// SHA-256 (hex) of the output audio in the content store.
     pub sha256: String,
+    /// File extension of the output audio (`wav`, `flac`, ...).
     pub format: String,
+    /// Sample rate of the output in Hz.
     pub sample_rate: u32,
+    /// Length of the output in seconds.
     pub duration_secs: f64,
+    /// Sample peak of the output in dBFS.
     pub peak_dbfs: f64,
+    /// Wall-clock seconds the conversion took.
     pub seconds_taken: f64,
 }
 
@@ -111,6 +141,7 @@ fn values(c: &NewConversion) -> [rusqlite::types::Value; 14] {
     ]
 }
 
+/// Records a conversion; its new row id.
 pub fn insert(conn: &Connection, c: &NewConversion) -> Result<i64> {
     conn.execute(
         &format!(
@@ -132,12 +163,14 @@ pub fn list(conn: &Connection, input_sha256: Option<&str>) -> Result<Vec<Convers
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+/// The conversion with row id `id`, or None.
 pub fn get(conn: &Connection, id: i64) -> Result<Option<Conversion>> {
     Ok(conn
         .query_row(&format!("{SELECT} WHERE id = ?1"), [id], row)
         .optional()?)
 }
 
+/// The conversion with row id `id`; a not-found error when there is none.
 pub fn require(conn: &Connection, id: i64) -> Result<Conversion> {
     get(conn, id)?.ok_or_else(|| crate::error::not_found(format!("conversion {id} does not exist")))
 }
@@ -179,6 +212,7 @@ pub fn save_for_job(conn: &Connection, c: &NewConversion) -> Result<i64> {
     Ok(id)
 }
 
+/// Deletes the conversion row `id` (not its audio) and returns it; not found when absent.
 pub fn delete(conn: &Connection, id: i64) -> Result<Conversion> {
     let conversion = require(conn, id)?;
     conn.execute("DELETE FROM conversions WHERE id = ?1", [id])?;

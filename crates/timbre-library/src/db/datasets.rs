@@ -32,26 +32,39 @@ ALTER TABLE datasets ADD COLUMN updated_at TEXT;";
 /// `empty` (never prepared), `preparing`, `ready` or `failed` (the last preparation failed and
 /// none succeeded before it).
 pub const EMPTY: &str = "empty";
+/// Status while the `dataset` job prepares it.
 pub const PREPARING: &str = "preparing";
+/// Status once a preparation has succeeded.
 pub const READY: &str = "ready";
+/// Status when the last preparation failed and none succeeded before it.
 pub const FAILED: &str = "failed";
 
+/// A training dataset: a row of `datasets` with its count of linked takes.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct Dataset {
+    /// Row id in `datasets`; also names its folder, `<data dir>/datasets/<id>/`.
     pub id: i64,
+    /// The voice it trains; None when unset or the voice is deleted.
     pub voice_id: Option<i64>,
+    /// Name, unique in practice (trimmed, non-empty); `ensure` finds datasets by it.
     pub name: String,
+    /// Number of takes linked in `dataset_takes` (those the last preparation used).
     pub take_count: i64,
+    /// When the row was created: UTC, RFC 3339.
     pub created_at: String,
+    /// The preparation request of the last successful preparation as JSON; `{}` before one.
     pub params: Value,
-    #[ts(type = r#""preparing" | "ready" | "failed""#)]
+    /// One of [`EMPTY`], [`PREPARING`], [`READY`] or [`FAILED`].
+    #[ts(type = r#""empty" | "preparing" | "ready" | "failed""#)]
     pub status: String,
     /// The `timbre_audio::dataset::DatasetReport` of the last successful preparation.
     #[ts(as = "Option<timbre_audio::dataset::DatasetReport>")]
     pub report: Option<Value>,
+    /// Number of pieces the last successful preparation sliced; 0 before one.
     pub piece_count: i64,
     /// Seconds of audio in the pieces (at the model rate).
     pub total_secs: f64,
+    /// When the status or preparation last changed (UTC, RFC 3339); None if never.
     pub updated_at: Option<String>,
 }
 
@@ -77,17 +90,20 @@ fn row(r: &rusqlite::Row) -> rusqlite::Result<Dataset> {
     })
 }
 
+/// All datasets, newest first.
 pub fn list(conn: &Connection) -> Result<Vec<Dataset>> {
     let mut stmt = conn.prepare(&format!("{SELECT} ORDER BY d.created_at DESC, d.id DESC"))?;
     Ok(stmt.query_map([], row)?.collect::<rusqlite::Result<_>>()?)
 }
 
+/// The dataset with row id `id`, or None.
 pub fn get(conn: &Connection, id: i64) -> Result<Option<Dataset>> {
     Ok(conn
         .query_row(&format!("{SELECT} WHERE d.id = ?1"), [id], row)
         .optional()?)
 }
 
+/// The dataset with row id `id`; a not-found error when there is none.
 pub fn require(conn: &Connection, id: i64) -> Result<Dataset> {
     get(conn, id)?.ok_or_else(|| crate::error::not_found(format!("no dataset {id}")))
 }
@@ -130,6 +146,7 @@ pub fn ensure(conn: &Connection, name: &str, voice_id: Option<i64>) -> Result<Da
     }
 }
 
+/// Sets the dataset's status (one of the status constants) and stamps `updated_at`.
 pub fn set_status(conn: &Connection, id: i64, status: &str) -> Result<()> {
     conn.execute(
         "UPDATE datasets SET status = ?2, updated_at = ?3 WHERE id = ?1",
@@ -140,10 +157,15 @@ pub fn set_status(conn: &Connection, id: i64, status: &str) -> Result<()> {
 
 /// What a successful preparation records.
 pub struct Prepared<'a> {
+    /// The preparation request, as JSON.
     pub params: &'a Value,
+    /// The preparation's `timbre_audio::dataset::DatasetReport`, as JSON.
     pub report: &'a Value,
+    /// Number of pieces sliced.
     pub piece_count: usize,
+    /// Seconds of audio in the pieces (at the model rate).
     pub total_secs: f64,
+    /// Row ids of the takes used; they replace the dataset's links.
     pub take_ids: &'a [i64],
 }
 

@@ -17,15 +17,20 @@ CREATE TABLE derived_takes (
 );
 CREATE INDEX derived_takes_source ON derived_takes(source_take_id);";
 
+/// Where a derived take came from: a row of `derived_takes`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct DerivedTake {
+    /// The derived take (row id in `takes`); one record per take.
     pub take_id: i64,
     /// None once the source take has been deleted.
     pub source_take_id: Option<i64>,
     /// `enhance`, `isolate_vocals` or `isolate_instrumental`.
     pub operation: String,
+    /// The operation's parameters as JSON; null if unreadable.
     pub params: serde_json::Value,
+    /// The job that made it; None once that job is deleted.
     pub job_id: Option<i64>,
+    /// When the link was recorded: UTC, RFC 3339.
     pub created_at: String,
 }
 
@@ -72,6 +77,7 @@ pub fn insert(
     Ok(inserted == 1)
 }
 
+/// The record of where take `take_id` came from; None for a take not derived from another.
 pub fn get(conn: &Connection, take_id: i64) -> Result<Option<DerivedTake>> {
     Ok(conn
         .query_row(&format!("{SELECT} WHERE take_id = ?1"), [take_id], row)

@@ -52,16 +52,22 @@ const BUILT_IN: [(&str, &str); 3] = [
     ),
 ];
 
+/// A named effect chain: a built-in one or a row of `effect_presets`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct EffectPreset {
+    /// Its name: 1 to 64 characters, unique (built-in names are reserved whatever their case).
     pub name: String,
+    /// The effects, in the order they apply.
     pub chain: EffectChain,
     /// Offered by the app, not stored; cannot be replaced or deleted.
     pub built_in: bool,
+    /// When it was first saved (UTC, RFC 3339); None for a built-in preset.
     pub created_at: Option<String>,
+    /// When it was last saved (UTC, RFC 3339); None for a built-in preset.
     pub updated_at: Option<String>,
 }
 
+/// The built-in presets ("Clean vocal", "Radio", "Hall"), in that order.
 pub fn built_in() -> Vec<EffectPreset> {
     BUILT_IN
         .iter()
@@ -171,6 +177,7 @@ pub fn save(conn: &Connection, name: &str, chain: &EffectChain) -> Result<Effect
     get(conn, name)
 }
 
+/// Deletes the saved preset `name`; refuses a built-in one, and is not found when there is none.
 pub fn delete(conn: &Connection, name: &str) -> Result<()> {
     if is_built_in(name) {
         return Err(crate::error::invalid_input(format!(

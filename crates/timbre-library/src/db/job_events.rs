@@ -16,12 +16,16 @@ CREATE TABLE job_events (
 );
 CREATE INDEX job_events_job ON job_events(job_id, kind);";
 
+/// How serious a job event is (`EventLevel` in TypeScript).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, ts_rs::TS)]
 #[ts(rename = "EventLevel")]
 #[serde(rename_all = "snake_case")]
 pub enum Level {
+    /// Ordinary progress or information.
     Info,
+    /// Something went wrong or is worth attention, but the job goes on.
     Warn,
+    /// A failure.
     Error,
 }
 
@@ -35,16 +39,24 @@ impl Level {
     }
 }
 
+/// One thing a job reported as it ran: a row of `job_events`.
 #[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
 pub struct JobEvent {
+    /// Row id in `job_events`; ids grow in the order the events were recorded.
     pub id: i64,
+    /// The job that reported it (row id in `jobs`).
     pub job_id: i64,
+    /// When it was recorded: UTC, RFC 3339.
     pub at: String,
+    /// How serious it is.
     pub level: Level,
+    /// What kind of event it is, e.g. `stage`, `retry`, `interrupted`, `alert`; filters `list`.
     pub kind: String,
+    /// The event's details as JSON (the stored text as a JSON string if it does not parse).
     pub data: serde_json::Value,
 }
 
+/// Records an event of job `job_id`, stamped now.
 pub fn insert(
     conn: &Connection,
     job_id: i64,
@@ -59,6 +71,7 @@ pub fn insert(
     Ok(())
 }
 
+/// The events of job `job_id` in the order recorded, of one `kind` when given.
 pub fn list(conn: &Connection, job_id: i64, kind: Option<&str>) -> Result<Vec<JobEvent>> {
     let mut stmt = conn.prepare(
         "SELECT id, job_id, at, level, kind, data FROM job_events

@@ -50,18 +50,26 @@ pub use recovery::{
     running_under_dead_workers, waiting_after_crash,
 };
 
+/// Where a job is in its life, stored in `jobs.state` by its snake_case name.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum JobState {
+    /// Waiting for a worker to claim it (also between retries, until `not_before`).
     Queued,
+    /// Claimed by a worker, which is running it.
     Running,
+    /// Ended with a result.
     Succeeded,
+    /// Ended with an error, after any retries.
     Failed,
+    /// Cancelled by the user before or while it ran.
     Cancelled,
+    /// Cut off when the process running it died, and not resumable.
     Interrupted,
 }
 
 impl JobState {
+    /// Its name as stored in `jobs.state`.
     pub fn as_str(self) -> &'static str {
         match self {
             JobState::Queued => "queued",
@@ -90,11 +98,14 @@ impl JobState {
 #[ts(rename = "JobLane")]
 #[serde(rename_all = "snake_case")]
 pub enum Lane {
+    /// GPU-heavy work, one job at a time.
     Gpu,
+    /// Work that runs in parallel, on `light_workers` workers.
     Light,
 }
 
 impl Lane {
+    /// Its name as stored in `jobs.lane`.
     pub fn as_str(self) -> &'static str {
         match self {
             Lane::Gpu => "gpu",
@@ -110,18 +121,28 @@ impl Lane {
 )]
 #[serde(rename_all = "snake_case")]
 pub enum JobKind {
+    /// Voice conversion of a take or a file with a voice model.
     Convert,
+    /// A song cover: vocals separated, converted and mixed back with the instrumental.
     Cover,
+    /// Separating vocals or the instrumental of a take into derived takes.
     Isolate,
+    /// Speech enhancement of a take into a derived take.
     Enhance,
+    /// Training a voice model.
     Train,
+    /// Preparing a training dataset.
     Dataset,
+    /// Bringing audio files into the library as takes.
     Import,
+    /// Importing voice models from a `.pth`, a `.zip`, a folder or a link.
     VoiceImport,
+    /// Downloading one asset of the catalogue.
     Download,
 }
 
 impl JobKind {
+    /// Every kind, in declaration order.
     pub const ALL: [JobKind; 9] = [
         JobKind::Convert,
         JobKind::Cover,
@@ -134,6 +155,7 @@ impl JobKind {
         JobKind::Download,
     ];
 
+    /// Its snake_case name, as stored in `jobs.kind`.
     pub fn as_str(self) -> &'static str {
         match self {
             JobKind::Convert => "convert",
@@ -148,6 +170,7 @@ impl JobKind {
         }
     }
 
+    /// The kind named `name` (snake_case); None for a kind this build does not know.
     pub fn parse(name: &str) -> Option<JobKind> {
         JobKind::ALL.into_iter().find(|kind| kind.as_str() == name)
     }
@@ -159,29 +182,48 @@ impl std::fmt::Display for JobKind {
     }
 }
 
+/// One job: a row of `jobs`.
 #[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
 pub struct Job {
+    /// Row id in `jobs`.
     pub id: i64,
+    /// What the job does.
     pub kind: JobKind,
+    /// Which lane's workers run it.
     pub lane: Lane,
+    /// Where it is in its life.
     pub state: JobState,
+    /// The kind's parameters as JSON (its request type in timbre-core); null if unreadable.
     pub params: serde_json::Value,
+    /// The kind's result as JSON once it succeeded; None otherwise.
     pub result: Option<serde_json::Value>,
+    /// Fraction done, 0.0 to 1.0; reset when claimed, 1.0 on success.
     pub progress: f64,
+    /// The latest progress message; empty until the job reports one.
     pub message: String,
+    /// How many failed attempts have been retried so far; 0 again after a manual retry.
     pub attempts: u32,
+    /// How many times a transient or out-of-memory failure is retried (the setting when queued).
     pub max_retries: u32,
+    /// Batch-size factor for jobs that batch: 1.0, halved after each out-of-memory retry.
     pub batch_scale: f64,
+    /// Message of the last failed attempt's error; None when none failed, cleared when claimed.
     pub error: Option<String>,
     /// What kind of error `error` is (the last failed attempt's).
     pub error_kind: Option<ErrorKind>,
+    /// Process id (`Library::process_id`) of the process running it; None unless running.
     pub worker: Option<String>,
+    /// The user asked to cancel it while it ran; the worker stops at its next progress report.
     pub cancel_requested: bool,
+    /// How many processes died while running it; at `MAX_CRASHES` it fails.
     pub crashes: u32,
     /// Re-queued after the process running it died; workers leave it until it is resumed.
     pub recovered: bool,
+    /// When it was queued: UTC, RFC 3339.
     pub created_at: String,
+    /// When a worker last claimed it (UTC, RFC 3339); None before.
     pub started_at: Option<String>,
+    /// When it ended (UTC, RFC 3339); None while queued or running.
     pub finished_at: Option<String>,
 }
 
@@ -236,6 +278,7 @@ fn row(r: &rusqlite::Row) -> rusqlite::Result<Job> {
     })
 }
 
+/// Queues a job of `kind` on `lane` with `params`; its row id.
 pub fn insert(
     conn: &Connection,
     kind: JobKind,
@@ -258,12 +301,14 @@ pub fn insert(
     Ok(conn.last_insert_rowid())
 }
 
+/// The job with row id `id`, or None.
 pub fn get(conn: &Connection, id: i64) -> Result<Option<Job>> {
     Ok(conn
         .query_row(&format!("{SELECT} WHERE id = ?1"), [id], row)
         .optional()?)
 }
 
+/// The job with row id `id`; a not-found error when there is none.
 pub fn require(conn: &Connection, id: i64) -> Result<Job> {
     get(conn, id)?.ok_or_else(|| crate::error::not_found(format!("job {id} does not exist")))
 }
@@ -287,6 +332,7 @@ pub fn unfinished_with_param(
         .optional()?)
 }
 
+/// The newest `limit` jobs, newest first.
 pub fn list(conn: &Connection, limit: u32) -> Result<Vec<Job>> {
     let mut stmt = conn.prepare(&format!("{SELECT} ORDER BY id DESC LIMIT ?1"))?;
     Ok(stmt
@@ -303,8 +349,11 @@ pub enum Claim<'a> {
     Any,
     /// The oldest due job of a lane among `kinds` (`only`), or among every other kind.
     Kinds {
+        /// The lane to take from.
         lane: Lane,
+        /// The kinds that `only` is about.
         kinds: &'a [JobKind],
+        /// True: take only a job of `kinds`; false: only a job of any other kind.
         only: bool,
     },
     /// That job, if it is queued and due.
@@ -352,6 +401,7 @@ pub fn next_due(conn: &Connection) -> Result<Option<String>> {
     )?)
 }
 
+/// Whether the user asked to cancel job `id`.
 pub fn cancel_requested(conn: &Connection, id: i64) -> Result<bool> {
     Ok(conn.query_row(
         "SELECT cancel_requested FROM jobs WHERE id = ?1",
@@ -372,7 +422,9 @@ pub fn set_progress(conn: &Connection, id: i64, progress: f64, message: &str) ->
 /// The error of a failed attempt: its message and kind.
 #[derive(Debug, Clone, Copy)]
 pub struct Failed<'a> {
+    /// The error's message, as shown to the user.
     pub message: &'a str,
+    /// What kind of error it is.
     pub kind: ErrorKind,
 }
 
@@ -383,6 +435,8 @@ fn kind_name(kind: ErrorKind) -> String {
     }
 }
 
+/// Ends job `id` in `state` with its result or error, releasing it from its worker; success sets
+/// progress to 1.0.
 pub fn finish(
     conn: &Connection,
     id: i64,
@@ -447,6 +501,8 @@ pub fn request_cancel(conn: &Connection, id: i64) -> Result<Job> {
     require(conn, id)
 }
 
+/// Queues a failed, cancelled or interrupted job again with its attempts, error and batch scale
+/// reset; other states are refused.
 pub fn retry(conn: &Connection, id: i64) -> Result<Job> {
     let job = require(conn, id)?;
     if !matches!(
@@ -468,6 +524,7 @@ pub fn retry(conn: &Connection, id: i64) -> Result<Job> {
     require(conn, id)
 }
 
+/// The worker (process) ids that have a job running.
 pub fn running_workers(conn: &Connection) -> Result<Vec<String>> {
     let mut stmt = conn.prepare(
         "SELECT DISTINCT worker FROM jobs WHERE state = 'running' AND worker IS NOT NULL",

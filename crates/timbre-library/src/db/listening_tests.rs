@@ -19,6 +19,7 @@ CREATE TABLE listening_tests (
     created_at TEXT NOT NULL
 );";
 
+/// How a listening test is run (`ListeningMode` in TypeScript).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, ts_rs::TS)]
 #[ts(rename = "ListeningMode")]
 #[serde(rename_all = "snake_case")]
@@ -29,16 +30,26 @@ pub enum Mode {
     Abx,
 }
 
+/// One recorded vote: a row of `listening_tests`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct ListeningTest {
+    /// Row id in `listening_tests`.
     pub id: i64,
+    /// A/B or blind ABX.
     pub mode: Mode,
+    /// SHA-256 (hex) of the input every compared conversion was made from.
     pub input_sha256: String,
+    /// Row ids of the conversions compared, two or more.
     pub conversion_ids: Vec<i64>,
+    /// The conversion played as X in an ABX test; None in A/B mode.
     pub hidden_conversion_id: Option<i64>,
+    /// The conversion the listener chose; one of `conversion_ids`.
     pub chosen_conversion_id: i64,
+    /// ABX only: whether the choice was the hidden one; None in A/B mode.
     pub correct: Option<bool>,
+    /// Whether the outputs were played at matched loudness.
     pub loudness_matched: bool,
+    /// When the vote was recorded: UTC, RFC 3339.
     pub created_at: String,
 }
 
@@ -98,6 +109,7 @@ pub fn record(
         .ok_or_else(|| crate::error::not_found("the vote was not saved"))
 }
 
+/// Every recorded vote, newest first.
 pub fn list(conn: &Connection) -> Result<Vec<ListeningTest>> {
     let mut stmt = conn.prepare(
         "SELECT id, mode, input_sha256, conversion_ids, hidden_conversion_id, chosen_conversion_id,

@@ -15,21 +15,31 @@ CREATE TABLE metrics (
 );
 CREATE INDEX metrics_job ON metrics(job_id, name);";
 
+/// One sampled value: a row of `metrics`.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Sample {
+    /// When it was sampled: UTC, RFC 3339.
     pub at: String,
+    /// What was measured, e.g. `cpu_percent`, `ram_used_bytes`, `gpu0_temperature_c`.
     pub name: String,
+    /// The value, in the unit its name ends with (percent, bytes, degrees Celsius).
     pub value: f64,
 }
 
+/// Peak and average of one metric over a job's samples.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Summary {
+    /// The metric's name, as in [`Sample::name`].
     pub name: String,
+    /// Largest sampled value.
     pub peak: f64,
+    /// Mean of the sampled values.
     pub average: f64,
+    /// Number of samples taken.
     pub samples: i64,
 }
 
+/// Records `values` (name, value) of job `job_id`, all sampled at `at` (UTC, RFC 3339).
 pub fn insert_many(
     conn: &Connection,
     job_id: i64,
@@ -44,6 +54,7 @@ pub fn insert_many(
     Ok(())
 }
 
+/// Every sample of job `job_id`, in the order recorded.
 pub fn samples(conn: &Connection, job_id: i64) -> Result<Vec<Sample>> {
     let mut stmt =
         conn.prepare("SELECT at, name, value FROM metrics WHERE job_id = ?1 ORDER BY id")?;
@@ -57,6 +68,7 @@ pub fn samples(conn: &Connection, job_id: i64) -> Result<Vec<Sample>> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+/// Each metric's peak and average over job `job_id`'s samples, by name.
 pub fn summary(conn: &Connection, job_id: i64) -> Result<Vec<Summary>> {
     let mut stmt = conn.prepare(
         "SELECT name, MAX(value), AVG(value), COUNT(*) FROM metrics WHERE job_id = ?1

@@ -175,6 +175,7 @@ pub fn timestamp(at: time::OffsetDateTime) -> String {
         .expect("formatting a UTC timestamp")
 }
 
+/// The current time as a [`timestamp`]: UTC, RFC 3339 with milliseconds.
 pub fn now() -> String {
     timestamp(time::OffsetDateTime::now_utc())
 }

@@ -23,36 +23,57 @@ CREATE TABLE models (
 
 /// The store extension of a model's weights and of its index.
 pub const WEIGHTS_EXT: &str = "pth";
+/// The store extension of a model's feature index (a FAISS `.index`).
 pub const INDEX_EXT: &str = "index";
 
+/// A voice model: a row of `models` (`VoiceModel` in TypeScript).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 #[ts(rename = "VoiceModel")]
 pub struct Model {
+    /// Row id in `models`.
     pub id: i64,
+    /// The voice it speaks with; None when unset or the voice is deleted.
     pub voice_id: Option<i64>,
+    /// Display name; not unique (`find` takes the newest of a name).
     pub name: String,
     /// `rvc` for voice models.
     pub kind: String,
+    /// SHA-256 (hex) of the `.pth` weights, its key in the store; unique among models.
     pub weights_sha256: String,
+    /// SHA-256 (hex) of its `.index` in the store; None without an index.
     pub index_sha256: Option<String>,
+    /// RVC architecture version as the file says (`v1`, `v2`); None when unknown.
     pub version: Option<String>,
+    /// Output sample rate in Hz as the file says; None when unknown.
     pub sample_rate: Option<u32>,
+    /// Whether the model is pitch-guided (takes an F0 curve); None when unknown.
     pub f0: Option<bool>,
     /// What the file says beyond the essentials (speakers, feature size, author, epoch…).
     pub metadata: serde_json::Value,
+    /// When it was added: UTC, RFC 3339.
     pub created_at: String,
 }
 
+/// A model to record: a [`Model`] without its id and creation time.
 #[derive(Debug, Clone)]
 pub struct NewModel {
+    /// The voice it speaks with, if any.
     pub voice_id: Option<i64>,
+    /// Display name.
     pub name: String,
+    /// `rvc` for voice models.
     pub kind: String,
+    /// SHA-256 (hex) of the stored `.pth` weights.
     pub weights_sha256: String,
+    /// SHA-256 (hex) of the stored `.index`, if any.
     pub index_sha256: Option<String>,
+    /// RVC architecture version (`v1`, `v2`), if known.
     pub version: Option<String>,
+    /// Output sample rate in Hz, if known.
     pub sample_rate: Option<u32>,
+    /// Whether the model is pitch-guided, if known.
     pub f0: Option<bool>,
+    /// What the file says beyond the essentials, as JSON.
     pub metadata: serde_json::Value,
 }
 
@@ -76,22 +97,26 @@ fn row(r: &rusqlite::Row) -> rusqlite::Result<Model> {
     })
 }
 
+/// All models, newest first.
 pub fn list(conn: &Connection) -> Result<Vec<Model>> {
     let mut stmt = conn.prepare(&format!("{SELECT} ORDER BY created_at DESC, id DESC"))?;
     let rows = stmt.query_map([], row)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+/// The model with row id `id`, or None.
 pub fn get(conn: &Connection, id: i64) -> Result<Option<Model>> {
     Ok(conn
         .query_row(&format!("{SELECT} WHERE id = ?1"), [id], row)
         .optional()?)
 }
 
+/// The model with row id `id`; a not-found error when there is none.
 pub fn require(conn: &Connection, id: i64) -> Result<Model> {
     get(conn, id)?.ok_or_else(|| crate::error::not_found(format!("model {id} does not exist")))
 }
 
+/// The model whose weights have SHA-256 `sha256` (at most one), or None.
 pub fn find_by_weights(conn: &Connection, sha256: &str) -> Result<Option<Model>> {
     Ok(conn
         .query_row(
@@ -116,6 +141,7 @@ pub fn find(conn: &Connection, id_or_name: &str) -> Result<Model> {
     .ok_or_else(|| crate::error::not_found(format!("no model is named {id_or_name:?}")))
 }
 
+/// Records a model; its new row id. Fails when a model with the same weights exists.
 pub fn insert(conn: &Connection, m: &NewModel) -> Result<i64> {
     conn.execute(
         "INSERT INTO models (voice_id, name, kind, weights_sha256, index_sha256, version,
@@ -138,6 +164,7 @@ pub fn insert(conn: &Connection, m: &NewModel) -> Result<i64> {
     Ok(conn.last_insert_rowid())
 }
 
+/// Sets or clears (None) the model's index, given by its SHA-256 in the store; the updated model.
 pub fn set_index(conn: &Connection, id: i64, index_sha256: Option<&str>) -> Result<Model> {
     conn.execute(
         "UPDATE models SET index_sha256 = ?2 WHERE id = ?1",
@@ -146,6 +173,7 @@ pub fn set_index(conn: &Connection, id: i64, index_sha256: Option<&str>) -> Resu
     require(conn, id)
 }
 
+/// Renames the model (trimmed; an empty name is refused); the updated model.
 pub fn rename(conn: &Connection, id: i64, name: &str) -> Result<Model> {
     let name = name.trim();
     if name.is_empty() {

@@ -10,6 +10,7 @@ CREATE TABLE settings (
     value TEXT NOT NULL
 );";
 
+/// Every stored setting as (key, value text), by key.
 pub fn all(conn: &Connection) -> Result<Vec<(String, String)>> {
     let mut stmt = conn.prepare("SELECT key, value FROM settings ORDER BY key")?;
     Ok(stmt
@@ -17,6 +18,7 @@ pub fn all(conn: &Connection) -> Result<Vec<(String, String)>> {
         .collect::<rusqlite::Result<_>>()?)
 }
 
+/// Stores `value` (text) for `key`, replacing what was there.
 pub fn put(conn: &Connection, key: &str, value: &str) -> Result<()> {
     conn.execute(
         "INSERT INTO settings (key, value) VALUES (?1, ?2)

@@ -10,6 +10,7 @@ CREATE TABLE take_tags (
     PRIMARY KEY (take_id, tag)
 );";
 
+/// The tags of take `take_id`, sorted.
 pub fn for_take(conn: &Connection, take_id: i64) -> Result<Vec<String>> {
     let mut stmt =
         conn.prepare_cached("SELECT tag FROM take_tags WHERE take_id = ?1 ORDER BY tag")?;

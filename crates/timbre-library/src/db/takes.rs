@@ -26,11 +26,14 @@ CREATE TABLE takes (
 );
 CREATE INDEX takes_voice ON takes(voice_id);";
 
+/// How a take came into the library (`TakeOrigin` in TypeScript).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, ts_rs::TS)]
 #[ts(rename = "TakeOrigin")]
 #[serde(rename_all = "snake_case")]
 pub enum Origin {
+    /// Imported from a file (or made from another take).
     Imported,
+    /// Recorded in the app.
     Recorded,
 }
 
@@ -46,39 +49,68 @@ impl Origin {
 /// What is known about a take before it has a row.
 #[derive(Debug, Clone)]
 pub struct NewTake {
+    /// The voice it belongs to, if any.
     pub voice_id: Option<i64>,
+    /// Display name.
     pub name: String,
+    /// SHA-256 (hex) of the stored audio; unique among takes.
     pub sha256: String,
+    /// File extension of the stored audio (`wav`, `flac`, ...).
     pub format: String,
+    /// Path of the file it was imported from, if any.
     pub source_path: Option<String>,
+    /// How it came into the library.
     pub origin: Origin,
+    /// Length in seconds.
     pub duration_secs: f64,
+    /// Sample rate in Hz.
     pub sample_rate: u32,
+    /// Number of channels.
     pub channels: u16,
+    /// Length in frames (samples per channel).
     pub frames: u64,
+    /// Sample peak in dBFS, floored at -120 for silence.
     pub peak_dbfs: f64,
+    /// EBU R128 integrated loudness in LUFS; None when too short (under 400 ms) or silent.
     pub loudness_lufs: Option<f64>,
     /// Thumbnail peaks in 0..=1.
     pub waveform: Vec<f32>,
 }
 
+/// A piece of audio in the library: a row of `takes` with its tags.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct Take {
+    /// Row id in `takes`.
     pub id: i64,
+    /// The voice it belongs to; None when unassigned or the voice is deleted.
     pub voice_id: Option<i64>,
+    /// Display name, non-empty.
     pub name: String,
+    /// SHA-256 (hex) of the audio, its key in the content store with `format`; unique among takes.
     pub sha256: String,
+    /// File extension of the stored audio (`wav`, `flac`, ...).
     pub format: String,
+    /// Path of the file it was imported from; None when it came from no file (a recording).
     pub source_path: Option<String>,
+    /// How it came into the library.
     pub origin: Origin,
+    /// Length in seconds.
     pub duration_secs: f64,
+    /// Sample rate in Hz.
     pub sample_rate: u32,
+    /// Number of channels.
     pub channels: u16,
+    /// Length in frames (samples per channel).
     pub frames: u64,
+    /// Sample peak in dBFS, floored at -120 for silence.
     pub peak_dbfs: f64,
+    /// EBU R128 integrated loudness in LUFS; None when too short (under 400 ms) or silent.
     pub loudness_lufs: Option<f64>,
+    /// Its tags from `take_tags`, sorted.
     pub tags: Vec<String>,
+    /// Thumbnail peaks in 0..=1 (stored as bytes, so in steps of 1/255).
     pub waveform: Vec<f32>,
+    /// When it was added: UTC, RFC 3339.
     pub created_at: String,
 }
 
@@ -118,6 +150,7 @@ fn with_tags(conn: &Connection, mut take: Take) -> Result<Take> {
     Ok(take)
 }
 
+/// The takes, newest first; of one voice when `voice_id` is given.
 pub fn list(conn: &Connection, voice_id: Option<i64>) -> Result<Vec<Take>> {
     let mut stmt = conn.prepare(&format!(
         "{SELECT} WHERE ?1 IS NULL OR voice_id = ?1 ORDER BY created_at DESC, id DESC"
@@ -128,6 +161,7 @@ pub fn list(conn: &Connection, voice_id: Option<i64>) -> Result<Vec<Take>> {
     takes.into_iter().map(|t| with_tags(conn, t)).collect()
 }
 
+/// The take with row id `id`, or None.
 pub fn get(conn: &Connection, id: i64) -> Result<Option<Take>> {
     conn.query_row(&format!("{SELECT} WHERE id = ?1"), [id], row)
         .optional()?
@@ -135,10 +169,12 @@ pub fn get(conn: &Connection, id: i64) -> Result<Option<Take>> {
         .transpose()
 }
 
+/// The take with row id `id`; a not-found error when there is none.
 pub fn require(conn: &Connection, id: i64) -> Result<Take> {
     get(conn, id)?.ok_or_else(|| crate::error::not_found(format!("take {id} does not exist")))
 }
 
+/// The take whose audio has SHA-256 `sha256` (at most one), or None.
 pub fn find_by_sha(conn: &Connection, sha256: &str) -> Result<Option<Take>> {
     conn.query_row(&format!("{SELECT} WHERE sha256 = ?1"), [sha256], row)
         .optional()?
@@ -146,6 +182,7 @@ pub fn find_by_sha(conn: &Connection, sha256: &str) -> Result<Option<Take>> {
         .transpose()
 }
 
+/// Records a take (without tags); its new row id. Fails when a take with the same audio exists.
 pub fn insert(conn: &Connection, t: &NewTake) -> Result<i64> {
     let waveform: Vec<u8> = t
         .waveform
@@ -177,6 +214,7 @@ pub fn insert(conn: &Connection, t: &NewTake) -> Result<i64> {
     Ok(conn.last_insert_rowid())
 }
 
+/// Renames the take (trimmed; an empty name is refused); the updated take.
 pub fn rename(conn: &Connection, id: i64, name: &str) -> Result<Take> {
     let name = name.trim();
     if name.is_empty() {
@@ -189,6 +227,7 @@ pub fn rename(conn: &Connection, id: i64, name: &str) -> Result<Take> {
     require(conn, id)
 }
 
+/// Assigns the take to a voice, or to none; an unknown voice is not found. The updated take.
 pub fn set_voice(conn: &Connection, id: i64, voice_id: Option<i64>) -> Result<Take> {
     if let Some(v) = voice_id {
         super::voices::get(conn, v)?

@@ -27,24 +27,37 @@ CREATE TABLE training_metrics (
 /// reports; `timbre_core::train` converts, so that the library needs no libtorch).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, ts_rs::TS)]
 pub struct StepLosses {
+    /// Generator loss in all: `adversarial + fm + mel + kl`.
     pub g_total: f64,
+    /// Discriminator loss in all.
     pub d_total: f64,
+    /// Mel-spectrogram L1 loss, already weighted by `c_mel`.
     pub mel: f64,
+    /// KL divergence loss, already weighted by `c_kl`.
     pub kl: f64,
+    /// Feature-matching loss.
     pub fm: f64,
+    /// The generator's adversarial loss.
     pub adversarial: f64,
+    /// Norm of the generator's gradients.
     pub grad_norm_g: f64,
+    /// Norm of the discriminator's gradients.
     pub grad_norm_d: f64,
 }
 
+/// One recorded training step: a row of `training_metrics`.
 #[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
 pub struct TrainingMetric {
     /// The epoch the step belongs to (1 for the first).
     pub epoch: i64,
+    /// Optimizer steps taken in all, this one included; unique within a training.
     pub step: i64,
+    /// The step's losses and gradient norms.
     #[serde(flatten)]
     pub losses: StepLosses,
+    /// Generator learning rate at the step.
     pub lr: f64,
+    /// When it was recorded: UTC, RFC 3339.
     pub at: String,
 }
 
@@ -73,6 +86,7 @@ pub fn insert(conn: &Connection, training_id: i64, m: &TrainingMetric) -> Result
     Ok(())
 }
 
+/// The recorded steps of training `training_id`, in step order.
 pub fn list(conn: &Connection, training_id: i64) -> Result<Vec<TrainingMetric>> {
     let mut stmt = conn.prepare(
         "SELECT epoch, step, g_total, d_total, mel, kl, fm, adversarial, grad_norm_g,

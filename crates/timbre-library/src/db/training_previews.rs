@@ -17,14 +17,20 @@ CREATE TABLE training_previews (
     UNIQUE (training_id, epoch)
 );";
 
+/// One epoch's preview of a training: a row of `training_previews`.
 #[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
 pub struct TrainingPreview {
+    /// Row id in `training_previews`.
     pub id: i64,
+    /// The training it belongs to (row id in `trainings`).
     pub training_id: i64,
+    /// The epoch it was rendered after (1 for the first); one preview per epoch.
     pub epoch: i64,
+    /// Optimizer steps taken in all when it was rendered.
     pub step: i64,
     /// The WAV file (float, at the model's rate).
     pub path: String,
+    /// When it was recorded: UTC, RFC 3339.
     pub created_at: String,
 }
 
@@ -58,6 +64,7 @@ pub fn insert(
     require(conn, id)
 }
 
+/// The previews of training `training_id`, by epoch.
 pub fn list(conn: &Connection, training_id: i64) -> Result<Vec<TrainingPreview>> {
     let mut stmt = conn.prepare(&format!("{SELECT} WHERE training_id = ?1 ORDER BY epoch"))?;
     Ok(stmt
@@ -65,6 +72,7 @@ pub fn list(conn: &Connection, training_id: i64) -> Result<Vec<TrainingPreview>>
         .collect::<rusqlite::Result<_>>()?)
 }
 
+/// The preview with row id `id`; a not-found error when there is none.
 pub fn require(conn: &Connection, id: i64) -> Result<TrainingPreview> {
     conn.query_row(&format!("{SELECT} WHERE id = ?1"), [id], row)
         .optional()?

@@ -29,36 +29,54 @@ CREATE TABLE trainings (
     updated_at TEXT NOT NULL
 );";
 
+/// Status of a training whose job waits in the queue.
 pub const QUEUED: &str = "queued";
+/// Status while its job trains.
 pub const RUNNING: &str = "running";
+/// Status after the user stopped it; it can resume from its last checkpoint.
 pub const STOPPED: &str = "stopped";
+/// Status once it finished and put its model into the library.
 pub const DONE: &str = "done";
+/// Status after its job failed.
 pub const FAILED: &str = "failed";
 
+/// One model training: a row of `trainings`, its status squared with its job's.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 pub struct Training {
+    /// Row id in `trainings`; also names its folder, `<data dir>/trainings/<id>/`.
     pub id: i64,
+    /// Its name, which the model it makes takes too.
     pub name: String,
     /// None once the dataset was deleted.
     pub dataset_id: Option<i64>,
     /// The `TrainRequest` as the job runs it (defaults filled in).
     pub params: Value,
+    /// One of [`QUEUED`], [`RUNNING`], [`STOPPED`], [`DONE`] or [`FAILED`].
     #[ts(type = r#""queued" | "running" | "stopped" | "done" | "failed""#)]
     pub status: String,
     /// Epochs finished and optimizer steps taken.
     pub epoch: i64,
+    /// Epochs the training is to run in all.
     pub epochs: i64,
+    /// Optimizer steps taken in all.
     pub global_step: i64,
     /// None until the job has chosen one (from the GPU's free memory).
     pub batch_size: Option<i64>,
+    /// Precision it trains in (`fp32`, `fp16`, `bf16`); None until it first runs.
     pub precision: Option<String>,
+    /// Device it trains on (`cpu`, `cuda:<index>`); None until it first runs.
     pub device: Option<String>,
+    /// The model it put into the library once done; None before, or once that model is deleted.
     pub model_id: Option<i64>,
+    /// The job of its latest run; None before one is queued, or once that job is deleted.
     pub job_id: Option<i64>,
+    /// Why its last run failed; None unless it failed.
     pub error: Option<String>,
     /// Per epoch: the data producer's stage times and the step time (`train::job`).
     pub profile: Option<Value>,
+    /// When it was created: UTC, RFC 3339.
     pub created_at: String,
+    /// When the row last changed: UTC, RFC 3339.
     pub updated_at: String,
 }
 
@@ -101,17 +119,20 @@ fn row(r: &rusqlite::Row) -> rusqlite::Result<Training> {
     })
 }
 
+/// All trainings, newest first.
 pub fn list(conn: &Connection) -> Result<Vec<Training>> {
     let mut stmt = conn.prepare(&format!("{SELECT} ORDER BY t.id DESC"))?;
     Ok(stmt.query_map([], row)?.collect::<rusqlite::Result<_>>()?)
 }
 
+/// The training with row id `id`, or None.
 pub fn get(conn: &Connection, id: i64) -> Result<Option<Training>> {
     Ok(conn
         .query_row(&format!("{SELECT} WHERE t.id = ?1"), [id], row)
         .optional()?)
 }
 
+/// The training with row id `id`; a not-found error when there is none.
 pub fn require(conn: &Connection, id: i64) -> Result<Training> {
     get(conn, id)?.ok_or_else(|| crate::error::not_found(format!("no training {id}")))
 }
@@ -172,6 +193,7 @@ pub fn set_ended(conn: &Connection, id: i64, status: &str, error: Option<&str>) 
     Ok(())
 }
 
+/// Marks the training done, with the model it put into the library.
 pub fn set_done(conn: &Connection, id: i64, model_id: i64) -> Result<()> {
     conn.execute(
         "UPDATE trainings SET status = ?2, model_id = ?3, error = NULL, updated_at = ?4
@@ -181,6 +203,7 @@ pub fn set_done(conn: &Connection, id: i64, model_id: i64) -> Result<()> {
     Ok(())
 }
 
+/// Records how far the training is: epochs finished and optimizer steps taken.
 pub fn set_position(conn: &Connection, id: i64, epoch: i64, global_step: i64) -> Result<()> {
     conn.execute(
         "UPDATE trainings SET epoch = ?2, global_step = ?3, updated_at = ?4 WHERE id = ?1",
@@ -189,6 +212,7 @@ pub fn set_position(conn: &Connection, id: i64, epoch: i64, global_step: i64) ->
     Ok(())
 }
 
+/// Records the batch size the job chose.
 pub fn set_batch_size(conn: &Connection, id: i64, batch_size: i64) -> Result<()> {
     conn.execute(
         "UPDATE trainings SET batch_size = ?2, updated_at = ?3 WHERE id = ?1",
@@ -197,6 +221,7 @@ pub fn set_batch_size(conn: &Connection, id: i64, batch_size: i64) -> Result<()>
     Ok(())
 }
 
+/// Records the per-epoch profile (stage and step times) as JSON.
 pub fn set_profile(conn: &Connection, id: i64, profile: &Value) -> Result<()> {
     conn.execute(
         "UPDATE trainings SET profile = ?2, updated_at = ?3 WHERE id = ?1",

@@ -12,11 +12,16 @@ CREATE TABLE voices (
     created_at TEXT NOT NULL
 );";
 
+/// A voice that takes, models and datasets are filed under: a row of `voices`.
 #[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
 pub struct Voice {
+    /// Row id in `voices`.
     pub id: i64,
+    /// Its name: trimmed, non-empty and unique.
     pub name: String,
+    /// When it was created: UTC, RFC 3339.
     pub created_at: String,
+    /// Number of takes filed under it.
     pub take_count: i64,
 }
 
@@ -32,17 +37,20 @@ fn row(r: &rusqlite::Row) -> rusqlite::Result<Voice> {
     })
 }
 
+/// All voices, by name.
 pub fn list(conn: &Connection) -> Result<Vec<Voice>> {
     let mut stmt = conn.prepare(&format!("{SELECT} ORDER BY v.name"))?;
     Ok(stmt.query_map([], row)?.collect::<rusqlite::Result<_>>()?)
 }
 
+/// The voice with row id `id`, or None.
 pub fn get(conn: &Connection, id: i64) -> Result<Option<Voice>> {
     Ok(conn
         .query_row(&format!("{SELECT} WHERE v.id = ?1"), [id], row)
         .optional()?)
 }
 
+/// The voice named exactly `name`, or None.
 pub fn find_by_name(conn: &Connection, name: &str) -> Result<Option<Voice>> {
     Ok(conn
         .query_row(&format!("{SELECT} WHERE v.name = ?1"), [name], row)

@@ -2,13 +2,16 @@
 
 use crate::error::{ErrorKind, kind_of};
 
+/// How a failed job attempt is handled, from its error's kind ([`classify`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Failure {
+    /// The user cancelled it: the job ends cancelled, not retried.
     Cancelled,
     /// Out of (GPU) memory: free caches, retry with a smaller batch.
     OutOfMemory,
     /// Busy or interrupted I/O, a locked database: retry after a backoff.
     Transient,
+    /// Anything else: the job fails without a retry.
     Permanent,
 }
 

@@ -25,6 +25,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// The error a job's run returns once the user asked to cancel it; the job ends cancelled.
 #[derive(Debug, thiserror::Error)]
 #[error("cancelled")]
 pub struct Cancelled;
@@ -57,16 +58,21 @@ pub enum Need {
 /// A kind's needs: what it cannot run without, and what it uses when it is there.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Needs {
+    /// What the kind cannot run without.
     pub required: &'static [Need],
+    /// What the kind uses when it is there, and runs without otherwise.
     pub optional: &'static [Need],
 }
 
+/// Runs one kind of job: workers call [`JobHandler::run`] for each job of its kind they claim.
 pub trait JobHandler: Send + Sync {
+    /// The kind it runs; a system has one handler per kind.
     fn kind(&self) -> JobKind;
     /// What the kind runs on (see [`Need`]): nothing by default.
     fn needs(&self) -> Needs {
         Needs::default()
     }
+    /// The lane its jobs are queued on: light by default.
     fn lane(&self) -> Lane {
         Lane::Light
     }
@@ -84,6 +90,8 @@ pub trait JobHandler: Send + Sync {
     fn extraction_device_apart(&self, _settings: &Settings) -> bool {
         false
     }
+    /// Runs the job and returns its result as JSON; an error fails the attempt (retried when
+    /// transient or out of memory, within the job's retries).
     fn run(&self, ctx: &JobContext) -> Result<Value>;
     /// Called after an out-of-memory failure, before the retry with a smaller batch.
     fn free_caches(&self) {}
@@ -99,14 +107,17 @@ pub struct JobContext<'a> {
 const PROGRESS_WRITE_INTERVAL: Duration = Duration::from_millis(100);
 
 impl JobContext<'_> {
+    /// Row id of the running job.
     pub fn job_id(&self) -> i64 {
         self.snapshot().id
     }
 
+    /// The library the job runs in.
     pub fn library(&self) -> &Library {
         &self.system.library
     }
 
+    /// The job's parameters as `T`; an invalid-input error when they do not fit.
     pub fn params<T: serde::de::DeserializeOwned>(&self) -> Result<T> {
         let job = self.snapshot();
         serde_json::from_value(job.params).map_err(|e| {
@@ -152,6 +163,7 @@ impl JobContext<'_> {
         }
     }
 
+    /// Fails with [`Cancelled`] if cancellation was asked for (reads the database each call).
     pub fn check_cancelled(&self) -> Result<()> {
         if job_rows::cancel_requested(&self.library().conn(), self.job_id())? {
             return Err(Cancelled.into());
@@ -159,11 +171,13 @@ impl JobContext<'_> {
         Ok(())
     }
 
+    /// Records an event of this job in `job_events`.
     pub fn event(&self, level: Level, kind: &str, data: &Value) -> Result<()> {
         job_events::insert(&self.library().conn(), self.job_id(), level, kind, data)
     }
 }
 
+/// The job system of a library: the kinds' handlers and the workers that run the queue.
 pub struct JobSystem {
     library: Arc<Library>,
     handlers: HashMap<JobKind, Arc<dyn JobHandler>>,
@@ -208,6 +222,7 @@ impl JobSystem {
         Ok(Arc::new(system))
     }
 
+    /// The library whose jobs it runs.
     pub fn library(&self) -> &Arc<Library> {
         &self.library
     }
@@ -242,6 +257,8 @@ impl JobSystem {
         Ok(())
     }
 
+    /// Queues a job of `kind` with `params` on its handler's lane and wakes the workers; refuses a
+    /// kind this build has no handler for.
     pub fn submit(&self, kind: JobKind, params: Value) -> Result<Job> {
         let handler = self.handlers.get(&kind).ok_or_else(|| {
             crate::error::invalid_input(format!("this build cannot run {kind} jobs"))
@@ -259,6 +276,7 @@ impl JobSystem {
         Ok(job)
     }
 
+    /// Cancels a queued job at once, or asks a running one to stop; refuses a job already ended.
     pub fn cancel(&self, id: i64) -> Result<Job> {
         let job = job_rows::request_cancel(&self.library.conn(), id)?;
         self.library.notify(Notification::Job {
@@ -267,6 +285,7 @@ impl JobSystem {
         Ok(job)
     }
 
+    /// Queues a failed, cancelled or interrupted job again from scratch and wakes the workers.
     pub fn retry(&self, id: i64) -> Result<Job> {
         let job = job_rows::retry(&self.library.conn(), id)?;
         self.library.notify(Notification::Job {
@@ -364,6 +383,7 @@ impl JobSystem {
         }
     }
 
+    /// Stops the background workers once their current jobs end, and waits for them.
     pub fn shutdown(&self) {
         self.shutting_down.store(true, Ordering::SeqCst);
         self.wake.1.notify_all();

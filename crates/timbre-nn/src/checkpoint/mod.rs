@@ -29,22 +29,34 @@ pub use save::write_torch_file;
 /// extras) can be read around.
 #[derive(Debug)]
 pub enum Value {
+    /// Python's `None`.
     None,
+    /// A Python bool.
     Bool(bool),
+    /// A Python int (ints beyond the range of i64 are read as `Float`).
     Int(i64),
+    /// A Python float.
     Float(f64),
+    /// A Python str (Python 2 strings decoded to text).
     Str(String),
+    /// A Python bytes or bytearray.
     Bytes(Vec<u8>),
+    /// A Python list.
     List(Vec<Value>),
+    /// A Python tuple.
     Tuple(Vec<Value>),
     /// Entries in insertion order (Python dicts and OrderedDicts keep it).
     Dict(Vec<(Value, Value)>),
+    /// A tensor, on the CPU in its stored dtype, shape and strides.
     Tensor(Tensor),
     /// An instance of `class` ("module.Name") with its constructor arguments and `__setstate__`
     /// state (for argparse.Namespace the state is a Dict of its attributes).
     Object {
+        /// The class's qualified name, "module.Name".
         class: String,
+        /// The arguments the class was called with (pickle's REDUCE or NEWOBJ).
         args: Vec<Value>,
+        /// The state BUILD passed to `__setstate__`; None when it had none.
         state: Option<Box<Value>>,
     },
     /// A reference to a class or function ("module.Name") that was not called.
@@ -66,6 +78,7 @@ impl Value {
         }
     }
 
+    /// The text of a Str.
     pub fn as_str(&self) -> Option<&str> {
         match self {
             Value::Str(s) => Some(s),
@@ -82,6 +95,7 @@ impl Value {
         }
     }
 
+    /// Floats, and ints converted to f64.
     pub fn as_f64(&self) -> Option<f64> {
         match self {
             Value::Float(f) => Some(*f),
@@ -98,6 +112,7 @@ impl Value {
         }
     }
 
+    /// The entries of a Dict, or of an Object's state when that is a Dict (OrderedDict, Namespace).
     pub fn as_dict(&self) -> Option<&[(Value, Value)]> {
         match self {
             Value::Dict(entries) => Some(entries),
@@ -108,6 +123,7 @@ impl Value {
         }
     }
 
+    /// The tensor of a Tensor.
     pub fn as_tensor(&self) -> Option<&Tensor> {
         match self {
             Value::Tensor(t) => Some(t),

@@ -19,7 +19,9 @@ use crate::weights::Weights;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FeatExtractNorm {
+    /// A group norm on the first convolution only (fairseq's extractor_mode "default").
     Group,
+    /// A layer norm after every convolution (fairseq's "layer_norm").
     Layer,
 }
 
@@ -28,22 +30,39 @@ pub enum FeatExtractNorm {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct HubertConfig {
+    /// Width of the transformer layers and of v2 features (fairseq encoder_embed_dim).
     pub hidden_size: i64,
+    /// Transformer encoder layers (fairseq encoder_layers).
     pub num_hidden_layers: i64,
+    /// Attention heads per layer; they must divide hidden_size (fairseq encoder_attention_heads).
     pub num_attention_heads: i64,
+    /// Inner width of each layer's feed-forward block (fairseq encoder_ffn_embed_dim).
     pub intermediate_size: i64,
+    /// Activation of the feed-forward blocks: gelu, gelu_new, relu or silu (fairseq activation_fn).
     pub hidden_act: String,
+    /// Epsilon of the feature projection's and the encoder's layer norms.
     pub layer_norm_eps: f64,
+    /// Where the convolutional feature extractor normalises (fairseq extractor_mode).
     pub feat_extract_norm: FeatExtractNorm,
+    /// Activation of the feature-extractor convolutions and of the positional convolution.
     pub feat_extract_activation: String,
+    /// Whether the feature projection layer-normalises the extractor's output first.
     pub feat_proj_layer_norm: bool,
+    /// Output channels of each feature-extractor convolution (from fairseq conv_feature_layers).
     pub conv_dim: Vec<i64>,
+    /// Kernel size of each feature-extractor convolution.
     pub conv_kernel: Vec<i64>,
+    /// Stride of each feature-extractor convolution; their product is the samples per frame (320).
     pub conv_stride: Vec<i64>,
+    /// Whether the feature-extractor convolutions have biases (fairseq conv_bias).
     pub conv_bias: bool,
+    /// Kernel size of the convolutional positional embedding (fairseq conv_pos).
     pub num_conv_pos_embeddings: i64,
+    /// Groups of the positional convolution (fairseq conv_pos_groups).
     pub num_conv_pos_embedding_groups: i64,
+    /// Whether a batch norm precedes the positional convolution (instead of weight norm on it).
     pub conv_pos_batch_norm: bool,
+    /// Pre-norm transformer layers rather than post-norm (fairseq layer_norm_first).
     pub do_stable_layer_norm: bool,
     /// The width of `final_proj` (RVC v1 features).
     pub classifier_proj_size: i64,

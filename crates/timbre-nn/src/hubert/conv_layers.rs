@@ -7,8 +7,11 @@ use anyhow::{Context, Result, bail, ensure};
 /// One convolution of fairseq's feature extractor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConvLayerSpec {
+    /// Output channels (the first of fairseq's tuple).
     pub dim: i64,
+    /// Kernel size (the second).
     pub kernel: i64,
+    /// Stride (the third).
     pub stride: i64,
 }
 

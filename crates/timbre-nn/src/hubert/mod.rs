@@ -71,6 +71,7 @@ impl FeatureWidths {
         })
     }
 
+    /// The width of `version`'s features; None for v1 when the file has no `final_proj`.
     pub fn of_version(&self, version: FeatureVersion) -> Option<i64> {
         match version {
             FeatureVersion::V1 => self.v1,
@@ -82,6 +83,7 @@ impl FeatureWidths {
 /// The encoder layer whose output RVC v1 projects.
 const V1_LAYER: usize = 9;
 
+/// A loaded HuBERT / ContentVec feature extractor, on its device in its kind.
 pub struct Hubert {
     config: HubertConfig,
     normalize_input: bool,
@@ -168,10 +170,12 @@ impl Hubert {
         }))
     }
 
+    /// The device the weights are on; audio must be there.
     pub fn device(&self) -> Device {
         self.device
     }
 
+    /// The architecture settings, settled against the tensors.
     pub fn config(&self) -> &HubertConfig {
         &self.config
     }

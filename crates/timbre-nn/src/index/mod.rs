@@ -26,7 +26,10 @@ use search::{Hit, QUERY_BLOCK, TopK, for_each_query_chunk, l2_squared, scan_bloc
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SearchMode {
     /// faiss's IVF search: only the lists of the `nprobe` nearest centroids (RVC uses 1).
-    Probe { nprobe: usize },
+    Probe {
+        /// Lists scanned per query; at least 1, capped at the number of lists.
+        nprobe: usize,
+    },
     /// Every stored vector (the true nearest neighbours).
     Exact,
 }
@@ -120,6 +123,7 @@ impl IvfFlatIndex {
         self.count
     }
 
+    /// Whether the index stores no vectors.
     pub fn is_empty(&self) -> bool {
         self.count == 0
     }

@@ -19,11 +19,15 @@ use crate::rmvpe::Rmvpe;
 
 /// A source of pitch at the 10 ms grid.
 pub enum PitchTracker<'a> {
+    /// The RMVPE network, at RVC's voicing threshold of 0.03.
     Rmvpe(&'a Rmvpe),
+    /// The FCPE network, at RVC's voicing threshold of 0.006.
     Fcpe(&'a Fcpe),
     /// Full or tiny, as the model loaded.
     Crepe(&'a Crepe),
+    /// Praat-style autocorrelation (RVC's `pm`) over 50–1100 Hz, without weights.
     Pm,
+    /// YIN over 50–1100 Hz, without weights.
     Yin,
 }
 
@@ -60,13 +64,17 @@ pub fn pitch_curve(audio_16k: &[f32], tracker: &PitchTracker) -> Result<Vec<f32>
     Ok(f0)
 }
 
+/// What a conversion needs of the input alone: its length and loudness, segments, pitch and each
+/// segment's HuBERT features.
 pub struct Analysis {
     /// Samples of the 16 kHz input.
     pub input_len: usize,
     /// The loudness envelope of the high-passed input that the RMS mix follows
     /// (`timbre_audio::filter::envelope` at 16 kHz).
     pub input_rms: Vec<f64>,
+    /// The chunking the segments were cut with (its `x_pad` is the input's padding).
     pub chunking: Chunking,
+    /// Spans of the padded 16 kHz input, each converted in one synthesizer call.
     pub segments: Vec<Segment>,
     /// Pitch over the padded input in Hz, one value per 10 ms frame, unvoiced frames filled,
     /// not transposed. None when analysed for models without pitch.
@@ -247,6 +255,7 @@ fn run(
 }
 
 impl Analysis {
+    /// Width of the features (256 for v1, 768 for v2); 0 when no segment has any.
     pub fn feature_dim(&self) -> i64 {
         self.feature_dim
     }
@@ -279,6 +288,7 @@ impl Analysis {
         self.input_len as f64 / segments::SAMPLE_RATE as f64
     }
 
+    /// Writes the analysis to `path` as safetensors, for [`Analysis::load`].
     pub fn save(&self, path: &Path) -> Result<()> {
         let mut writer = store::Writer::create(path, self.segments.len() + META_TENSORS)?;
         for i in 0..self.segments.len() {

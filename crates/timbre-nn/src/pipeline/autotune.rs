@@ -15,9 +15,15 @@ pub enum Scale {
     /// Every semitone.
     Chromatic,
     /// The seven notes of a major key; `tonic` is a pitch class, 0 = C … 11 = B.
-    Major { tonic: u8 },
+    Major {
+        /// The key's tonic as a pitch class, 0 = C … 11 = B.
+        tonic: u8,
+    },
     /// The seven notes of a natural minor key.
-    Minor { tonic: u8 },
+    Minor {
+        /// The key's tonic as a pitch class, 0 = C … 11 = B.
+        tonic: u8,
+    },
 }
 
 const MAJOR_STEPS: [u8; 7] = [0, 2, 4, 5, 7, 9, 11];
@@ -91,6 +97,7 @@ impl Scale {
 /// Autotune's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct Autotune {
+    /// The notes the pitch is pulled to.
     pub scale: Scale,
     /// 0..1: 0 leaves the pitch alone, 1 snaps it to the note.
     pub strength: f32,

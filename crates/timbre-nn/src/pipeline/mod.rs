@@ -47,11 +47,14 @@ pub enum IndexSearch {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ConvertOptions {
+    /// The voice's parameters (transpose, pitch method, index rate, …), flattened when serialised.
     #[serde(flatten)]
     pub voice: VoiceParams,
+    /// How the index is searched for retrieval.
     pub index_search: IndexSearch,
     /// Resample the output to this rate (None: the model's rate).
     pub resample_rate: Option<u32>,
+    /// Where long inputs are cut into segments (RVC's x_pad, x_query, x_center, x_max).
     pub chunking: Chunking,
 }
 

@@ -27,6 +27,7 @@ pub enum F0Method {
 }
 
 impl F0Method {
+    /// The method's name, as [`F0Method::parse`] and serde spell it (`rmvpe`, `crepe-tiny`, …).
     pub fn name(self) -> &'static str {
         match self {
             F0Method::Rmvpe => "rmvpe",
@@ -38,6 +39,7 @@ impl F0Method {
         }
     }
 
+    /// The method called `name` (case-insensitive), one of the names [`F0Method::name`] gives.
     pub fn parse(name: &str) -> anyhow::Result<Self> {
         match name.to_ascii_lowercase().as_str() {
             "rmvpe" => Ok(F0Method::Rmvpe),

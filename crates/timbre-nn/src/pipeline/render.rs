@@ -16,7 +16,9 @@ const INDEX_NEIGHBOURS: usize = 8;
 
 /// Converted audio, mono, in [-1, 1).
 pub struct Converted {
+    /// The samples, mono, in [-1, 1).
     pub samples: Vec<f32>,
+    /// Their rate in Hz: the requested resample rate (when 16 kHz or more), else the model's.
     pub sample_rate: u32,
 }
 
@@ -47,7 +49,9 @@ impl OutputSink for Converted {
 /// What [`render_to`] handed its sink.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Rendered {
+    /// The rate the sink was begun with, in Hz.
     pub sample_rate: u32,
+    /// Samples written to the sink.
     pub samples: usize,
     /// The largest magnitude handed over.
     pub peak: f32,

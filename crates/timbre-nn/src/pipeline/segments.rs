@@ -6,14 +6,19 @@ use serde::{Deserialize, Serialize};
 
 /// Samples per pitch/feature frame at 16 kHz (10 ms).
 pub const WINDOW: usize = 160;
+/// Rate of the audio the segments, pitch and features are computed on, in Hz.
 pub const SAMPLE_RATE: usize = 16_000;
 
 /// The chunking thresholds, in seconds (RVC's x_pad, x_query, x_center, x_max).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Chunking {
+    /// Context converted on either side of each segment (and the input's reflect padding).
     pub x_pad: f64,
+    /// How far either side of each cut the quietest point is sought.
     pub x_query: f64,
+    /// Spacing of the cuts.
     pub x_center: f64,
+    /// Inputs up to this long (less one 10 ms frame) are converted in one segment.
     pub x_max: f64,
 }
 
@@ -44,7 +49,9 @@ impl Chunking {
 /// A span of the padded input `[start, end)` that is converted in one synthesizer call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Segment {
+    /// First sample, in 16 kHz samples of the padded input.
     pub start: usize,
+    /// One past the last sample.
     pub end: usize,
 }
 

@@ -7,12 +7,19 @@ use tch::{Device, Kind, Tensor};
 /// The analysis parameters; the default is RMVPE's (16 kHz, 1024/160, 128 mels, 30–8000 Hz).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MelConfig {
+    /// Rate of the input audio, in Hz.
     pub sample_rate: u32,
+    /// STFT size in samples; gives `n_fft / 2 + 1` frequency bins.
     pub n_fft: i64,
+    /// Periodic Hann window length, in samples.
     pub win_length: i64,
+    /// Samples between frames (160: 10 ms at 16 kHz).
     pub hop_length: i64,
+    /// Mel bands of the output.
     pub n_mels: i64,
+    /// Lowest frequency of the mel filterbank, in Hz.
     pub fmin: f64,
+    /// Highest frequency of the mel filterbank, in Hz.
     pub fmax: f64,
     /// The floor under the mel energies before the log.
     pub clamp: f64,
@@ -49,6 +56,7 @@ pub struct MelSpectrogram {
 }
 
 impl MelSpectrogram {
+    /// Builds the window and the HTK mel filterbank for `config` on `device`.
     pub fn new(config: MelConfig, device: Device) -> Self {
         let bins = config.n_fft / 2 + 1;
         let weights = mel_filterbank(
@@ -70,6 +78,7 @@ impl MelSpectrogram {
         }
     }
 
+    /// The analysis parameters.
     pub fn config(&self) -> &MelConfig {
         &self.config
     }

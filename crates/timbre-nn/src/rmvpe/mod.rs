@@ -82,10 +82,12 @@ impl Rmvpe {
         self.device
     }
 
+    /// The network's architecture, as read off the weights.
     pub fn config(&self) -> &Config {
         self.network.config()
     }
 
+    /// The mel front end's parameters: RMVPE's defaults with the network's `n_mels`.
     pub fn mel_config(&self) -> &MelConfig {
         self.mel.config()
     }

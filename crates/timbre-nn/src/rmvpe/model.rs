@@ -27,13 +27,21 @@ pub struct Config {
     /// Average pooling of each encoder level over (time, mel), and stride of each decoder level.
     /// Pooling has no weights, so this is upstream's `(2, 2)` rather than read from the file.
     pub kernel_size: [i64; 2],
+    /// Encoder levels, and as many decoder levels; each encoder level pools by `kernel_size`.
     pub en_de_layers: usize,
+    /// Intermediate levels between the encoder and the decoder.
     pub inter_layers: usize,
+    /// Channels into the first encoder level (1: the log-mel image).
     pub in_channels: i64,
+    /// Channels out of the first encoder level; each further level doubles them.
     pub en_out_channels: i64,
+    /// Mel bands of the input log-mel (128).
     pub n_mels: i64,
+    /// Hidden units per direction of the BiGRU (256); 0 without one.
     pub gru_hidden: i64,
+    /// Pitch bins of the salience (360, 20 cents apart).
     pub n_class: i64,
+    /// Channels out of `cnn`, flattened with the mels into the classifier's input (3).
     pub cnn_out_channels: i64,
     /// Kernel of the square convolutions (of `ConvBlockRes`, the decoders' upsampling and `cnn`).
     pub conv_kernel: i64,
@@ -345,6 +353,8 @@ pub struct E2E {
 }
 
 impl E2E {
+    /// Builds the network from an `E2E` state dict under upstream names, with the sizes in
+    /// `config`.
     pub fn load(w: &Weights, config: Config) -> Result<Self> {
         let unet = w.sub("unet");
         let mut channels = config.en_out_channels;
@@ -407,6 +417,7 @@ impl E2E {
         })
     }
 
+    /// The architecture it was built with.
     pub fn config(&self) -> &Config {
         &self.config
     }

@@ -11,20 +11,27 @@ use std::path::Path;
 use anyhow::{Context, Result, bail, ensure};
 use serde::Deserialize;
 
+/// A separation model's YAML config: its `audio`, `model`, `training` and `inference` sections.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Config {
+    /// `audio:`: the chunk length and the input rate.
     pub audio: AudioConfig,
+    /// `model:`: the network's hyperparameters.
     pub model: ModelConfig,
+    /// `training:`: the instrument names that fix the stems and their order (empty if absent).
     #[serde(default)]
     pub training: TrainingConfig,
+    /// `inference:`: overlap-add settings (upstream defaults if absent).
     #[serde(default)]
     pub inference: InferenceConfig,
 }
 
+/// `audio:` of the config; only the keys separation needs.
 #[derive(Debug, Clone, Deserialize)]
 pub struct AudioConfig {
     /// Samples per model call in the overlap-add separation.
     pub chunk_size: i64,
+    /// Rate in Hz the model expects its input at (default 44100).
     #[serde(default = "default_sample_rate")]
     pub sample_rate: i64,
 }
@@ -32,16 +39,23 @@ pub struct AudioConfig {
 /// `model:` of both RoFormers; fields one of them lacks are ignored by the other.
 #[derive(Debug, Clone, Deserialize)]
 pub struct ModelConfig {
+    /// Width of the band embeddings and of the transformer tokens (upstream dim).
     pub dim: i64,
+    /// Number of axial layers, each a transformer along time then one along frequency.
     pub depth: i64,
+    /// Whether the model takes two channels; else it takes mono.
     #[serde(default)]
     pub stereo: bool,
+    /// Number of stems the model estimates, one mask estimator each (default 1).
     #[serde(default = "one")]
     pub num_stems: i64,
+    /// Attention layers in each transformer along time (default 2).
     #[serde(default = "two")]
     pub time_transformer_depth: i64,
+    /// Attention layers in each transformer along frequency (default 2).
     #[serde(default = "two")]
     pub freq_transformer_depth: i64,
+    /// Linear-attention layers over all tokens opening each axial layer; 0 (default) for none.
     #[serde(default)]
     pub linear_transformer_depth: i64,
     /// BS-RoFormer: STFT bins per band (upstream default: `DEFAULT_FREQS_PER_BANDS`).
@@ -52,22 +66,30 @@ pub struct ModelConfig {
     /// Mel-Band RoFormer: the rate its mel filterbank is built for.
     #[serde(default = "default_sample_rate")]
     pub sample_rate: i64,
+    /// Width of each attention head (default 64).
     #[serde(default = "default_dim_head")]
     pub dim_head: i64,
+    /// Number of attention heads (default 8).
     #[serde(default = "default_heads")]
     pub heads: i64,
+    /// FFT size of the STFT in samples (default 2048); it gives `n_fft / 2 + 1` bins.
     #[serde(default = "default_n_fft")]
     pub stft_n_fft: i64,
+    /// STFT hop in samples (default 512).
     #[serde(default = "default_hop_length")]
     pub stft_hop_length: i64,
+    /// Length in samples of the periodic Hann window, at most `stft_n_fft` (default 2048).
     #[serde(default = "default_n_fft")]
     pub stft_win_length: i64,
+    /// Whether the STFT and iSTFT are scaled by `n_fft^-0.5` (torch `normalized`; default off).
     #[serde(default)]
     pub stft_normalized: bool,
     /// Upstream defaults differ: 2 for BS-RoFormer, 1 for Mel-Band RoFormer.
     pub mask_estimator_depth: Option<i64>,
+    /// Hidden width of the mask-estimator MLPs, as a multiple of `dim` (default 4).
     #[serde(default = "default_mlp_expansion_factor")]
     pub mlp_expansion_factor: i64,
+    /// Whether each axial layer's input also gets the outputs of all earlier layers added.
     #[serde(default)]
     pub skip_connection: bool,
     /// Mel-Band RoFormer: iSTFT to the input length instead of `hop × (frames − 1)`.
@@ -78,17 +100,23 @@ pub struct ModelConfig {
     pub zero_dc: bool,
 }
 
+/// `training:` of the config; only the stem names.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct TrainingConfig {
+    /// Every instrument the model was trained on, in output order.
     #[serde(default)]
     pub instruments: Vec<String>,
+    /// The one instrument the model outputs; None when it outputs all of `instruments`.
     pub target_instrument: Option<String>,
 }
 
+/// `inference:` of the config: how the overlap-add cuts up the track.
 #[derive(Debug, Clone, Deserialize)]
 pub struct InferenceConfig {
+    /// Chunks separated per model call (default 1).
     #[serde(default = "one")]
     pub batch_size: i64,
+    /// Chunks covering each sample: a chunk starts every `chunk_size / num_overlap` samples.
     #[serde(default = "default_num_overlap")]
     pub num_overlap: i64,
     /// Separate the mix scaled to zero mean and unit deviation, then scale the stems back.
@@ -141,6 +169,7 @@ fn default_num_overlap() -> i64 {
 }
 
 impl Config {
+    /// Reads the YAML config at `path` and checks it as `from_yaml` does.
     pub fn from_path(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("{}: cannot read the config", path.display()))?;
@@ -148,6 +177,7 @@ impl Config {
             .with_context(|| format!("{}: not a usable RoFormer config", path.display()))
     }
 
+    /// Parses a YAML config and checks it: sizes positive, depths not negative, STFT fits a chunk.
     pub fn from_yaml(text: &str) -> Result<Self> {
         let config: Config = serde_yaml_ng::from_str(text)?;
         config.validate()?;
@@ -212,6 +242,7 @@ impl Config {
         }
     }
 
+    /// Channels the model takes: 2 when `model.stereo`, else 1.
     pub fn audio_channels(&self) -> i64 {
         if self.model.stereo { 2 } else { 1 }
     }

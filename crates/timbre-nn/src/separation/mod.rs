@@ -72,10 +72,12 @@ impl Separator {
         })
     }
 
+    /// The loaded network.
     pub fn model(&self) -> &Roformer {
         &self.model
     }
 
+    /// The YAML config it was loaded with.
     pub fn config(&self) -> &Config {
         &self.config
     }

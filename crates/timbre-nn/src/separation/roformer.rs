@@ -26,7 +26,9 @@ use crate::weights::Weights;
 /// The model types of the upstream training code that we run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RoformerKind {
+    /// Band-Split RoFormer: contiguous bands of STFT bins (`bs_roformer`).
     BsRoformer,
+    /// Mel-Band RoFormer: overlapping mel bands (`mel_band_roformer`).
     MelBandRoformer,
 }
 
@@ -74,6 +76,7 @@ enum Banding {
     Mel(MelBands),
 }
 
+/// A loaded BS- or Mel-Band RoFormer: mix audio in, one complex-masked estimate per stem out.
 pub struct Roformer {
     kind: RoformerKind,
     stft: Stft,
@@ -215,18 +218,22 @@ impl Roformer {
         })
     }
 
+    /// Which of the two architectures this is.
     pub fn kind(&self) -> RoformerKind {
         self.kind
     }
 
+    /// Channels the model takes: 2 for a stereo model, else 1.
     pub fn audio_channels(&self) -> i64 {
         self.audio_channels
     }
 
+    /// Number of stems it estimates, one mask estimator each.
     pub fn num_stems(&self) -> i64 {
         self.mask_estimators.len() as i64
     }
 
+    /// Device the weights live on and the network runs on.
     pub fn device(&self) -> Device {
         self.device
     }

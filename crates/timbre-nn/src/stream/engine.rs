@@ -29,13 +29,19 @@ use crate::synthesizer::{Noise, Synthesizer};
 /// a cache hit and a conversion job can run the same HuBERT between two blocks.
 #[derive(Clone)]
 pub struct StreamModels {
+    /// The content encoder run over each block's 16 kHz context.
     pub hubert: Shared<Hubert>,
+    /// The voice's synthesizer.
     pub voice: Shared<Synthesizer>,
+    /// The voice's feature index, or None to convert without retrieval.
     pub index: Option<Shared<IvfFlatIndex>>,
+    /// The RMVPE pitch model; None when not loaded (the rmvpe method is then refused).
     pub rmvpe: Option<Shared<Rmvpe>>,
+    /// The FCPE pitch model; None when not loaded (the fcpe method is then refused).
     pub fcpe: Option<Shared<Fcpe>>,
 }
 
+/// The live converter: takes one block of mono device-rate input, returns one converted block.
 pub struct StreamEngine {
     models: StreamModels,
     /// The process's default for the voice's device (float16 autocast on CUDA, as the
@@ -107,14 +113,17 @@ impl StreamEngine {
         self.layout.block
     }
 
+    /// The buffer sizes the current parameters give at the device rate.
     pub fn layout(&self) -> &Layout {
         &self.layout
     }
 
+    /// The parameters in effect.
     pub fn params(&self) -> &StreamParams {
         &self.params
     }
 
+    /// The device rate in Hz that blocks come in and go out at.
     pub fn sample_rate(&self) -> u32 {
         self.sample_rate
     }

@@ -39,6 +39,7 @@ impl Default for BlockGraphs {
 }
 
 impl BlockGraphs {
+    /// With `false`, both stages run eagerly and their graphs are dropped.
     pub fn set_enabled(&mut self, enabled: bool) {
         self.hubert.set_enabled(enabled);
         self.rmvpe.set_enabled(enabled);

@@ -38,14 +38,18 @@ pub enum Unvoiced {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(default)]
 pub struct StreamParams {
+    /// The voice parameters of offline conversion, stored flat among the stream's own.
     #[serde(flatten)]
     pub voice: VoiceParams,
+    /// Block length in ms, rounded to whole 10 ms frames (default 250).
     pub block_ms: f64,
+    /// Crossfade between consecutive blocks in ms (default 50); SOLA fades over at most 40 ms.
     pub crossfade_ms: f64,
     /// Extra context before the block (the original's `extra_time`).
     pub context_ms: f64,
     /// RMS gate in dB; -60 turns it off.
     pub threshold_db: f32,
+    /// What happens to the frames the pitch tracker finds unvoiced (default `original`).
     pub unvoiced: Unvoiced,
     /// RNNoise over the input before conversion (and over a passthrough).
     pub input_denoise: bool,
@@ -96,9 +100,13 @@ pub const STREAM_RANGES: StreamRanges = StreamRanges {
 /// The ranges of [`STREAM_RANGES`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, ts_rs::TS)]
 pub struct StreamRanges {
+    /// Bounds of `StreamParams::block_ms`.
     pub block_ms: Bounds,
+    /// Bounds of `StreamParams::crossfade_ms`.
     pub crossfade_ms: Bounds,
+    /// Bounds of `StreamParams::context_ms`.
     pub context_ms: Bounds,
+    /// Bounds of `StreamParams::threshold_db` (-60 is off).
     pub threshold_db: Bounds,
     /// The device rate the engine runs at.
     pub sample_rate: Bounds,
@@ -147,21 +155,29 @@ fn frames(ms: f64, sample_rate: usize, zc: usize) -> usize {
 pub struct Layout {
     /// Samples per 10 ms at the device rate (`zc`).
     pub zc: usize,
+    /// Samples per block (`block_ms` in whole 10 ms frames, at least one).
     pub block: usize,
+    /// Samples per block at 16 kHz.
     pub block_16k: usize,
+    /// Samples of the crossfade (`crossfade_ms` in whole 10 ms frames).
     pub crossfade: usize,
     /// The crossfade SOLA actually fades over: at most 40 ms.
     pub sola_buffer: usize,
+    /// Samples SOLA may shift the output by to align it: 10 ms.
     pub sola_search: usize,
+    /// Samples of context before the crossfade (`context_ms` in whole 10 ms frames).
     pub extra: usize,
     /// Samples of the rolling device-rate input.
     pub total: usize,
     /// Frames the synthesizer skips (the context), and frames it returns.
     pub skip_head: usize,
+    /// Frames the synthesizer returns: block, SOLA crossfade and search, in 10 ms frames.
     pub return_length: usize,
 }
 
 impl Layout {
+    /// The layout `params` give at a device rate of `sample_rate` Hz. Refuses parameters that fail
+    /// `check`, a rate off its range or not a multiple of 100 Hz, and buffers over the pitch cache.
     pub fn new(params: &StreamParams, sample_rate: u32) -> Result<Layout> {
         params.check()?;
         check_bounds(

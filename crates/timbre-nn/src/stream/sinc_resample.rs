@@ -28,6 +28,7 @@ fn gcd(a: i64, b: i64) -> i64 {
 }
 
 impl SincResampler {
+    /// A resampler from `orig_freq` to `new_freq` Hz with its float32 kernel built on `device`.
     pub fn new(orig_freq: u32, new_freq: u32, device: Device) -> SincResampler {
         let divisor = gcd(i64::from(orig_freq), i64::from(new_freq));
         let (orig, new) = (

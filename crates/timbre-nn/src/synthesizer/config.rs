@@ -12,22 +12,39 @@ use crate::weights::Weights;
 /// The constructor arguments of the RVC synthesizers, in the order of the `config` list.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SynthesizerConfig {
+    /// Linear-spectrogram bins the posterior encoder takes (n_fft / 2 + 1, e.g. 1025).
     pub spec_channels: i64,
+    /// Training slice length in feature frames (upstream `segment_size / hop_length`).
     pub segment_size: i64,
+    /// Channels of the latent `z` between the encoders, the flow and the decoder.
     pub inter_channels: i64,
+    /// Width of the prior (phone) encoder.
     pub hidden_channels: i64,
+    /// Hidden width of the prior encoder's feed-forward layers.
     pub filter_channels: i64,
+    /// Number of attention heads in the prior encoder.
     pub n_heads: i64,
+    /// Number of attention layers in the prior encoder.
     pub n_layers: i64,
+    /// Kernel size of the prior encoder's feed-forward convolutions.
     pub kernel_size: i64,
+    /// Dropout of the prior encoder in training; unused at inference.
     pub p_dropout: f64,
+    /// HiFi-GAN residual block type: "1" (`ResBlock1`) or "2" (`ResBlock2`).
     pub resblock: String,
+    /// Kernel sizes of the decoder's parallel residual blocks, one block each per stage.
     pub resblock_kernel_sizes: Vec<i64>,
+    /// Dilations of each residual block's convolutions, one list per `resblock_kernel_sizes` entry.
     pub resblock_dilation_sizes: Vec<Vec<i64>>,
+    /// Upsampling factor of each decoder stage; their product is the hop in samples.
     pub upsample_rates: Vec<i64>,
+    /// Channels after the decoder's first convolution, halved by each upsampling stage.
     pub upsample_initial_channel: i64,
+    /// Kernel size of each decoder stage's transposed convolution.
     pub upsample_kernel_sizes: Vec<i64>,
+    /// Number of speakers despite the upstream name: the rows of the speaker embedding `emb_g`.
     pub spk_embed_dim: i64,
+    /// Width of the speaker embedding that conditions the decoder, flow and posterior encoder.
     pub gin_channels: i64,
     /// Hz; the files write it as 40000 or as "40k".
     #[serde(deserialize_with = "sample_rate_from_json")]

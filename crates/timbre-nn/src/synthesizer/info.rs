@@ -18,10 +18,13 @@ use crate::weights::Weights;
 pub struct ModelInfo {
     /// "v1" (256-d HuBERT features) or "v2" (768-d): the file's `version`, else from the features.
     pub version: String,
+    /// Rate in Hz of the audio it synthesizes (config `sr`).
     pub sample_rate: u32,
     /// Whether the model is driven by pitch (an NSF generator) or not (a `_nono` model).
     pub f0: bool,
+    /// Number of speaker ids it embeds (`spk_embed_dim`).
     pub speakers: i64,
+    /// Width of the content features it takes: 256 (v1) or 768 (v2).
     pub feature_dim: i64,
     /// Output samples per feature frame.
     pub hop: i64,
@@ -29,23 +32,37 @@ pub struct ModelInfo {
     pub config: SynthesizerConfig,
     /// Where the file's own `config`/`version`/`f0` disagree with its weights.
     pub config_mismatches: Vec<String>,
+    /// The descriptive entries written beside the weights.
     pub metadata: Metadata,
 }
 
 /// The descriptive entries RVC and Applio write beside the weights.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Metadata {
+    /// RVC's free-text `info`, usually the epochs trained ("300epoch").
     pub info: Option<String>,
+    /// The name the model was trained under (Applio).
     pub model_name: Option<String>,
+    /// Epochs trained; the leading number of a text such as "300epoch" counts too.
     pub epoch: Option<i64>,
+    /// Training steps taken (Applio).
     pub step: Option<i64>,
+    /// The author named in Applio's settings (`model_author`).
     pub author: Option<String>,
+    /// The content encoder the features come from, such as "contentvec" (Applio).
     pub embedder_model: Option<String>,
+    /// The decoder Applio trained, such as "HiFi-GAN" or "RefineGAN".
     pub vocoder: Option<String>,
+    /// When the file was written, as ISO 8601 text (Applio).
     pub creation_date: Option<String>,
+    /// Applio's SHA-256 hex digest of the name, epoch, step, rate, version and config.
     pub model_hash: Option<String>,
+    /// Applio's overtraining detector's note.
     pub overtrain_info: Option<String>,
+    /// Total duration of the training audio in seconds (Applio; the misspelled `dataset_lenght`
+    /// is read too).
     pub dataset_length: Option<f64>,
+    /// Number of speakers in the training set (Applio).
     pub speakers_id: Option<i64>,
     /// Any other scalar entries (a fork's additions), rendered as text.
     pub other: BTreeMap<String, String>,
@@ -55,6 +72,7 @@ pub struct Metadata {
 const STRUCTURAL_KEYS: [&str; 5] = ["weight", "config", "sr", "f0", "version"];
 
 impl Metadata {
+    /// Reads the metadata from a checkpoint's root dict; missing or non-scalar entries are None.
     pub fn from_checkpoint(root: &Value) -> Self {
         let text = |key: &str| root.get(key).and_then(scalar_text);
         let mut other = BTreeMap::new();

@@ -57,7 +57,9 @@ const FLOW_CONTEXT: i64 = 24;
 /// The frames a windowed synthesis returns: `return_length` frames from `skip_head`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Window {
+    /// First feature frame returned, at least 0.
     pub skip_head: i64,
+    /// Feature frames returned from `skip_head` on, at least 1.
     pub return_length: i64,
 }
 
@@ -131,10 +133,12 @@ impl Synthesizer {
         })
     }
 
+    /// What the model file describes: version, rate, pitch use, sizes and metadata.
     pub fn info(&self) -> &ModelInfo {
         &self.info
     }
 
+    /// Device the weights live on and synthesis runs on.
     pub fn device(&self) -> Device {
         self.device
     }

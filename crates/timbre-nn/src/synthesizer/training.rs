@@ -35,14 +35,17 @@ pub struct TrainableSynthesizer {
 pub struct TrainingBatch<'a> {
     /// Content features `[batch, frames, feature_dim]` with their lengths `[batch]`.
     pub phone: &'a Tensor,
+    /// Valid frames of each item of `phone` `[batch]` (int64).
     pub phone_lengths: &'a Tensor,
     /// For a pitch model: coarse pitch classes and f0 in Hz (0 = unvoiced), both
     /// `[batch, frames]`. Ignored by a model without pitch.
     pub pitch: Option<&'a Tensor>,
+    /// For a pitch model: f0 `[batch, frames]` in Hz (float, 0 = unvoiced).
     pub pitchf: Option<&'a Tensor>,
     /// Linear spectrograms `[batch, spec_channels, spec frames]` with their lengths `[batch]`,
     /// each at least `segment_size` frames.
     pub spec: &'a Tensor,
+    /// Valid frames of each item of `spec` `[batch]` (int64).
     pub spec_lengths: &'a Tensor,
     /// Speaker ids `[batch]`.
     pub sid: &'a Tensor,
@@ -58,15 +61,19 @@ pub struct TrainingOutput {
     /// Masks of the phone frames `[batch, 1, frames]` and of the spec frames
     /// `[batch, 1, spec frames]`.
     pub x_mask: Tensor,
+    /// Mask of the spec frames `[batch, 1, spec frames]`: 1 within each item's length, else 0.
     pub y_mask: Tensor,
     /// The posterior's sample `[batch, inter, spec frames]` and its image through the flow.
     pub z: Tensor,
+    /// `z` through the flow, in the prior's space `[batch, inter, spec frames]`.
     pub z_p: Tensor,
     /// The prior's mean and log-scale `[batch, inter, frames]`.
     pub m_p: Tensor,
+    /// The prior's log-scale `[batch, inter, frames]`.
     pub logs_p: Tensor,
     /// The posterior's mean and log-scale `[batch, inter, spec frames]`.
     pub m_q: Tensor,
+    /// The posterior's log-scale `[batch, inter, spec frames]`.
     pub logs_q: Tensor,
 }
 
@@ -124,10 +131,12 @@ impl TrainableSynthesizer {
         Ok(model)
     }
 
+    /// The model's description: its config, version, rate and pitch use.
     pub fn info(&self) -> &ModelInfo {
         &self.info
     }
 
+    /// Device the parameters live on.
     pub fn device(&self) -> Device {
         self.vars.device()
     }

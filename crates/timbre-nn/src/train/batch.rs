@@ -5,6 +5,7 @@
 use anyhow::{Result, ensure};
 use tch::{Device, Tensor};
 
+/// One collated training batch on the CPU or a device, longest item first.
 pub struct Batch {
     /// `[batch, frames, feature_dim]` f32: HuBERT features repeated to 100 frames a second.
     pub phone: Tensor,
@@ -27,6 +28,7 @@ pub struct Batch {
 }
 
 impl Batch {
+    /// Number of items in the batch.
     pub fn size(&self) -> i64 {
         self.phone.size()[0]
     }

@@ -18,7 +18,9 @@ pub struct TrainingCheckpoint {
     /// The state dict, weight-norm pairs named `weight_g`/`weight_v` whichever way they were
     /// saved.
     pub model: Weights,
+    /// `iteration`: the epoch the checkpoint was saved after; None when absent (a pretrained file).
     pub iteration: Option<i64>,
+    /// `learning_rate`: the config's initial rate, not the decayed one; None when absent.
     pub learning_rate: Option<f64>,
     /// For `AdamW::load_state_dict`.
     pub optimizer: Option<Value>,

@@ -12,23 +12,36 @@ use crate::synthesizer::SynthesizerConfig;
 /// The `train` section.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TrainSection {
+    /// Seed of libtorch's generator at the start of a fresh run (RVC 1234).
     pub seed: i64,
+    /// AdamW's initial learning rate (RVC 1e-4).
     pub learning_rate: f64,
+    /// AdamW's `(beta1, beta2)` moment decays (RVC (0.8, 0.99)).
     pub betas: (f64, f64),
+    /// AdamW's denominator epsilon (RVC 1e-9).
     pub eps: f64,
+    /// Items per training batch (RVC 4).
     pub batch_size: usize,
+    /// ExponentialLR's gamma: the rate is multiplied by it after each epoch (RVC 0.999875).
     pub lr_decay: f64,
     /// Samples of audio per training slice.
     pub segment_size: i64,
+    /// Weight of the mel-spectrogram L1 loss in the generator's loss (RVC 45).
     pub c_mel: f64,
+    /// Weight of the KL loss in the generator's loss (RVC 1).
     pub c_kl: f64,
 }
 
+/// Everything a training run needs: optimizer, spectrogram, generator and discriminator settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TrainingConfig {
+    /// The `train` section: optimizer, schedule, batch and loss weights.
     pub train: TrainSection,
+    /// The `data` section: the spectrograms computed from the training audio.
     pub data: SpectrogramConfig,
+    /// The generator's `model` section.
     pub model: SynthesizerConfig,
+    /// How wide the discriminator is (RVC's own width outside tests).
     pub discriminator_width: DiscriminatorWidth,
     /// "v1" or "v2".
     pub version: String,
@@ -39,8 +52,10 @@ pub struct TrainingConfig {
 /// narrower than RVC's the discriminator is (1 when absent).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelConfig {
+    /// The generator's configuration, its keys at the top level beside `discriminator_divisor`.
     #[serde(flatten)]
     pub generator: SynthesizerConfig,
+    /// How many times narrower than RVC's the discriminator is: 1, 2, 4, 8 or 16 (1 if absent).
     #[serde(default)]
     pub discriminator_divisor: DiscriminatorWidth,
 }

@@ -19,7 +19,9 @@ const LRELU_SLOPE: f64 = 0.1;
 /// Which of RVC's two discriminators: v1 models train against periods up to 17, v2 up to 37.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DiscriminatorVersion {
+    /// `MultiPeriodDiscriminator`: the scale discriminator and periods 2, 3, 5, 7, 11 and 17.
     V1,
+    /// `MultiPeriodDiscriminatorV2`: v1's sub-discriminators plus periods 23 and 37.
     V2,
 }
 
@@ -50,6 +52,7 @@ pub struct DiscriminatorWidth {
 }
 
 impl DiscriminatorWidth {
+    /// RVC's own widths (divisor 1).
     pub const RVC: DiscriminatorWidth = DiscriminatorWidth { divisor: 1 };
 
     /// RVC's widths divided by `divisor`: 1, 2, 4, 8 or 16 (beyond, the first layers would
@@ -61,6 +64,7 @@ impl DiscriminatorWidth {
         Ok(DiscriminatorWidth { divisor })
     }
 
+    /// How many times narrower than RVC's each layer is: 1, 2, 4, 8 or 16.
     pub fn divisor(self) -> i64 {
         self.divisor
     }

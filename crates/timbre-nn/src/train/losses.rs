@@ -31,6 +31,8 @@ pub struct DiscriminatorLoss {
     pub generated: Vec<Tensor>,
 }
 
+/// The discriminator's loss (`discriminator_loss`) from each sub-discriminator's scores on the
+/// real audio and on the generated audio, in the same order.
 pub fn discriminator_loss(
     real_scores: &[Tensor],
     generated_scores: &[Tensor],

@@ -19,9 +19,13 @@ use crate::checkpoint::Value;
 /// `betas` (0.8, 0.99), `eps` 1e-9) with torch's default weight decay.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AdamWConfig {
+    /// Learning rate; the schedule lowers it epoch by epoch (RVC 1e-4).
     pub lr: f64,
+    /// Decay rates `(beta1, beta2)` of the first and second moment averages (RVC (0.8, 0.99)).
     pub betas: (f64, f64),
+    /// Added to the second moment's square root in the denominator (RVC 1e-9).
     pub eps: f64,
+    /// Decoupled weight decay, applied as `param *= 1 - lr · weight_decay` (torch's 0.01).
     pub weight_decay: f64,
 }
 
@@ -115,6 +119,7 @@ impl AdamW {
         self
     }
 
+    /// How its steps update the parameters.
     pub fn kernel(&self) -> AdamWKernel {
         self.kernel
     }

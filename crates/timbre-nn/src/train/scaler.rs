@@ -17,6 +17,7 @@ const GROWTH_FACTOR: f64 = 2.0;
 const BACKOFF_FACTOR: f64 = 0.5;
 const GROWTH_INTERVAL: i64 = 2000;
 
+/// torch.amp.GradScaler for fp16 training: the loss scale, its growth count and the inf flags.
 pub struct GradScaler {
     enabled: bool,
     scale: f64,
@@ -26,6 +27,7 @@ pub struct GradScaler {
 }
 
 impl GradScaler {
+    /// A scaler at the initial scale 65536; `enabled` false for fp32 training.
     pub fn new(enabled: bool) -> Self {
         Self {
             enabled,
@@ -35,14 +37,17 @@ impl GradScaler {
         }
     }
 
+    /// Whether it scales losses and skips steps on inf or NaN gradients (fp16 training).
     pub fn is_enabled(&self) -> bool {
         self.enabled
     }
 
+    /// The factor losses are multiplied by: 1 when disabled.
     pub fn scale(&self) -> f64 {
         if self.enabled { self.scale } else { 1.0 }
     }
 
+    /// `loss` times the current scale (unchanged when disabled), for the backward pass.
     pub fn scale_loss(&self, loss: &Tensor) -> Tensor {
         if self.enabled {
             loss * self.scale
@@ -134,6 +139,8 @@ impl GradScaler {
         ])
     }
 
+    /// Restores `scale` and `_growth_tracker` from a `state_dict()`; a missing or mistyped key
+    /// leaves its value as it was.
     pub fn load_state_dict(&mut self, state: &Value) {
         if let Some(scale) = state.get("scale").and_then(Value::as_f64) {
             self.scale = scale;

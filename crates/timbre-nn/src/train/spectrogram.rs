@@ -14,12 +14,17 @@ const MEL_CLAMP: f64 = 2e-6;
 /// The `data` section of an RVC training config that the spectrograms use.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SpectrogramConfig {
+    /// Rate in Hz of the training audio, which the mel filterbank is built for.
     pub sampling_rate: u32,
     /// `filter_length`.
     pub n_fft: i64,
+    /// STFT hop in samples: one spectrogram frame per hop.
     pub hop_length: i64,
+    /// Length in samples of the periodic Hann window (RVC: `n_fft`).
     pub win_length: i64,
+    /// Number of mel bands of the mel spectrogram the L1 loss compares.
     pub n_mel_channels: i64,
+    /// Lowest frequency of the mel filterbank in Hz (RVC 0).
     pub mel_fmin: f64,
     /// `None`: half the sampling rate.
     pub mel_fmax: Option<f64>,
@@ -33,6 +38,7 @@ pub struct Spectrograms {
 }
 
 impl Spectrograms {
+    /// The Hann window and the Slaney mel basis of `config`, built on `device`.
     pub fn new(config: SpectrogramConfig, device: Device) -> Self {
         let fmax = config
             .mel_fmax
@@ -54,6 +60,7 @@ impl Spectrograms {
         }
     }
 
+    /// The `data` settings it computes with.
     pub fn config(&self) -> &SpectrogramConfig {
         &self.config
     }

@@ -30,13 +30,21 @@ use crate::synthesizer::{
 /// The losses of one step (as rvc-next logs them) and the gradients' norms.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, ts_rs::TS)]
 pub struct StepLosses {
+    /// The generator's loss: `adversarial + fm + mel + kl`.
     pub g_total: f64,
+    /// The discriminator's least-squares GAN loss, summed over sub-discriminators.
     pub d_total: f64,
+    /// Mel-spectrogram L1 loss, already weighted by `c_mel`.
     pub mel: f64,
+    /// KL loss between posterior and prior, already weighted by `c_kl`.
     pub kl: f64,
+    /// Feature-matching loss over the discriminator's feature maps.
     pub fm: f64,
+    /// The generator's least-squares GAN loss.
     pub adversarial: f64,
+    /// L2 norm of all the generator's gradients, unscaled; infinite if the step was skipped.
     pub grad_norm_g: f64,
+    /// L2 norm of all the discriminator's gradients, unscaled; infinite if the step was skipped.
     pub grad_norm_d: f64,
 }
 
@@ -44,6 +52,7 @@ pub struct StepLosses {
 /// stopped within an epoch resumes counting where it stopped (RVC's loaders ignore it).
 const GLOBAL_STEP: &str = "global_step";
 
+/// One training run: both networks, their optimizers and schedule, the loss scaler, and the counts.
 pub struct Trainer {
     config: TrainingConfig,
     f0: bool,
@@ -121,18 +130,22 @@ impl Trainer {
         })
     }
 
+    /// The configuration the run trains with.
     pub fn config(&self) -> &TrainingConfig {
         &self.config
     }
 
+    /// Epochs finished, as RVC saves them under `iteration`.
     pub fn epoch(&self) -> i64 {
         self.epoch
     }
 
+    /// Optimizer steps taken, the `<step>` of `G_<step>.pth`.
     pub fn global_step(&self) -> i64 {
         self.global_step
     }
 
+    /// The generator optimizer's current learning rate, after the per-epoch decay.
     pub fn learning_rate(&self) -> f64 {
         self.optimizer_g.lr()
     }

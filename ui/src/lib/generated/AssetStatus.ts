@@ -7,7 +7,19 @@ export type AssetStatus = {
 /**
  * Bytes on disk (the file's, or the part's).
  */
-bytes_on_disk: number, name: string, role: string, description: string, 
+bytes_on_disk: number, 
+/**
+ * Short unique name used to pick the asset (`hubert`, `rmvpe`, …).
+ */
+name: string, 
+/**
+ * What the file does, e.g. `content-features`, `pitch`, `pretrained-generator`, `separation`.
+ */
+role: string, 
+/**
+ * Human-readable explanation of the file, shown on the Models page and by `timbre assets`.
+ */
+description: string, 
 /**
  * Where it lands, relative to the models folder.
  */
@@ -15,8 +27,28 @@ path: string,
 /**
  * Paths relative to each endpoint, or absolute URLs; primary first, then mirrors.
  */
-urls: Array<string>, size_bytes: number | null, 
+urls: Array<string>, 
+/**
+ * Expected size of the file in bytes; None when unknown.
+ */
+size_bytes: number | null, 
 /**
  * None: unverified at source; the first download's hash is pinned.
  */
-sha256: string | null, needed_for: Array<string>, essential: boolean, } & ({ "state": "missing" } | { "state": "partial", bytes: number, } | { "state": "present" } | { "state": "verified" } | { "state": "corrupt", problem: string, });
+sha256: string | null, 
+/**
+ * The features that use it, as free text (`convert`, `dataset (rmvpe f0)`, …).
+ */
+needed_for: Array<string>, 
+/**
+ * Whether conversion needs it, so it is downloaded by `--essentials`; false when absent.
+ */
+essential: boolean, } & ({ "state": "missing" } | { "state": "partial", 
+/**
+ * Bytes in the `.part` file so far.
+ */
+bytes: number, } | { "state": "present" } | { "state": "verified" } | { "state": "corrupt", 
+/**
+ * What is wrong, e.g. truncated, wrong size, or the SHA-256 that was found instead.
+ */
+problem: string, });

@@ -4,7 +4,11 @@ import type { Scale } from "./Scale";
 /**
  * Autotune's settings.
  */
-export type Autotune = { scale: Scale, 
+export type Autotune = { 
+/**
+ * The notes the pitch is pulled to.
+ */
+scale: Scale, 
 /**
  * 0..1: 0 leaves the pitch alone, 1 snaps it to the note.
  */

@@ -3,4 +3,12 @@
 /**
  * The closed range a parameter may take.
  */
-export type Bounds = { min: number, max: number, };
+export type Bounds = { 
+/**
+ * Lowest value accepted (inclusive).
+ */
+min: number, 
+/**
+ * Highest value accepted (inclusive).
+ */
+max: number, };

@@ -4,7 +4,32 @@ import type { ModelKind } from "./ModelKind";
 /**
  * One cached model, as the Jobs page lists it.
  */
-export type CachedModel = { kind: ModelKind, name: string, device: string, precision: string, bytes: number, hits: number, 
+export type CachedModel = { 
+/**
+ * The kind of model.
+ */
+kind: ModelKind, 
+/**
+ * What the user calls it: the voice's or separation model's name, else its file's name.
+ */
+name: string, 
+/**
+ * The device it is loaded on (`Cpu`, `Cuda(0)`).
+ */
+device: string, 
+/**
+ * The weights' precision: `fp32`, `fp16` or `bf16`.
+ */
+precision: string, 
+/**
+ * What it counts for against the budget, in bytes: its weights' size on disk (doubled for
+ * voices).
+ */
+bytes: number, 
+/**
+ * Lookups it has served since it was loaded.
+ */
+hits: number, 
 /**
  * A job holds it now.
  */

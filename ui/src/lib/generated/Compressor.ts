@@ -3,4 +3,28 @@
 /**
  * Feed-forward, RMS detector, soft knee; levels in dBFS RMS (a full-scale sine reads -3).
  */
-export type Compressor = { threshold_db: number, ratio: number, knee_db: number, attack_ms: number, release_ms: number, makeup_db: number, };
+export type Compressor = { 
+/**
+ * Level above which gain is reduced, in dBFS RMS, -80 to 0.
+ */
+threshold_db: number, 
+/**
+ * Input dB over the threshold per output dB over it, 1 (no compression) to 100.
+ */
+ratio: number, 
+/**
+ * Width of the soft knee centred on the threshold, in dB, 0 (hard knee) to 24.
+ */
+knee_db: number, 
+/**
+ * Time constant for gain reduction to set in, in ms, 0 to 1000.
+ */
+attack_ms: number, 
+/**
+ * Time constant for gain reduction to let go, in ms, 1 to 5000.
+ */
+release_ms: number, 
+/**
+ * Gain added after compression, in dB, -24 to 40.
+ */
+makeup_db: number, };

@@ -7,11 +7,23 @@ import type { VoiceParams } from "./VoiceParams";
 /**
  * One `convert` job: one input through one model.
  */
-export type ConvertParams = { input: AudioInput, model_id: number, 
+export type ConvertParams = { 
+/**
+ * The take or file to convert.
+ */
+input: AudioInput, 
+/**
+ * Id of the voice model in the library's `models` table.
+ */
+model_id: number, 
 /**
  * The UI sets and reads the voice's part; the offline ones keep their defaults.
  */
-options: VoiceParams, format: OutputFormat, 
+options: VoiceParams, 
+/**
+ * How the result is encoded; 16-bit WAV unless given.
+ */
+format: OutputFormat, 
 /**
  * Also write the result into this folder.
  */

@@ -5,12 +5,36 @@ import type { Conversion } from "./Conversion";
 /**
  * What a `convert` job gives.
  */
-export type ConvertResult = { conversion: Conversion, 
+export type ConvertResult = { 
+/**
+ * The conversion as saved in the library.
+ */
+conversion: Conversion, 
 /**
  * The copy in `out_dir`, else the file in the store.
  */
-output_path: string, input_seconds: number, 
+output_path: string, 
+/**
+ * Length of the input in seconds.
+ */
+input_seconds: number, 
 /**
  * The whole job's time.
  */
-seconds: number, analysis_seconds: number, render_seconds: number, analysis_cache: CacheUse, voice_cache: CacheUse, };
+seconds: number, 
+/**
+ * Time spent on the analysis (content features and pitch) in seconds; near 0 when cached.
+ */
+analysis_seconds: number, 
+/**
+ * Time spent rendering the voice from the analysis, in seconds.
+ */
+render_seconds: number, 
+/**
+ * Where the input's analysis came from: memory, disk, or computed afresh.
+ */
+analysis_cache: CacheUse, 
+/**
+ * Whether the voice model was already loaded in memory or loaded for this job.
+ */
+voice_cache: CacheUse, };

@@ -10,7 +10,15 @@ export type CoverResult = {
 /**
  * Where the song came from.
  */
-song: string, song_take_id: number, cover: Take, 
+song: string, 
+/**
+ * The song's take (for a file, the take it became), which every stem is linked to.
+ */
+song_take_id: number, 
+/**
+ * The finished cover's take.
+ */
+cover: Take, 
 /**
  * The voice's name; None when the vocals passed through unconverted.
  */
@@ -18,7 +26,11 @@ voice: string | null,
 /**
  * The cover as a conversion of the song (for the Compare page); None without a voice.
  */
-conversion_id: number | null, stems: Array<Stem>, 
+conversion_id: number | null, 
+/**
+ * Every stem the job made or found cached, the cover last.
+ */
+stems: Array<Stem>, 
 /**
  * Each stage in order: whether it ran, came from the cache or was skipped.
  */
@@ -26,8 +38,16 @@ stages: Array<StageReport>,
 /**
  * What the listener should know (no vocals found, …).
  */
-warnings: Array<string>, notes: Array<string>, 
+warnings: Array<string>, 
+/**
+ * How the result was made, in plain words (mono song, loudness matched by so many dB, …).
+ */
+notes: Array<string>, 
 /**
  * The copy in `out_dir`, else the file in the store.
  */
-output_path: string, seconds: number, };
+output_path: string, 
+/**
+ * Wall-clock time the job took, in seconds.
+ */
+seconds: number, };

@@ -25,11 +25,23 @@ separation: IsolationMethod,
  * Another separation model over the vocals (de-reverb, karaoke): its target stem is
  * converted, the rest stays in the remix.
  */
-second_pass?: string | null, vocal_gain_db: number, instrumental_gain_db: number, 
+second_pass?: string | null, 
+/**
+ * Gain on the converted vocals in the remix, in dB, -60 to 24; 0 when absent.
+ */
+vocal_gain_db: number, 
+/**
+ * Gain on the instrumental (and a second pass's backing vocals) in dB, -60 to 24; 0 if absent.
+ */
+instrumental_gain_db: number, 
 /**
  * Bring the converted vocals to the original vocals' loudness before the gains.
  */
-match_loudness: boolean, format: OutputFormat, 
+match_loudness: boolean, 
+/**
+ * How the cover and its remix are encoded; 16-bit WAV unless given.
+ */
+format: OutputFormat, 
 /**
  * Effects over the converted vocals before the remix.
  */

@@ -2,12 +2,51 @@
 import type { DatasetReport } from "./DatasetReport";
 import type { JsonValue } from "./serde_json/JsonValue";
 
-export type Dataset = { id: number, voice_id: number | null, name: string, take_count: number, created_at: string, params: JsonValue, status: "preparing" | "ready" | "failed", 
+/**
+ * A training dataset: a row of `datasets` with its count of linked takes.
+ */
+export type Dataset = { 
+/**
+ * Row id in `datasets`; also names its folder, `<data dir>/datasets/<id>/`.
+ */
+id: number, 
+/**
+ * The voice it trains; None when unset or the voice is deleted.
+ */
+voice_id: number | null, 
+/**
+ * Name, unique in practice (trimmed, non-empty); `ensure` finds datasets by it.
+ */
+name: string, 
+/**
+ * Number of takes linked in `dataset_takes` (those the last preparation used).
+ */
+take_count: number, 
+/**
+ * When the row was created: UTC, RFC 3339.
+ */
+created_at: string, 
+/**
+ * The preparation request of the last successful preparation as JSON; `{}` before one.
+ */
+params: JsonValue, 
+/**
+ * One of [`EMPTY`], [`PREPARING`], [`READY`] or [`FAILED`].
+ */
+status: "empty" | "preparing" | "ready" | "failed", 
 /**
  * The `timbre_audio::dataset::DatasetReport` of the last successful preparation.
  */
-report: DatasetReport | null, piece_count: number, 
+report: DatasetReport | null, 
+/**
+ * Number of pieces the last successful preparation sliced; 0 before one.
+ */
+piece_count: number, 
 /**
  * Seconds of audio in the pieces (at the model rate).
  */
-total_secs: number, updated_at: string | null, };
+total_secs: number, 
+/**
+ * When the status or preparation last changed (UTC, RFC 3339); None if never.
+ */
+updated_at: string | null, };

@@ -3,7 +3,38 @@ import type { DatasetWarning } from "./DatasetWarning";
 import type { FileReport } from "./FileReport";
 import type { PitchRange } from "./PitchRange";
 
-export type DatasetReport = { files: Array<FileReport>, input_seconds: number, sliced_seconds: number, kept_seconds: number, pieces: number, filtered: number, silent_pieces: number, 
+/**
+ * What preparing a dataset found, per file and summed over all files.
+ */
+export type DatasetReport = { 
+/**
+ * Per-file reports, in the order the files were added.
+ */
+files: Array<FileReport>, 
+/**
+ * Total input length, in seconds.
+ */
+input_seconds: number, 
+/**
+ * Total audio the slicer kept (silences cut), in seconds.
+ */
+sliced_seconds: number, 
+/**
+ * Total audio in the pieces written (overlaps counted in each piece), in seconds.
+ */
+kept_seconds: number, 
+/**
+ * Pieces kept over all files.
+ */
+pieces: number, 
+/**
+ * Pieces dropped as too loud (peak above 2.5) over all files.
+ */
+filtered: number, 
+/**
+ * Pieces dropped as empty or all zeros over all files.
+ */
+silent_pieces: number, 
 /**
  * Share of input samples at or above [`CLIP_LEVEL`].
  */
@@ -11,7 +42,11 @@ clipping_ratio: number,
 /**
  * Share of the (high-passed) input the slicer dropped.
  */
-silence_ratio: number, pitch: PitchRange | null, 
+silence_ratio: number, 
+/**
+ * Pitch range of the kept pieces; `None` when pitch tracking is off or no frame was voiced.
+ */
+pitch: PitchRange | null, 
 /**
  * 95th over 10th percentile of 30 ms frame energies of the high-passed input, in dB.
  */
@@ -19,4 +54,8 @@ snr_db: number | null,
 /**
  * Share of the kept pieces' energy (at 16 kHz) within [`SPEECH_BAND_HZ`].
  */
-speech_band_ratio: number | null, warnings: Array<DatasetWarning>, };
+speech_band_ratio: number | null, 
+/**
+ * Problems found, empty when the dataset looks fine.
+ */
+warnings: Array<DatasetWarning>, };

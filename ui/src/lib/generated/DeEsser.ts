@@ -3,4 +3,16 @@
 /**
  * Compresses only the band above `frequency_hz`, by its own level.
  */
-export type DeEsser = { frequency_hz: number, threshold_db: number, ratio: number, };
+export type DeEsser = { 
+/**
+ * Split frequency in Hz, 1000 to 20 000, below the Nyquist frequency.
+ */
+frequency_hz: number, 
+/**
+ * Level of the high band above which it is reduced, in dBFS RMS, -80 to 0.
+ */
+threshold_db: number, 
+/**
+ * Compression ratio of the high band, 1 to 100.
+ */
+ratio: number, };

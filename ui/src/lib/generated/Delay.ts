@@ -3,4 +3,16 @@
 /**
  * `mix` is the wet share: the output is `(1 - mix)·dry + mix·wet`, here and below.
  */
-export type Delay = { time_ms: number, feedback: number, mix: number, };
+export type Delay = { 
+/**
+ * Delay between repeats, in ms, 1 to 5000.
+ */
+time_ms: number, 
+/**
+ * Level of each repeat relative to the one before, 0 to 0.95.
+ */
+feedback: number, 
+/**
+ * Wet share, 0 (dry only) to 1 (wet only).
+ */
+mix: number, };

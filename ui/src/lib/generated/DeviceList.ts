@@ -5,4 +5,12 @@ import type { OutputDevice } from "./OutputDevice";
 /**
  * The devices a stream can open.
  */
-export type DeviceList = { inputs: Array<InputDevice>, outputs: Array<OutputDevice>, };
+export type DeviceList = { 
+/**
+ * Capture devices, the system's default marked.
+ */
+inputs: Array<InputDevice>, 
+/**
+ * Playback devices, the system's default marked.
+ */
+outputs: Array<OutputDevice>, };

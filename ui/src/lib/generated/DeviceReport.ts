@@ -11,8 +11,20 @@ available: Array<string>,
 /**
  * The settings as stored (empty: automatic).
  */
-device: string, extraction_device: string, 
+device: string, 
+/**
+ * The `extraction_device` setting as stored (empty: the main device).
+ */
+extraction_device: string, 
 /**
  * What they resolve to, unless a set device is missing (then `problem` says so).
  */
-main: string | null, extraction: string | null, problem: string | null, };
+main: string | null, 
+/**
+ * The extraction device it resolves to, as `cpu` or `cuda:N`; None when `problem` is set.
+ */
+extraction: string | null, 
+/**
+ * Why the settings do not resolve (a device libtorch does not see); None when they do.
+ */
+problem: string | null, };

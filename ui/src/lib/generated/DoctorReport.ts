@@ -5,8 +5,43 @@ import type { InputDevice } from "./InputDevice";
 import type { JobReadiness } from "./JobReadiness";
 import type { Libtorch } from "./Libtorch";
 
-export type DoctorReport = { libtorch: Libtorch, devices: DeviceReport, audio_inputs: Array<InputDevice>, 
+/**
+ * What `timbre doctor` and the app's diagnostics show about this machine and library.
+ */
+export type DoctorReport = { 
+/**
+ * What libtorch was built with and the GPUs it sees.
+ */
+libtorch: Libtorch, 
+/**
+ * The devices to choose from and what the settings resolve to.
+ */
+devices: DeviceReport, 
+/**
+ * The recording devices found; empty when none or when listing failed.
+ */
+audio_inputs: Array<InputDevice>, 
 /**
  * Why the audio inputs could not be listed.
  */
-audio_problem: string | null, data_dir: string, data_dir_free_bytes: number | null, models_dir: string, assets: Array<AssetStatus>, jobs: Array<JobReadiness>, };
+audio_problem: string | null, 
+/**
+ * The library's data folder.
+ */
+data_dir: string, 
+/**
+ * Free space on the data folder's disk, in bytes; None when it cannot be read.
+ */
+data_dir_free_bytes: number | null, 
+/**
+ * The models folder the weight files are looked for in.
+ */
+models_dir: string, 
+/**
+ * Each catalogue asset's state in the models folder, from sizes and the ledger (not hashed).
+ */
+assets: Array<AssetStatus>, 
+/**
+ * For each job kind this build runs, whether it can run and what it lacks.
+ */
+jobs: Array<JobReadiness>, };

@@ -4,4 +4,8 @@ import type { Effect } from "./Effect";
 /**
  * Effects in the order they run. The empty chain changes nothing.
  */
-export type EffectChain = { effects: Array<Effect>, };
+export type EffectChain = { 
+/**
+ * The effects, first to run first.
+ */
+effects: Array<Effect>, };

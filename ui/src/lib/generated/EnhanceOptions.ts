@@ -12,11 +12,19 @@ mono: boolean,
 /**
  * Cutoff of the high-pass, in Hz.
  */
-high_pass_hz: number | null, declick: boolean, 
+high_pass_hz: number | null, 
+/**
+ * Find and repair clicks (short impulsive spikes).
+ */
+declick: boolean, 
 /**
  * RNNoise, blended with the original: 1 is fully denoised.
  */
-denoise_strength: number | null, trim: TrimOptions | null, 
+denoise_strength: number | null, 
+/**
+ * Cut leading and trailing silence and shorten long pauses; `None` keeps them.
+ */
+trim: TrimOptions | null, 
 /**
  * Integrated loudness to normalise to (EBU R128).
  */

@@ -3,11 +3,59 @@
 /**
  * What each step did; `None` where a step did not run.
  */
-export type EnhanceReport = { channels_in: number, channels_out: number, seconds_in: number, seconds_out: number, high_pass_hz: number | null, clicks_repaired: number | null, 
+export type EnhanceReport = { 
+/**
+ * Channels of the input.
+ */
+channels_in: number, 
+/**
+ * Channels of the result (1 after the mono fold-down).
+ */
+channels_out: number, 
+/**
+ * Length of the input, in seconds.
+ */
+seconds_in: number, 
+/**
+ * Length of the result, in seconds (shorter after trimming).
+ */
+seconds_out: number, 
+/**
+ * Cutoff of the high-pass applied, in Hz; `None` also when it was skipped as above Nyquist.
+ */
+high_pass_hz: number | null, 
+/**
+ * Clicks repaired, over all channels.
+ */
+clicks_repaired: number | null, 
 /**
  * Energy taken out by the denoiser, in dB.
  */
-noise_removed_db: number | null, seconds_trimmed: number | null, speech_segments: number | null, loudness_before_lufs: number | null, gain_db: number | null, peaks_limited: number | null, max_limiting_db: number | null, 
+noise_removed_db: number | null, 
+/**
+ * Silence cut by trimming, in seconds; `None` also when no speech was found.
+ */
+seconds_trimmed: number | null, 
+/**
+ * Stretches of speech the detector found.
+ */
+speech_segments: number | null, 
+/**
+ * Integrated loudness before normalisation, in LUFS.
+ */
+loudness_before_lufs: number | null, 
+/**
+ * Gain normalisation applied, in dB (raising is capped at +24 dB).
+ */
+gain_db: number | null, 
+/**
+ * Separate excursions over the true-peak ceiling that the limiter held down.
+ */
+peaks_limited: number | null, 
+/**
+ * Deepest gain reduction of the limiter, in dB (positive; 0 when nothing was limited).
+ */
+max_limiting_db: number | null, 
 /**
  * Integrated loudness of the result.
  */

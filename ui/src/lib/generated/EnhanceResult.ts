@@ -9,4 +9,24 @@ export type EnhanceResult = {
 /**
  * Where the input came from.
  */
-source: string, source_take_id: number, takes: Array<SavedTake>, report: EnhanceReport, notes: Array<string>, seconds: number, };
+source: string, 
+/**
+ * The take the input is (for a file, the take it became), which the result is linked to.
+ */
+source_take_id: number, 
+/**
+ * The saved result: one `enhance` take.
+ */
+takes: Array<SavedTake>, 
+/**
+ * What each enhancement step did (loudness, noise removed, pauses trimmed, …).
+ */
+report: EnhanceReport, 
+/**
+ * Steps that had nothing to work on, in plain words, for the user.
+ */
+notes: Array<string>, 
+/**
+ * Wall-clock time the job took, in seconds.
+ */
+seconds: number, };

@@ -3,7 +3,23 @@
 /**
  * Where one epoch's time went.
  */
-export type EpochProfile = { epoch: number, batch_size: number, batches: number, seconds: number, 
+export type EpochProfile = { 
+/**
+ * The epoch, counted from 1.
+ */
+epoch: number, 
+/**
+ * The batch size it ran at.
+ */
+batch_size: number, 
+/**
+ * Batches (training steps) in the epoch.
+ */
+batches: number, 
+/**
+ * The epoch's wall-clock seconds.
+ */
+seconds: number, 
 /**
  * In the training steps (forward, backward, optimizers).
  */
@@ -15,11 +31,19 @@ to_device_secs: number,
 /**
  * Producer threads reading pieces and spectrograms, summed over threads.
  */
-load_secs: number, assemble_secs: number, 
+load_secs: number, 
+/**
+ * Producer threads padding items into batches, summed over threads.
+ */
+assemble_secs: number, 
 /**
  * The trainer waiting for a batch.
  */
-waited_secs: number, starved: boolean, 
+waited_secs: number, 
+/**
+ * The trainer waited for batches over a tenth of the epoch: loading held the device back.
+ */
+starved: boolean, 
 /**
  * The training GPU's mean utilisation over the epoch (NVML); None on the CPU.
  */

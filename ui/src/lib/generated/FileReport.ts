@@ -3,7 +3,15 @@
 /**
  * One input file's share of the report.
  */
-export type FileReport = { name: string, input_seconds: number, 
+export type FileReport = { 
+/**
+ * Name the file was added under.
+ */
+name: string, 
+/**
+ * Length of the input as given, at its own rate, in seconds.
+ */
+input_seconds: number, 
 /**
  * Audio the slicer kept (silences cut).
  */
@@ -15,7 +23,15 @@ kept_seconds: number,
 /**
  * Slicer frames above its threshold, in seconds.
  */
-active_seconds: number, slices: number, pieces: number, 
+active_seconds: number, 
+/**
+ * Slices the slicer cut the file into.
+ */
+slices: number, 
+/**
+ * Pieces kept and written.
+ */
+pieces: number, 
 /**
  * Pieces dropped as too loud (peak above 2.5).
  */
@@ -23,4 +39,12 @@ filtered: number,
 /**
  * Pieces dropped as empty or all zeros.
  */
-silent_pieces: number, input_samples: number, clipped_samples: number, };
+silent_pieces: number, 
+/**
+ * Length of the input in samples, at its own rate.
+ */
+input_samples: number, 
+/**
+ * Input samples at or above [`CLIP_LEVEL`] in magnitude.
+ */
+clipped_samples: number, };

@@ -3,4 +3,16 @@
 /**
  * Gains in dB, applied to the input before processing and to each output after it.
  */
-export type Gains = { input_db: number, output_db: number, monitor_db: number, };
+export type Gains = { 
+/**
+ * Gain applied to the captured input, in dB.
+ */
+input_db: number, 
+/**
+ * Gain applied to the processed audio on the output device, in dB.
+ */
+output_db: number, 
+/**
+ * Gain applied to the processed audio on the monitor device, in dB.
+ */
+monitor_db: number, };

@@ -3,4 +3,8 @@
 /**
  * Zero-phase 4th-order Butterworth, as enhancement's.
  */
-export type HighPass = { cutoff_hz: number, };
+export type HighPass = { 
+/**
+ * Cutoff frequency in Hz, 10 to 20 000, below the Nyquist frequency.
+ */
+cutoff_hz: number, };

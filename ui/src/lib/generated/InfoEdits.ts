@@ -3,4 +3,20 @@
 /**
  * The entries to set; None leaves an entry as it is.
  */
-export type InfoEdits = { model_name: string | null, author: string | null, description: string | null, info: string | null, };
+export type InfoEdits = { 
+/**
+ * The model's display name (`model_name`).
+ */
+model_name: string | null, 
+/**
+ * Who made the model (`author`).
+ */
+author: string | null, 
+/**
+ * Free-text description of the model (`description`).
+ */
+description: string | null, 
+/**
+ * RVC's training summary (`info`, e.g. "300epoch").
+ */
+info: string | null, };

@@ -10,7 +10,11 @@ export type IsolateResult = {
 /**
  * Where the input came from.
  */
-source: string, source_take_id: number, 
+source: string, 
+/**
+ * The take the input is (for a file, the take it became), which both results are linked to.
+ */
+source_take_id: number, 
 /**
  * The vocals, then the instrumental.
  */
@@ -18,4 +22,24 @@ takes: Array<SavedTake>,
 /**
  * What separated: `Rough` or the `Model` of that name.
  */
-method: IsolationMethod, rough_preview: boolean, description: string, enhance_report: EnhanceReport | null, notes: Array<string>, seconds: number, };
+method: IsolationMethod, 
+/**
+ * Whether the weight-free rough preview separated, because no model was chosen or found.
+ */
+rough_preview: boolean, 
+/**
+ * How the separation was done, in plain words; for the rough preview, how to get a real one.
+ */
+description: string, 
+/**
+ * What enhancing the vocals did; None when enhancement was not asked for.
+ */
+enhance_report: EnhanceReport | null, 
+/**
+ * Things the user should know about the result (mono or silent input, a short input, …).
+ */
+notes: Array<string>, 
+/**
+ * Wall-clock time the job took, in seconds.
+ */
+seconds: number, };

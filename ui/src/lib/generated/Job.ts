@@ -5,12 +5,87 @@ import type { JobLane } from "./JobLane";
 import type { JobState } from "./JobState";
 import type { JsonValue } from "./serde_json/JsonValue";
 
-export type Job = { id: number, kind: JobKind, lane: JobLane, state: JobState, params: JsonValue, result: JsonValue | null, progress: number, message: string, attempts: number, max_retries: number, batch_scale: number, error: string | null, 
+/**
+ * One job: a row of `jobs`.
+ */
+export type Job = { 
+/**
+ * Row id in `jobs`.
+ */
+id: number, 
+/**
+ * What the job does.
+ */
+kind: JobKind, 
+/**
+ * Which lane's workers run it.
+ */
+lane: JobLane, 
+/**
+ * Where it is in its life.
+ */
+state: JobState, 
+/**
+ * The kind's parameters as JSON (its request type in timbre-core); null if unreadable.
+ */
+params: JsonValue, 
+/**
+ * The kind's result as JSON once it succeeded; None otherwise.
+ */
+result: JsonValue | null, 
+/**
+ * Fraction done, 0.0 to 1.0; reset when claimed, 1.0 on success.
+ */
+progress: number, 
+/**
+ * The latest progress message; empty until the job reports one.
+ */
+message: string, 
+/**
+ * How many failed attempts have been retried so far; 0 again after a manual retry.
+ */
+attempts: number, 
+/**
+ * How many times a transient or out-of-memory failure is retried (the setting when queued).
+ */
+max_retries: number, 
+/**
+ * Batch-size factor for jobs that batch: 1.0, halved after each out-of-memory retry.
+ */
+batch_scale: number, 
+/**
+ * Message of the last failed attempt's error; None when none failed, cleared when claimed.
+ */
+error: string | null, 
 /**
  * What kind of error `error` is (the last failed attempt's).
  */
-error_kind: ErrorKind | null, worker: string | null, cancel_requested: boolean, crashes: number, 
+error_kind: ErrorKind | null, 
+/**
+ * Process id (`Library::process_id`) of the process running it; None unless running.
+ */
+worker: string | null, 
+/**
+ * The user asked to cancel it while it ran; the worker stops at its next progress report.
+ */
+cancel_requested: boolean, 
+/**
+ * How many processes died while running it; at `MAX_CRASHES` it fails.
+ */
+crashes: number, 
 /**
  * Re-queued after the process running it died; workers leave it until it is resumed.
  */
-recovered: boolean, created_at: string, started_at: string | null, finished_at: string | null, };
+recovered: boolean, 
+/**
+ * When it was queued: UTC, RFC 3339.
+ */
+created_at: string, 
+/**
+ * When a worker last claimed it (UTC, RFC 3339); None before.
+ */
+started_at: string | null, 
+/**
+ * When it ended (UTC, RFC 3339); None while queued or running.
+ */
+finished_at: string | null, };

@@ -2,4 +2,31 @@
 import type { EventLevel } from "./EventLevel";
 import type { JsonValue } from "./serde_json/JsonValue";
 
-export type JobEvent = { id: number, job_id: number, at: string, level: EventLevel, kind: string, data: JsonValue, };
+/**
+ * One thing a job reported as it ran: a row of `job_events`.
+ */
+export type JobEvent = { 
+/**
+ * Row id in `job_events`; ids grow in the order the events were recorded.
+ */
+id: number, 
+/**
+ * The job that reported it (row id in `jobs`).
+ */
+job_id: number, 
+/**
+ * When it was recorded: UTC, RFC 3339.
+ */
+at: string, 
+/**
+ * How serious it is.
+ */
+level: EventLevel, 
+/**
+ * What kind of event it is, e.g. `stage`, `retry`, `interrupted`, `alert`; filters `list`.
+ */
+kind: string, 
+/**
+ * The event's details as JSON (the stored text as a JSON string if it does not parse).
+ */
+data: JsonValue, };

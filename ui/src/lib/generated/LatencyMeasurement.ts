@@ -4,7 +4,12 @@ import type { LoopbackRun } from "./LoopbackRun";
 /**
  * A measured round trip, and the latency a stream with the given crossfade has over it.
  */
-export type LatencyMeasurement = { measurement: LoopbackRun, 
+export type LatencyMeasurement = { 
+/**
+ * The loopback run: the round trip found (if any), the devices' reported latencies, overflows
+ * and underruns.
+ */
+measurement: LoopbackRun, 
 /**
  * The round trip plus the engine's delay without denoise (crossfade + 10 ms), when a round
  * trip was found.

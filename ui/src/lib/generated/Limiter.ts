@@ -3,4 +3,8 @@
 /**
  * True-peak ceiling, dBTP.
  */
-export type Limiter = { ceiling_db: number, };
+export type Limiter = { 
+/**
+ * Highest true peak let through, in dBTP, -40 to 0.
+ */
+ceiling_db: number, };

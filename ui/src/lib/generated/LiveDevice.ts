@@ -3,4 +3,16 @@
 /**
  * One opened device, as the session uses it.
  */
-export type LiveDevice = { name: string, sample_rate: number, channels: number, };
+export type LiveDevice = { 
+/**
+ * The name the device was asked for, or its description when the default was taken.
+ */
+name: string, 
+/**
+ * Rate the device runs at (its default configuration's), in Hz.
+ */
+sample_rate: number, 
+/**
+ * Channels the device runs with (its default configuration's).
+ */
+channels: number, };

@@ -6,15 +6,35 @@ import type { StreamParams } from "./StreamParams";
 /**
  * What a stream starts with; every part but the devices and `record` can change while it runs.
  */
-export type LiveRequest = { voice: LiveVoice, params: StreamParams, passthrough: boolean, 
+export type LiveRequest = { 
+/**
+ * The voice to convert to.
+ */
+voice: LiveVoice, 
+/**
+ * The engine's parameters; a change applies from the next block.
+ */
+params: StreamParams, 
+/**
+ * Play the gated input instead of the voice (the engine's passthrough).
+ */
+passthrough: boolean, 
 /**
  * Device names as `timbre live devices` lists them; none for the system's default.
  */
-input: string | null, output: string | null, 
+input: string | null, 
+/**
+ * Output device name as `timbre live devices` lists it; none for the system's default.
+ */
+output: string | null, 
 /**
  * A second output (headphones while the output goes to a call, say), with its own gain.
  */
-monitor: string | null, gains: Gains, 
+monitor: string | null, 
+/**
+ * Input, output and monitor gains in dB; 0 dB each by default.
+ */
+gains: Gains, 
 /**
  * Keep the input and the output, saved as takes when the stream stops.
  */

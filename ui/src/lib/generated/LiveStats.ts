@@ -3,7 +3,14 @@ import type { LiveDevice } from "./LiveDevice";
 import type { LiveLevel } from "./LiveLevel";
 import type { LiveState } from "./LiveState";
 
-export type LiveStats = { state: LiveState, 
+/**
+ * A snapshot of a live session's state, devices, levels and timing.
+ */
+export type LiveStats = { 
+/**
+ * Where the session is in its life.
+ */
+state: LiveState, 
 /**
  * Why the state is what it is (the lost device, the processor's error), in plain words.
  */
@@ -11,7 +18,31 @@ message: string | null,
 /**
  * The rate the processor works at: the input device's, at most 48 kHz.
  */
-sample_rate: number, block_size: number, input_device: LiveDevice | null, output_device: LiveDevice | null, monitor_device: LiveDevice | null, input_level: LiveLevel, output_level: LiveLevel, 
+sample_rate: number, 
+/**
+ * Samples per processor block; 0 until the processor is built.
+ */
+block_size: number, 
+/**
+ * The capture device; `None` until the devices are open.
+ */
+input_device: LiveDevice | null, 
+/**
+ * The playback device; `None` until the devices are open.
+ */
+output_device: LiveDevice | null, 
+/**
+ * The monitor device; `None` without a monitor or until it is open.
+ */
+monitor_device: LiveDevice | null, 
+/**
+ * Level of the latest block given to the processor (after the input gain).
+ */
+input_level: LiveLevel, 
+/**
+ * Level of the latest processed block after the output gain.
+ */
+output_level: LiveLevel, 
 /**
  * Input audio dropped because the processing thread did not take it in time, or the
  * device's own overruns.
@@ -20,16 +51,40 @@ input_overflows: number,
 /**
  * Output callbacks that found too little processed audio, or the device's own underruns.
  */
-output_underruns: number, blocks_processed: number, 
+output_underruns: number, 
+/**
+ * Blocks the processor has handled.
+ */
+blocks_processed: number, 
 /**
  * A block's duration: the time `process` may take.
  */
-budget_ms: number, last_block_ms: number, 
+budget_ms: number, 
+/**
+ * Wall-clock time the latest block took to process, in ms.
+ */
+last_block_ms: number, 
 /**
  * The latest per-block processing times, oldest first.
  */
-recent_block_ms: Array<number>, falling_behind: boolean, advice: string | null, 
+recent_block_ms: Array<number>, 
+/**
+ * Whether the latest [`FALLING_BEHIND_BLOCKS`] or more blocks in a row took over `budget_ms`.
+ */
+falling_behind: boolean, 
+/**
+ * [`FALLING_BEHIND_ADVICE`] while falling behind, else `None`.
+ */
+advice: string | null, 
 /**
  * What the devices report between the callback and the converter (capture, playback).
  */
-input_latency_ms: number | null, output_latency_ms: number | null, processor_error: string | null, };
+input_latency_ms: number | null, 
+/**
+ * Playback latency the output device reports, in ms; `None` when unreported.
+ */
+output_latency_ms: number | null, 
+/**
+ * The processor's error or panic message once it has failed.
+ */
+processor_error: string | null, };

@@ -6,7 +6,24 @@ import type { StreamParams } from "./StreamParams";
 /**
  * A running stream's numbers, as the Live page and `timbre live run` show them.
  */
-export type LiveStatus = { stats: LiveStats, voice: LiveVoice, params: StreamParams, passthrough: boolean, 
+export type LiveStatus = { 
+/**
+ * The device session's numbers: state, rate, devices, levels, block times, overflows and
+ * underruns.
+ */
+stats: LiveStats, 
+/**
+ * The voice converting now.
+ */
+voice: LiveVoice, 
+/**
+ * The parameters in effect (the latest set).
+ */
+params: StreamParams, 
+/**
+ * Whether the gated input plays instead of the voice.
+ */
+passthrough: boolean, 
 /**
  * Input to output as the reference estimates it: block + crossfade + 10 ms + the output
  * prefill + what the devices report.

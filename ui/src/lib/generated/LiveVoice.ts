@@ -3,7 +3,11 @@
 /**
  * The voice a stream converts to.
  */
-export type LiveVoice = { model_id: number, 
+export type LiveVoice = { 
+/**
+ * Id of the library model (its `models` row) to convert with.
+ */
+model_id: number, 
 /**
  * Retrieve from the voice's index when it has one (at the parameters' index rate).
  */

@@ -4,13 +4,41 @@ import type { LoopbackResult } from "./LoopbackResult";
 /**
  * What one measurement saw: the result, and the session it ran in.
  */
-export type LoopbackRun = { result: LoopbackResult, sample_rate: number, block: number, block_ms: number, 
+export type LoopbackRun = { 
+/**
+ * What the probe found.
+ */
+result: LoopbackResult, 
+/**
+ * The session's processing rate, in Hz.
+ */
+sample_rate: number, 
+/**
+ * Samples per processor block.
+ */
+block: number, 
+/**
+ * One block's duration, in ms.
+ */
+block_ms: number, 
 /**
  * What the devices reported (callback to capture, callback to playback).
  */
-input_latency_ms: number | null, output_latency_ms: number | null, 
+input_latency_ms: number | null, 
+/**
+ * Playback latency the output device reported, in ms; `None` when unreported.
+ */
+output_latency_ms: number | null, 
 /**
  * The estimate for a passthrough (no engine delay) with the reported latencies: what the
  * round trip should be.
  */
-estimated_ms: number, input_overflows: number, output_underruns: number, };
+estimated_ms: number, 
+/**
+ * Input audio dropped during the measurement (any voids a found round trip).
+ */
+input_overflows: number, 
+/**
+ * Output callbacks that found too little audio during the measurement.
+ */
+output_underruns: number, };

@@ -4,4 +4,28 @@ import type { CachedModel } from "./CachedModel";
 /**
  * What the cache holds and how well it has served, most recently used model first.
  */
-export type ModelCacheReport = { budget_bytes: number, used_bytes: number, hits: number, misses: number, evictions: number, models: Array<CachedModel>, };
+export type ModelCacheReport = { 
+/**
+ * The most the models may hold, in bytes (the `model_cache_mb` setting).
+ */
+budget_bytes: number, 
+/**
+ * What the cached models hold, in bytes; over the budget only when the newest model alone is.
+ */
+used_bytes: number, 
+/**
+ * Lookups served from the cache since it was created.
+ */
+hits: number, 
+/**
+ * Lookups that had to load their model.
+ */
+misses: number, 
+/**
+ * Models dropped to fit the budget (emptying the cache not counted).
+ */
+evictions: number, 
+/**
+ * The cached models, most recently used first.
+ */
+models: Array<CachedModel>, };

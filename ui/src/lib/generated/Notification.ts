@@ -3,4 +3,35 @@ import type { Job } from "./Job";
 import type { TrainingMetric } from "./TrainingMetric";
 import type { TrainingPreview } from "./TrainingPreview";
 
-export type Notification = { "type": "job", job: Job, } | { "type": "library_changed" } | { "type": "training_metric", training_id: number, metric: TrainingMetric, } | { "type": "training_preview", preview: TrainingPreview, } | { "type": "training_rewound", training_id: number, epoch: number, step: number, };
+/**
+ * What the library tells its subscribers as things change; serialised tagged by `type`.
+ */
+export type Notification = { "type": "job", 
+/**
+ * The job as it is now.
+ */
+job: Job, } | { "type": "library_changed" } | { "type": "training_metric", 
+/**
+ * Row id of the training in `trainings`.
+ */
+training_id: number, 
+/**
+ * The step's losses as recorded.
+ */
+metric: TrainingMetric, } | { "type": "training_preview", 
+/**
+ * The preview as recorded.
+ */
+preview: TrainingPreview, } | { "type": "training_rewound", 
+/**
+ * Row id of the training in `trainings`.
+ */
+training_id: number, 
+/**
+ * The epoch it restarts after: previews of later epochs are gone.
+ */
+epoch: number, 
+/**
+ * The step it restarts after: losses of later steps are gone.
+ */
+step: number, };

@@ -8,11 +8,23 @@ export type PitchCurve = {
 /**
  * The input's name.
  */
-input: string, method: F0Method, frame_secs: number, 
+input: string, 
+/**
+ * The pitch method that tracked it.
+ */
+method: F0Method, 
+/**
+ * Seconds per frame: 0.01.
+ */
+frame_secs: number, 
 /**
  * Hz per frame, 0 where unvoiced (conversion fills those by interpolation).
  */
-f0: Array<number>, voiced_frames: number, 
+f0: Array<number>, 
+/**
+ * Frames with a pitch (`f0` above 0).
+ */
+voiced_frames: number, 
 /**
  * The median of the voiced frames.
  */

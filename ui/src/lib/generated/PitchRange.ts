@@ -3,4 +3,20 @@
 /**
  * 5th, 50th and 95th percentile of the f0 of voiced 10 ms frames of the kept pieces.
  */
-export type PitchRange = { low_hz: number, median_hz: number, high_hz: number, voiced_frames: number, };
+export type PitchRange = { 
+/**
+ * 5th percentile, in Hz.
+ */
+low_hz: number, 
+/**
+ * Median, in Hz.
+ */
+median_hz: number, 
+/**
+ * 95th percentile, in Hz.
+ */
+high_hz: number, 
+/**
+ * Voiced frames the percentiles are over.
+ */
+voiced_frames: number, };

@@ -12,7 +12,23 @@ export type PrepareRequest = {
 /**
  * The dataset, by name: created when new, prepared again when it exists.
  */
-name: string, voice_id: number | null, inputs: Array<AudioInput>, sample_rate: number, version: ModelVersion, 
+name: string, 
+/**
+ * The voice the dataset belongs to; None leaves an existing dataset's voice as it is.
+ */
+voice_id: number | null, 
+/**
+ * The takes and files to slice, in order; at least one.
+ */
+inputs: Array<AudioInput>, 
+/**
+ * The model rate to prepare at, in Hz: 32000, 40000 or 48000; 40000 when absent.
+ */
+sample_rate: number, 
+/**
+ * Which features to extract; v2 when absent.
+ */
+version: ModelVersion, 
 /**
  * None: a dataset for a model without pitch.
  */

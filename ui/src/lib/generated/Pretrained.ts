@@ -3,4 +3,12 @@
 /**
  * Where a training's starting weights come from.
  */
-export type Pretrained = "auto" | "none" | { "files": { generator: string, discriminator: string, } };
+export type Pretrained = "auto" | "none" | { "files": { 
+/**
+ * The generator (`G`) checkpoint.
+ */
+generator: string, 
+/**
+ * The discriminator (`D`) checkpoint.
+ */
+discriminator: string, } };

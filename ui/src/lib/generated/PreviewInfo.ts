@@ -3,7 +3,15 @@
 /**
  * What the preview did, for the UI.
  */
-export type PreviewInfo = { start_secs: number, secs: number, 
+export type PreviewInfo = { 
+/**
+ * Where the excerpt starts in the input, in seconds.
+ */
+start_secs: number, 
+/**
+ * Length of the excerpt in seconds (shorter than asked when the input ends first).
+ */
+secs: number, 
 /**
  * The whole input's length.
  */
@@ -15,4 +23,8 @@ rough_preview: boolean,
 /**
  * The separation model used.
  */
-model: string | null, notes: Array<string>, };
+model: string | null, 
+/**
+ * What the user should know about the result, from separation and enhancement.
+ */
+notes: Array<string>, };

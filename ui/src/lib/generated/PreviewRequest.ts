@@ -6,11 +6,19 @@ import type { IsolationMethod } from "./IsolationMethod";
 /**
  * What to preview: the steps of a cleaning batch, on one input.
  */
-export type PreviewRequest = { input: AudioInput, 
+export type PreviewRequest = { 
+/**
+ * The take or file to take the excerpt from; it is only read.
+ */
+input: AudioInput, 
 /**
  * Where the excerpt starts, in seconds; None: the loudest stretch of the input.
  */
-start_secs: number | null, secs: number, 
+start_secs: number | null, 
+/**
+ * Length of the excerpt in seconds, within `PREVIEW_SECS_RANGE`; 10 when absent.
+ */
+secs: number, 
 /**
  * Isolation first (its vocals go on to enhancement); None skips it.
  */

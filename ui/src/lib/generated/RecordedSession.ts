@@ -4,4 +4,12 @@ import type { Take } from "./Take";
 /**
  * The takes a recorded stream left.
  */
-export type RecordedSession = { input: Take, output: Take, };
+export type RecordedSession = { 
+/**
+ * The take of what the input device captured.
+ */
+input: Take, 
+/**
+ * The take of the converted output, linked to `input` as derived from it.
+ */
+output: Take, };

@@ -4,4 +4,20 @@
  * `decay_seconds` is the RT60 (at low frequencies when `damping` > 0, which shortens the
  * highs).
  */
-export type Reverb = { decay_seconds: number, pre_delay_ms: number, damping: number, mix: number, };
+export type Reverb = { 
+/**
+ * Time for the tail to fall 60 dB, in seconds, 0.1 to 30.
+ */
+decay_seconds: number, 
+/**
+ * Delay before the reverb starts, in ms, 0 to 500.
+ */
+pre_delay_ms: number, 
+/**
+ * High-frequency damping in the feedback loops, 0 (none) to 0.99 (darkest).
+ */
+damping: number, 
+/**
+ * Wet share, 0 (dry only) to 1 (wet only).
+ */
+mix: number, };

@@ -4,7 +4,15 @@ import type { Take } from "./Take";
 /**
  * A saved result, as the job reports it.
  */
-export type SavedTake = { operation: string, take: Take, 
+export type SavedTake = { 
+/**
+ * What made it, as `derived_takes` records it: `enhance`, `isolate_vocals`, `cover`, …
+ */
+operation: string, 
+/**
+ * The saved take (an existing one when `duplicate`).
+ */
+take: Take, 
 /**
  * The library already held identical audio.
  */

@@ -3,4 +3,12 @@
 /**
  * Which notes the pitch is pulled to.
  */
-export type Scale = { "kind": "chromatic" } | { "kind": "major", tonic: number, } | { "kind": "minor", tonic: number, };
+export type Scale = { "kind": "chromatic" } | { "kind": "major", 
+/**
+ * The key's tonic as a pitch class, 0 = C … 11 = B.
+ */
+tonic: number, } | { "kind": "minor", 
+/**
+ * The key's tonic as a pitch class, 0 = C … 11 = B.
+ */
+tonic: number, };

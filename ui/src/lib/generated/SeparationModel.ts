@@ -3,4 +3,16 @@
 /**
  * A RoFormer checkpoint and its config in the models folder.
  */
-export type SeparationModel = { name: string, checkpoint: string, config: string, };
+export type SeparationModel = { 
+/**
+ * The checkpoint's file stem, by which requests name the model.
+ */
+name: string, 
+/**
+ * The `.ckpt` weights, in `<models dir>/separation`.
+ */
+checkpoint: string, 
+/**
+ * The `.yaml` configuration beside the checkpoint, of the same stem.
+ */
+config: string, };

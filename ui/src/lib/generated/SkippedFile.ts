@@ -4,4 +4,12 @@
  * A file of the source that was not imported, and why (not a voice model, an index that fits
  * no voice, a link inside an archive…).
  */
-export type SkippedFile = { file: string, reason: string, };
+export type SkippedFile = { 
+/**
+ * The file as messages name it: its path, or `<archive>:<entry>`.
+ */
+file: string, 
+/**
+ * Why it was not imported, in plain words.
+ */
+reason: string, };

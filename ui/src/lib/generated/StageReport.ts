@@ -2,7 +2,22 @@
 import type { Stage } from "./Stage";
 import type { StageStatus } from "./StageStatus";
 
-export type StageReport = { stage: Stage, status: StageStatus, seconds: number, 
+/**
+ * How one stage of a cover went, as a job event and in the result.
+ */
+export type StageReport = { 
+/**
+ * Which stage.
+ */
+stage: Stage, 
+/**
+ * Whether it ran, came from the cache or was skipped.
+ */
+status: StageStatus, 
+/**
+ * Wall-clock time it took, in seconds; 0 when cached or skipped.
+ */
+seconds: number, 
 /**
  * Why it was skipped, or what ran.
  */

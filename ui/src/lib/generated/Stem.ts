@@ -6,6 +6,11 @@ import type { Take } from "./Take";
  */
 export type Stem = { 
 /**
- * `vocals`, `instrumental`, `lead`, `backing`, `converted` or `cover`.
+ * `vocals`, `instrumental`, `lead`, `backing`, `converted`, `processed` (the converted vocals
+ * after the effects) or `cover`.
  */
-role: string, take: Take, };
+role: string, 
+/**
+ * The stem's take in the library.
+ */
+take: Take, };

@@ -8,7 +8,15 @@ import type { Unvoiced } from "./Unvoiced";
  * parameters (stored flat), which apply from the next block. `voice.protect` applies only when
  * `unvoiced` is not `original`, as in the reference.
  */
-export type StreamParams = { block_ms: number, crossfade_ms: number, 
+export type StreamParams = { 
+/**
+ * Block length in ms, rounded to whole 10 ms frames (default 250).
+ */
+block_ms: number, 
+/**
+ * Crossfade between consecutive blocks in ms (default 50); SOLA fades over at most 40 ms.
+ */
+crossfade_ms: number, 
 /**
  * Extra context before the block (the original's `extra_time`).
  */
@@ -16,7 +24,11 @@ context_ms: number,
 /**
  * RMS gate in dB; -60 turns it off.
  */
-threshold_db: number, unvoiced: Unvoiced, 
+threshold_db: number, 
+/**
+ * What happens to the frames the pitch tracker finds unvoiced (default `original`).
+ */
+unvoiced: Unvoiced, 
 /**
  * RNNoise over the input before conversion (and over a passthrough).
  */
@@ -33,7 +45,11 @@ transpose: number,
  * Semitones the formants move (up: a smaller-sounding voice) while the pitch stays where
  * `transpose` puts it; 0 is off.
  */
-formant_shift: number, f0_method: F0Method, 
+formant_shift: number, 
+/**
+ * Which tracker gives the pitch (default RMVPE).
+ */
+f0_method: F0Method, 
 /**
  * How much of the features comes from the index (0 = none).
  */

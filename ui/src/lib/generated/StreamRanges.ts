@@ -4,7 +4,23 @@ import type { Bounds } from "./Bounds";
 /**
  * The ranges of [`STREAM_RANGES`].
  */
-export type StreamRanges = { block_ms: Bounds, crossfade_ms: Bounds, context_ms: Bounds, threshold_db: Bounds, 
+export type StreamRanges = { 
+/**
+ * Bounds of `StreamParams::block_ms`.
+ */
+block_ms: Bounds, 
+/**
+ * Bounds of `StreamParams::crossfade_ms`.
+ */
+crossfade_ms: Bounds, 
+/**
+ * Bounds of `StreamParams::context_ms`.
+ */
+context_ms: Bounds, 
+/**
+ * Bounds of `StreamParams::threshold_db` (-60 is off).
+ */
+threshold_db: Bounds, 
 /**
  * The device rate the engine runs at.
  */

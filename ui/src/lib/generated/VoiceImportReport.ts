@@ -5,7 +5,19 @@ import type { VoiceModel } from "./VoiceModel";
 /**
  * What an import did: the models now in the library and the files it left aside.
  */
-export type VoiceImportReport = { source: string, models: Array<VoiceModel>, skipped: Array<SkippedFile>, 
+export type VoiceImportReport = { 
+/**
+ * The source as messages name it: its absolute path, or the link.
+ */
+source: string, 
+/**
+ * The models imported, or already in the library with the same weights; each once.
+ */
+models: Array<VoiceModel>, 
+/**
+ * The files of the source left aside, with why.
+ */
+skipped: Array<SkippedFile>, 
 /**
  * What the imported voices need before they can convert that the models folder lacks (a
  * HuBERT of the width they take).

@@ -20,4 +20,8 @@ use_index: string | null,
 /**
  * The name in the library (one voice only; default: the model's own name, else its file's).
  */
-name: string | null, voice_id: number | null, };
+name: string | null, 
+/**
+ * The library voice to put the imported models under; None for none.
+ */
+voice_id: number | null, };

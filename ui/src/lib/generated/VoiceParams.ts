@@ -14,7 +14,11 @@ transpose: number,
  * Semitones the formants move (up: a smaller-sounding voice) while the pitch stays where
  * `transpose` puts it; 0 is off.
  */
-formant_shift: number, f0_method: F0Method, 
+formant_shift: number, 
+/**
+ * Which tracker gives the pitch (default RMVPE).
+ */
+f0_method: F0Method, 
 /**
  * How much of the features comes from the index (0 = none).
  */

@@ -5,4 +5,32 @@ import type { Bounds } from "./Bounds";
  * Every numeric voice parameter's range: what [`VoiceParams::check`] accepts and what the
  * app's controls offer (the defaults command hands it to the UI).
  */
-export type VoiceRanges = { transpose: Bounds, formant_shift: Bounds, index_rate: Bounds, protect: Bounds, rms_mix_rate: Bounds, speaker_id: Bounds, autotune_strength: Bounds, };
+export type VoiceRanges = { 
+/**
+ * Range of `transpose` in semitones.
+ */
+transpose: Bounds, 
+/**
+ * Range of `formant_shift` in semitones.
+ */
+formant_shift: Bounds, 
+/**
+ * Range of `index_rate`.
+ */
+index_rate: Bounds, 
+/**
+ * Range of `protect`, whose top (0.5) turns it off.
+ */
+protect: Bounds, 
+/**
+ * Range of `rms_mix_rate`.
+ */
+rms_mix_rate: Bounds, 
+/**
+ * Range of `speaker_id`; the model's own speaker count is checked separately.
+ */
+speaker_id: Bounds, 
+/**
+ * Range of the autotune's `strength`.
+ */
+autotune_strength: Bounds, };

@@ -14,10 +14,14 @@ use tch::{Device, Kind, Tensor};
 #[cfg(test)]
 mod tests;
 
+/// How `demix` cuts a mix into chunks (upstream `audio.chunk_size` and `inference.*`).
 #[derive(Debug, Clone, Copy)]
 pub struct DemixOptions {
+    /// Samples per chunk, the length of one model input.
     pub chunk_size: i64,
+    /// Chunks covering each sample: a chunk starts every `chunk_size / num_overlap` samples.
     pub num_overlap: i64,
+    /// Most chunks passed to `separate` in one call.
     pub batch_size: i64,
 }
 
@@ -141,6 +145,7 @@ impl Demixer {
         })
     }
 
+    /// Channels of the mix, as given to `new`.
     pub fn channels(&self) -> i64 {
         self.channels
     }
