@@ -1,6 +1,6 @@
 //! The Tauri shell: opens the library and starts its job workers (exiting with the error when it
-//! cannot), registers every command the UI calls, and shuts the job system down when the app
-//! ends.
+//! cannot), removes a crashed run's virtual microphone, registers every command the UI calls, and
+//! stops a live stream when the app ends.
 
 #[cfg(test)]
 mod bindings;
@@ -10,7 +10,8 @@ mod contract;
 mod error;
 mod state;
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
+use tauri::Manager;
 use timbre_core::Library;
 use timbre_core::jobs::JobSystem;
 use timbre_core::model_cache::ModelCache;
@@ -23,9 +24,13 @@ pub fn run() {
         eprintln!("Timbre Studio cannot open its library: {err:#}");
         std::process::exit(1);
     });
+    // A virtual microphone a crashed run left behind; without a sound server there is none.
+    std::thread::spawn(|| {
+        let _ = timbre_audio::live::virtual_mic::remove_leftovers();
+    });
     tauri::Builder::default()
         .plugin(tauri_plugin_dialog::init())
-        .manage(state::AppState::new(Arc::clone(&jobs), models))
+        .manage(state::AppState::new(jobs, models))
         .invoke_handler(tauri::generate_handler![
             commands::library::list_voices,
             commands::library::create_voice,
@@ -113,9 +118,30 @@ pub fn run() {
             commands::train::get_training_preview_audio,
             commands::train::export_training,
         ])
-        .run(tauri::generate_context!())
-        .expect("error while running Timbre Studio");
-    jobs.shutdown();
+        .build(tauri::generate_context!())
+        .expect("error while building Timbre Studio")
+        // The event loop ends the process itself: what must happen at exit happens here. A job
+        // still running is not waited for (a training can take hours); the next start recovers it.
+        .run(|app, event| {
+            if let tauri::RunEvent::Exit = event {
+                stop_live(app);
+            }
+        });
+}
+
+/// A live stream ends with the app: its recording saved, its virtual microphone removed.
+fn stop_live(app: &tauri::AppHandle) {
+    let state = app.state::<state::AppState>();
+    let live = state
+        .live
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    if let Some(live) = live
+        && let Err(err) = live.stop()
+    {
+        eprintln!("Timbre Studio: the live stream did not stop cleanly: {err:#}");
+    }
 }
 
 fn open_job_system(models: &Arc<ModelCache>) -> anyhow::Result<Arc<JobSystem>> {

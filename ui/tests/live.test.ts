@@ -33,6 +33,7 @@ function makeStats(over: Partial<LiveStats> = {}): LiveStats {
     input_latency_ms: null,
     output_latency_ms: null,
     processor_error: null,
+    virtual_mic: null,
     ...over,
   };
 }
@@ -102,6 +103,7 @@ const form = (over: Partial<LiveForm> = {}): LiveForm => ({
   monitor: 'Headphones',
   gains: { input_db: 3, output_db: -2, monitor_db: 0 },
   record: true,
+  virtualMic: false,
   ...over,
 });
 
@@ -116,7 +118,9 @@ describe('live logic', () => {
       monitor: 'Headphones',
       gains: { input_db: 3, output_db: -2, monitor_db: 0 },
       record: true,
+      virtual_mic: false,
     });
+    expect(buildLiveRequest(form({ virtualMic: true }))?.virtual_mic).toBe(true);
     expect(buildLiveRequest(form({ voiceA: null }))).toBeNull();
   });
 
@@ -186,6 +190,7 @@ describe('Live page', () => {
       monitor: 'Headphones',
       gains: { input_db: 0, output_db: 0, monitor_db: 0 },
       record: true,
+      virtual_mic: false,
     });
     await waitFor(() => expect(screen.getByTestId('live-state')).toHaveAttribute('data-state', 'running'));
     expect(screen.getByTestId('live-input')).toBeDisabled();
@@ -298,6 +303,27 @@ describe('Live page', () => {
     await fireEvent.click(screen.getByTestId('live-ab-switch'));
     await waitFor(() => expect(screen.getByTestId('live-ab-side')).toHaveAttribute('data-side', 'A'));
     expect(be.argsOf('update_live')[1].voice).toEqual({ model_id: 1, use_index: true });
+  });
+
+  it('plays the voice into the virtual microphone and says other programs can pick it', async () => {
+    const be = backend({
+      start_live: ({ request }) => makeStatus({ voice: request.voice }, { virtual_mic: 'timbre_studio_voice_mic_42' }),
+      live_status: () => makeStatus({}, { virtual_mic: 'timbre_studio_voice_mic_42' }),
+    });
+    render(Live);
+    await waitFor(() => expect(screen.getByTestId('live-start')).toBeEnabled());
+    const output = screen.getByTestId('live-output');
+    expect(output).toBeEnabled();
+    await fireEvent.click(screen.getByTestId('live-virtual-mic'));
+    expect(output, 'the output goes to the microphone').toBeDisabled();
+    expect(screen.queryByTestId('live-virtual-mic-on')).toBeNull();
+    await fireEvent.click(screen.getByTestId('live-start'));
+    await waitFor(() => expect(be.argsOf('start_live')).toHaveLength(1));
+    expect(be.argsOf('start_live')[0].request.virtual_mic).toBe(true);
+    const note = await screen.findByTestId('live-virtual-mic-on');
+    expect(note).toHaveTextContent('Other programs can now pick “Timbre Studio voice” as their microphone');
+    expect(note).toHaveAttribute('data-source', 'timbre_studio_voice_mic_42');
+    expect(screen.getByTestId('live-virtual-mic')).toBeDisabled();
   });
 
   it('shows the two takes a recorded session left, with a way to the Library', async () => {

@@ -8,10 +8,13 @@
 //! the tests one after another (one of them kills and restarts the daemon). A name given on the
 //! command line runs only the tests whose names contain it.
 
+use std::io::Read;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use timbre_audio::AudioErrorKind;
+use timbre_audio::live::virtual_mic::{self, VirtualMic};
 use timbre_audio::live::{
     self, BlockProcessor, LiveSession, LiveState, LiveStats, SessionConfig, latency,
 };
@@ -26,12 +29,16 @@ const RUN_LIMIT: Duration = Duration::from_secs(300);
 type LoopTest = fn(&mut PulseLoop);
 
 fn main() {
+    // A child of this run, on the run's daemon (the environment it inherits routes it there).
+    if std::env::args().any(|a| a == HOLD_VIRTUAL_MIC) {
+        hold_a_virtual_mic();
+    }
     let mut pulse = PulseLoop::start();
     // SAFETY: no other thread runs yet, and nothing has called into ALSA.
     unsafe { pulse.route_this_process() };
     pulse.fail_after(RUN_LIMIT);
     let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
-    let tests: [(&str, LoopTest); 5] = [
+    let tests: [(&str, LoopTest); 7] = [
         (
             "loopback_round_trip_matches_the_estimate",
             loopback_round_trip_matches_the_estimate,
@@ -51,6 +58,14 @@ fn main() {
         (
             "a_missing_input_device_is_a_clear_error",
             a_missing_input_device_is_a_clear_error,
+        ),
+        (
+            "the_virtual_microphone_carries_the_output_and_goes_with_the_session",
+            the_virtual_microphone_carries_the_output_and_goes_with_the_session,
+        ),
+        (
+            "a_crashed_sessions_virtual_microphone_is_removed_at_the_next_start",
+            a_crashed_sessions_virtual_microphone_is_removed_at_the_next_start,
         ),
     ];
     let mut failed = Vec::new();
@@ -329,4 +344,185 @@ fn a_96_khz_device_is_resampled_to_48_khz(pulse: &mut PulseLoop) {
     if let Err(panic) = result {
         std::panic::resume_unwind(panic);
     }
+}
+
+/// The argument that makes this binary a process holding a virtual microphone until killed.
+const HOLD_VIRTUAL_MIC: &str = "--hold-virtual-mic";
+
+fn hold_a_virtual_mic() -> ! {
+    let mic = VirtualMic::create().unwrap();
+    println!("{}", mic.source());
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+/// Plays a 440 Hz sine at half scale, whatever comes in.
+struct Sine {
+    block: usize,
+    rate: f32,
+    phase: f32,
+}
+
+impl BlockProcessor for Sine {
+    fn block_size(&self) -> usize {
+        self.block
+    }
+
+    fn process(&mut self, input: &[f32]) -> anyhow::Result<Vec<f32>> {
+        let step = std::f32::consts::TAU * 440.0 / self.rate;
+        Ok(input
+            .iter()
+            .map(|_| {
+                self.phase = (self.phase + step) % std::f32::consts::TAU;
+                0.5 * self.phase.sin()
+            })
+            .collect())
+    }
+}
+
+/// 0.7 s of what another program records from `source` (48 kHz mono), after 0.3 s settling.
+fn record_from(source: &str) -> Vec<f32> {
+    let mut recorder = Command::new("pacat")
+        .args([
+            "--record",
+            "--raw",
+            "--format=float32le",
+            "--rate=48000",
+            "--channels=1",
+        ])
+        .args(["--latency-msec=20", "-d", source])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("pacat (pulseaudio-utils) records");
+    let mut bytes = vec![0u8; 48_000 * 4];
+    recorder
+        .stdout
+        .take()
+        .unwrap()
+        .read_exact(&mut bytes)
+        .unwrap();
+    recorder.kill().unwrap();
+    recorder.wait().unwrap();
+    let samples: Vec<f32> = bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    samples[14_400..].to_vec()
+}
+
+fn rms(samples: &[f32]) -> f32 {
+    (samples.iter().map(|s| s * s).sum::<f32>() / samples.len() as f32).sqrt()
+}
+
+fn sources(pulse: &PulseLoop) -> String {
+    pulse.pactl(&["list", "short", "sources"])
+}
+
+fn the_virtual_microphone_carries_the_output_and_goes_with_the_session(pulse: &mut PulseLoop) {
+    let config = SessionConfig {
+        virtual_mic: true,
+        ..SessionConfig::default()
+    };
+    let session = LiveSession::start(
+        config,
+        Box::new(|rate| {
+            let block = latency::block_frames(20.0, rate);
+            Ok(Box::new(Sine {
+                block,
+                rate: rate as f32,
+                phase: 0.0,
+            }))
+        }),
+    )
+    .unwrap();
+    let running = wait_for(&session, "blocks to flow", 10, |s| s.blocks_processed >= 10);
+    let source = running
+        .virtual_mic
+        .clone()
+        .expect("the session names its microphone");
+    let listed = sources(pulse);
+    assert!(
+        listed.contains(&source),
+        "{source} is not among the sources:\n{listed}"
+    );
+    let description = pulse.pactl(&["list", "sources"]);
+    assert!(
+        description.contains(virtual_mic::DESCRIPTION),
+        "{description}"
+    );
+
+    let (heard, default_sink) = std::thread::scope(|scope| {
+        let other = scope.spawn(|| record_from("loop.monitor"));
+        (record_from(&source), other.join().unwrap())
+    });
+    // 440 Hz crosses zero 880 times a second; the window is 0.7 s.
+    let crossings = heard
+        .windows(2)
+        .filter(|w| (w[0] < 0.0) != (w[1] < 0.0))
+        .count();
+    println!(
+        "virtual microphone: rms {:.3}, {crossings} zero crossings in 0.7 s; default sink's \
+         monitor: rms {:.4}; underruns {}",
+        rms(&heard),
+        rms(&default_sink),
+        session.stats().output_underruns
+    );
+    assert!(
+        rms(&heard) > 0.25,
+        "the microphone does not carry the output: rms {}",
+        rms(&heard)
+    );
+    assert!(
+        (600..=632).contains(&crossings),
+        "{crossings} zero crossings: not the 440 Hz sine"
+    );
+    assert!(
+        rms(&default_sink) < 0.01,
+        "the output still plays on the default sink"
+    );
+
+    session.stop().unwrap();
+    let listed = sources(pulse);
+    assert!(
+        !listed.contains("timbre_studio_voice"),
+        "left after stop:\n{listed}"
+    );
+}
+
+fn a_crashed_sessions_virtual_microphone_is_removed_at_the_next_start(pulse: &mut PulseLoop) {
+    let mut holder = Command::new(std::env::current_exe().unwrap())
+        .arg(HOLD_VIRTUAL_MIC)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    let mut out = holder.stdout.take().unwrap();
+    let mut byte = [0u8; 1];
+    while out.read(&mut byte).unwrap() == 1 && byte[0] != b'\n' {
+        line.push(byte[0] as char);
+    }
+    assert!(
+        sources(pulse).contains(line.trim()),
+        "the holder made no microphone: {line:?}"
+    );
+    // kill -9: no destructor runs, the modules stay.
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert!(
+        sources(pulse).contains(line.trim()),
+        "the modules went with the process"
+    );
+
+    // What the next start does first; a running process's microphone is left alone.
+    let mine = VirtualMic::create().unwrap();
+    let listed = sources(pulse);
+    assert!(
+        !listed.contains(line.trim()),
+        "the crashed run's microphone is left:\n{listed}"
+    );
+    assert!(listed.contains(mine.source()), "{listed}");
+    assert_eq!(virtual_mic::remove_leftovers().unwrap(), 0);
+    drop(mine);
+    assert!(!sources(pulse).contains("timbre_studio_voice"));
 }

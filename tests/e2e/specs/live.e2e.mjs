@@ -165,4 +165,37 @@ describe('live', () => {
     await group.$(byTestId('derived-group-toggle')).click();
     await listed(output);
   });
+
+  it('plays the voice into the virtual microphone, which other programs record, and removes it at stop', async () => {
+    const env = { ...process.env, ...pulseEnv() };
+    const sources = () => spawnSync('pactl', ['list', 'short', 'sources'], { env, encoding: 'utf8' }).stdout;
+    feeder?.kill();
+    const sine = path.join(requireEnv('E2E_TMP'), 'live-source.wav');
+    feeder = spawn('paplay', ['-d', 'loop', sine], { env, stdio: 'ignore' });
+    await openPage('live', byTestId('live-start'));
+    if (await $(byTestId('live-record')).isSelected()) await $(byTestId('live-record')).click();
+    await $(byTestId('live-virtual-mic')).click();
+    await $(byTestId('live-start')).click();
+    const note = await $(byTestId('live-virtual-mic-on'));
+    await note.waitForDisplayed({ timeout: START_TIMEOUT, timeoutMsg: `no virtual microphone: ${await errors()}` });
+    const source = await note.getAttribute('data-source');
+    assert.ok(sources().includes(source), `${source} is not a source of the sound server: ${sources()}`);
+
+    // Another program records half a second from it: the voice, not silence.
+    await waitFor(async () => Number(await $(byTestId('live-output-meter')).getAttribute('data-peak-db')) > -80, {
+      timeout: 30000,
+      message: async () => `the output meter did not move: ${await errors()}`,
+    });
+    const recorded = spawnSync('sh', ['-c', `pacat --record --raw --format=float32le --rate=48000 --channels=1 --latency-msec=20 -d '${source}' | head -c 192000`], { env, timeout: 20000 });
+    const samples = new Float32Array(recorded.stdout.buffer, recorded.stdout.byteOffset, Math.floor(recorded.stdout.length / 4));
+    const rms = Math.sqrt(samples.reduce((sum, x) => sum + x * x, 0) / samples.length);
+    assert.ok(samples.length === 48000 && rms > 1e-3, `recorded ${samples.length} samples at rms ${rms} from ${source}`);
+
+    await $(byTestId('live-stop')).click();
+    await waitFor(async () => (await $(byTestId('live-state')).getAttribute('data-state')) === 'stopped', {
+      timeout: 60000,
+      message: async () => `the stream did not stop: ${await errors()}`,
+    });
+    assert.ok(!sources().includes(source), `the microphone is left after stop: ${sources()}`);
+  });
 });

@@ -27,6 +27,7 @@ class LiveSession {
   passthrough = $state(false);
   gains = $state<Gains>({ ...NO_GAIN });
   record = $state(false);
+  virtualMic = $state(false);
 
   phase = $state<LivePhase>('idle');
   /** The latest polled numbers of the running stream. */
@@ -65,6 +66,7 @@ class LiveSession {
       monitor: this.monitor,
       gains: this.gains,
       record: this.record,
+      virtualMic: this.virtualMic,
     };
   }
 
@@ -206,6 +208,7 @@ class LiveSession {
     this.passthrough = false;
     this.gains = { ...NO_GAIN };
     this.record = false;
+    this.virtualMic = false;
     this.phase = 'idle';
     this.status = null;
     this.measuring = false;

@@ -15,7 +15,12 @@ export interface LiveForm {
   monitor: string | null;
   gains: Gains;
   record: boolean;
+  /** Play the voice into the virtual microphone instead of the output device. */
+  virtualMic: boolean;
 }
+
+/** The microphone other programs see while a stream feeds it (the backend's `DESCRIPTION`). */
+export const VIRTUAL_MIC_NAME = 'Timbre Studio voice';
 
 /** What `start_live` gets for the form; null until a voice is chosen. */
 export function buildLiveRequest(form: LiveForm): LiveRequest | null {
@@ -29,6 +34,7 @@ export function buildLiveRequest(form: LiveForm): LiveRequest | null {
     monitor: form.monitor,
     gains: { ...form.gains },
     record: form.record,
+    virtual_mic: form.virtualMic,
   };
 }
 

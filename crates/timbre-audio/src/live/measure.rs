@@ -48,6 +48,7 @@ pub fn measure(
         monitor: None,
         gains: Gains::default(),
         record: false,
+        virtual_mic: false,
     };
     let (watch_tx, watch_rx) = mpsc::channel();
     let session = LiveSession::start(

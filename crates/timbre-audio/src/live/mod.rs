@@ -10,6 +10,7 @@ mod measure;
 mod session;
 mod stats;
 mod streams;
+pub mod virtual_mic;
 
 pub use devices::{OutputDevice, list_input_devices, list_output_devices};
 pub use measure::{LoopbackRun, measure};
@@ -48,6 +49,9 @@ pub struct SessionConfig {
     pub gains: Gains,
     /// Keep the session's input and output to return from [`LiveSession::stop`].
     pub record: bool,
+    /// Play the output into a [`virtual_mic::VirtualMic`] made for the session, which other
+    /// programs can record from, instead of the output device.
+    pub virtual_mic: bool,
 }
 
 /// Gains in dB, applied to the input before processing and to each output after it.

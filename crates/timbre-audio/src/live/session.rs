@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use super::devices::{Direction, audio_host, device_error};
 use super::stats::{AtomicGain, AtomicMs, BlockTimes, LiveLevel, LiveState, LiveStats};
 use super::streams::{Ring, Shared, Streams, open_streams, resolve, session_rate};
+use super::virtual_mic::VirtualMic;
 use super::{BlockProcessor, Gains, ProcessorFactory, SessionConfig};
 use crate::buffer::AudioBuffer;
 use crate::error::{AudioError, AudioErrorKind};
@@ -42,6 +43,8 @@ pub struct LiveSession {
     rate: u32,
     processing: Option<JoinHandle<Option<SessionRecording>>>,
     supervisor: Option<JoinHandle<()>>,
+    /// Dropped after the streams are closed: its modules go once nothing plays into them.
+    virtual_mic: Option<VirtualMic>,
 }
 
 fn processor_error(detail: String) -> AudioError {
@@ -103,6 +106,7 @@ impl LiveSession {
             rate,
             processing: Some(processing),
             supervisor: None,
+            virtual_mic: None,
         };
         let block = match ready_rx.recv() {
             Ok(Ok(block)) => block,
@@ -124,8 +128,21 @@ impl LiveSession {
             stats.block_size = block as u32;
             stats.budget_ms = 1000.0 * block as f64 / f64::from(rate);
         }
-        let streams = match open_streams(&config, &session.shared, rate, block) {
-            Ok(streams) => streams,
+        let opened = config
+            .virtual_mic
+            .then(VirtualMic::create)
+            .transpose()
+            .and_then(|mic| {
+                let sink = mic.as_ref().map(|mic| mic.sink().to_string());
+                session.shared.stats().virtual_mic = mic.as_ref().map(|mic| mic.source().into());
+                session.virtual_mic = mic;
+                Ok((
+                    open_streams(&config, &session.shared, rate, block, sink.as_deref())?,
+                    sink,
+                ))
+            });
+        let (streams, sink) = match opened {
+            Ok(opened) => opened,
             Err(err) => {
                 let _ = session.shutdown();
                 return Err(err);
@@ -136,7 +153,7 @@ impl LiveSession {
         session.supervisor = Some(
             std::thread::Builder::new()
                 .name("timbre-live-devices".into())
-                .spawn(move || supervise(&shared, &config, rate, streams))
+                .spawn(move || supervise(&shared, &config, rate, streams, sink.as_deref()))
                 .map_err(|e| device_error(format!("could not start the device thread: {e}")))?,
         );
         Ok(session)
@@ -299,7 +316,13 @@ fn input_stalled(started: bool, silent_ms: u64) -> bool {
 
 /// The device thread: holds the streams, and closes and reopens them every
 /// [`REOPEN_INTERVAL`] when a device fails, until it is back.
-fn supervise(shared: &Arc<Shared>, config: &SessionConfig, rate: u32, streams: Streams) {
+fn supervise(
+    shared: &Arc<Shared>,
+    config: &SessionConfig,
+    rate: u32,
+    streams: Streams,
+    output_sink: Option<&str>,
+) {
     let mut streams = Some(streams);
     while !shared.stop.load(Ordering::Relaxed) {
         std::thread::sleep(SUPERVISE_INTERVAL);
@@ -326,7 +349,7 @@ fn supervise(shared: &Arc<Shared>, config: &SessionConfig, rate: u32, streams: S
             }
             next_try = Instant::now() + REOPEN_INTERVAL;
             let block = (shared.stats().block_size as usize).max(1);
-            match open_streams(config, shared, rate, block) {
+            match open_streams(config, shared, rate, block, output_sink) {
                 Ok(opened) => {
                     running(shared, &opened);
                     streams = Some(opened);

@@ -127,6 +127,8 @@ pub struct LiveStats {
     pub output_latency_ms: Option<f64>,
     /// The processor's error or panic message once it has failed.
     pub processor_error: Option<String>,
+    /// The virtual microphone's source name on the sound server while the session feeds one.
+    pub virtual_mic: Option<String>,
 }
 
 impl LiveStats {
@@ -152,6 +154,7 @@ impl LiveStats {
             input_latency_ms: None,
             output_latency_ms: None,
             processor_error: None,
+            virtual_mic: None,
         }
     }
 }

@@ -12,6 +12,7 @@ use cpal::{FromSample, SizedSample};
 use super::SessionConfig;
 use super::devices::{Direction, audio_host, default_config, device_error, find_device};
 use super::stats::{AtomicGain, AtomicMs, LiveDevice, LiveStats};
+use super::virtual_mic;
 use crate::error::AudioError;
 use crate::resample::StreamResampler;
 
@@ -237,12 +238,14 @@ impl Resolved {
 }
 
 /// Opens the configured devices (again), resets the rings to their rates with one block of
-/// output prefill, and starts the streams.
+/// output prefill, and starts the streams; the output's stream then plays into `output_sink`
+/// (the virtual microphone's) when one is given.
 pub(crate) fn open_streams(
     config: &SessionConfig,
     shared: &Arc<Shared>,
     rate: u32,
     block: usize,
+    output_sink: Option<&str>,
 ) -> Result<Streams, AudioError> {
     let host = audio_host();
     let input = resolve(&host, Direction::Input, config.input.as_deref())?;
@@ -270,6 +273,9 @@ pub(crate) fn open_streams(
     shared
         .last_input
         .store(shared.epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
+    let playing_before = output_sink
+        .map(|_| virtual_mic::own_playback())
+        .transpose()?;
     let mut streams = vec![build(&input, Role::Input, shared)?];
     streams.push(build(&output, Role::Output, shared)?);
     if let Some(monitor) = &monitor {
@@ -279,6 +285,9 @@ pub(crate) fn open_streams(
         stream
             .play()
             .map_err(|e| device_error(format!("could not start the audio devices: {e}")))?;
+    }
+    if let (Some(sink), Some(before)) = (output_sink, &playing_before) {
+        virtual_mic::route_output(sink, before)?;
     }
     Ok(Streams {
         _streams: streams,

@@ -30,6 +30,10 @@ pub enum Command {
         /// Keep the input and the output, saved as two linked takes at the end.
         #[arg(long)]
         record: bool,
+        /// Play the voice into "Timbre Studio voice", a microphone other programs (a call, a
+        /// game, OBS) can pick, made while the stream runs, instead of the output device.
+        #[arg(long)]
+        virtual_mic: bool,
         /// Stop after this many seconds.
         #[arg(long)]
         seconds: Option<f64>,
@@ -160,6 +164,7 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
         Command::Run {
             devices,
             record,
+            virtual_mic,
             seconds,
             stream,
         } => {
@@ -177,6 +182,7 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
                     monitor_db: devices.monitor_gain_db,
                 },
                 record,
+                virtual_mic,
             };
             run_stream(library, request, seconds, out)
         }
@@ -276,6 +282,12 @@ fn run_stream(
     let flag = interrupted.clone();
     ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))?;
     let stream = LiveStream::start(library, Default::default(), request)?;
+    if let Some(source) = &stream.status().stats.virtual_mic {
+        out.note(&format!(
+            "other programs can record the voice from \"{}\" ({source})",
+            timbre_audio::live::virtual_mic::DESCRIPTION
+        ));
+    }
     let started = Instant::now();
     let mut next_line = started + Duration::from_secs(1);
     let mut failed = None;

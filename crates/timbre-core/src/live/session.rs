@@ -44,6 +44,10 @@ pub struct LiveRequest {
     /// Keep the input and the output, saved as takes when the stream stops.
     #[serde(default)]
     pub record: bool,
+    /// Play the output into "Timbre Studio voice", a microphone other programs can pick, made
+    /// while the stream runs (the output device is then not played).
+    #[serde(default)]
+    pub virtual_mic: bool,
 }
 
 /// A running stream's numbers, as the Live page and `timbre live run` show them.
@@ -135,6 +139,7 @@ impl LiveStream {
             monitor: request.monitor.clone(),
             gains: request.gains,
             record: request.record,
+            virtual_mic: request.virtual_mic,
         };
         let session = LiveSession::start(
             config,

@@ -38,4 +38,9 @@ gains: Gains,
 /**
  * Keep the input and the output, saved as takes when the stream stops.
  */
-record: boolean, };
+record: boolean, 
+/**
+ * Play the output into "Timbre Studio voice", a microphone other programs can pick, made
+ * while the stream runs (the output device is then not played).
+ */
+virtual_mic: boolean, };

@@ -87,4 +87,8 @@ output_latency_ms: number | null,
 /**
  * The processor's error or panic message once it has failed.
  */
-processor_error: string | null, };
+processor_error: string | null, 
+/**
+ * The virtual microphone's source name on the sound server while the session feeds one.
+ */
+virtual_mic: string | null, };
