@@ -199,3 +199,75 @@ fn bad_settings_and_missing_models_are_refused_by_name() {
     );
     assert!(!sb.path("x.wav").exists(), "nothing written on failure");
 }
+
+#[test]
+fn tune_picks_the_smallest_block_that_keeps_up_and_a_stream_with_it_does() {
+    let sb = sandbox();
+    let tuned = sb
+        .cpu_command()
+        .args(["--json", "live", "tune", "--model", "Alto"])
+        .args([
+            "--f0-method",
+            "pm",
+            "--context-ms",
+            "500",
+            "--crossfade-ms",
+            "50",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        tuned.status.success(),
+        "{}",
+        String::from_utf8_lossy(&tuned.stderr)
+    );
+    let outcome: serde_json::Value = serde_json::from_slice(&tuned.stdout).unwrap();
+    let report = &outcome["report"];
+    let candidates = report["candidates"].as_array().unwrap();
+    let pick = candidates.last().unwrap();
+    let share = report["budget_share"].as_f64().unwrap();
+    // Every size before the pick was too slow, and the pick kept every block within its share.
+    for candidate in &candidates[..candidates.len() - 1] {
+        assert_eq!(candidate["keeps_up"], false, "{candidate}");
+        assert!(
+            candidate["times"]["max_ms"].as_f64().unwrap()
+                > share * candidate["times"]["budget_ms"].as_f64().unwrap()
+        );
+    }
+    assert_eq!(pick["keeps_up"], true, "{report}");
+    let budget = pick["times"]["budget_ms"].as_f64().unwrap();
+    assert!(pick["times"]["max_ms"].as_f64().unwrap() <= share * budget);
+    assert!(pick["times"]["blocks"].as_u64().unwrap() >= 6);
+    let block_ms = report["params"]["block_ms"].as_f64().unwrap();
+    let crossfade_ms = report["params"]["crossfade_ms"].as_f64().unwrap();
+    assert_eq!(block_ms, pick["block_ms"].as_f64().unwrap());
+    assert_eq!(crossfade_ms, 50f64.min(block_ms));
+    assert_eq!(report["params"]["context_ms"], 500.0, "the rest is kept");
+    // Block gathered + crossfade + 10 ms + output prefill.
+    let latency = report["latency_ms"].as_f64().unwrap();
+    assert!(
+        (latency - (2.0 * block_ms + crossfade_ms + 10.0)).abs() < 1.0,
+        "{latency}"
+    );
+
+    // A stream of speech with the pick keeps up on its recorded block times.
+    let input = sb.write_speech("speech.wav", 2.0);
+    let (block, crossfade) = (block_ms.to_string(), crossfade_ms.to_string());
+    let streamed = stream(
+        &sb,
+        &input,
+        "tuned.wav",
+        &["--block-ms", &block, "--crossfade-ms", &crossfade],
+    );
+    assert!(
+        streamed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&streamed.stderr)
+    );
+    let times = &serde_json::from_slice::<serde_json::Value>(&streamed.stdout).unwrap()["times"];
+    assert_eq!(times["budget_ms"].as_f64().unwrap(), budget);
+    assert!(
+        times["p95_ms"].as_f64().unwrap() <= budget,
+        "the tuned stream falls behind: {times}"
+    );
+}

@@ -78,6 +78,8 @@ fn export_contract(dir: &Path) -> Result<(), ts_rs::ExportError> {
         timbre_core::assets::DownloadRequest,
         timbre_core::cover::CoverSettings,
         timbre_core::cover::CoverResult,
+        timbre_core::live::tune::TuneRequest,
+        timbre_core::live::tune::TuneReport,
         timbre_core::dataset::PrepareRequest,
         timbre_core::train::TrainRequest,
         ResourceSnapshot,

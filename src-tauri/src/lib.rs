@@ -65,6 +65,7 @@ pub fn run() {
             commands::live::stop_live,
             commands::live::measure_live_latency,
             commands::live::get_live_defaults,
+            commands::live::tune_live,
             commands::record::start_recording,
             commands::record::stop_recording,
             commands::record::cancel_recording,

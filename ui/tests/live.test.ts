@@ -7,7 +7,7 @@ import type { LiveStats, LiveStatus, StreamParams } from '../src/lib/api';
 import { app } from '../src/lib/stores.svelte';
 import { defaults } from '../src/lib/defaults.svelte';
 import { savedStreamParams } from '../src/lib/savedParams.svelte';
-import { BACKEND_DEFAULTS, assetList, essentialAssets, makeModel, makeTake, mockBackend, type Handler } from './helpers';
+import { BACKEND_DEFAULTS, assetList, essentialAssets, makeJob, makeModel, makeTake, mockBackend, type Handler } from './helpers';
 
 const PARAMS: StreamParams = BACKEND_DEFAULTS.get_live_defaults;
 
@@ -324,6 +324,58 @@ describe('Live page', () => {
     expect(note).toHaveTextContent('Other programs can now pick “Timbre Studio voice” as their microphone');
     expect(note).toHaveAttribute('data-source', 'timbre_studio_voice_mic_42');
     expect(screen.getByTestId('live-virtual-mic')).toBeDisabled();
+  });
+
+  it('finds the best settings as a job, takes its block and crossfade, and says why', async () => {
+    const times = (max_ms: number, budget_ms: number, blocks = 6) => ({ blocks, budget_ms, mean_ms: max_ms, p95_ms: max_ms, max_ms });
+    const report = {
+      candidates: [
+        { block_ms: 40, crossfade_ms: 40, times: times(61.7, 40, 1), keeps_up: false },
+        { block_ms: 60, crossfade_ms: 50, times: times(70.2, 60, 1), keeps_up: false },
+        { block_ms: 80, crossfade_ms: 50, times: times(55.5, 80, 9), keeps_up: true },
+      ],
+      params: { ...PARAMS, block_ms: 80, crossfade_ms: 50 },
+      latency_ms: 220,
+      budget_share: 0.8,
+    };
+    const be = backend({ tune_live: () => makeJob({ id: 77, kind: 'live_tune', state: 'queued' }) });
+    render(Live);
+    await waitFor(() => expect(screen.getByTestId('live-tune')).toBeEnabled());
+    await fireEvent.click(screen.getByTestId('live-tune'));
+    await waitFor(() => expect(be.argsOf('tune_live')).toHaveLength(1));
+    expect(be.argsOf('tune_live')[0].request).toEqual({ voice: { model_id: 1, use_index: true }, params: PARAMS, sample_rate: 48000 });
+    expect(screen.getByTestId('live-tune')).toBeDisabled();
+    expect(screen.getByTestId('live-tune')).toHaveTextContent('Finding the best settings…');
+
+    app.handleEvent({ type: 'job', job: makeJob({ id: 77, kind: 'live_tune', state: 'succeeded', progress: 1, result: report }) });
+    const said = await screen.findByTestId('live-tuned');
+    expect(said).toHaveAttribute('data-block-ms', '80');
+    expect(said).toHaveTextContent('Picked 80 ms blocks with a 50 ms crossfade: the slowest block took 55.5 of its 80 ms (within 80%)');
+    expect(said).toHaveTextContent('latency about 220 ms');
+    expect(said).toHaveTextContent('Smaller blocks were too slow (40 ms took 62 ms, 60 ms took 70 ms)');
+    expect(live.params).toEqual({ ...PARAMS, block_ms: 80, crossfade_ms: 50 });
+    expect(screen.getByTestId('live-tune')).toBeEnabled();
+
+    await fireEvent.click(screen.getByTestId('live-start'));
+    await waitFor(() => expect(be.argsOf('start_live')).toHaveLength(1));
+    expect(be.argsOf('start_live')[0].request.params.block_ms, 'the stream starts with the pick').toBe(80);
+  });
+
+  it('says when no block keeps up', async () => {
+    const report = {
+      candidates: [{ block_ms: 750, crossfade_ms: 50, times: { blocks: 1, budget_ms: 750, mean_ms: 900, p95_ms: 900, max_ms: 900 }, keeps_up: false }],
+      params: null,
+      latency_ms: null,
+      budget_share: 0.8,
+    };
+    backend({ tune_live: () => makeJob({ id: 78, kind: 'live_tune', state: 'queued' }) });
+    render(Live);
+    await waitFor(() => expect(screen.getByTestId('live-tune')).toBeEnabled());
+    await fireEvent.click(screen.getByTestId('live-tune'));
+    await waitFor(() => expect(live.tuningJob).toBe(78));
+    app.handleEvent({ type: 'job', job: makeJob({ id: 78, kind: 'live_tune', state: 'succeeded', result: report }) });
+    expect(await screen.findByTestId('live-tuned')).toHaveTextContent('No block up to 750 ms keeps within 80% of its duration here');
+    expect(live.params?.block_ms).toBe(PARAMS.block_ms);
   });
 
   it('shows the two takes a recorded session left, with a way to the Library', async () => {

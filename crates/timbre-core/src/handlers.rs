@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::{
-    assets, clean, convert, cover, dataset, import, jobs, model_cache, torch_errors, train,
+    assets, clean, convert, cover, dataset, import, jobs, live, model_cache, torch_errors, train,
     voice_engine, voice_import,
 };
 
@@ -12,7 +12,7 @@ use crate::{
 /// out-of-memory failures in any of them reach the job system typed.
 pub fn job_handlers(models: &Arc<model_cache::ModelCache>) -> Vec<Arc<dyn jobs::JobHandler>> {
     let engine = voice_engine::SharedEngine::new(models.clone());
-    let kinds: [Arc<dyn jobs::JobHandler>; 9] = [
+    let kinds: [Arc<dyn jobs::JobHandler>; 10] = [
         Arc::new(import::ImportHandler),
         Arc::new(convert::ConvertHandler::new(engine.clone())),
         Arc::new(clean::EnhanceHandler),
@@ -22,6 +22,7 @@ pub fn job_handlers(models: &Arc<model_cache::ModelCache>) -> Vec<Arc<dyn jobs::
         Arc::new(train::TrainHandler),
         Arc::new(assets::DownloadHandler),
         Arc::new(voice_import::VoiceImportHandler),
+        Arc::new(live::tune::TuneHandler::new(models.clone())),
     ];
     kinds
         .into_iter()

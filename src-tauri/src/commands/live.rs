@@ -5,6 +5,8 @@ use crate::state::AppState;
 use std::sync::{Arc, MutexGuard};
 use tauri::State;
 use timbre_audio::live::Gains;
+use timbre_core::db::jobs::Job;
+use timbre_core::live::tune::{self, TuneRequest};
 use timbre_core::live::{
     self, DeviceList, LatencyMeasurement, LiveRequest, LiveStatus, LiveStream, LiveVoice,
     RecordedSession,
@@ -109,4 +111,10 @@ pub async fn measure_live_latency(
 #[tauri::command]
 pub fn get_live_defaults() -> StreamParams {
     StreamParams::default()
+}
+
+/// Queues a `live_tune` job: the smallest block this machine keeps up with for the request.
+#[tauri::command]
+pub fn tune_live(state: State<'_, AppState>, request: TuneRequest) -> CommandResult<Job> {
+    Ok(tune::submit(&state.jobs, request)?)
 }

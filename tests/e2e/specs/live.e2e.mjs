@@ -166,6 +166,18 @@ describe('live', () => {
     await listed(output);
   });
 
+  it('finds the best settings: a live_tune job whose pick the block field takes', async () => {
+    await openPage('live', byTestId('live-start'));
+    await $(byTestId('live-tune')).click();
+    const said = await $(byTestId('live-tuned'));
+    await said.waitForDisplayed({ timeout: START_TIMEOUT, timeoutMsg: `no tuning result: ${await errors()}` });
+    const picked = Number(await said.getAttribute('data-block-ms'));
+    assert.ok(picked >= 40, `no block picked: ${await said.getText()}`);
+    assert.equal(Number(await $(byTestId('live-block')).getValue()), picked, 'the block field did not take the pick');
+    const job = (await invoke('list_jobs')).find((j) => j.kind === 'live_tune');
+    assert.equal(job?.state, 'succeeded', `the live_tune job: ${JSON.stringify(job)}`);
+  });
+
   it('plays the voice into the virtual microphone, which other programs record, and removes it at stop', async () => {
     const env = { ...process.env, ...pulseEnv() };
     const sources = () => spawnSync('pactl', ['list', 'short', 'sources'], { env, encoding: 'utf8' }).stdout;

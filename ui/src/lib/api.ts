@@ -49,6 +49,8 @@ import type {
   LiveVoice,
   RecordedSession,
   StreamParams,
+  TuneReport,
+  TuneRequest,
   ModelCacheReport,
   Notification,
   PreviewInfo,
@@ -83,6 +85,7 @@ export const JOB_TITLES: Record<JobKind, string> = {
   import: 'Import',
   voice_import: 'Voice import',
   download: 'Download',
+  live_tune: 'Live tuning',
 };
 
 /** `data` of an import job's "file" event. */
@@ -289,6 +292,8 @@ export const updateLive = (update: LiveUpdate) =>
   });
 /** Stops the stream; a recorded one's input and output come back as takes. */
 export const stopLive = () => call<RecordedSession | null>('stop_live');
+/** Queues a `live_tune` job: the smallest block this machine keeps up with (its result a `TuneReport`). */
+export const tuneLive = (request: TuneRequest) => call<Job>('tune_live', { request });
 /** A click train's round trip through the devices (only while no stream runs). */
 export const measureLiveLatency = (input: string | null, output: string | null, blockMs: number, crossfadeMs: number) =>
   call<LatencyMeasurement>('measure_live_latency', { input, output, blockMs, crossfadeMs });

@@ -1,7 +1,7 @@
 // The live stream as the Live page drives it. Lives outside the page so a running stream keeps
 // being polled (and can be stopped) while the user looks elsewhere.
 import * as api from './api';
-import type { DeviceList, Gains, LatencyMeasurement, LiveStatus, RecordedSession, StreamParams } from './api';
+import type { DeviceList, Gains, LatencyMeasurement, LiveStatus, RecordedSession, StreamParams, TuneReport } from './api';
 import { app } from './stores.svelte';
 import { defaults } from './defaults.svelte';
 import { savedStreamParams } from './savedParams.svelte';
@@ -38,6 +38,10 @@ class LiveSession {
   recorded = $state<RecordedSession | null>(null);
   /** Switching voices (A/B) in flight. */
   switching = $state(false);
+  /** The `live_tune` job running now, if any. */
+  tuningJob = $state<number | null>(null);
+  /** The last tuning's report; its pick is applied to the parameters. */
+  tuned = $state<TuneReport | null>(null);
 
   private poll: ReturnType<typeof setInterval> | null = null;
 
@@ -83,6 +87,34 @@ class LiveSession {
     if (params.status === 'fulfilled') this.params ??= savedStreamParams.restore(params.value);
     else app.reportError(params.reason, 'Could not load the live defaults');
     if (ranges.status === 'rejected') app.reportError(ranges.reason, 'Could not load the defaults');
+  }
+
+  /** Finds the smallest block this machine keeps up with for voice A and the parameters, and
+   * takes its block and crossfade. */
+  async tune(): Promise<void> {
+    if (this.busy || this.tuningJob !== null || this.voiceA === null || !this.params) return;
+    const rate = this.devices?.inputs.find((d) => (this.input === null ? d.is_default : d.name === this.input))?.sample_rate;
+    try {
+      const job = await api.tuneLive({
+        voice: { model_id: this.voiceA, use_index: this.useIndex },
+        params: this.params,
+        // The session runs at the input's rate, at most 48 kHz.
+        sample_rate: Math.min(rate ?? 48000, 48000),
+      });
+      this.tuningJob = job.id;
+      this.tuned = null;
+      app.watchJob(job.id, 'Finding the smallest block this machine keeps up with…', (done) => {
+        this.tuningJob = null;
+        const report = done.state === 'succeeded' ? api.jobJson<TuneReport>(done.result) : null;
+        if (!report) return;
+        this.tuned = report;
+        if (report.params && this.params) {
+          this.params = { ...this.params, block_ms: report.params.block_ms, crossfade_ms: report.params.crossfade_ms };
+        }
+      });
+    } catch (err) {
+      app.reportError(err, 'Could not find the best settings');
+    }
   }
 
   async start(): Promise<void> {
@@ -215,6 +247,8 @@ class LiveSession {
     this.measurement = null;
     this.recorded = null;
     this.switching = false;
+    this.tuningJob = null;
+    this.tuned = null;
   }
 }
 

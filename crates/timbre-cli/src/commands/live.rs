@@ -1,6 +1,7 @@
-//! `timbre live devices|run|measure|file`: the devices, a stream from input to output until
-//! Ctrl-C (a line of numbers each second), the round trip measured, and a file streamed through
-//! the live engine block by block as the devices would stream it.
+//! `timbre live devices|run|measure|file|tune`: the devices, a stream from input to output until
+//! Ctrl-C (a line of numbers each second), the round trip measured, a file streamed through the
+//! live engine block by block as the devices would stream it, and the smallest block this
+//! machine keeps up with (`live_tune.rs`).
 
 use super::open_library;
 use super::voice_args::VoiceArgs;
@@ -64,16 +65,31 @@ pub enum Command {
         #[command(flatten)]
         stream: StreamArgs,
     },
+    /// Finds the smallest block this machine keeps up with for the voice, pitch method and
+    /// context given (every block within 80 % of its duration), then, with --measure, the real
+    /// round trip with it.
+    Tune {
+        /// The device rate to tune at (Hz).
+        #[arg(long, default_value_t = 48_000)]
+        rate: u32,
+        /// Also measure the round trip through the devices with the pick (`live measure`).
+        #[arg(long)]
+        measure: bool,
+        #[command(flatten)]
+        devices: DeviceArgs,
+        #[command(flatten)]
+        stream: StreamArgs,
+    },
 }
 
 #[derive(clap::Args)]
 pub struct DeviceArgs {
     /// Input device (a name from `timbre live devices`); the default one if left out.
     #[arg(long)]
-    input: Option<String>,
+    pub(super) input: Option<String>,
     /// Output device; the default one if left out.
     #[arg(long)]
-    output: Option<String>,
+    pub(super) output: Option<String>,
     /// A second output that also plays the voice.
     #[arg(long)]
     monitor: Option<String>,
@@ -119,7 +135,7 @@ pub struct StreamArgs {
 }
 
 impl StreamArgs {
-    fn params(&self) -> Result<StreamParams> {
+    pub(super) fn params(&self) -> Result<StreamParams> {
         let params = StreamParams {
             voice: self.voice.params()?,
             block_ms: self.block_ms,
@@ -136,7 +152,7 @@ impl StreamArgs {
         Ok(params)
     }
 
-    fn voice(&self, library: &timbre_core::Library) -> Result<LiveVoice> {
+    pub(super) fn voice(&self, library: &timbre_core::Library) -> Result<LiveVoice> {
         Ok(LiveVoice {
             model_id: models::find(&library.conn(), &self.model)?.id,
             use_index: !self.no_index,
@@ -205,6 +221,12 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
             out.print(&report, || file_line(&report));
             Ok(ExitCode::SUCCESS)
         }
+        Command::Tune {
+            rate,
+            measure,
+            devices,
+            stream,
+        } => super::live_tune::run(data_dir, out, &stream, rate, measure.then_some(devices)),
     }
 }
 
@@ -248,7 +270,7 @@ fn devices(out: &Output) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn measure_lines(report: &LatencyMeasurement) -> String {
+pub(super) fn measure_lines(report: &LatencyMeasurement) -> String {
     let run = &report.measurement;
     match (run.result.round_trip_ms, report.stream_latency_ms) {
         (Some(ms), Some(stream_ms)) if run.result.ok => format!(

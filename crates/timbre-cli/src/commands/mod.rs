@@ -14,6 +14,7 @@ pub mod import;
 pub mod jobs;
 pub mod library;
 pub mod live;
+mod live_tune;
 pub mod models;
 pub mod record;
 pub mod settings;

@@ -1,17 +1,19 @@
 //! Live conversion: the models a stream runs (from the process's model cache, so that switching
 //! voices or pitch methods mid-stream is a cache hit), a file streamed block by block exactly as
-//! the devices would stream it (`file`), and the device session (`session`). The engine itself,
-//! blocks in and out with no I/O, is `timbre_nn::stream`.
+//! the devices would stream it (`file`), the device session (`session`), and the smallest block
+//! this machine keeps up with (`tune`). The engine itself, blocks in and out with no I/O, is
+//! `timbre_nn::stream`.
 
 pub mod file;
 mod session;
+pub mod tune;
 
 pub use session::{LiveRequest, LiveStatus, LiveStream, RecordedSession};
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use tch::Device;
-use timbre_nn::stream::StreamModels;
+use timbre_nn::stream::{StreamModels, StreamParams};
 use timbre_nn::voice::VoiceParams;
 
 use timbre_audio::live;
@@ -86,6 +88,24 @@ pub fn measure_latency(
         stream_latency_ms: measurement.result.round_trip_ms.map(|ms| ms + engine_delay),
         measurement,
     })
+}
+
+/// Input to output for a stream with `params` at `rate` (rvc-next's estimate): the block in whole
+/// frames, the engine's delay (crossfade, 10 ms, each denoise pass; passthrough goes through the
+/// crossfade and the input denoise too), the output prefill, and the devices' reports.
+pub fn estimated_latency_ms(
+    params: &StreamParams,
+    passthrough: bool,
+    rate: u32,
+    input_latency_ms: f64,
+    output_latency_ms: f64,
+) -> f64 {
+    let denoise_passes =
+        u32::from(params.input_denoise) + u32::from(params.output_denoise && !passthrough);
+    let engine_delay = live::latency::engine_delay_ms(params.crossfade_ms, denoise_passes);
+    let block_ms =
+        live::latency::block_frames(params.block_ms, rate) as f64 * 1000.0 / f64::from(rate.max(1));
+    live::latency::estimate_latency_ms(block_ms, engine_delay, input_latency_ms, output_latency_ms)
 }
 
 /// The device live conversion runs on: the library's main device.

@@ -11,7 +11,7 @@ use std::sync::mpsc::{self, Receiver, Sender};
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
-use timbre_audio::live::{BlockProcessor, Gains, LiveSession, LiveStats, SessionConfig, latency};
+use timbre_audio::live::{BlockProcessor, Gains, LiveSession, LiveStats, SessionConfig};
 use timbre_nn::stream::{StreamEngine, StreamModels, StreamParams};
 
 use super::LiveVoice;
@@ -219,17 +219,12 @@ impl LiveStream {
     pub fn status(&self) -> LiveStatus {
         let stats = self.session.stats();
         let params = &self.request.params;
-        // Passthrough goes through the SOLA crossfade (and the input denoise) too.
         let passthrough = self.request.passthrough;
-        let denoise_passes =
-            u32::from(params.input_denoise) + u32::from(params.output_denoise && !passthrough);
-        let engine_delay = latency::engine_delay_ms(params.crossfade_ms, denoise_passes);
-        let block_ms = latency::block_frames(params.block_ms, stats.sample_rate) as f64 * 1000.0
-            / f64::from(stats.sample_rate.max(1));
         LiveStatus {
-            estimated_latency_ms: latency::estimate_latency_ms(
-                block_ms,
-                engine_delay,
+            estimated_latency_ms: super::estimated_latency_ms(
+                params,
+                passthrough,
+                stats.sample_rate,
                 stats.input_latency_ms.unwrap_or(0.0),
                 stats.output_latency_ms.unwrap_or(0.0),
             ),

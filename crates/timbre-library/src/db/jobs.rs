@@ -139,11 +139,13 @@ pub enum JobKind {
     VoiceImport,
     /// Downloading one asset of the catalogue.
     Download,
+    /// Finding the smallest live block this machine keeps up with for a voice.
+    LiveTune,
 }
 
 impl JobKind {
     /// Every kind, in declaration order.
-    pub const ALL: [JobKind; 9] = [
+    pub const ALL: [JobKind; 10] = [
         JobKind::Convert,
         JobKind::Cover,
         JobKind::Isolate,
@@ -153,6 +155,7 @@ impl JobKind {
         JobKind::Import,
         JobKind::VoiceImport,
         JobKind::Download,
+        JobKind::LiveTune,
     ];
 
     /// Its snake_case name, as stored in `jobs.kind`.
@@ -167,6 +170,7 @@ impl JobKind {
             JobKind::Import => "import",
             JobKind::VoiceImport => "voice_import",
             JobKind::Download => "download",
+            JobKind::LiveTune => "live_tune",
         }
     }
 
