@@ -30,3 +30,24 @@ tune full "$PWD/$out/models" "$out/models/voice_a.pth" rmvpe
 tests/e2e/pulse-loop.sh start "$work/pulse" > /dev/null
 while IFS='=' read -r key value; do export "$key=$value"; done < <(tests/e2e/pulse-loop.sh env "$work/pulse")
 tune tiny-loop "$work/tiny-models" "$fixtures/synth_v1_f0_40k/model.pth" pm --measure
+# The speech gate's saved compute on an input half silence (4 s of words, 4 s of a -60 dBFS
+# room noise), full-size models, pm pitch, 250 ms blocks, 500 ms context: with and without.
+$venv/bin/python - "$work/half-silence.wav" <<'PY'
+import math, random, struct, sys, wave
+rate, out = 48000, []
+random.seed(1)
+for i in range(4 * rate):  # syllables of a gliding harmonic tone, 0.25 s on, 0.1 s off
+    t = i / rate
+    on = (t % 0.35) < 0.25
+    f0 = 120 + 40 * math.sin(t)
+    out.append(0.3 * on * sum(math.sin(2 * math.pi * k * f0 * t) / k for k in range(1, 8)) * math.sin(math.pi * (t % 0.35) / 0.25) ** 2)
+out += [random.uniform(-1e-3, 1e-3) for _ in range(4 * rate)]
+f = wave.open(sys.argv[1], "wb"); f.setnchannels(1); f.setsampwidth(2); f.setframerate(rate)
+f.writeframes(b"".join(struct.pack("<h", int(32767 * max(-1, min(1, x)))) for x in out))
+PY
+export TIMBRE_MODELS_DIR=$PWD/$out/models TIMBRE_DATA_DIR=$work/library-full
+for gate in "" --speech-gate; do
+  echo "== half silence, full-size, pm, 250 ms blocks ${gate:-(no gate)}"
+  $timbre live file "$work/half-silence.wav" --out "$work/gated.wav" --model voice --f0-method pm \
+    --block-ms 250 --context-ms 500 $gate 2>/dev/null
+done

@@ -271,3 +271,88 @@ fn tune_picks_the_smallest_block_that_keeps_up_and_a_stream_with_it_does() {
         "the tuned stream falls behind: {times}"
     );
 }
+
+#[test]
+fn the_speech_gate_skips_the_voice_in_silence_and_lets_nothing_through() {
+    let sb = sandbox();
+    // Words (0.3 to 2.7 s), 2.7 to 4.3 s of silence with a room's noise (-60 dBFS) in its
+    // middle second, words again (4.3 to 4.9 s); 48 kHz.
+    let rate = 48_000;
+    let first = timbre_audio::signal::speech_like(rate, 3.0, 3);
+    let second = timbre_audio::signal::speech_like(rate, 1.2, 4);
+    let mut gapped = first.audio.channels[0].clone();
+    let mut seed = 1u32;
+    gapped.extend((0..rate).map(|_| {
+        seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        (f64::from(seed) / f64::from(u32::MAX) * 2.0 - 1.0) as f32 * 1e-3
+    }));
+    let second_at = gapped.len();
+    gapped.extend_from_slice(&second.audio.channels[0]);
+    // The blocks (100 ms) that hold a syllable: the gate must never skip them.
+    let syllables: Vec<_> = first
+        .syllables
+        .iter()
+        .cloned()
+        .chain(
+            second
+                .syllables
+                .iter()
+                .map(|s| s.start + second_at..s.end + second_at),
+        )
+        .collect();
+    let blocks = gapped.len().div_ceil(4800) + 1;
+    let without_speech = (0..blocks)
+        .filter(|b| {
+            !syllables
+                .iter()
+                .any(|s| s.start < (b + 1) * 4800 && s.end > b * 4800)
+        })
+        .count() as u64;
+    let input = sb.path("gapped.wav");
+    let audio = timbre_audio::AudioBuffer::new(rate, vec![gapped]);
+    timbre_audio::write_wav(&input, &audio, timbre_audio::SampleFormat::Float32).unwrap();
+    let input = input.display().to_string();
+
+    let report = |out: &std::process::Output| -> serde_json::Value {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let plain = report(&stream(&sb, &input, "plain.wav", &[]));
+    let gated = report(&stream(&sb, &input, "gated.wav", &["--speech-gate"]));
+    assert_eq!(plain["skipped_blocks"], 0);
+    let skipped = gated["skipped_blocks"].as_u64().unwrap();
+    // At least the long silence less the 300 ms hangover; never more than the blocks without a
+    // syllable.
+    assert!(
+        (10..=without_speech).contains(&skipped),
+        "{skipped} blocks skipped, {without_speech} hold no speech: {gated}"
+    );
+
+    let (_, plain) = samples(&sb.path("plain.wav"));
+    let (_, gated) = samples(&sb.path("gated.wav"));
+    assert_eq!(plain.len(), gated.len());
+    // Inside the silence, past the hangover and the crossfade: nothing at all with the gate,
+    // the voice made of the room's noise without it.
+    let quiet = 3 * 48_000 + 19_200..4 * 48_000 + 4_800;
+    assert!(
+        gated[quiet.clone()].iter().all(|&x| x == 0.0),
+        "noise through the gate"
+    );
+    assert!(
+        plain[quiet].iter().any(|&x| x != 0.0),
+        "the ungated voice is silent too"
+    );
+    // The words before and after the silence are converted.
+    let rms = |x: &[f32]| (x.iter().map(|v| v * v).sum::<f32>() / x.len() as f32).sqrt();
+    for words in [48_000..2 * 48_000, second_at + 14_400..second_at + 43_200] {
+        let (with, without) = (rms(&gated[words.clone()]), rms(&plain[words]));
+        assert!(
+            with > 0.5 * without && with > 1e-3,
+            "rms {with} with the gate, {without} without"
+        );
+    }
+}

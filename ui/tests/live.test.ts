@@ -34,6 +34,10 @@ function makeStats(over: Partial<LiveStats> = {}): LiveStats {
     output_latency_ms: null,
     processor_error: null,
     virtual_mic: null,
+    mean_block_ms: 0,
+    max_block_ms: 0,
+    blocks_over_budget: 0,
+    proposed_block_ms: null,
     ...over,
   };
 }
@@ -104,6 +108,7 @@ const form = (over: Partial<LiveForm> = {}): LiveForm => ({
   gains: { input_db: 3, output_db: -2, monitor_db: 0 },
   record: true,
   virtualMic: false,
+  measuredLatencyMs: 270.9,
   ...over,
 });
 
@@ -119,6 +124,7 @@ describe('live logic', () => {
       gains: { input_db: 3, output_db: -2, monitor_db: 0 },
       record: true,
       virtual_mic: false,
+      measured_latency_ms: 270.9,
     });
     expect(buildLiveRequest(form({ virtualMic: true }))?.virtual_mic).toBe(true);
     expect(buildLiveRequest(form({ voiceA: null }))).toBeNull();
@@ -191,6 +197,7 @@ describe('Live page', () => {
       gains: { input_db: 0, output_db: 0, monitor_db: 0 },
       record: true,
       virtual_mic: false,
+      measured_latency_ms: null,
     });
     await waitFor(() => expect(screen.getByTestId('live-state')).toHaveAttribute('data-state', 'running'));
     expect(screen.getByTestId('live-input')).toBeDisabled();
@@ -261,6 +268,11 @@ describe('Live page', () => {
     await waitFor(() => expect(be.argsOf('update_live')).toHaveLength(7));
     expect(be.argsOf('update_live')[5]).toMatchObject({ params: null, passthrough: true });
     expect(be.argsOf('update_live')[6]).toMatchObject({ gains: { input_db: 6, output_db: 0, monitor_db: 0 } });
+
+    expect(screen.getByTestId('live-speech-gate')).not.toBeChecked();
+    await fireEvent.click(screen.getByTestId('live-speech-gate'));
+    await waitFor(() => expect(be.argsOf('update_live')).toHaveLength(8));
+    expect(be.argsOf('update_live')[7].params).toMatchObject({ speech_gate: true, input_denoise: true });
   });
 
   it('keeps the parameters across a restart, and starts from the defaults when the saved ones are corrupt', async () => {
@@ -378,6 +390,30 @@ describe('Live page', () => {
     expect(live.params?.block_ms).toBe(PARAMS.block_ms);
   });
 
+  it('offers the block size the session proposes, and takes it by itself when allowed', async () => {
+    const be = backend();
+    render(Live);
+    await waitFor(() => expect(screen.getByTestId('live-start')).toBeEnabled());
+    await fireEvent.click(screen.getByTestId('live-start'));
+    await waitFor(() => expect(screen.getByTestId('live-state')).toHaveAttribute('data-state', 'running'));
+    expect(screen.queryByTestId('live-proposed-block')).toBeNull();
+
+    be.setStats({ budget_ms: 250, recent_block_ms: [300, 310, 320], falling_behind: true, proposed_block_ms: 500 });
+    const offer = await screen.findByTestId('live-proposed-block');
+    expect(offer).toHaveTextContent('500 ms blocks would keep up (the slowest recent block took 320 ms)');
+    await fireEvent.click(screen.getByTestId('live-use-proposed-block'));
+    await waitFor(() => expect(be.argsOf('update_live')).toHaveLength(1));
+    expect(be.argsOf('update_live')[0].params).toMatchObject({ block_ms: 500, crossfade_ms: PARAMS.crossfade_ms });
+
+    // Allowed to, the page takes a proposal as the poll brings it.
+    await fireEvent.click(screen.getByTestId('live-auto-block'));
+    be.setStats({ budget_ms: 500, recent_block_ms: [30, 31], proposed_block_ms: 40 });
+    await waitFor(() => expect(be.argsOf('update_live')).toHaveLength(2));
+    expect(be.argsOf('update_live')[1].params).toMatchObject({ block_ms: 40, crossfade_ms: 40 });
+    await new Promise((r) => setTimeout(r, 600));
+    expect(be.argsOf('update_live'), 'the same proposal is taken once').toHaveLength(2);
+  });
+
   it('shows the two takes a recorded session left, with a way to the Library', async () => {
     const input = makeTake({ id: 11, name: 'Live 1 (input)', origin: 'recorded' });
     const output = makeTake({ id: 12, name: 'Live 1 (Ada)', origin: 'recorded' });
@@ -435,5 +471,10 @@ describe('Live page', () => {
       expect(screen.getByTestId('live-measured-latency')).toHaveTextContent('Round trip 100.0 ms (expected 95.0 ms); with the engine 160.0 ms'),
     );
     expect(be.argsOf('measure_live_latency')).toEqual([{ input: null, output: 'Headphones', blockMs: PARAMS.block_ms, crossfadeMs: PARAMS.crossfade_ms }]);
+
+    // A stream started now keeps the measured latency with its recording.
+    await fireEvent.click(screen.getByTestId('live-start'));
+    await waitFor(() => expect(be.argsOf('start_live')).toHaveLength(1));
+    expect(be.argsOf('start_live')[0].request.measured_latency_ms).toBe(160);
   });
 });

@@ -151,7 +151,13 @@ describe('live', () => {
     assert.ok(output.duration_secs > 1, `the output take lasts ${output.duration_secs} s`);
     assert.ok(input.peak_dbfs > -20, `the input take peaks at ${input.peak_dbfs} dBFS: the sine is not in it`);
     const derived = await invoke('list_derived_takes', { sourceTakeId: inputId });
-    assert.ok(derived.some((d) => d.take.id === outputId), `the output take is not linked to the input: ${JSON.stringify(derived)}`);
+    const link = derived.find((d) => d.take.id === outputId)?.link;
+    assert.ok(link, `the output take is not linked to the input: ${JSON.stringify(derived)}`);
+    // How the stream ran is kept with it.
+    const numbers = link.params.session;
+    assert.ok(numbers.blocks >= 5 && numbers.budget_ms === 100, `session numbers: ${JSON.stringify(numbers)}`);
+    assert.ok(numbers.max_block_ms >= numbers.mean_block_ms && numbers.mean_block_ms > 0, JSON.stringify(numbers));
+    assert.ok(Number.isInteger(numbers.output_underruns) && numbers.estimated_latency_ms > 200, JSON.stringify(numbers));
 
     // The note leads to the Library, which lists the input with the output folded under it.
     await $(byTestId('live-open-library')).click();

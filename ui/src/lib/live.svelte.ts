@@ -28,6 +28,8 @@ class LiveSession {
   gains = $state<Gains>({ ...NO_GAIN });
   record = $state(false);
   virtualMic = $state(false);
+  /** Take the running session's proposed block sizes as they come. */
+  autoBlock = $state(false);
 
   phase = $state<LivePhase>('idle');
   /** The latest polled numbers of the running stream. */
@@ -71,6 +73,7 @@ class LiveSession {
       gains: this.gains,
       record: this.record,
       virtualMic: this.virtualMic,
+      measuredLatencyMs: this.measurement?.measurement.result.ok ? this.measurement.stream_latency_ms : null,
     };
   }
 
@@ -139,8 +142,10 @@ class LiveSession {
     try {
       const status = await api.liveStatus();
       if (this.phase !== 'running') return;
-      if (status) this.status = status;
-      else this.finish();
+      if (!status) return this.finish();
+      this.status = status;
+      const proposed = status.stats.proposed_block_ms;
+      if (this.autoBlock && proposed !== null && proposed !== this.params?.block_ms) await this.useProposedBlock();
     } catch (err) {
       app.reportError(err, 'Could not read the live stream');
     }
@@ -182,6 +187,15 @@ class LiveSession {
     if (!this.params) return Promise.resolve();
     this.params = { ...this.params, [key]: value };
     return this.update({ params: this.params }, 'the parameters');
+  }
+
+  /** Changes to the block size the running session proposes (a larger one while it falls
+   * behind, a smaller one when there is room), the crossfade cut to it. */
+  useProposedBlock(): Promise<void> {
+    const block = this.status?.stats.proposed_block_ms;
+    if (!this.params || block === null || block === undefined) return Promise.resolve();
+    this.params = { ...this.params, block_ms: block, crossfade_ms: Math.min(this.params.crossfade_ms, block) };
+    return this.update({ params: this.params }, 'the block size');
   }
 
   setPassthrough(on: boolean): Promise<void> {
@@ -241,6 +255,7 @@ class LiveSession {
     this.gains = { ...NO_GAIN };
     this.record = false;
     this.virtualMic = false;
+    this.autoBlock = false;
     this.phase = 'idle';
     this.status = null;
     this.measuring = false;

@@ -17,6 +17,8 @@ export interface LiveForm {
   record: boolean;
   /** Play the voice into the virtual microphone instead of the output device. */
   virtualMic: boolean;
+  /** The stream latency Measure found before the start, kept with a recorded session. */
+  measuredLatencyMs: number | null;
 }
 
 /** The microphone other programs see while a stream feeds it (the backend's `DESCRIPTION`). */
@@ -35,6 +37,7 @@ export function buildLiveRequest(form: LiveForm): LiveRequest | null {
     gains: { ...form.gains },
     record: form.record,
     virtual_mic: form.virtualMic,
+    measured_latency_ms: form.measuredLatencyMs,
   };
 }
 

@@ -59,6 +59,7 @@ const STREAM_FIELDS: FieldChecks<StreamParams> = {
   unvoiced: oneOf<Unvoiced>(['original', 'protect', 'zero']),
   input_denoise: isBoolean,
   output_denoise: isBoolean,
+  speech_gate: isBoolean,
 };
 
 export type Theme = 'system' | 'light' | 'dark';

@@ -17,7 +17,7 @@ use crate::error::AudioError;
 
 pub use denoise::Rnnoise;
 pub use level::{Limited, TruePeakLimiter};
-pub use vad::TrimOptions;
+pub use vad::{SpeechDetector, TrimOptions};
 
 /// A step's progress as a fraction in 0..=1; returning false cancels the processing.
 pub type Progress<'a> = dyn FnMut(f64) -> bool + 'a;

@@ -104,52 +104,74 @@ fn seconds_to_frames(seconds: f64, rate: u32) -> usize {
     (seconds.max(0.0) * f64::from(rate)).round() as usize
 }
 
+/// The WebRTC detector over a stream of 16 kHz mono audio: a verdict per 30 ms frame as the
+/// frames fill. Its thresholds are absolute: `gain` scales the input first.
+pub struct SpeechDetector {
+    vad: Vad,
+    frame: Vec<i16>,
+    scale: f32,
+}
+
+impl SpeechDetector {
+    /// A detector of `aggressiveness` 0 (keeps the most) to 3 (the most aggressive mode).
+    pub fn new(aggressiveness: u8, gain: f32) -> SpeechDetector {
+        let mode = match aggressiveness {
+            0 => VadMode::Quality,
+            1 => VadMode::LowBitrate,
+            2 => VadMode::Aggressive,
+            _ => VadMode::VeryAggressive,
+        };
+        SpeechDetector {
+            vad: Vad::new_with_rate_and_mode(SampleRate::Rate16kHz, mode),
+            frame: Vec::with_capacity(VAD_FRAME),
+            scale: gain * 32_767.0,
+        }
+    }
+
+    /// Feeds `samples_16k`, pushing a verdict (speech or not) for each frame it completes.
+    pub fn push(&mut self, samples_16k: &[f32], verdicts: &mut Vec<bool>) {
+        for &x in samples_16k {
+            self.frame
+                .push((x * self.scale).clamp(-32_768.0, 32_767.0) as i16);
+            if self.frame.len() == VAD_FRAME {
+                verdicts.push(self.vad.is_voice_segment(&self.frame).unwrap_or(false));
+                self.frame.clear();
+            }
+        }
+    }
+}
+
 /// The detector's verdict for each 30 ms frame of the mono mix.
 fn speech_frames(
     buffer: &AudioBuffer,
     aggressiveness: u8,
     progress: &mut Progress<'_>,
 ) -> Result<Vec<bool>, ProcessError> {
-    let mode = match aggressiveness {
-        0 => VadMode::Quality,
-        1 => VadMode::LowBitrate,
-        2 => VadMode::Aggressive,
-        _ => VadMode::VeryAggressive,
-    };
-    let mut vad = Vad::new_with_rate_and_mode(SampleRate::Rate16kHz, mode);
     let peak = crate::analysis::peak(buffer);
     let gain = if peak > 0.0 {
         DETECTOR_PEAK / peak
     } else {
         1.0
     };
-    let scale = gain * 32_767.0 / buffer.channels.len().max(1) as f32;
+    let mut detector =
+        SpeechDetector::new(aggressiveness, gain / buffer.channels.len().max(1) as f32);
     let mut resampler = StreamResampler::new(buffer.sample_rate, VAD_RATE)?;
-    let (mut mono, mut at_16k, mut frame) = (Vec::new(), Vec::new(), Vec::with_capacity(VAD_FRAME));
+    let (mut mono, mut at_16k) = (Vec::new(), Vec::new());
     let mut verdicts = Vec::new();
     let total = buffer.frames();
-    let mut classify = |samples: &[f32], verdicts: &mut Vec<bool>| {
-        for &x in samples {
-            frame.push((x * scale).clamp(-32_768.0, 32_767.0) as i16);
-            if frame.len() == VAD_FRAME {
-                verdicts.push(vad.is_voice_segment(&frame).unwrap_or(false));
-                frame.clear();
-            }
-        }
-    };
     for start in (0..total).step_by(BLOCK_FRAMES) {
         let end = (start + BLOCK_FRAMES).min(total);
         mono.clear();
         mono.extend((start..end).map(|i| buffer.channels.iter().map(|c| c[i]).sum::<f32>()));
         resampler.push(&mono, &mut at_16k)?;
-        classify(&at_16k, &mut verdicts);
+        detector.push(&at_16k, &mut verdicts);
         at_16k.clear();
         if !progress(end as f64 / total as f64) {
             return Err(ProcessError::Cancelled);
         }
     }
     resampler.finish(&mut at_16k)?;
-    classify(&at_16k, &mut verdicts);
+    detector.push(&at_16k, &mut verdicts);
     Ok(verdicts)
 }
 

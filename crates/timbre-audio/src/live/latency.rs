@@ -7,6 +7,15 @@ use crate::enhance::Rnnoise;
 /// SOLA searches this far for the best splice, so the engine's output trails by up to it.
 pub const SOLA_SEARCH_MS: f64 = 10.0;
 
+/// The block sizes (ms) tuning tries and a running session proposes, smallest first.
+pub const BLOCK_SIZES_MS: [f64; 10] = [
+    40.0, 60.0, 80.0, 100.0, 150.0, 200.0, 250.0, 350.0, 500.0, 750.0,
+];
+
+/// The most of a block's length its processing should take: the rest is room for a busier
+/// moment of the machine. Tuning picks by it; a running session proposes by it.
+pub const BUDGET_SHARE: f64 = 0.8;
+
 /// A block in samples, rounded to whole 10 ms frames, as the streaming engine sizes it.
 pub fn block_frames(block_ms: f64, sample_rate: u32) -> usize {
     let frame = (sample_rate / 100) as usize;

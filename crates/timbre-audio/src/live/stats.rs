@@ -3,10 +3,16 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use super::latency::{BLOCK_SIZES_MS, BUDGET_SHARE};
 use crate::analysis::to_dbfs;
 
 /// How many per-block times [`LiveStats::recent_block_ms`] keeps.
 const RECENT_BLOCKS: usize = 100;
+/// Blocks of one size timed before a smaller one is proposed.
+const ROOM_BLOCKS: usize = 40;
+/// A smaller block is proposed when the slowest of the last [`ROOM_BLOCKS`] took under this
+/// share of the block.
+const ROOM_SHARE: f64 = 0.4;
 /// Over budget this many blocks in a row is falling behind, not a hiccup.
 pub const FALLING_BEHIND_BLOCKS: u32 = 3;
 /// What [`LiveStats::advice`] says while the session is falling behind.
@@ -117,10 +123,19 @@ pub struct LiveStats {
     pub last_block_ms: f64,
     /// The latest per-block processing times, oldest first.
     pub recent_block_ms: Vec<f64>,
+    /// Mean processing time of every block since the start, in ms; 0 before the first.
+    pub mean_block_ms: f64,
+    /// The slowest block since the start, in ms; 0 before the first.
+    pub max_block_ms: f64,
+    /// Blocks since the start whose processing took longer than the block lasts.
+    pub blocks_over_budget: u32,
     /// Whether the latest [`FALLING_BEHIND_BLOCKS`] or more blocks in a row took over `budget_ms`.
     pub falling_behind: bool,
     /// [`FALLING_BEHIND_ADVICE`] while falling behind, else `None`.
     pub advice: Option<String>,
+    /// A block size (ms) to change to: a larger one while falling behind, a smaller one when
+    /// the last blocks left much room; `None` while the block suits.
+    pub proposed_block_ms: Option<f64>,
     /// What the devices report between the callback and the converter (capture, playback).
     pub input_latency_ms: Option<f64>,
     /// Playback latency the output device reports, in ms; `None` when unreported.
@@ -149,8 +164,12 @@ impl LiveStats {
             budget_ms: 0.0,
             last_block_ms: 0.0,
             recent_block_ms: Vec::new(),
+            mean_block_ms: 0.0,
+            max_block_ms: 0.0,
+            blocks_over_budget: 0,
             falling_behind: false,
             advice: None,
+            proposed_block_ms: None,
             input_latency_ms: None,
             output_latency_ms: None,
             processor_error: None,
@@ -162,7 +181,11 @@ impl LiveStats {
 /// The processing thread's side of the numbers: timing and levels per block.
 pub(crate) struct BlockTimes {
     recent: VecDeque<f64>,
+    /// Consecutive blocks over budget, up to the latest.
     over_budget: u32,
+    total_ms: f64,
+    /// Blocks timed since the budget (the block size) last changed.
+    same_size: usize,
 }
 
 impl BlockTimes {
@@ -170,6 +193,8 @@ impl BlockTimes {
         BlockTimes {
             recent: VecDeque::with_capacity(RECENT_BLOCKS),
             over_budget: 0,
+            total_ms: 0.0,
+            same_size: 0,
         }
     }
 
@@ -185,14 +210,66 @@ impl BlockTimes {
             0
         };
         stats.blocks_processed += 1;
+        self.total_ms += elapsed_ms;
+        stats.mean_block_ms = self.total_ms / f64::from(stats.blocks_processed);
+        stats.max_block_ms = stats.max_block_ms.max(elapsed_ms);
+        stats.blocks_over_budget += u32::from(elapsed_ms > budget_ms);
         stats.last_block_ms = elapsed_ms;
-        stats.budget_ms = budget_ms;
         stats.recent_block_ms = self.recent.iter().copied().collect();
+        self.same_size = if budget_ms == stats.budget_ms {
+            self.same_size + 1
+        } else {
+            1
+        };
+        stats.budget_ms = budget_ms;
         stats.falling_behind = self.over_budget >= FALLING_BEHIND_BLOCKS;
         stats.advice = stats
             .falling_behind
             .then(|| FALLING_BEHIND_ADVICE.to_string());
+        let last = self.recent.len().min(self.same_size);
+        let slowest = self
+            .recent
+            .iter()
+            .rev()
+            .take(last)
+            .fold(0.0f64, |m, &ms| m.max(ms));
+        stats.proposed_block_ms = proposed_block_ms(
+            budget_ms,
+            slowest,
+            stats.falling_behind,
+            last >= ROOM_BLOCKS,
+        );
     }
+}
+
+/// The block to change to from one of `block_ms` whose latest blocks took `slowest_ms` at
+/// most: falling behind, the smallest larger size whose [`BUDGET_SHARE`] holds that (the time
+/// barely grows with the block: most of it is the context's); with room to spare over enough
+/// blocks, the smallest smaller size that still would. `None` when the block suits.
+fn proposed_block_ms(
+    block_ms: f64,
+    slowest_ms: f64,
+    falling_behind: bool,
+    timed_enough: bool,
+) -> Option<f64> {
+    let holds = |size: f64| slowest_ms <= BUDGET_SHARE * size;
+    if falling_behind {
+        let mut larger = BLOCK_SIZES_MS
+            .iter()
+            .copied()
+            .filter(|&size| size > block_ms);
+        return larger
+            .clone()
+            .find(|&size| holds(size))
+            .or(larger.next_back());
+    }
+    if timed_enough && slowest_ms < ROOM_SHARE * block_ms {
+        return BLOCK_SIZES_MS
+            .iter()
+            .copied()
+            .find(|&size| size < block_ms && holds(size));
+    }
+    None
 }
 
 /// An `f64` shared with audio callbacks; NaN means "not reported".
@@ -255,6 +332,47 @@ mod tests {
             times.record(&mut stats, 1.0, 20.0);
         }
         assert_eq!(stats.recent_block_ms.len(), RECENT_BLOCKS);
+        // The whole session's numbers, beyond the recent window.
+        assert_eq!(stats.blocks_over_budget, 3);
+        assert_eq!(stats.max_block_ms, 30.0);
+        assert!((stats.mean_block_ms - (100.0 + 200.0) / 204.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_larger_block_is_proposed_when_falling_behind_and_a_smaller_one_when_there_is_room() {
+        // 120 ms per block: 150 ms blocks (120 ≤ 0.8 × 150) hold it, 100 ms ones do not.
+        assert_eq!(proposed_block_ms(100.0, 120.0, true, false), Some(150.0));
+        // Nothing holds it: the largest size.
+        assert_eq!(proposed_block_ms(250.0, 2000.0, true, true), Some(750.0));
+        assert_eq!(proposed_block_ms(750.0, 2000.0, true, true), None);
+        // 30 ms per 250 ms block: 40 ms blocks hold it (30 ≤ 32).
+        assert_eq!(proposed_block_ms(250.0, 30.0, false, true), Some(40.0));
+        assert_eq!(
+            proposed_block_ms(250.0, 30.0, false, false),
+            None,
+            "not timed enough"
+        );
+        assert_eq!(
+            proposed_block_ms(250.0, 150.0, false, true),
+            None,
+            "no room"
+        );
+
+        let mut stats = LiveStats::starting(48000);
+        let mut times = BlockTimes::new();
+        for _ in 0..ROOM_BLOCKS - 1 {
+            times.record(&mut stats, 30.0, 250.0);
+        }
+        assert_eq!(stats.proposed_block_ms, None);
+        times.record(&mut stats, 30.0, 250.0);
+        assert_eq!(stats.proposed_block_ms, Some(40.0));
+        // A new block size starts its count again.
+        times.record(&mut stats, 30.0, 40.0);
+        assert_eq!(stats.proposed_block_ms, None);
+        for _ in 0..FALLING_BEHIND_BLOCKS {
+            times.record(&mut stats, 90.0, 40.0);
+        }
+        assert_eq!(stats.proposed_block_ms, Some(150.0), "{stats:?}");
     }
 
     #[test]

@@ -35,6 +35,10 @@ pub enum Command {
         /// game, OBS) can pick, made while the stream runs, instead of the output device.
         #[arg(long)]
         virtual_mic: bool,
+        /// Change the block size as the stream proposes: larger while it falls behind, smaller
+        /// when the machine has room.
+        #[arg(long)]
+        auto_block: bool,
         /// Stop after this many seconds.
         #[arg(long)]
         seconds: Option<f64>,
@@ -129,6 +133,10 @@ pub struct StreamArgs {
     /// Denoise the converted output (RNNoise); adds 10 ms.
     #[arg(long)]
     output_denoise: bool,
+    /// Skip the voice on blocks without speech (voice activity detection): silence costs no
+    /// compute and lets no noise through.
+    #[arg(long)]
+    speech_gate: bool,
     /// Hear the (gated) input instead of the voice.
     #[arg(long)]
     passthrough: bool,
@@ -144,6 +152,7 @@ impl StreamArgs {
             threshold_db: self.threshold_db,
             input_denoise: self.input_denoise,
             output_denoise: self.output_denoise,
+            speech_gate: self.speech_gate,
             ..StreamParams::default()
         };
         params
@@ -181,6 +190,7 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
             devices,
             record,
             virtual_mic,
+            auto_block,
             seconds,
             stream,
         } => {
@@ -199,8 +209,9 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
                 },
                 record,
                 virtual_mic,
+                measured_latency_ms: None,
             };
-            run_stream(library, request, seconds, out)
+            run_stream(library, request, seconds, auto_block, out)
         }
         Command::File {
             input,
@@ -234,7 +245,7 @@ fn file_line(report: &FileStreamReport) -> String {
     let t = &report.times;
     format!(
         "streamed   {} -> {} ({:.1} s in {} blocks of {:.0} ms: {:.1} ms each on average, \
-         {:.1} ms at the 95th percentile, {:.1} ms at most)",
+         {:.1} ms at the 95th percentile, {:.1} ms at most; {} without speech skipped)",
         report.input.display(),
         report.output.display(),
         report.input_seconds,
@@ -242,7 +253,8 @@ fn file_line(report: &FileStreamReport) -> String {
         t.budget_ms,
         t.mean_ms,
         t.p95_ms,
-        t.max_ms
+        t.max_ms,
+        report.skipped_blocks
     )
 }
 
@@ -298,12 +310,13 @@ fn run_stream(
     library: std::sync::Arc<timbre_core::Library>,
     request: LiveRequest,
     seconds: Option<f64>,
+    auto_block: bool,
     out: &Output,
 ) -> Result<ExitCode> {
     let interrupted = std::sync::Arc::new(AtomicBool::new(false));
     let flag = interrupted.clone();
     ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))?;
-    let stream = LiveStream::start(library, Default::default(), request)?;
+    let mut stream = LiveStream::start(library, Default::default(), request)?;
     if let Some(source) = &stream.status().stats.virtual_mic {
         out.note(&format!(
             "other programs can record the voice from \"{}\" ({source})",
@@ -323,6 +336,18 @@ fn run_stream(
         next_line += Duration::from_secs(1);
         let status = stream.status();
         out.line(&status, || status_line(&status));
+        if let Some(block_ms) = status.stats.proposed_block_ms
+            && auto_block
+            && block_ms != status.params.block_ms
+        {
+            let params = StreamParams {
+                block_ms,
+                crossfade_ms: status.params.crossfade_ms.min(block_ms),
+                ..status.params.clone()
+            };
+            stream.set_params(params)?;
+            out.note(&format!("block size changed to {block_ms:.0} ms"));
+        }
         if status.stats.state == LiveState::Failed {
             failed = status.stats.message.clone();
             break;

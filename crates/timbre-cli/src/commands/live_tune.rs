@@ -76,7 +76,7 @@ fn lines(outcome: &TuneOutcome) -> String {
         _ => format!(
             "no block up to {:.0} ms keeps within {limit:.0} % of its duration: try a shorter \
              context, a lighter pitch method (pm) or a GPU",
-            tune::BLOCK_CANDIDATES_MS[tune::BLOCK_CANDIDATES_MS.len() - 1]
+            tune::BLOCK_SIZES_MS[tune::BLOCK_SIZES_MS.len() - 1]
         ),
     });
     if let Some(measurement) = &outcome.measurement {

@@ -84,6 +84,8 @@ pub struct FileStreamReport {
     pub input_seconds: f64,
     /// Per-block processing times against the block's duration.
     pub times: BlockTimes,
+    /// Blocks the speech gate kept from the voice (0 with the gate off).
+    pub skipped_blocks: u64,
 }
 
 fn load_mono(path: &Path, rate: u32, max_secs: f64) -> Result<Vec<f32>> {
@@ -151,6 +153,7 @@ pub fn stream_file(
         block_samples: block,
         input_seconds: input_samples as f64 / f64::from(request.sample_rate),
         times: BlockTimes::of(&times_ms, budget_ms),
+        skipped_blocks: engine.skipped_blocks(),
     })
 }
 

@@ -48,6 +48,24 @@ pub struct LiveRequest {
     /// while the stream runs (the output device is then not played).
     #[serde(default)]
     pub virtual_mic: bool,
+    /// The stream's latency as measured on these devices before the start (the Live page's
+    /// Measure), kept with a recorded session's numbers; None when not measured.
+    #[serde(default)]
+    pub measured_latency_ms: Option<f64>,
+}
+
+/// How a recorded stream ran, kept in the `live` link from its input to its output take.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+struct SessionNumbers {
+    blocks: u32,
+    budget_ms: f64,
+    mean_block_ms: f64,
+    max_block_ms: f64,
+    blocks_over_budget: u32,
+    input_overflows: u32,
+    output_underruns: u32,
+    estimated_latency_ms: f64,
+    measured_latency_ms: Option<f64>,
 }
 
 /// A running stream's numbers, as the Live page and `timbre live run` show them.
@@ -237,6 +255,7 @@ impl LiveStream {
 
     /// Stops the stream; a recorded one's input and output become takes.
     pub fn stop(self) -> Result<Option<RecordedSession>> {
+        let last = self.status();
         let recording = self.session.stop()?;
         let Some(recording) = recording else {
             return Ok(None);
@@ -259,9 +278,22 @@ impl LiveStream {
             None,
         )
         .context("saving the live session's output")?;
+        let stats = &last.stats;
+        let numbers = SessionNumbers {
+            blocks: stats.blocks_processed,
+            budget_ms: stats.budget_ms,
+            mean_block_ms: stats.mean_block_ms,
+            max_block_ms: stats.max_block_ms,
+            blocks_over_budget: stats.blocks_over_budget,
+            input_overflows: stats.input_overflows,
+            output_underruns: stats.output_underruns,
+            estimated_latency_ms: last.estimated_latency_ms,
+            measured_latency_ms: self.request.measured_latency_ms,
+        };
         let params = serde_json::json!({
             "model_id": self.request.voice.model_id,
             "params": self.request.params,
+            "session": numbers,
         });
         self.library
             .edit(|conn| derived_takes::insert(conn, output.id, input.id, "live", &params, None))?;

@@ -27,7 +27,7 @@ const KIND: JobKind = JobKind::LiveTune;
 pub const BUDGET_SHARE: f64 = 0.8;
 
 /// The block sizes tried, in ms, smallest first.
-pub const BLOCK_CANDIDATES_MS: [f64; 10] = [
+pub const BLOCK_SIZES_MS: [f64; 10] = [
     40.0, 60.0, 80.0, 100.0, 150.0, 200.0, 250.0, 350.0, 500.0, 750.0,
 ];
 
@@ -129,16 +129,19 @@ impl JobHandler for TuneHandler {
             super::device(library)?,
         )?;
         let rate = request.sample_rate;
-        let signal = voiced_signal(rate, RUN_SECONDS + BLOCK_CANDIDATES_MS[9] / 1000.0);
+        let signal = voiced_signal(
+            rate,
+            RUN_SECONDS + BLOCK_SIZES_MS[BLOCK_SIZES_MS.len() - 1] / 1000.0,
+        );
         let mut candidates = Vec::new();
-        for (i, &block_ms) in BLOCK_CANDIDATES_MS.iter().enumerate() {
+        for (i, &block_ms) in BLOCK_SIZES_MS.iter().enumerate() {
             let params = StreamParams {
                 block_ms,
                 crossfade_ms: request.params.crossfade_ms.min(block_ms),
                 ..request.params.clone()
             };
             ctx.progress(
-                i as f64 / BLOCK_CANDIDATES_MS.len() as f64,
+                i as f64 / BLOCK_SIZES_MS.len() as f64,
                 format!("timing {block_ms:.0} ms blocks"),
             )?;
             if params.check().is_err() {

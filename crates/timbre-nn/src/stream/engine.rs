@@ -24,6 +24,7 @@ use crate::hubert::Hubert;
 use crate::index::IvfFlatIndex;
 use crate::rmvpe::Rmvpe;
 use crate::synthesizer::{Noise, Synthesizer};
+use timbre_audio::enhance::SpeechDetector;
 
 /// The models a stream uses, shared with the process's model cache so that switching voices is
 /// a cache hit and a conversion job can run the same HuBERT between two blocks.
@@ -65,6 +66,54 @@ pub struct StreamEngine {
     input_denoiser: Option<LiveDenoiser>,
     output_denoiser: Option<LiveDenoiser>,
     graphs: BlockGraphs,
+    /// Present while `speech_gate` is on: a fresh one starts with no speech heard.
+    speech: Option<SpeechGate>,
+    /// Blocks the speech gate kept from the voice.
+    skipped: u64,
+}
+
+/// How long the voice keeps converting after the detector last heard speech: word ends and
+/// short pauses are not cut.
+const SPEECH_HANGOVER_MS: f64 = 300.0;
+/// The WebRTC detector's mode: 2 of 0–3, its "aggressive" one.
+const SPEECH_AGGRESSIVENESS: u8 = 2;
+/// A block quieter than this (RMS, dBFS) holds no speech, whatever the detector says: it takes
+/// a room's hiss for speech now and then, and one such frame in a block would let it through.
+const SPEECH_FLOOR_DB: f32 = -50.0;
+
+/// The detector over each block's new 16 kHz audio, with its hangover.
+struct SpeechGate {
+    detector: SpeechDetector,
+    verdicts: Vec<bool>,
+    /// Milliseconds of hangover left since the detector last heard speech.
+    hangover_ms: f64,
+}
+
+impl SpeechGate {
+    fn new() -> SpeechGate {
+        SpeechGate {
+            detector: SpeechDetector::new(SPEECH_AGGRESSIVENESS, 1.0),
+            verdicts: Vec::new(),
+            hangover_ms: 0.0,
+        }
+    }
+
+    /// Whether the block whose new 16 kHz samples are `audio_16k` goes to the voice.
+    fn speech(&mut self, audio_16k: &[f32]) -> bool {
+        self.verdicts.clear();
+        self.detector.push(audio_16k, &mut self.verdicts);
+        let block_ms = audio_16k.len() as f64 / 16.0;
+        let mean_square =
+            audio_16k.iter().map(|x| x * x).sum::<f32>() / audio_16k.len().max(1) as f32;
+        let loud = 10.0 * mean_square.max(f32::MIN_POSITIVE).log10() >= SPEECH_FLOOR_DB;
+        if loud && self.verdicts.contains(&true) {
+            self.hangover_ms = SPEECH_HANGOVER_MS;
+            return true;
+        }
+        let speaking = self.hangover_ms > 0.0;
+        self.hangover_ms -= block_ms;
+        speaking
+    }
 }
 
 /// Moves `buffer` `shift` samples toward its start (the oldest drop out).
@@ -102,6 +151,8 @@ impl StreamEngine {
             input_denoiser: None,
             output_denoiser: None,
             graphs: BlockGraphs::default(),
+            speech: None,
+            skipped: 0,
             models,
         };
         engine.build();
@@ -142,6 +193,12 @@ impl StreamEngine {
         self.pitch_cache = PitchCache::new();
         self.input_denoiser = None;
         self.output_denoiser = None;
+        self.speech = None;
+    }
+
+    /// Blocks the speech gate has kept from the voice since the engine was made.
+    pub fn skipped_blocks(&self) -> u64 {
+        self.skipped
     }
 
     /// New parameters: hot ones apply from the next block; block, crossfade or context
@@ -183,9 +240,12 @@ impl StreamEngine {
     /// graphs on CUDA. Afterwards the engine streams as a fresh one would.
     pub fn warm_up(&mut self) -> Result<()> {
         let silence = vec![0.0; self.layout.block];
+        // The voice runs on the silence: neither passthrough nor the speech gate skips it.
         let passthrough = std::mem::replace(&mut self.passthrough, false);
+        let speech_gate = std::mem::replace(&mut self.params.speech_gate, false);
         let converted = self.process(&silence);
         self.passthrough = passthrough;
+        self.params.speech_gate = speech_gate;
         self.blocks = 0;
         self.build();
         converted.map(drop)
@@ -231,9 +291,21 @@ impl StreamEngine {
         );
         let total_16k = self.input_wav_16k.len();
         self.input_wav_16k[total_16k - written..].copy_from_slice(&resampled[160..]);
+        let speech = if self.params.speech_gate {
+            let gate = self.speech.get_or_insert_with(SpeechGate::new);
+            gate.speech(&resampled[160..])
+        } else {
+            self.speech = None;
+            true
+        };
 
         let mut output = if self.passthrough {
             self.input_wav[l.extra..].to_vec()
+        } else if !speech {
+            self.blocks += 1;
+            self.skipped += 1;
+            self.pitch_cache.push_silence(l.block_16k / 160);
+            vec![0.0; l.block + l.sola_buffer + l.sola_search]
         } else {
             let noise = match self.params.voice.seed {
                 Some(seed) => Noise::Seeded(seed.wrapping_add(self.blocks)),

@@ -55,6 +55,9 @@ pub struct StreamParams {
     pub input_denoise: bool,
     /// RNNoise over the converted output.
     pub output_denoise: bool,
+    /// Skip the voice on blocks without speech (the WebRTC detector, with a hangover): silence
+    /// costs no compute and lets no noise through. Off by default, as in the reference.
+    pub speech_gate: bool,
 }
 
 impl Default for StreamParams {
@@ -68,6 +71,7 @@ impl Default for StreamParams {
             unvoiced: Unvoiced::Original,
             input_denoise: false,
             output_denoise: false,
+            speech_gate: false,
         }
     }
 }

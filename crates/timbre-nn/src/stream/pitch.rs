@@ -142,6 +142,20 @@ impl PitchCache {
         roll(&mut self.hz, shift, &pitch.hz);
         roll(&mut self.voiced, shift, &pitch.voiced);
     }
+
+    /// Rolls by `shift` frames of silence (unvoiced, 0 Hz): a block the voice skipped.
+    pub fn push_silence(&mut self, shift: usize) {
+        fn roll<T: Copy>(cache: &mut [T], shift: usize, silence: T) {
+            let shift = shift.min(cache.len());
+            cache.copy_within(shift.., 0);
+            let len = cache.len();
+            cache[len - shift..].fill(silence);
+        }
+        // 0 Hz's coarse class: `_f0_post` clamps it to 1.
+        roll(&mut self.coarse, shift, 1);
+        roll(&mut self.hz, shift, 0.0);
+        roll(&mut self.voiced, shift, false);
+    }
 }
 
 #[cfg(test)]
@@ -160,6 +174,19 @@ mod tests {
         assert_eq!(&cache.hz[PITCH_CACHE - 3..], &[130.0, 140.0, 150.0]);
         assert_eq!(pitch.hz[2], 120.0);
         assert!(!pitch.voiced[2]);
+    }
+
+    #[test]
+    fn a_skipped_block_rolls_silence_in() {
+        let mut cache = PitchCache::new();
+        let pitch = prepare(vec![100.0; 10], &VoiceParams::default(), Unvoiced::Original);
+        cache.push(6, &pitch);
+        cache.push_silence(2);
+        let end = PITCH_CACHE;
+        assert_eq!(&cache.hz[end - 8..end - 2], &[100.0; 6]);
+        assert_eq!(&cache.hz[end - 2..], &[0.0, 0.0]);
+        assert_eq!(&cache.coarse[end - 2..], &coarse_f32(&[0.0, 0.0])[..]);
+        assert!(!cache.voiced[end - 1] && cache.voiced[end - 3]);
     }
 
     #[test]

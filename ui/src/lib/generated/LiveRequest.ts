@@ -43,4 +43,9 @@ record: boolean,
  * Play the output into "Timbre Studio voice", a microphone other programs can pick, made
  * while the stream runs (the output device is then not played).
  */
-virtual_mic: boolean, };
+virtual_mic: boolean, 
+/**
+ * The stream's latency as measured on these devices before the start (the Live page's
+ * Measure), kept with a recorded session's numbers; None when not measured.
+ */
+measured_latency_ms: number | null, };

@@ -69,6 +69,18 @@ last_block_ms: number,
  */
 recent_block_ms: Array<number>, 
 /**
+ * Mean processing time of every block since the start, in ms; 0 before the first.
+ */
+mean_block_ms: number, 
+/**
+ * The slowest block since the start, in ms; 0 before the first.
+ */
+max_block_ms: number, 
+/**
+ * Blocks since the start whose processing took longer than the block lasts.
+ */
+blocks_over_budget: number, 
+/**
  * Whether the latest [`FALLING_BEHIND_BLOCKS`] or more blocks in a row took over `budget_ms`.
  */
 falling_behind: boolean, 
@@ -76,6 +88,11 @@ falling_behind: boolean,
  * [`FALLING_BEHIND_ADVICE`] while falling behind, else `None`.
  */
 advice: string | null, 
+/**
+ * A block size (ms) to change to: a larger one while falling behind, a smaller one when
+ * the last blocks left much room; `None` while the block suits.
+ */
+proposed_block_ms: number | null, 
 /**
  * What the devices report between the callback and the converter (capture, playback).
  */

@@ -38,6 +38,11 @@ input_denoise: boolean,
  */
 output_denoise: boolean, 
 /**
+ * Skip the voice on blocks without speech (the WebRTC detector, with a hangover): silence
+ * costs no compute and lets no noise through. Off by default, as in the reference.
+ */
+speech_gate: boolean, 
+/**
  * Semitones.
  */
 transpose: number, 
