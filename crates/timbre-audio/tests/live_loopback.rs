@@ -38,7 +38,7 @@ fn main() {
     unsafe { pulse.route_this_process() };
     pulse.fail_after(RUN_LIMIT);
     let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
-    let tests: [(&str, LoopTest); 7] = [
+    let tests: [(&str, LoopTest); 8] = [
         (
             "loopback_round_trip_matches_the_estimate",
             loopback_round_trip_matches_the_estimate,
@@ -66,6 +66,10 @@ fn main() {
         (
             "a_crashed_sessions_virtual_microphone_is_removed_at_the_next_start",
             a_crashed_sessions_virtual_microphone_is_removed_at_the_next_start,
+        ),
+        (
+            "the_virtual_microphone_comes_back_after_the_sound_server_restarts",
+            the_virtual_microphone_comes_back_after_the_sound_server_restarts,
         ),
     ];
     let mut failed = Vec::new();
@@ -420,22 +424,7 @@ fn sources(pulse: &PulseLoop) -> String {
 }
 
 fn the_virtual_microphone_carries_the_output_and_goes_with_the_session(pulse: &mut PulseLoop) {
-    let config = SessionConfig {
-        virtual_mic: true,
-        ..SessionConfig::default()
-    };
-    let session = LiveSession::start(
-        config,
-        Box::new(|rate| {
-            let block = latency::block_frames(20.0, rate);
-            Ok(Box::new(Sine {
-                block,
-                rate: rate as f32,
-                phase: 0.0,
-            }))
-        }),
-    )
-    .unwrap();
+    let session = sine_into_a_virtual_mic();
     let running = wait_for(&session, "blocks to flow", 10, |s| s.blocks_processed >= 10);
     let source = running
         .virtual_mic
@@ -488,6 +477,54 @@ fn the_virtual_microphone_carries_the_output_and_goes_with_the_session(pulse: &m
         !listed.contains("timbre_studio_voice"),
         "left after stop:\n{listed}"
     );
+}
+
+/// A session playing the sine into a virtual microphone, running.
+fn sine_into_a_virtual_mic() -> LiveSession {
+    let config = SessionConfig {
+        virtual_mic: true,
+        ..SessionConfig::default()
+    };
+    let session = LiveSession::start(
+        config,
+        Box::new(|rate| {
+            let block = latency::block_frames(20.0, rate);
+            Ok(Box::new(Sine {
+                block,
+                rate: rate as f32,
+                phase: 0.0,
+            }))
+        }),
+    )
+    .unwrap();
+    wait_for(&session, "blocks to flow", 10, |s| s.blocks_processed >= 10);
+    session
+}
+
+fn the_virtual_microphone_comes_back_after_the_sound_server_restarts(pulse: &mut PulseLoop) {
+    let session = sine_into_a_virtual_mic();
+    let source = session.stats().virtual_mic.unwrap();
+    pulse.restart();
+    wait_for(&session, "the session to notice", 10, |s| {
+        s.state == LiveState::Reopening
+    });
+    let back = wait_for(&session, "the session to run again", 20, |s| {
+        s.state == LiveState::Running
+    });
+    println!("back after the restart: {:?}", back.message);
+    let listed = sources(pulse);
+    assert!(
+        listed.contains(&source),
+        "{source} did not come back:\n{listed}"
+    );
+    let heard = record_from(&source);
+    assert!(
+        rms(&heard) > 0.25,
+        "the microphone is silent after the restart: rms {}",
+        rms(&heard)
+    );
+    session.stop().unwrap();
+    assert!(!sources(pulse).contains("timbre_studio_voice"));
 }
 
 fn a_crashed_sessions_virtual_microphone_is_removed_at_the_next_start(pulse: &mut PulseLoop) {

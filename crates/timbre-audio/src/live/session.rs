@@ -4,7 +4,7 @@
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -43,8 +43,9 @@ pub struct LiveSession {
     rate: u32,
     processing: Option<JoinHandle<Option<SessionRecording>>>,
     supervisor: Option<JoinHandle<()>>,
-    /// Dropped after the streams are closed: its modules go once nothing plays into them.
-    virtual_mic: Option<VirtualMic>,
+    /// Dropped after the streams are closed: its modules go once nothing plays into them. The
+    /// device thread makes it again when the sound server restarts.
+    virtual_mic: Option<Arc<Mutex<VirtualMic>>>,
 }
 
 fn processor_error(detail: String) -> AudioError {
@@ -135,13 +136,10 @@ impl LiveSession {
             .and_then(|mic| {
                 let sink = mic.as_ref().map(|mic| mic.sink().to_string());
                 session.shared.stats().virtual_mic = mic.as_ref().map(|mic| mic.source().into());
-                session.virtual_mic = mic;
-                Ok((
-                    open_streams(&config, &session.shared, rate, block, sink.as_deref())?,
-                    sink,
-                ))
+                session.virtual_mic = mic.map(|mic| Arc::new(Mutex::new(mic)));
+                open_streams(&config, &session.shared, rate, block, sink.as_deref())
             });
-        let (streams, sink) = match opened {
+        let streams = match opened {
             Ok(opened) => opened,
             Err(err) => {
                 let _ = session.shutdown();
@@ -150,10 +148,11 @@ impl LiveSession {
         };
         running(&session.shared, &streams);
         let shared = Arc::clone(&session.shared);
+        let mic = session.virtual_mic.clone();
         session.supervisor = Some(
             std::thread::Builder::new()
                 .name("timbre-live-devices".into())
-                .spawn(move || supervise(&shared, &config, rate, streams, sink.as_deref()))
+                .spawn(move || supervise(&shared, &config, rate, streams, mic.as_deref()))
                 .map_err(|e| device_error(format!("could not start the device thread: {e}")))?,
         );
         Ok(session)
@@ -321,7 +320,7 @@ fn supervise(
     config: &SessionConfig,
     rate: u32,
     streams: Streams,
-    output_sink: Option<&str>,
+    virtual_mic: Option<&Mutex<VirtualMic>>,
 ) {
     let mut streams = Some(streams);
     while !shared.stop.load(Ordering::Relaxed) {
@@ -349,7 +348,15 @@ fn supervise(
             }
             next_try = Instant::now() + REOPEN_INTERVAL;
             let block = (shared.stats().block_size as usize).max(1);
-            match open_streams(config, shared, rate, block, output_sink) {
+            let reopened = match virtual_mic {
+                Some(mic) => {
+                    let mut mic = mic.lock().unwrap_or_else(PoisonError::into_inner);
+                    mic.ensure()
+                        .and_then(|()| open_streams(config, shared, rate, block, Some(mic.sink())))
+                }
+                None => open_streams(config, shared, rate, block, None),
+            };
+            match reopened {
                 Ok(opened) => {
                     running(shared, &opened);
                     streams = Some(opened);

@@ -38,20 +38,40 @@ impl VirtualMic {
             source: format!("timbre_studio_voice_mic_{pid}"),
             modules: Vec::new(),
         };
+        mic.load()?;
+        Ok(mic)
+    }
+
+    fn load(&mut self) -> Result<(), AudioError> {
+        let pid = std::process::id();
         let sink = load_module(&[
             "module-null-sink",
-            &format!("sink_name={}", mic.sink),
+            &format!("sink_name={}", self.sink),
             &properties("sink", &format!("{DESCRIPTION} (what it plays)"), pid),
         ])?;
-        mic.modules.push(sink);
+        self.modules.push(sink);
         let source = load_module(&[
             "module-remap-source",
-            &format!("master={}.monitor", mic.sink),
-            &format!("source_name={}", mic.source),
+            &format!("master={}.monitor", self.sink),
+            &format!("source_name={}", self.source),
             &properties("source", DESCRIPTION, pid),
         ])?;
-        mic.modules.push(source);
-        Ok(mic)
+        self.modules.push(source);
+        Ok(())
+    }
+
+    /// Makes the microphone again, under the same names, when the sound server no longer has
+    /// it (the server restarted, and its modules went with it).
+    pub(crate) fn ensure(&mut self) -> Result<(), AudioError> {
+        let sinks = pactl(&["list", "short", "sinks"])?;
+        if sinks
+            .lines()
+            .any(|line| line.split('\t').nth(1) == Some(self.sink.as_str()))
+        {
+            return Ok(());
+        }
+        self.modules.clear();
+        self.load()
     }
 
     /// The sink the session's output plays into.
