@@ -42,6 +42,17 @@ pub struct Manifest {
     pub pieces: Vec<ManifestPiece>,
 }
 
+impl Manifest {
+    /// Seconds of audio the pieces hold, each second once: the slicer's kept audio
+    /// (`sliced_seconds` of its report: consecutive pieces overlap by 0.3 s, so their lengths
+    /// add up to more), at most the pieces' own sum (pieces dropped as too loud take theirs
+    /// away). Without a report, the pieces' sum.
+    pub fn audio_seconds(&self, sliced_seconds: Option<f64>) -> f64 {
+        let in_pieces: f64 = self.pieces.iter().map(|p| p.seconds).sum();
+        sliced_seconds.map_or(in_pieces, |sliced| sliced.min(in_pieces))
+    }
+}
+
 /// One piece of a dataset: its three files and where it came from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ManifestPiece {

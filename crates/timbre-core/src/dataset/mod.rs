@@ -264,7 +264,7 @@ pub fn prepare(
         computed,
         cached,
     } = outcome?;
-    let total_secs = manifest.pieces.iter().map(|p| p.seconds).sum::<f64>();
+    let total_secs = manifest.audio_seconds(Some(report.sliced_seconds));
     let prepared = library.edit(|conn| {
         datasets::set_prepared(
             conn,

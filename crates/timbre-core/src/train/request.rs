@@ -199,7 +199,11 @@ pub fn ready_dataset(library: &Library, dataset_id: i64) -> Result<(Dataset, Man
 
 /// Refuses less than a minute of audio; `Some(warning)` under ten minutes.
 pub fn check_amount(dataset: &Dataset, manifest: &Manifest) -> Result<Option<String>> {
-    let seconds: f64 = manifest.pieces.iter().map(|p| p.seconds).sum();
+    let sliced = dataset
+        .report
+        .as_ref()
+        .and_then(|r| r["sliced_seconds"].as_f64());
+    let seconds = manifest.audio_seconds(sliced);
     let minutes = |s: f64| format!("{}:{:02}", (s / 60.0).floor(), (s % 60.0).floor());
     if seconds < MIN_SECONDS {
         return Err(crate::error::invalid_input(format!(
@@ -474,6 +478,22 @@ mod tests {
         let warning = check_amount(&dataset, &manifest(&[300.0, 61.0])).unwrap();
         assert!(warning.unwrap().contains("only 6:01 of audio"));
         assert_eq!(check_amount(&dataset, &manifest(&[600.0])).unwrap(), None);
+        // Pieces overlap: 18 pieces of 3.7 s hold 66.6 s, but the slicer kept 61.2 s of audio,
+        // and 17 of them (62.9 s) with one dropped as too loud hold less than the slicer kept.
+        let sliced = |secs: f64| Dataset {
+            report: Some(serde_json::json!({ "sliced_seconds": secs })),
+            ..dataset.clone()
+        };
+        let under = check_amount(&sliced(59.5), &manifest(&[3.7; 18])).unwrap_err();
+        assert!(under.to_string().contains("holds 0:59 of audio"), "{under}");
+        let warning = check_amount(&sliced(61.2), &manifest(&[3.7; 18]))
+            .unwrap()
+            .unwrap();
+        assert!(warning.contains("only 1:01 of audio"), "{warning}");
+        let warning = check_amount(&sliced(70.0), &manifest(&[3.7; 17]))
+            .unwrap()
+            .unwrap();
+        assert!(warning.contains("only 1:02 of audio"), "{warning}");
 
         let plan = TrainingPlan::of(TrainRequest::new(dataset.id), &manifest(&[60.0]));
         assert_eq!((plan.version.as_str(), plan.f0), ("v2", true));
