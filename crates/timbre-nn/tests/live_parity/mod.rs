@@ -118,8 +118,12 @@ fn settings() -> Vec<Setting> {
 }
 
 fn engine(setting: &Setting, fixtures: &Path) -> StreamEngine {
+    engine_of(models_of(setting, fixtures), setting)
+}
+
+fn models_of(setting: &Setting, fixtures: &Path) -> StreamModels {
     let device = tch::Device::Cpu;
-    let models = StreamModels {
+    StreamModels {
         hubert: Shared::new(Hubert::load(&fixtures.join("hubert_tiny/hf"), device).unwrap()),
         voice: Shared::new(
             Synthesizer::load(&fixtures.join(&setting.voice).join("model.pth"), device).unwrap(),
@@ -133,7 +137,10 @@ fn engine(setting: &Setting, fixtures: &Path) -> StreamEngine {
         }),
         fcpe: (setting.f0_method == F0Method::Fcpe)
             .then(|| Shared::new(Fcpe::load(&fcpe_weights(), device).unwrap())),
-    };
+    }
+}
+
+fn engine_of(models: StreamModels, setting: &Setting) -> StreamEngine {
     let params = StreamParams {
         block_ms: setting.block_ms,
         crossfade_ms: setting.crossfade_ms,
@@ -321,4 +328,43 @@ fn a_warmed_up_engine_streams_as_a_fresh_one() {
         assert!(difference < 1e-6, "block {n}: differs by {difference}");
     }
     assert!(heard, "the voice comes through");
+}
+
+#[test]
+fn a_voice_switch_carries_the_stream_on_without_a_gap() {
+    let fixtures = rvc_parity_fixtures();
+    let setting = Setting {
+        context_ms: 500.0,
+        block_ms: 100.0,
+        ..Setting::default()
+    };
+    // A held vowel-like tone: every block has voice to convert (the RMS mix silences silence).
+    let tone = timbre_audio::signal::sine(setting.sample_rate, 180.0, 2.0, 0.4);
+    let input = &tone.channels[0];
+    let mut engine = engine(&setting, &fixtures);
+    let block = engine.block_size();
+    let mut chunks = input.chunks_exact(block);
+    for chunk in chunks.by_ref().take(8) {
+        engine.process(chunk).unwrap();
+    }
+    let other = Setting {
+        voice: "synth_v1_nono_32k".into(),
+        sample_rate: setting.sample_rate,
+        ..setting.clone()
+    };
+    engine.set_models(models_of(&other, &fixtures));
+    let next = chunks.next().unwrap();
+    let switched = engine.process(next).unwrap();
+    let fresh = engine_of(models_of(&other, &fixtures), &other)
+        .process(next)
+        .unwrap();
+    assert_eq!(switched.len(), block);
+    // The new voice hears the context the stream has heard (a fresh engine hears silence), and
+    // its first block starts from the old one's crossfade, not from silence.
+    assert!(switched != fresh, "the switch dropped the stream's context");
+    let head = &switched[..block / 10];
+    assert!(
+        head.iter().any(|&x| x.abs() > 1e-4),
+        "the block after the switch starts silent"
+    );
 }
