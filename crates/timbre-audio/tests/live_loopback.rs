@@ -38,7 +38,7 @@ fn main() {
     unsafe { pulse.route_this_process() };
     pulse.fail_after(RUN_LIMIT);
     let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
-    let tests: [(&str, LoopTest); 8] = [
+    let tests: [(&str, LoopTest); 9] = [
         (
             "loopback_round_trip_matches_the_estimate",
             loopback_round_trip_matches_the_estimate,
@@ -46,6 +46,10 @@ fn main() {
         (
             "reopens_after_the_pulse_daemon_restarts",
             reopens_after_the_pulse_daemon_restarts,
+        ),
+        (
+            "a_device_unplugged_and_plugged_back_is_taken_up_again",
+            a_device_unplugged_and_plugged_back_is_taken_up_again,
         ),
         (
             "a_96_khz_device_is_resampled_to_48_khz",
@@ -233,6 +237,74 @@ fn reopens_after_the_pulse_daemon_restarts(pulse: &mut PulseLoop) {
     assert!(back.message.is_none(), "{back:#?}");
     let recording = session.stop().unwrap();
     assert!(recording.is_none());
+}
+
+/// The index of the module that made the loop's null sink.
+fn loop_module(pulse: &PulseLoop) -> String {
+    let modules = pulse.pactl(&["list", "short", "modules"]);
+    modules
+        .lines()
+        .find(|line| line.contains("module-null-sink") && line.contains("sink_name=loop"))
+        .and_then(|line| line.split('\t').next())
+        .unwrap_or_else(|| panic!("no loop module in:\n{modules}"))
+        .to_string()
+}
+
+fn a_device_unplugged_and_plugged_back_is_taken_up_again(pulse: &mut PulseLoop) {
+    let session = LiveSession::start(
+        SessionConfig::default(),
+        Box::new(|rate| Ok(Box::new(Passthrough(latency::block_frames(20.0, rate))))),
+    )
+    .unwrap();
+    wait_for(&session, "blocks to flow", 10, |s| s.blocks_processed >= 10);
+
+    // The loop's sink, and its monitor (the input), go as an unplugged card's would: the
+    // server moves the streams to what is left (its dummy sink), and the session carries on.
+    pulse.pactl(&["unload-module", &loop_module(pulse)]);
+    std::thread::sleep(Duration::from_millis(1000));
+    let unplugged = session.stats();
+    println!(
+        "unplugged: {:?} {:?}; playing on:\n{}",
+        unplugged.state,
+        unplugged.message,
+        pulse.pactl(&["list", "short", "sink-inputs"])
+    );
+    assert_ne!(unplugged.state, LiveState::Failed, "{unplugged:#?}");
+
+    // Plugged back: the server has the device again, and makes it the default once more.
+    pulse.pactl(&[
+        "load-module",
+        "module-null-sink",
+        "sink_name=loop",
+        "rate=48000",
+    ]);
+    pulse.pactl(&["set-default-sink", "loop"]);
+    pulse.pactl(&["set-default-source", "loop.monitor"]);
+    let counted = session.stats().blocks_processed;
+    let back = wait_for(
+        &session,
+        "the session to take the device up again",
+        20,
+        |s| s.state == LiveState::Running && s.blocks_processed >= counted + 10,
+    );
+    println!(
+        "plugged back: {} blocks, {} overflows, {} underruns",
+        back.blocks_processed, back.input_overflows, back.output_underruns
+    );
+    let playing = pulse.pactl(&["list", "short", "sink-inputs"]);
+    let sinks = pulse.pactl(&["list", "short", "sinks"]);
+    let loop_index = sinks
+        .lines()
+        .find(|line| line.split('\t').nth(1) == Some("loop"))
+        .and_then(|line| line.split('\t').next())
+        .unwrap();
+    assert!(
+        playing
+            .lines()
+            .any(|line| line.split('\t').nth(1) == Some(loop_index)),
+        "the output does not play on the device plugged back:\n{playing}\n{sinks}"
+    );
+    session.stop().unwrap();
 }
 
 /// Fails on its fourth block.
