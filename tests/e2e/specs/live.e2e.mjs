@@ -23,6 +23,55 @@ function pulseEnv() {
   return Object.fromEntries(out.stdout.split('\n').filter((l) => l.includes('=')).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
 }
 
+/** The first channel of a PCM-16 or float-32 WAV (plain or extensible), and its rate. */
+function readWav(file) {
+  const b = fs.readFileSync(file);
+  let fmt = null;
+  let data = null;
+  for (let at = 12; at + 8 <= b.length; ) {
+    const id = b.toString('latin1', at, at + 4);
+    const size = b.readUInt32LE(at + 4);
+    if (id === 'fmt ') {
+      const tag = b.readUInt16LE(at + 8);
+      fmt = { float: (tag === 0xfffe ? b.readUInt16LE(at + 32) : tag) === 3, channels: b.readUInt16LE(at + 10), rate: b.readUInt32LE(at + 12), bits: b.readUInt16LE(at + 22) };
+    } else if (id === 'data') data = b.subarray(at + 8, at + 8 + size);
+    at += 8 + size + (size & 1);
+  }
+  assert.ok(fmt && data, `${file}: not a WAV with audio`);
+  const step = (fmt.bits / 8) * fmt.channels;
+  const samples = new Float32Array(Math.floor(data.length / step));
+  for (let i = 0; i < samples.length; i++) samples[i] = fmt.float ? data.readFloatLE(i * step) : data.readInt16LE(i * step) / 32768;
+  return { rate: fmt.rate, samples };
+}
+
+/** Where in `haystack` the short `needle` fits best, by normalised correlation: first on every
+ * fourth sample, then sample by sample around the best coarse lag. */
+function bestMatch(needle, haystack) {
+  const at = (lag, stride) => {
+    let dot = 0;
+    let heard = 0;
+    let played = 0;
+    for (let i = 0; i < needle.length; i += stride) {
+      dot += needle[i] * haystack[lag + i];
+      heard += needle[i] * needle[i];
+      played += haystack[lag + i] * haystack[lag + i];
+    }
+    return dot / (Math.sqrt(heard * played) || 1);
+  };
+  let best = { lag: 0, correlation: -1 };
+  for (let lag = 0; lag + needle.length <= haystack.length; lag += 4) {
+    const c = at(lag, 4);
+    if (c > best.correlation) best = { lag, correlation: c };
+  }
+  const coarse = best.lag;
+  best = { lag: coarse, correlation: -1 };
+  for (let lag = Math.max(0, coarse - 8); lag <= Math.min(haystack.length - needle.length, coarse + 8); lag++) {
+    const c = at(lag, 1);
+    if (c > best.correlation) best = { lag, correlation: c };
+  }
+  return best;
+}
+
 /** A model of the fixtures already in the library (the convert spec imports them), else imported now. */
 async function fixtureModel(weights, index, matches) {
   const found = (await invoke('list_models')).find(matches);
@@ -191,7 +240,8 @@ describe('live', () => {
     const sine = path.join(requireEnv('E2E_TMP'), 'live-source.wav');
     feeder = spawn('paplay', ['-d', 'loop', sine], { env, stdio: 'ignore' });
     await openPage('live', byTestId('live-start'));
-    if (await $(byTestId('live-record')).isSelected()) await $(byTestId('live-record')).click();
+    // Recorded: the session's output take is what it played into the microphone.
+    if (!(await $(byTestId('live-record')).isSelected())) await $(byTestId('live-record')).click();
     await $(byTestId('live-virtual-mic')).click();
     await $(byTestId('live-start')).click();
     const note = await $(byTestId('live-virtual-mic-on'));
@@ -215,5 +265,15 @@ describe('live', () => {
       message: async () => `the stream did not stop: ${await errors()}`,
     });
     assert.ok(!sources().includes(source), `the microphone is left after stop: ${sources()}`);
+
+    // What the other program heard is the converted voice the session played: somewhere in the
+    // session's output take, sample for sample.
+    const outputId = Number(await $(byTestId('live-recorded')).getAttribute('data-output-take'));
+    const take = (await invoke('list_takes', { voiceId: null })).find((t) => t.id === outputId);
+    const stored = path.join(requireEnv('E2E_DATA_DIR'), 'store', 'objects', take.sha256.slice(0, 2), `${take.sha256}.${take.format}`);
+    const { rate, samples: played } = readWav(stored);
+    assert.equal(rate, 48000, `the output take is at ${rate} Hz`);
+    const { lag, correlation } = bestMatch(samples.subarray(9600, 14400), played);
+    assert.ok(correlation > 0.95, `the microphone's audio matches the session's output at best ${correlation.toFixed(3)} (lag ${lag})`);
   });
 });
