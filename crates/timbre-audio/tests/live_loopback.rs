@@ -38,7 +38,7 @@ fn main() {
     unsafe { pulse.route_this_process() };
     pulse.fail_after(RUN_LIMIT);
     let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
-    let tests: [(&str, LoopTest); 9] = [
+    let tests: [(&str, LoopTest); 10] = [
         (
             "loopback_round_trip_matches_the_estimate",
             loopback_round_trip_matches_the_estimate,
@@ -54,6 +54,10 @@ fn main() {
         (
             "a_96_khz_device_is_resampled_to_48_khz",
             a_96_khz_device_is_resampled_to_48_khz,
+        ),
+        (
+            "a_device_back_at_another_rate_is_resampled_to_the_sessions",
+            a_device_back_at_another_rate_is_resampled_to_the_sessions,
         ),
         (
             "a_failing_processor_stops_the_stream_and_says_why",
@@ -417,6 +421,39 @@ fn a_96_khz_device_is_resampled_to_48_khz(pulse: &mut PulseLoop) {
     pulse.pactl(&["set-default-sink", "loop"]);
     pulse.pactl(&["set-default-source", "loop.monitor"]);
     pulse.pactl(&["unload-module", module.trim()]);
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+fn a_device_back_at_another_rate_is_resampled_to_the_sessions(pulse: &mut PulseLoop) {
+    let session = LiveSession::start(
+        SessionConfig::default(),
+        Box::new(|rate| Ok(Box::new(Passthrough(latency::block_frames(20.0, rate))))),
+    )
+    .unwrap();
+    let before = wait_for(&session, "blocks to flow", 10, |s| s.blocks_processed >= 10);
+    assert_eq!(before.input_device.unwrap().sample_rate, 48_000);
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        pulse.restart_at(96_000);
+        wait_for(&session, "the session to notice", 10, |s| {
+            s.state == LiveState::Reopening
+        });
+        let counted = session.stats().blocks_processed;
+        let back = wait_for(&session, "the session to come back", 20, |s| {
+            s.state == LiveState::Running && s.blocks_processed >= counted + 20
+        });
+        let (input, output) = (back.input_device.unwrap(), back.output_device.unwrap());
+        println!("back at {} / {} Hz", input.sample_rate, output.sample_rate);
+        assert_eq!((input.sample_rate, output.sample_rate), (96_000, 96_000));
+        // The processor keeps its rate and its blocks: the rings resample to the new device's.
+        assert_eq!(
+            (session.rate(), back.sample_rate, back.block_size),
+            (48_000, 48_000, 960)
+        );
+    }));
+    session.stop().unwrap();
+    pulse.restart_at(48_000);
     if let Err(panic) = result {
         std::panic::resume_unwind(panic);
     }

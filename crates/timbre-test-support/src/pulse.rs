@@ -16,6 +16,8 @@ const ALSA_PULSE_CONF: &str = "/usr/share/alsa/pulse-alsa.conf";
 pub struct PulseLoop {
     daemon: Option<Child>,
     dir: PathBuf,
+    /// The null sink's rate, in Hz.
+    rate: u32,
 }
 
 impl PulseLoop {
@@ -34,7 +36,11 @@ impl PulseLoop {
         ));
         std::fs::create_dir_all(&dir).expect("create the pulse runtime folder");
         set_private(&dir);
-        let mut pulse = PulseLoop { daemon: None, dir };
+        let mut pulse = PulseLoop {
+            daemon: None,
+            dir,
+            rate: 48_000,
+        };
         pulse.launch();
         pulse
     }
@@ -96,6 +102,13 @@ impl PulseLoop {
         self.launch();
     }
 
+    /// Starts the daemon again with the sink at `rate` Hz: a device that comes back at another
+    /// rate.
+    pub fn restart_at(&mut self, rate: u32) {
+        self.rate = rate;
+        self.restart();
+    }
+
     /// Runs `pactl` against the daemon; panics with its output when it fails.
     pub fn pactl(&self, args: &[&str]) -> String {
         let out = self
@@ -120,6 +133,9 @@ impl PulseLoop {
 
     fn launch(&mut self) {
         let log = std::fs::File::create(self.dir.join("daemon.log")).expect("create the log");
+        // A fixed rate: the null sink otherwise switches between 44.1 and 48 kHz with its
+        // clients, and PulseAudio's own resampling adds latency no device reports.
+        let sink = format!("--load=module-null-sink sink_name=loop rate={}", self.rate);
         let daemon = self
             .command("pulseaudio")
             .args([
@@ -127,9 +143,7 @@ impl PulseLoop {
                 "--daemonize=no",
                 "--exit-idle-time=-1",
                 "--load=module-native-protocol-unix",
-                // A fixed rate: the null sink otherwise switches between 44.1 and 48 kHz with its
-                // clients, and PulseAudio's own resampling adds latency no device reports.
-                "--load=module-null-sink sink_name=loop rate=48000",
+                &sink,
                 "--load=module-always-sink",
             ])
             .stdin(Stdio::null())
