@@ -114,6 +114,15 @@ impl BlockProcessor for Passthrough {
     }
 }
 
+/// A session on the default devices returning its input in 20 ms blocks.
+fn passthrough_on_the_defaults() -> LiveSession {
+    LiveSession::start(
+        SessionConfig::default(),
+        Box::new(|rate| Ok(Box::new(Passthrough(latency::block_frames(20.0, rate))))),
+    )
+    .unwrap()
+}
+
 fn wait_for(
     session: &LiveSession,
     what: &str,
@@ -205,11 +214,7 @@ fn loopback_round_trip_matches_the_estimate(_pulse: &mut PulseLoop) {
 }
 
 fn reopens_after_the_pulse_daemon_restarts(pulse: &mut PulseLoop) {
-    let session = LiveSession::start(
-        SessionConfig::default(),
-        Box::new(|rate| Ok(Box::new(Passthrough(latency::block_frames(20.0, rate))))),
-    )
-    .unwrap();
+    let session = passthrough_on_the_defaults();
     let before = wait_for(&session, "blocks to flow", 10, |s| s.blocks_processed >= 10);
     assert_eq!(before.state, LiveState::Running);
 
@@ -255,11 +260,7 @@ fn loop_module(pulse: &PulseLoop) -> String {
 }
 
 fn a_device_unplugged_and_plugged_back_is_taken_up_again(pulse: &mut PulseLoop) {
-    let session = LiveSession::start(
-        SessionConfig::default(),
-        Box::new(|rate| Ok(Box::new(Passthrough(latency::block_frames(20.0, rate))))),
-    )
-    .unwrap();
+    let session = passthrough_on_the_defaults();
     wait_for(&session, "blocks to flow", 10, |s| s.blocks_processed >= 10);
 
     // The loop's sink, and its monitor (the input), go as an unplugged card's would: the
@@ -403,11 +404,7 @@ fn a_96_khz_device_is_resampled_to_48_khz(pulse: &mut PulseLoop) {
     pulse.pactl(&["set-default-sink", "loop96"]);
     pulse.pactl(&["set-default-source", "loop96.monitor"]);
     let result = catch_unwind(AssertUnwindSafe(|| {
-        let session = LiveSession::start(
-            SessionConfig::default(),
-            Box::new(|rate| Ok(Box::new(Passthrough(latency::block_frames(20.0, rate))))),
-        )
-        .unwrap();
+        let session = passthrough_on_the_defaults();
         assert_eq!(session.rate(), 48000);
         let stats = wait_for(&session, "blocks to flow", 10, |s| s.blocks_processed >= 20);
         let input = stats.input_device.clone().unwrap();
@@ -427,11 +424,7 @@ fn a_96_khz_device_is_resampled_to_48_khz(pulse: &mut PulseLoop) {
 }
 
 fn a_device_back_at_another_rate_is_resampled_to_the_sessions(pulse: &mut PulseLoop) {
-    let session = LiveSession::start(
-        SessionConfig::default(),
-        Box::new(|rate| Ok(Box::new(Passthrough(latency::block_frames(20.0, rate))))),
-    )
-    .unwrap();
+    let session = passthrough_on_the_defaults();
     let before = wait_for(&session, "blocks to flow", 10, |s| s.blocks_processed >= 10);
     assert_eq!(before.input_device.unwrap().sample_rate, 48_000);
     let result = catch_unwind(AssertUnwindSafe(|| {
