@@ -10,7 +10,7 @@ mod contract;
 mod error;
 mod state;
 
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 use tauri::Manager;
 use timbre_core::Library;
 use timbre_core::jobs::JobSystem;
@@ -133,11 +133,7 @@ pub fn run() {
 /// A live stream ends with the app: its recording saved, its virtual microphone removed.
 fn stop_live(app: &tauri::AppHandle) {
     let state = app.state::<state::AppState>();
-    let live = state
-        .live
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .take();
+    let live = commands::live::stream(&state).take();
     if let Some(live) = live
         && let Err(err) = live.stop()
     {

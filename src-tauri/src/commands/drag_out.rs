@@ -47,7 +47,8 @@ fn begin_drag(window: &WebviewWindow, files: Vec<PathBuf>) -> anyhow::Result<()>
         .collect::<Result<Vec<_>, _>>()
         .context("a copy has no file URI")?;
     let source = window.gtk_window()?;
-    // Only other programs: a drop back on this window would import the copy as a new take.
+    // Meant for other programs. A drop back on this window still reaches its webview, which
+    // ignores its own copies (`foreignPaths` in ui/src/lib/dragOut.ts).
     let targets = gtk::TargetList::new(&[gtk::TargetEntry::new(
         "text/uri-list",
         gtk::TargetFlags::OTHER_APP,

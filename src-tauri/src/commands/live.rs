@@ -13,7 +13,7 @@ use timbre_core::live::{
 };
 use timbre_nn::stream::StreamParams;
 
-fn stream<'a>(state: &'a State<'_, AppState>) -> MutexGuard<'a, Option<LiveStream>> {
+pub(crate) fn stream<'a>(state: &'a State<'_, AppState>) -> MutexGuard<'a, Option<LiveStream>> {
     state.live.lock().unwrap_or_else(|p| p.into_inner())
 }
 

@@ -134,10 +134,15 @@ impl LiveSession {
             .then(VirtualMic::create)
             .transpose()
             .and_then(|mic| {
-                let sink = mic.as_ref().map(|mic| mic.sink().to_string());
                 session.shared.stats().virtual_mic = mic.as_ref().map(|mic| mic.source().into());
                 session.virtual_mic = mic.map(|mic| Arc::new(Mutex::new(mic)));
-                open_streams(&config, &session.shared, rate, block, sink.as_deref())
+                open(
+                    &config,
+                    &session.shared,
+                    rate,
+                    block,
+                    session.virtual_mic.as_deref(),
+                )
             });
         let streams = match opened {
             Ok(opened) => opened,
@@ -313,6 +318,25 @@ fn input_stalled(started: bool, silent_ms: u64) -> bool {
         }
 }
 
+/// Opens the streams, the output into the virtual microphone when the session has one (made
+/// again first when the sound server no longer has it).
+fn open(
+    config: &SessionConfig,
+    shared: &Arc<Shared>,
+    rate: u32,
+    block: usize,
+    virtual_mic: Option<&Mutex<VirtualMic>>,
+) -> Result<Streams, AudioError> {
+    match virtual_mic {
+        Some(mic) => {
+            let mut mic = mic.lock().unwrap_or_else(PoisonError::into_inner);
+            mic.ensure()?;
+            open_streams(config, shared, rate, block, Some(mic.sink()))
+        }
+        None => open_streams(config, shared, rate, block, None),
+    }
+}
+
 /// The device thread: holds the streams, and closes and reopens them every
 /// [`REOPEN_INTERVAL`] when a device fails, until it is back.
 fn supervise(
@@ -348,15 +372,7 @@ fn supervise(
             }
             next_try = Instant::now() + REOPEN_INTERVAL;
             let block = (shared.stats().block_size as usize).max(1);
-            let reopened = match virtual_mic {
-                Some(mic) => {
-                    let mut mic = mic.lock().unwrap_or_else(PoisonError::into_inner);
-                    mic.ensure()
-                        .and_then(|()| open_streams(config, shared, rate, block, Some(mic.sink())))
-                }
-                None => open_streams(config, shared, rate, block, None),
-            };
-            match reopened {
+            match open(config, shared, rate, block, virtual_mic) {
                 Ok(opened) => {
                     running(shared, &opened);
                     streams = Some(opened);

@@ -340,12 +340,7 @@ fn run_stream(
             && auto_block
             && block_ms != status.params.block_ms
         {
-            let params = StreamParams {
-                block_ms,
-                crossfade_ms: status.params.crossfade_ms.min(block_ms),
-                ..status.params.clone()
-            };
-            stream.set_params(params)?;
+            stream.set_params(status.params.with_block(block_ms))?;
             out.note(&format!("block size changed to {block_ms:.0} ms"));
         }
         if status.stats.state == LiveState::Failed {

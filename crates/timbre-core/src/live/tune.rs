@@ -22,14 +22,7 @@ use crate::model_cache::ModelCache;
 /// The job kind.
 const KIND: JobKind = JobKind::LiveTune;
 
-/// The most of a block's duration its processing may take in the pick: the rest is room for a
-/// busier moment of the machine.
-pub const BUDGET_SHARE: f64 = 0.8;
-
-/// The block sizes tried, in ms, smallest first.
-pub const BLOCK_SIZES_MS: [f64; 10] = [
-    40.0, 60.0, 80.0, 100.0, 150.0, 200.0, 250.0, 350.0, 500.0, 750.0,
-];
+pub use timbre_audio::live::latency::{BLOCK_SIZES_MS, BUDGET_SHARE};
 
 /// Seconds of test signal each block size runs (at least [`MIN_BLOCKS`] blocks).
 const RUN_SECONDS: f64 = 1.5;
@@ -135,11 +128,7 @@ impl JobHandler for TuneHandler {
         );
         let mut candidates = Vec::new();
         for (i, &block_ms) in BLOCK_SIZES_MS.iter().enumerate() {
-            let params = StreamParams {
-                block_ms,
-                crossfade_ms: request.params.crossfade_ms.min(block_ms),
-                ..request.params.clone()
-            };
+            let params = request.params.with_block(block_ms);
             ctx.progress(
                 i as f64 / BLOCK_SIZES_MS.len() as f64,
                 format!("timing {block_ms:.0} ms blocks"),

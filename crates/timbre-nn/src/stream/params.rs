@@ -117,6 +117,15 @@ pub struct StreamRanges {
 }
 
 impl StreamParams {
+    /// These parameters with `block_ms` blocks, the crossfade cut to the block where it is longer.
+    pub fn with_block(&self, block_ms: f64) -> StreamParams {
+        StreamParams {
+            block_ms,
+            crossfade_ms: self.crossfade_ms.min(block_ms),
+            ..self.clone()
+        }
+    }
+
     /// Whether `other` keeps the buffers (only hot parameters differ).
     pub fn same_buffers(&self, other: &StreamParams) -> bool {
         (self.block_ms, self.crossfade_ms, self.context_ms)
