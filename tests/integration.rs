@@ -14,6 +14,7 @@ mod doctor;
 mod effects_formats;
 mod interrupted_jobs;
 mod isolate_memory;
+mod judge;
 mod library_backups;
 mod library_export;
 mod library_full_disk;

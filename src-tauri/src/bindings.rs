@@ -82,6 +82,7 @@ fn export_contract(dir: &Path) -> Result<(), ts_rs::ExportError> {
         timbre_core::live::tune::TuneReport,
         timbre_core::dataset::PrepareRequest,
         timbre_core::train::TrainRequest,
+        timbre_core::train::judge::JudgeReport,
         ResourceSnapshot,
         DeviceReport,
         InputDevice,

@@ -118,6 +118,8 @@ pub fn run() {
             commands::train::list_training_previews,
             commands::train::get_training_preview_audio,
             commands::train::export_training,
+            commands::train::get_judge_report,
+            commands::train::get_judge_sample_audio,
         ])
         .build(tauri::generate_context!())
         .expect("error while building Timbre Studio")

@@ -117,6 +117,12 @@ mkdir -p "$tmp/models"
 ln -s "$parity/hubert_tiny/hubert_fairseq.pt" "$tmp/models/hubert_base.pt"
 ln -s "$parity/rmvpe_tiny/rmvpe.pt" "$tmp/models/rmvpe.pt"
 export TIMBRE_MODELS_DIR="$tmp/models" E2E_PARITY_DIR="$parity"
+# The checkpoint judge's speaker encoder (train.e2e.mjs scores its checkpoints): Resemblyzer's
+# weights from the test virtual environment (requirements-reference.txt), under the name the
+# judge looks for first.
+encoder=$(ls "$root"/.venv/lib/python3*/site-packages/resemblyzer/pretrained.pt 2>/dev/null | head -1)
+[[ -f "$encoder" ]] || { echo "e2e: no resemblyzer/pretrained.pt in .venv (run make test)" >&2; exit 1; }
+ln -s "$encoder" "$tmp/models/speaker-encoder.pt"
 
 # Training (train.e2e.mjs) trains a tiny model: RVC's v1 40 kHz generator shrunk to a few
 # channels and a 3-frame slice (tests/support/mod.rs TINY_GENERATOR_40K), its discriminator 16

@@ -29,6 +29,7 @@ function settingsView(over: Partial<SettingsValues> = {}): SettingsView {
       download_mirrors: [],
       download_stall_bytes: 100000,
       download_stall_secs: 60,
+      judge_weights: { similarity: 4, pitch: 2, voicing: 1, reconstruction: 2, artefacts: 1 },
       ...over,
     },
     data_dir: '/home/me/.local/share/timbre',
@@ -273,6 +274,10 @@ describe('field text', () => {
     expect(settingJson(' cuda:1 ', '')).toEqual({ json: '"cuda:1"' });
     expect(settingText(['https://a', 'https://b'])).toBe('https://a\nhttps://b');
     expect(settingJson('https://a\n \nhttps://b', [])).toEqual({ json: '["https://a","https://b"]' });
+    const weights = { similarity: 4, pitch: 2, voicing: 1, reconstruction: 2, artefacts: 1 };
+    expect(settingText(weights)).toBe(JSON.stringify(weights));
+    expect(settingJson('{"similarity": 5}', weights)).toEqual({ json: '{"similarity":5}' });
+    expect(settingJson('{similarity', weights)).toEqual({ problem: 'Enter a JSON object.' });
   });
 });
 

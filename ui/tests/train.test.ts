@@ -22,7 +22,18 @@ import {
   trainingProblem,
   trainingRequest,
 } from '../src/lib/train';
-import type { AssetStatus, DatasetReport, DatasetRow, DeviceReport, TrainingMetric, TrainingRow } from '../src/lib/api';
+import { DEFAULT_WEIGHTS, weightedScore } from '../src/lib/judge';
+import type {
+  AssetStatus,
+  CheckpointScore,
+  DatasetReport,
+  DatasetRow,
+  DeviceReport,
+  JudgeWeights,
+  Recommendation,
+  TrainingMetric,
+  TrainingRow,
+} from '../src/lib/api';
 import {
   BACKEND_DEFAULTS,
   assetList,
@@ -133,9 +144,15 @@ describe('form → request', () => {
       batch_size: null,
       pretrained: 'auto',
       preview_every: save_every,
+      patience_saves: null,
+      judge_sources: [],
     });
     const custom = { ...trainingForm(BACKEND_DEFAULTS.get_training_defaults, 'A'), saveEvery: 5, batchSize: 12, previewEvery: 20, pretrained: 'none' as const };
     expect(trainingRequest(custom, 1)).toMatchObject({ save_every: 5, batch_size: 12, preview_every: 20, pretrained: 'none' });
+    // Stopping early: after 3 saves without a better checkpoint unless told otherwise; null when off.
+    expect(trainingRequest({ ...custom, stopEarly: true }, 1).patience_saves).toBe(3);
+    expect(trainingRequest({ ...custom, stopEarly: true, patience: 5 }, 1).patience_saves).toBe(5);
+    expect(trainingRequest({ ...custom, stopEarly: false, patience: 5 }, 1).patience_saves).toBeNull();
   });
 
   it('says what is wrong with the settings', () => {
@@ -149,6 +166,9 @@ describe('form → request', () => {
     expect(trainingProblem({ ...ok, keepCheckpoints: 0 })).toMatch(/checkpoint/);
     expect(trainingProblem({ ...ok, batchSize: 0 })).toMatch(/Batch/);
     expect(trainingProblem({ ...ok, previewEvery: -1 })).toMatch(/Preview/);
+    expect(trainingProblem({ ...ok, stopEarly: true, patience: 0 })).toMatch(/saves/);
+    expect(trainingProblem({ ...ok, stopEarly: true, patience: null })).toMatch(/saves/);
+    expect(trainingProblem({ ...ok, stopEarly: false, patience: null })).toBeNull();
     expect(() => trainingRequest({ ...ok, epochs: null }, 1)).toThrow(/Epochs/);
   });
 });
@@ -264,6 +284,9 @@ function backend(extra: Record<string, (a: any) => unknown> = {}) {
     list_trainings: () => [],
     list_training_metrics: () => [],
     list_training_previews: () => [],
+    get_judge_report: () => ({ scores: [], recommendation: null }),
+    list_job_events: () => [],
+    get_settings: () => ({ settings: { judge_weights: { ...DEFAULT_WEIGHTS } }, data_dir: '/d', models_dir: '/m' }),
     list_models: () => [],
     list_assets: () => assetList(pretrainedAssets('verified')),
     get_device_report: () => deviceReport(),
@@ -330,12 +353,16 @@ describe('Train page', () => {
     const report: DatasetReport = {
       files: [], input_seconds: 77.2, sliced_seconds: 65, kept_seconds: 82.3, pieces: 24, filtered: 0, silent_pieces: 0,
       clipping_ratio: 0, silence_ratio: 0.16, snr_db: null, speech_band_ratio: null, pitch: null, warnings: [],
+      held_out: { pieces: 0, seconds: 0, sources: [], whole_sources: false },
     };
     backend({ list_datasets: () => [makeDataset({ report })] });
     render(Train);
     const facts = await screen.findByTestId('dataset-facts');
     expect(facts).toHaveTextContent('1:17.2 in, 1:05.0 kept once silences are cut');
     expect(facts).not.toHaveTextContent('1:22.3');
+    expect(screen.getByTestId('dataset-held-out')).toHaveTextContent(
+      'No held-out set (dataset too small or prepared before held-out sets)',
+    );
   });
 
   it('lists datasets with their warnings and starts a run on the chosen ready one', async () => {
@@ -343,6 +370,7 @@ describe('Train page', () => {
       files: [], input_seconds: 50, sliced_seconds: 45, kept_seconds: 40, pieces: 12, filtered: 0, silent_pieces: 0,
       clipping_ratio: 0.02, silence_ratio: 0.1, snr_db: 12, speech_band_ratio: 0.9, pitch: null,
       warnings: [{ kind: 'too_little_audio', message: 'Only 40 s of audio: aim for 10 minutes' }, { kind: 'noisy', message: 'Noisy: SNR 12 dB' }],
+      held_out: { pieces: 6, seconds: 20.4, sources: ['Verse'], whole_sources: false },
     };
     const started = makeRun({ id: 11, status: 'queued', epoch: 0, global_step: 0, name: 'Alto spoken' });
     const be = backend({
@@ -356,6 +384,9 @@ describe('Train page', () => {
     const warnings = within(rows[1]).getAllByTestId('dataset-warning');
     expect(warnings.map((w) => w.dataset.kind)).toEqual(['too_little_audio', 'noisy']);
     expect(warnings[0]).toHaveClass('severe');
+    expect(within(rows[1]).getByTestId('dataset-held-out')).toHaveTextContent(
+      'Held out for judging: 6 pieces, 20.4 s (from the end of Verse)',
+    );
     expect(within(rows[0]).getByRole('radio')).toBeDisabled();
     expect(within(rows[0]).getByTestId('dataset-progress')).toHaveTextContent('42% features 5/12');
     // The ready dataset is chosen, and the model is named after it.
@@ -375,6 +406,8 @@ describe('Train page', () => {
         batch_size: 6,
         pretrained: 'auto',
         preview_every: BACKEND_DEFAULTS.get_training_defaults.save_every,
+        patience_saves: null,
+        judge_sources: [],
       },
     });
     const run = await screen.findByTestId('training-run');
@@ -654,5 +687,202 @@ describe('Devices on the Train page', () => {
     });
     render(Train);
     expect(await screen.findByTestId('device-summary-problem')).toHaveTextContent('setting extraction_device');
+  });
+});
+
+function judged(step: number, over: Partial<CheckpointScore> = {}): CheckpointScore {
+  return {
+    epoch: step / 42,
+    step,
+    similarity: 0.7,
+    similarity_ceiling: 0.9,
+    source_similarity: null,
+    pitch_rmse_cents: 50,
+    voicing_agreement: 0.9,
+    mel_distance: 0.9,
+    train_mel_distance: 0.8,
+    artefacts_db: 1,
+    sample: `/t/judge/${step}.wav`,
+    at: '',
+    ...over,
+  };
+}
+
+function recommend(scores: CheckpointScore[], step: number, weights = DEFAULT_WEIGHTS): Recommendation {
+  const i = scores.findIndex((s) => s.step === step);
+  return { step, epoch: scores[i].epoch, score: weightedScore(scores[i], weights), saves_since: scores.length - i - 1, weights };
+}
+
+describe('Checkpoint scores on the Train page', () => {
+  it('charts, tables and recommends the scored checkpoints, and follows new scores and rewinds', async () => {
+    let scores = [judged(420, { similarity: 0.6 }), judged(840, { similarity: 0.85, mel_distance: 0.7 }), judged(1260)];
+    let recommended = 840;
+    const be = backend({
+      list_datasets: () => [makeDataset()],
+      list_trainings: () => [makeRun()],
+      get_judge_report: () => ({ scores, recommendation: recommend(scores, recommended) }),
+    });
+    render(Train);
+    const panel = await screen.findByTestId('train-judge');
+    await waitFor(() => expect(within(panel).getAllByTestId('judge-row')).toHaveLength(3));
+    expect(be.argsOf('get_judge_report')).toEqual([{ trainingId: 9 }]);
+    const rows = within(panel).getAllByTestId('judge-row');
+    expect(rows.map((r) => r.dataset.step)).toEqual(['420', '840', '1260']);
+    expect(within(panel).getAllByTestId('judge-recommended')).toHaveLength(1);
+    expect(within(rows[1]).getByTestId('judge-recommended')).toHaveTextContent('Recommended');
+    expect(rows[1]).toHaveAttribute('data-recommended', 'true');
+    expect(within(rows[1]).getByTestId('judge-row-score')).toHaveTextContent(weightedScore(scores[1], DEFAULT_WEIGHTS).toFixed(3));
+    expect(rows[1]).toHaveTextContent('0.850 / 0.900');
+    expect(within(panel).getByTestId('judge-recommendation')).toHaveTextContent(/Recommended: step 840 \(epoch 20, score 0\.\d{3}, 1 later save no better\)/);
+    // The charts, each with its series, and their text equivalent.
+    expect(within(panel).getByTestId('judge-chart-similarity')).toHaveAttribute('data-series', 'similarity,ceiling');
+    expect(within(panel).getByTestId('judge-chart-mel')).toHaveAttribute('data-series', 'held_out,training');
+    expect(within(panel).getByTestId('judge-chart-pitch')).toHaveAttribute('data-points', '3');
+    expect(within(panel).getByTestId('judge-chart-artefacts').querySelectorAll('path')).toHaveLength(1);
+    expect(within(panel).getByTestId('judge-summary')).toHaveTextContent('Speaker similarity: 0.600 → 0.700, best 0.850 at step 840');
+    // The losses chart is still the page's only loss chart.
+    expect(screen.getAllByTestId('loss-chart')).toHaveLength(1);
+
+    // A new checkpoint is shown at once; the report is asked again for the recommendation.
+    scores = [...scores, judged(1680, { similarity: 0.88, mel_distance: 0.6 })];
+    recommended = 1680;
+    app.handleEvent({ type: 'checkpoint_scored', training_id: 9, score: scores[3] });
+    app.handleEvent({ type: 'checkpoint_scored', training_id: 4, score: judged(99) });
+    expect(trainer.judge.scores.map((s) => s.step)).toEqual([420, 840, 1260, 1680]);
+    await waitFor(() => expect(within(panel).getByTestId('judge-recommendation')).toHaveAttribute('data-step', '1680'));
+    expect(be.argsOf('get_judge_report')).toHaveLength(2);
+    expect(within(panel).getAllByTestId('judge-row')[3]).toHaveAttribute('data-recommended', 'true');
+
+    // A session restarting from step 840 forgets the later checkpoints.
+    scores = scores.slice(0, 2);
+    recommended = 840;
+    app.handleEvent({ type: 'training_rewound', training_id: 9, epoch: 20, step: 840 });
+    expect(trainer.judge.scores.map((s) => s.step)).toEqual([420, 840]);
+    await waitFor(() => expect(within(panel).getByTestId('judge-recommendation')).toHaveAttribute('data-step', '840'));
+    expect(within(panel).getAllByTestId('judge-row')).toHaveLength(2);
+  });
+
+  it('says scores come with the first checkpoint, or why there are none', async () => {
+    const off = 'no held-out speech in this dataset (too small, or prepared before held-out sets): checkpoints are not scored; prepare the dataset again';
+    let events: unknown[] = [];
+    const be = backend({ list_datasets: () => [makeDataset()], list_trainings: () => [makeRun()], list_job_events: () => events });
+    const view = render(Train);
+    const empty = await screen.findByTestId('judge-empty');
+    await waitFor(() => expect(be.argsOf('list_job_events')).toEqual([{ id: 70 }]));
+    expect(empty).toHaveTextContent('Scores appear after the first checkpoint is saved.');
+    view.unmount();
+    trainer.reset();
+    events = [{ id: 1, job_id: 70, at: '', level: 'warn', kind: 'judge_off', data: { message: off } }];
+    render(Train);
+    await waitFor(() => expect(screen.getByTestId('judge-empty')).toHaveTextContent(/^No held-out speech in this dataset .* prepare the dataset again$/));
+  });
+
+  it('plays the recommended checkpoint against the latest, switching without a restart', async () => {
+    installFakeAudio();
+    const scores = [judged(420), judged(840), judged(1260)];
+    const be = backend({
+      list_datasets: () => [makeDataset()],
+      list_trainings: () => [makeRun()],
+      get_judge_report: () => ({ scores, recommendation: recommend(scores, 840) }),
+      get_judge_sample_audio: (a) => new Uint8Array([a.step / 42]),
+    });
+    render(Train);
+    const ab = await screen.findByTestId('judge-ab');
+    expect(within(ab).getByTestId('judge-play-recommended')).toHaveTextContent('Play recommended');
+    await fireEvent.click(within(ab).getByTestId('judge-play-latest'));
+    await waitFor(() => expect(ab).toHaveAttribute('data-state', 'playing'));
+    expect(be.argsOf('get_judge_sample_audio')).toEqual([{ trainingId: 9, step: 840 }, { trainingId: 9, step: 1260 }]);
+    expect(ab).toHaveAttribute('data-active', 'latest-1260');
+    expect(within(ab).getByTestId('judge-play-latest')).toHaveTextContent('Pause latest');
+    await fireEvent.click(within(ab).getByTestId('judge-play-recommended'));
+    expect(ab).toHaveAttribute('data-active', 'recommended-840');
+    expect(ab).toHaveAttribute('data-state', 'playing');
+    expect(ab).toHaveAttribute('data-starts', '1');
+    await fireEvent.click(within(ab).getByTestId('judge-play-recommended'));
+    expect(ab).toHaveAttribute('data-state', 'paused');
+  });
+
+  it('exports the recommended checkpoint and names the model made', async () => {
+    const scores = [judged(420), judged(840)];
+    const be = backend({
+      list_datasets: () => [makeDataset()],
+      list_trainings: () => [makeRun()],
+      get_judge_report: () => ({ scores, recommendation: recommend(scores, 420) }),
+      export_training: (a) => makeModel({ id: 31, name: `Alto v1 (step ${a.step})` }),
+    });
+    render(Train);
+    await fireEvent.click(await screen.findByTestId('judge-export'));
+    await waitFor(() => expect(screen.getByTestId('judge-exported')).toHaveTextContent('Model “Alto v1 (step 420)” made of step 420'));
+    expect(be.argsOf('export_training')).toEqual([{ trainingId: 9, step: 420 }]);
+    expect(app.notices.map((n) => n.text)).toContain('Model "Alto v1 (step 420)" added to the Models page');
+  });
+
+  it('stores the weights and shows the recommendation they make', async () => {
+    const scores = [judged(420, { similarity: 0.85, artefacts_db: 6 }), judged(840, { similarity: 0.8 })];
+    let weights: JudgeWeights = { ...DEFAULT_WEIGHTS };
+    const best = (w: JudgeWeights) => (weightedScore(scores[0], w) >= weightedScore(scores[1], w) ? 420 : 840);
+    const be = backend({
+      list_datasets: () => [makeDataset()],
+      list_trainings: () => [makeRun()],
+      get_settings: () => ({ settings: { judge_weights: weights }, data_dir: '/d', models_dir: '/m' }),
+      get_judge_report: () => ({ scores, recommendation: recommend(scores, best(weights), weights) }),
+      set_setting: (a) => {
+        const value = JSON.parse(a.value);
+        if (Object.values(value).every((v) => v === 0)) throw { kind: 'invalid_input', message: 'judge_weights: at least one weight must be above 0' };
+        weights = value;
+        return { settings: { judge_weights: weights }, data_dir: '/d', models_dir: '/m' };
+      },
+    });
+    render(Train);
+    await waitFor(() => expect(screen.getByTestId('judge-recommendation')).toHaveAttribute('data-step', '840'));
+    expect(screen.getByTestId('judge-weights-rule')).toHaveTextContent('the checkpoint with the highest average is recommended');
+    expect(screen.getByTestId('judge-weight-similarity')).toHaveValue(4);
+    expect(screen.getByTestId('judge-weights-save')).toBeDisabled();
+    // Buzz not counted: the more similar, buzzing checkpoint.
+    await fireEvent.input(screen.getByTestId('judge-weight-artefacts'), { target: { value: '0' } });
+    await fireEvent.click(screen.getByTestId('judge-weights-save'));
+    await waitFor(() => expect(screen.getByTestId('judge-recommendation')).toHaveAttribute('data-step', '420'));
+    expect(be.argsOf('set_setting')).toEqual([{ key: 'judge_weights', value: JSON.stringify({ ...DEFAULT_WEIGHTS, artefacts: 0 }) }]);
+    expect(be.argsOf('get_judge_report')).toHaveLength(2);
+    expect(screen.getByTestId('judge-weights-saved')).toBeInTheDocument();
+    expect(within(screen.getAllByTestId('judge-row')[1]).getByTestId('judge-row-score')).toHaveTextContent(
+      weightedScore(scores[1], weights).toFixed(3),
+    );
+    // What the form refuses is not sent.
+    for (const key of ['similarity', 'pitch', 'voicing', 'reconstruction']) {
+      await fireEvent.input(screen.getByTestId(`judge-weight-${key}`), { target: { value: '0' } });
+    }
+    expect(screen.getByTestId('judge-weights-error')).toHaveTextContent('At least one weight must be above 0.');
+    expect(screen.getByTestId('judge-weights-save')).toBeDisabled();
+  });
+
+  it('starts a run that stops once it stops improving', async () => {
+    const be = backend({ list_datasets: () => [makeDataset()], start_training: () => makeRun({ id: 11, status: 'queued' }) });
+    render(Train);
+    await waitFor(() => expect(screen.getByTestId('training-start')).toBeEnabled());
+    expect(screen.getByTestId('training-patience')).toBeDisabled();
+    expect(screen.getByTestId('training-patience')).toHaveValue(3);
+    await fireEvent.click(screen.getByTestId('training-stop-early'));
+    await fireEvent.input(screen.getByTestId('training-patience'), { target: { value: '4' } });
+    await fireEvent.click(screen.getByTestId('training-start'));
+    await waitFor(() => expect(be.argsOf('start_training')).toHaveLength(1));
+    expect(be.argsOf('start_training')[0].request.patience_saves).toBe(4);
+  });
+
+  it('names takes of another speaker for the judge to convert', async () => {
+    const be = backend({
+      list_datasets: () => [makeDataset()],
+      start_training: () => makeRun({ id: 11, status: 'queued' }),
+    });
+    render(Train);
+    await waitFor(() => expect(screen.getByTestId('training-start')).toBeEnabled());
+    const picker = await screen.findByTestId('judge-source-take-picker');
+    await waitFor(() => expect(picker).toBeEnabled());
+    await fireEvent.change(picker, { target: { value: '7' } });
+    expect(screen.getAllByTestId('judge-source')).toHaveLength(1);
+    expect(screen.getByTestId('judge-source')).toHaveTextContent('Verse');
+    await fireEvent.click(screen.getByTestId('training-start'));
+    await waitFor(() => expect(be.argsOf('start_training')).toHaveLength(1));
+    expect(be.argsOf('start_training')[0].request.judge_sources).toEqual([{ take: 7 }]);
   });
 });

@@ -8,6 +8,21 @@ use crate::buffer::AudioBuffer;
 const CLIP_LEVEL: f32 = 0.999;
 const DBFS_FLOOR: f32 = -120.0;
 
+/// numpy's median of `values` (reordered): the mean of the two middle values of an even
+/// count; None when empty.
+pub fn median(values: &mut [f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    Some(if values.len().is_multiple_of(2) {
+        (values[mid - 1] + values[mid]) / 2.0
+    } else {
+        values[mid]
+    })
+}
+
 /// Largest absolute sample over all channels.
 pub fn peak(buf: &AudioBuffer) -> f32 {
     buf.channels

@@ -11,6 +11,7 @@ pub mod encode;
 pub mod enhance;
 pub mod error;
 pub mod export;
+pub mod fidelity;
 pub mod filter;
 pub mod isolate;
 pub mod live;

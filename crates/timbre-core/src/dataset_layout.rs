@@ -3,7 +3,8 @@
 //! - `gt_wavs/<piece>.wav`: each piece at the model rate (32-bit float WAV, RVC's `0_gt_wavs`);
 //! - `wavs16k/<piece>.wav`: the same piece at 16 kHz (RVC's `1_16k_wavs`);
 //! - `features/<key>.safetensors`: its features and pitch (see `features::FeatureCache`);
-//! - `dataset.json`: the [`Manifest`], the pieces in order, each naming its three files.
+//! - `dataset.json`: the [`Manifest`], the pieces in order, each naming its three files, and
+//!   the held-out pieces the same way.
 //!
 //! Pieces are named by their content and feature files by their cache key, so a preparation
 //! never overwrites a file the current manifest uses: every file is written to a temporary name
@@ -26,6 +27,9 @@ pub const GT_WAVS: &str = "gt_wavs";
 pub const WAVS_16K: &str = "wavs16k";
 /// The folder of per-piece feature files.
 pub const FEATURES: &str = "features";
+/// Less training audio than this is refused: RVC users find a minute the least that gives a
+/// voice. The held-out set never takes a dataset below it.
+pub const MIN_TRAINING_SECONDS: f64 = 60.0;
 
 /// What a trainer reads first: the parameters and every piece, in order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -38,18 +42,23 @@ pub struct Manifest {
     pub f0_method: Option<String>,
     /// Width of each HuBERT feature frame: 256 for v1, 768 for v2.
     pub feature_dim: i64,
-    /// Every piece, in the order the inputs and their slices came.
+    /// Every piece trained on, in the order the inputs and their slices came.
     pub pieces: Vec<ManifestPiece>,
+    /// The pieces kept out of training for the checkpoint judge (`dataset::held_out`), their
+    /// features and pitch prepared as the others'.
+    #[serde(default)]
+    pub held_out: Vec<ManifestPiece>,
 }
 
 impl Manifest {
-    /// Seconds of audio the pieces hold, each second once: the slicer's kept audio
+    /// Seconds of audio the pieces trained on hold, each second once: the slicer's kept audio
     /// (`sliced_seconds` of its report: consecutive pieces overlap by 0.3 s, so their lengths
-    /// add up to more), at most the pieces' own sum (pieces dropped as too loud take theirs
-    /// away). Without a report, the pieces' sum.
+    /// add up to more) less the held-out pieces, at most the pieces' own sum (pieces dropped as
+    /// too loud take theirs away). Without a report, the pieces' sum.
     pub fn audio_seconds(&self, sliced_seconds: Option<f64>) -> f64 {
         let in_pieces: f64 = self.pieces.iter().map(|p| p.seconds).sum();
-        sliced_seconds.map_or(in_pieces, |sliced| sliced.min(in_pieces))
+        let held_out: f64 = self.held_out.iter().map(|p| p.seconds).sum();
+        sliced_seconds.map_or(in_pieces, |sliced| (sliced - held_out).min(in_pieces))
     }
 }
 
@@ -166,6 +175,7 @@ impl Layout {
         let listed: std::collections::HashSet<&str> = manifest
             .pieces
             .iter()
+            .chain(&manifest.held_out)
             .flat_map(|p| [p.gt_wav.as_str(), p.wav_16k.as_str(), p.features.as_str()])
             .collect();
         for dir in [GT_WAVS, WAVS_16K, FEATURES] {

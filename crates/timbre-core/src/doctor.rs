@@ -172,6 +172,13 @@ fn readiness(
                      preview runs"
                         .to_string()
                 }),
+            Need::SpeakerEncoder => models_folder::find_speaker_encoder(models_dir)
+                .is_none()
+                .then(|| {
+                    "the speaker encoder for the checkpoint judge's speaker similarity (timbre \
+                     assets download speaker-encoder)"
+                        .to_string()
+                }),
         }
     };
     let lacks: Vec<String> = needs.required.iter().filter_map(|&n| missing(n)).collect();

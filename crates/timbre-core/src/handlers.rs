@@ -19,7 +19,7 @@ pub fn job_handlers(models: &Arc<model_cache::ModelCache>) -> Vec<Arc<dyn jobs::
         Arc::new(clean::IsolateHandler::new(models.clone())),
         Arc::new(cover::CoverHandler::new(engine)),
         Arc::new(dataset::DatasetHandler::new(models.clone())),
-        Arc::new(train::TrainHandler),
+        Arc::new(train::TrainHandler::new(models.clone())),
         Arc::new(assets::DownloadHandler),
         Arc::new(voice_import::VoiceImportHandler),
         Arc::new(live::tune::TuneHandler::new(models.clone())),

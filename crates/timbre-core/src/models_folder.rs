@@ -48,6 +48,15 @@ pub fn find_hubert(dir: &Path) -> Option<PathBuf> {
         .find(|d| d.join("config.json").is_file())
 }
 
+/// The checkpoint judge's speaker encoder (Resemblyzer's `pretrained.pt`): `speaker-encoder.pt`,
+/// else where the catalogue downloads it (`resemblyzer/pretrained.pt`).
+pub fn find_speaker_encoder(dir: &Path) -> Option<PathBuf> {
+    ["speaker-encoder.pt", "resemblyzer/pretrained.pt"]
+        .iter()
+        .map(|name| dir.join(name))
+        .find(|p| p.is_file())
+}
+
 /// RMVPE's weights: `rmvpe.pt` in `dir`, when it is there.
 pub fn find_rmvpe(dir: &Path) -> Option<PathBuf> {
     Some(dir.join("rmvpe.pt")).filter(|p| p.is_file())

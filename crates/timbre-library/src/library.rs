@@ -35,6 +35,13 @@ pub enum Notification {
         /// The preview as recorded.
         preview: db::training_previews::TrainingPreview,
     },
+    /// The checkpoint judge scored a checkpoint of a training.
+    CheckpointScored {
+        /// Row id of the training in `trainings`.
+        training_id: i64,
+        /// The checkpoint's scores as recorded.
+        score: db::checkpoint_scores::CheckpointScore,
+    },
     /// A training's session started again from a checkpoint: the losses it had logged after
     /// `step` and the previews after `epoch` are gone, as it trains them again.
     TrainingRewound {

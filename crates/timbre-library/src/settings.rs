@@ -48,6 +48,59 @@ pub struct Settings {
     pub download_stall_bytes: u64,
     /// The window for `download_stall_bytes`, in seconds (1 to 3600; default 60).
     pub download_stall_secs: f64,
+    /// How much each of the checkpoint judge's scores counts in the recommended checkpoint.
+    pub judge_weights: JudgeWeights,
+}
+
+/// The weight of each checkpoint score in the judge's weighted score (each 0 to 10, not all
+/// 0); only their proportions matter. `timbre_core::train::judge` says what each score is.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, ts_rs::TS)]
+#[serde(default)]
+pub struct JudgeWeights {
+    /// Speaker similarity of the converted held-out speech.
+    pub similarity: f64,
+    /// Pitch fidelity (the RMSE in cents).
+    pub pitch: f64,
+    /// Voicing agreement.
+    pub voicing: f64,
+    /// Reconstruction (the held-out mel distance).
+    pub reconstruction: f64,
+    /// Freedom from buzz (the artefact score).
+    pub artefacts: f64,
+}
+
+impl Default for JudgeWeights {
+    fn default() -> Self {
+        JudgeWeights {
+            similarity: 4.0,
+            pitch: 2.0,
+            voicing: 1.0,
+            reconstruction: 2.0,
+            artefacts: 1.0,
+        }
+    }
+}
+
+impl JudgeWeights {
+    fn check(&self) -> Result<()> {
+        use crate::error::check_range;
+        let all = [
+            ("similarity", self.similarity),
+            ("pitch", self.pitch),
+            ("voicing", self.voicing),
+            ("reconstruction", self.reconstruction),
+            ("artefacts", self.artefacts),
+        ];
+        for (name, weight) in all {
+            check_range(&format!("judge_weights.{name}"), weight, 0.0, 10.0)?;
+        }
+        if all.iter().all(|(_, weight)| *weight == 0.0) {
+            return Err(crate::error::invalid_input(
+                "judge_weights: at least one weight must be above 0",
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Default for Settings {
@@ -70,6 +123,7 @@ impl Default for Settings {
             download_mirrors: Vec::new(),
             download_stall_bytes: 100_000,
             download_stall_secs: 60.0,
+            judge_weights: JudgeWeights::default(),
         }
     }
 }
@@ -158,7 +212,7 @@ impl Settings {
             1 << 30,
         )?;
         check_range("download_stall_secs", self.download_stall_secs, 1.0, 3600.0)?;
-        Ok(())
+        self.judge_weights.check()
     }
 
     /// Seconds to wait before retry `attempt` (0 for the first): `retry_base_secs` doubled per

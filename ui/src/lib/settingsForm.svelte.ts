@@ -11,6 +11,7 @@ type SettingValue = Settings[keyof Settings];
 export function settingText(value: SettingValue, scale = 1): string {
   if (Array.isArray(value)) return value.join('\n');
   if (typeof value === 'string') return value;
+  if (typeof value === 'object') return JSON.stringify(value);
   return String(scale === 1 ? value : Math.round((value / scale) * 100) / 100);
 }
 
@@ -21,6 +22,14 @@ export function settingJson(text: string, current: SettingValue, scale = 1): { j
     return { json: JSON.stringify(lines.filter((line) => line !== '')) };
   }
   if (typeof current === 'string') return { json: JSON.stringify(text.trim()) };
+  if (typeof current === 'object') {
+    // An object (`judge_weights`) is typed as JSON; the backend checks its fields.
+    try {
+      return { json: JSON.stringify(JSON.parse(text)) };
+    } catch {
+      return { problem: 'Enter a JSON object.' };
+    }
+  }
   const number = text.trim() === '' ? NaN : Number(text);
   if (!Number.isFinite(number)) return { problem: 'Enter a number.' };
   // A value typed in a larger unit is stored to the thousandth, not with float noise.

@@ -79,7 +79,15 @@ export interface TrainingForm {
   pretrained: 'auto' | 'none';
   /** null: at every checkpoint. */
   previewEvery: number | null;
+  /** Stop once the judge's recommended checkpoint has not changed for `patience` saves. */
+  stopEarly: boolean;
+  patience: number | null;
+  /** Takes or files of another speaker the checkpoint judge converts with every checkpoint. */
+  judgeSources: AudioInput[];
 }
+
+/** Saves without a better checkpoint before a run that stops early stops, unless changed. */
+export const DEFAULT_PATIENCE = 3;
 
 /** The form at the backend's defaults (`get_training_defaults`); empty numbers until they are
  * known. */
@@ -92,6 +100,9 @@ export function trainingForm(defaults: TrainingDefaults | null, name = ''): Trai
     batchSize: null,
     pretrained: 'auto',
     previewEvery: null,
+    stopEarly: false,
+    patience: DEFAULT_PATIENCE,
+    judgeSources: [],
   };
 }
 
@@ -105,6 +116,7 @@ export function trainingProblem(form: TrainingForm): string | null {
   if (!wholeAtLeast(form.keepCheckpoints, 1)) return 'Keep at least 1 checkpoint.';
   if (form.batchSize !== null && !wholeAtLeast(form.batchSize, 1)) return 'Batch size must be empty (auto) or a whole number.';
   if (form.previewEvery !== null && !wholeAtLeast(form.previewEvery, 1)) return 'Preview every must be empty or a whole number of epochs.';
+  if (form.stopEarly && !wholeAtLeast(form.patience, 1)) return 'Stop after a whole number of saves, at least 1, without a better checkpoint.';
   return null;
 }
 
@@ -122,6 +134,8 @@ export function trainingRequest(form: TrainingForm, datasetId: number): TrainReq
     batch_size: form.batchSize,
     pretrained: form.pretrained,
     preview_every: form.previewEvery ?? saveEvery,
+    patience_saves: form.stopEarly ? form.patience : null,
+    judge_sources: form.judgeSources,
   };
 }
 
@@ -161,6 +175,15 @@ export function reportWarnings(report: DatasetReport | null): { kind: string; me
     ...w,
     severe: w.kind === 'too_little_audio' || w.kind === 'silence_only',
   }));
+}
+
+/** What a dataset's report says of its held-out set, the speech the checkpoint judge scores on. */
+export function heldOutText(report: DatasetReport): string {
+  const held = report.held_out;
+  if (!held || held.pieces === 0) return 'No held-out set (dataset too small or prepared before held-out sets)';
+  const pieces = held.pieces === 1 ? '1 piece' : `${held.pieces} pieces`;
+  const from = held.sources.length === 0 ? '' : held.whole_sources ? ` (from ${held.sources.join(', ')})` : ` (from the end of ${held.sources.join(', ')})`;
+  return `Held out for judging: ${pieces}, ${held.seconds.toFixed(1)} s${from}`;
 }
 
 /** The newest queued or running `dataset` job preparing the dataset of this name. */

@@ -1,15 +1,18 @@
 // The Train page's state (Svelte 5 runes): datasets, the forms, the runs and the selected run's
-// losses and previews, kept here so they survive switching pages and so a drop on the page can
-// add inputs to the dataset form.
+// losses, previews and checkpoint scores, kept here so they survive switching pages and so a
+// drop on the page can add inputs to the dataset form.
 import * as api from './api';
 import type {
   AudioInput,
   DatasetRow,
+  JudgeReport,
+  JudgeWeights,
   Notification,
   SeparationModel,
   TrainingMetric,
   TrainingPreview,
   TrainingRow,
+  VoiceModel,
 } from './api';
 import { app } from './stores.svelte';
 import { sameInput } from './studio.svelte';
@@ -24,9 +27,14 @@ import {
   type PrepareForm,
   type TrainingForm,
 } from './train';
+import { judgeNotes, upsertScore, type JudgeNote } from './judge';
 
 /** Coalesces bursts of job progress into one refresh. */
 const REFRESH_DELAY_MS = 400;
+/** While the selected run trains, its job's events (the judge's notes) are read at most this often. */
+const NOTES_EVERY_MS = 5000;
+
+const noReport = (): JudgeReport => ({ scores: [], recommendation: null });
 
 class TrainerState {
   datasets = $state<DatasetRow[]>([]);
@@ -43,6 +51,16 @@ class TrainerState {
   runId = $state<number | null>(null);
   metrics = $state<TrainingMetric[]>([]);
   previews = $state<TrainingPreview[]>([]);
+  /** The selected run's checkpoint scores, in step order, and the checkpoint the backend
+   * recommends (with the weights of the settings). */
+  judge = $state<JudgeReport>(noReport());
+  /** The judge's notes among the selected run's job events (why it is off, what failed). */
+  judgeNotes = $state<JudgeNote[]>([]);
+  /** The judge's weights as stored (`judge_weights`); null until read. */
+  judgeWeights = $state<JudgeWeights | null>(null);
+  /** The model "Export recommended" last made of the selected run. */
+  exported = $state<{ step: number; name: string } | null>(null);
+  exporting = $state(false);
   /** Runs whose Stop was pressed here, until they are queued or running no more (a running
    * one first finishes its step and saves a checkpoint). */
   stopAsked = $state<number[]>([]);
@@ -54,6 +72,9 @@ class TrainerState {
   private settingsDefaulted = false;
   /** Bumped when the selected run changes, so a late answer for the old one is dropped. */
   private runSeq = 0;
+  /** Bumped at each judge report asked for, so only the latest answer is kept. */
+  private judgeSeq = 0;
+  private notesReadAt = 0;
 
   get selectedDataset(): DatasetRow | null {
     return this.datasets.find((d) => d.id === this.datasetId) ?? null;
@@ -82,7 +103,15 @@ class TrainerState {
   }
 
   async load(): Promise<void> {
-    await Promise.all([this.refreshDatasets(), this.refreshRuns(), this.loadIsolationModels(), this.loadDefaults()]);
+    // Scores saved while the page was closed (its notifications are followed only while open).
+    if (this.runId !== null) void this.refreshJudge();
+    await Promise.all([
+      this.refreshDatasets(),
+      this.refreshRuns(),
+      this.loadIsolationModels(),
+      this.loadDefaults(),
+      this.loadWeights(),
+    ]);
   }
 
   /** Fills the settings' empty numbers with the backend's defaults (asked for once, at
@@ -134,6 +163,8 @@ class TrainerState {
       if (!this.selectedRun) {
         this.showRun(this.runs[0]?.id ?? null);
         await this.loadSelectedRun();
+      } else if (this.judgeNotesWanted()) {
+        await this.refreshJudgeNotes();
       }
     } catch (err) {
       app.reportError(err, 'Could not load the training runs');
@@ -148,6 +179,8 @@ class TrainerState {
     const id = this.runId;
     const seq = this.runSeq;
     if (id === null) return;
+    void this.refreshJudge();
+    void this.refreshJudgeNotes();
     try {
       const [metrics, previews] = await Promise.all([api.trainingMetrics(id), api.trainingPreviews(id)]);
       if (seq !== this.runSeq) return;
@@ -158,15 +191,86 @@ class TrainerState {
     }
   }
 
-  /** Follows the selected run's losses and previews as the backend records them. */
+  /**
+   * The selected run's checkpoint scores and recommendation; scores that came as notifications
+   * while this was asked are kept, and only the latest answer counts.
+   */
+  async refreshJudge(): Promise<void> {
+    const id = this.runId;
+    const seq = this.runSeq;
+    const asked = ++this.judgeSeq;
+    if (id === null) return;
+    try {
+      const report = await api.judgeReport(id);
+      if (seq !== this.runSeq || asked !== this.judgeSeq) return;
+      this.judge = {
+        scores: upsertBy(report.scores, this.judge.scores, (s) => s.step),
+        recommendation: report.recommendation,
+      };
+    } catch (err) {
+      if (seq === this.runSeq) app.reportError(err, 'Could not load the checkpoint scores');
+    }
+  }
+
+  /** Whether the selected run's job events may hold a judge's note not read yet. */
+  private judgeNotesWanted(): boolean {
+    const run = this.selectedRun;
+    if (!run || run.job_id === null || !ACTIVE_RUN.includes(run.status)) return false;
+    return Date.now() - this.notesReadAt >= NOTES_EVERY_MS;
+  }
+
+  private async refreshJudgeNotes(): Promise<void> {
+    const jobId = this.selectedRun?.job_id ?? null;
+    const seq = this.runSeq;
+    if (jobId === null) return;
+    this.notesReadAt = Date.now();
+    try {
+      const notes = judgeNotes(await api.jobEvents(jobId));
+      if (seq === this.runSeq) this.judgeNotes = notes;
+    } catch (err) {
+      if (seq === this.runSeq) app.reportError(err, 'Could not read the training\'s events');
+    }
+  }
+
+  async loadWeights(): Promise<void> {
+    try {
+      this.judgeWeights = (await api.getSettings()).settings.judge_weights;
+    } catch (err) {
+      app.reportError(err, 'Could not read the judge\'s weights');
+    }
+  }
+
+  /** Stores the judge's weights (`json`, checked by the backend) and asks the report again, so
+   * the recommendation follows; null once stored, else the backend's refusal. */
+  async saveWeights(json: string): Promise<string | null> {
+    try {
+      this.judgeWeights = (await api.setSetting('judge_weights', json)).settings.judge_weights;
+    } catch (err) {
+      return api.errorMessage(err);
+    }
+    await this.refreshJudge();
+    return null;
+  }
+
+  /** Follows the selected run's losses, previews and scores as the backend records them. */
   handleNotification(n: Notification) {
     if (n.type === 'training_metric' && n.training_id === this.runId) {
       this.metrics = upsertBy(this.metrics, [n.metric], (m) => m.step);
     } else if (n.type === 'training_preview' && n.preview.training_id === this.runId) {
       this.previews = upsertBy(this.previews, [n.preview], (p) => p.epoch);
+    } else if (n.type === 'checkpoint_scored' && n.training_id === this.runId) {
+      // Shown at once; the recommendation is the backend's, asked again.
+      this.judge = { ...this.judge, scores: upsertScore(this.judge.scores, n.score) };
+      void this.refreshJudge();
     } else if (n.type === 'training_rewound' && n.training_id === this.runId) {
       this.metrics = this.metrics.filter((m) => m.step <= n.step);
       this.previews = this.previews.filter((p) => p.epoch <= n.epoch);
+      const scores = this.judge.scores.filter((s) => s.step <= n.step);
+      if (scores.length !== this.judge.scores.length) {
+        const recommendation = this.judge.recommendation;
+        this.judge = { scores, recommendation: recommendation && recommendation.step <= n.step ? recommendation : null };
+        void this.refreshJudge();
+      }
     }
   }
 
@@ -199,6 +303,10 @@ class TrainerState {
     this.runSeq++;
     this.metrics = [];
     this.previews = [];
+    this.judge = noReport();
+    this.judgeNotes = [];
+    this.notesReadAt = 0;
+    this.exported = null;
   }
 
   /** Queues the `dataset` job; resolves to its id. */
@@ -256,14 +364,28 @@ class TrainerState {
     }
   }
 
-  /** Makes a model of the run's latest checkpoint now (a stopped run, or one still learning). */
-  async exportModel(id: number): Promise<void> {
+  /** Makes a model of the run's checkpoint of `step`, the latest when null, now (a stopped run,
+   * or one still learning); resolves to it, or null when that failed (and was said). */
+  async exportModel(id: number, step: number | null = null): Promise<VoiceModel | null> {
     try {
-      const model = await api.exportTraining(id, null);
+      const model = await api.exportTraining(id, step);
       app.notify(`Model "${model.name}" added to the Models page`, 'success', { label: 'Open', run: () => (app.page = 'models') });
+      return model;
     } catch (err) {
       app.reportError(err, 'Could not export the model');
+      return null;
     }
+  }
+
+  /** Makes a model of the selected run's recommended checkpoint. */
+  async exportRecommended(): Promise<void> {
+    const id = this.runId;
+    const step = this.judge.recommendation?.step;
+    if (id === null || step === undefined) return;
+    this.exporting = true;
+    const model = await this.exportModel(id, step);
+    this.exporting = false;
+    if (model && id === this.runId) this.exported = { step, name: model.name };
   }
 
   private upsertRun(run: TrainingRow) {
@@ -295,6 +417,13 @@ class TrainerState {
     this.runId = null;
     this.metrics = [];
     this.previews = [];
+    this.judge = noReport();
+    this.judgeNotes = [];
+    this.judgeWeights = null;
+    this.judgeSeq++;
+    this.notesReadAt = 0;
+    this.exported = null;
+    this.exporting = false;
     this.stopAsked = [];
     this.datasetJobIds = [];
     this.submitting = false;

@@ -28,8 +28,8 @@ pub use pieces::{
     RVC_MAX_PIECE_PEAK, RVC_PIECE_OVERLAP, RVC_PIECE_SECONDS, Rejected, normalize_piece, pieces,
 };
 pub use report::{
-    CLIP_LEVEL, DatasetReport, DatasetWarning, FileReport, MAX_CLIPPING_RATIO, MIN_KEPT_SECONDS,
-    MIN_SNR_DB, MIN_SPEECH_BAND_RATIO, PitchRange, SPEECH_BAND_HZ, WarningKind,
+    CLIP_LEVEL, DatasetReport, DatasetWarning, FileReport, HeldOutReport, MAX_CLIPPING_RATIO,
+    MIN_KEPT_SECONDS, MIN_SNR_DB, MIN_SPEECH_BAND_RATIO, PitchRange, SPEECH_BAND_HZ, WarningKind,
 };
 pub use slicer::{Slicer, SlicerConfig};
 

@@ -121,6 +121,24 @@ pub struct DatasetReport {
     pub speech_band_ratio: Option<f64>,
     /// Problems found, empty when the dataset looks fine.
     pub warnings: Vec<DatasetWarning>,
+    /// The pieces kept out of training for judging its checkpoints (chosen by the dataset job
+    /// after slicing; none in a dataset prepared before held-out sets existed).
+    #[serde(default)]
+    pub held_out: HeldOutReport,
+}
+
+/// The held-out set of a dataset: speech the model never trains on, which the checkpoint
+/// judge converts to score each checkpoint.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+pub struct HeldOutReport {
+    /// Pieces held out.
+    pub pieces: usize,
+    /// Their length in all, in seconds.
+    pub seconds: f64,
+    /// The inputs they came from.
+    pub sources: Vec<String>,
+    /// True when whole inputs were held out; false when the end of the longest input was.
+    pub whole_sources: bool,
 }
 
 /// Accumulates the report file by file, keeping only small per-frame statistics.

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use timbre_fft::num_complex::Complex;
 
 use super::BlockProcessor;
+use crate::analysis::median;
 
 /// Length of each test burst, in seconds.
 pub const BURST_SECS: f64 = 0.1;
@@ -160,20 +161,6 @@ pub fn find_delay(
         return (lag, snr);
     }
     (lag, 20.0 * (mag[lag] / floor).log10())
-}
-
-/// numpy's median: the mean of the two middle values of an even count.
-fn median(values: &mut [f64]) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    Some(if values.len().is_multiple_of(2) {
-        (values[mid - 1] + values[mid]) / 2.0
-    } else {
-        values[mid]
-    })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, ts_rs::TS)]

@@ -4,13 +4,12 @@ use super::{JobOutcome, duration, open_jobs, open_library};
 use crate::output::Output;
 use anyhow::Result;
 use serde_json::json;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use timbre_audio::dataset::DatasetReport;
 use timbre_audio::enhance::Preset;
 use timbre_core::dataset::{self, ModelVersion, PrepareRequest, PrepareResult};
 use timbre_core::db::datasets::{self, Dataset};
-use timbre_core::input::AudioInput;
 use timbre_core::separation::IsolationMethod;
 use timbre_nn::pipeline::F0Method;
 
@@ -137,14 +136,7 @@ fn prepare(data_dir: Option<&Path>, out: &Output, args: PrepareArgs) -> Result<E
         }
     };
     let f0_method = F0Method::parse(&args.f0_method).map_err(|e| invalid(e.to_string()))?;
-    let inputs = args
-        .inputs
-        .iter()
-        .map(|input| match input.parse::<i64>() {
-            Ok(id) if !Path::new(input).exists() => AudioInput::Take(id),
-            _ => AudioInput::File(PathBuf::from(input)),
-        })
-        .collect();
+    let inputs = args.inputs.iter().map(|a| super::audio_input(a)).collect();
     let system = open_jobs(data_dir)?;
     let voice_id = system.library().resolve_voice(args.voice.as_deref())?;
     let request = PrepareRequest {
@@ -214,6 +206,16 @@ fn report_lines(report: &DatasetReport) -> Vec<String> {
     if let Some(snr) = report.snr_db {
         lines.push(format!("           signal to noise ~{snr:.0} dB"));
     }
+    let held = &report.held_out;
+    lines.push(match held.pieces {
+        0 => "           held out for judging: none (too little audio to spare)".into(),
+        pieces => format!(
+            "           held out for judging: {pieces} pieces, {} ({} of {})",
+            duration(held.seconds),
+            if held.whole_sources { "all" } else { "the end" },
+            held.sources.join(", "),
+        ),
+    });
     lines.extend(
         report
             .warnings

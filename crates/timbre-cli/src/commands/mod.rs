@@ -30,6 +30,15 @@ use timbre_core::Library;
 use timbre_core::db::jobs::JobState;
 use timbre_core::jobs::JobSystem;
 
+/// A command-line input: a take's id, unless a file of that name exists, else a file.
+pub fn audio_input(arg: &str) -> timbre_core::input::AudioInput {
+    use timbre_core::input::AudioInput;
+    match arg.parse::<i64>() {
+        Ok(id) if !Path::new(arg).exists() => AudioInput::Take(id),
+        _ => AudioInput::File(arg.into()),
+    }
+}
+
 pub fn open_library(data_dir: Option<&Path>) -> Result<Arc<Library>> {
     Ok(Arc::clone(open_jobs(data_dir)?.library()))
 }

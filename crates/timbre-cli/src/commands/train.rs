@@ -50,6 +50,14 @@ pub struct StartArgs {
     /// Render a preview every N epochs (default: --save-every).
     #[arg(long, value_name = "N")]
     preview_every: Option<i64>,
+    /// A take (id) or file of another speaker that the checkpoint judge converts with every
+    /// checkpoint (repeatable).
+    #[arg(long, value_name = "TAKE|FILE")]
+    judge_source: Vec<String>,
+    /// Stop when the judge's recommended checkpoint has not changed for N saves; the
+    /// recommended checkpoint becomes the model.
+    #[arg(long, value_name = "N")]
+    patience: Option<i64>,
     /// auto (RVC's base models from the models folder), none, or G.pth,D.pth.
     #[arg(long, default_value = "auto")]
     pretrained: String,
@@ -65,8 +73,11 @@ pub struct ExportArgs {
     #[arg(long)]
     training: i64,
     /// The checkpoint's step (default: the newest).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "best")]
     step: Option<i64>,
+    /// The checkpoint the judge recommends (see `timbre train show`).
+    #[arg(long)]
+    best: bool,
     /// The inference model to write (.pth).
     #[arg(long)]
     out: PathBuf,
@@ -93,11 +104,13 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
             let metrics = training_metrics::list(&library.conn(), id)?;
             let previews = training_previews::list(&library.conn(), id)?;
             let folder = train::files::folder(library.data_dir(), id);
+            let judge = train::judge::report(&library, id)?;
             let value = json!({
                 "training": training,
                 "folder": folder,
                 "metrics": metrics,
                 "previews": previews,
+                "judge": judge,
             });
             out.print(&value, || {
                 let mut lines = vec![line(&training), format!("folder: {}", folder.display())];
@@ -114,6 +127,7 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
                         .iter()
                         .map(|p| format!("preview epoch {:>4}: {}", p.epoch, p.path)),
                 );
+                lines.extend(judge_lines(&judge));
                 lines.join("\n")
             });
             Ok(ExitCode::SUCCESS)
@@ -134,7 +148,11 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
 
 pub fn export(data_dir: Option<&Path>, out: &Output, args: ExportArgs) -> Result<ExitCode> {
     let library = open_library(data_dir)?;
-    let checkpoint = train::export::export_to_file(&library, args.training, args.step, &args.out)?;
+    let step = match args.best {
+        true => Some(train::judge::recommended_step(&library, args.training)?),
+        false => args.step,
+    };
+    let checkpoint = train::export::export_to_file(&library, args.training, step, &args.out)?;
     let value = json!({ "out": args.out, "checkpoint": checkpoint });
     out.print(&value, || {
         format!(
@@ -186,6 +204,12 @@ fn request(system: &JobSystem, args: StartArgs) -> Result<TrainRequest> {
         batch_size: args.batch_size,
         pretrained,
         preview_every: args.preview_every,
+        patience_saves: args.patience,
+        judge_sources: args
+            .judge_source
+            .iter()
+            .map(|a| super::audio_input(a))
+            .collect(),
         model_config,
         ..TrainRequest::new(dataset.id)
     })
@@ -207,6 +231,62 @@ fn run_training(system: &JobSystem, training: &Training, out: &Output) -> Result
         lines.join("\n")
     });
     Ok(super::exit_code(&outcomes))
+}
+
+/// The judge's table: one line per scored checkpoint, the recommended one marked.
+fn judge_lines(judge: &train::judge::JudgeReport) -> Vec<String> {
+    if judge.scores.is_empty() {
+        return vec!["checkpoint scores: none yet".into()];
+    }
+    let number =
+        |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
+    let best = judge.recommendation.as_ref().map(|r| r.step);
+    let mut lines = vec![format!(
+        "  {:>7} {:>5}  {:>10} {:>8} {:>7} {:>9} {:>9} {:>8} {:>6}",
+        "step", "epoch", "similarity", "pitch ¢", "voicing", "mel", "train mel", "buzz dB", "score"
+    )];
+    for s in &judge.scores {
+        let weights = judge
+            .recommendation
+            .as_ref()
+            .map(|r| r.weights)
+            .unwrap_or_default();
+        let score = train::judge::recommend::weighted(s, &weights);
+        let similarity = match (s.similarity, s.similarity_ceiling) {
+            (Some(v), Some(c)) => format!("{v:.3}/{c:.3}"),
+            _ => "-".into(),
+        };
+        lines.push(format!(
+            "{} {:>7} {:>5}  {:>10} {:>8} {:>7} {:>9.3} {:>9.3} {:>8} {:>6.3}",
+            if best == Some(s.step) { "*" } else { " " },
+            s.step,
+            s.epoch,
+            similarity,
+            number(s.pitch_rmse_cents, 1),
+            number(s.voicing_agreement, 3),
+            s.mel_distance,
+            s.train_mel_distance,
+            number(s.artefacts_db, 2),
+            score,
+        ));
+    }
+    if let Some(r) = &judge.recommendation {
+        let w = &r.weights;
+        lines.push(format!(
+            "recommended: step {} (epoch {}), score {:.3}; weights similarity {}, pitch {}, \
+             voicing {}, reconstruction {}, artefacts {} (timbre settings set judge_weights ...); \
+             export it with timbre export --training ID --best --out FILE",
+            r.step,
+            r.epoch,
+            r.score,
+            w.similarity,
+            w.pitch,
+            w.voicing,
+            w.reconstruction,
+            w.artefacts
+        ));
+    }
+    lines
 }
 
 fn line(t: &Training) -> String {

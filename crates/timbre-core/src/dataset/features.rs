@@ -203,18 +203,6 @@ pub fn pitch(tracker: &PitchTracker, audio_16k: &[f32]) -> Result<Vec<f32>> {
     tracker.track(audio_16k)
 }
 
-/// A piece's HuBERT features, `[frames, dim]` on the CPU.
-pub fn features(hubert: &Hubert, audio_16k: &[f32], version: FeatureVersion) -> Result<Tensor> {
-    let _guard = tch::no_grad_guard();
-    let audio = Tensor::from_slice(audio_16k)
-        .view([1, -1])
-        .to_device(hubert.device());
-    Ok(hubert
-        .features(&audio, version)?
-        .squeeze_dim(0)
-        .to_device(tch::Device::Cpu))
-}
-
 /// What a feature file holds: shapes of `features`, and the number of pitch frames.
 pub fn read_shapes(path: &Path) -> Result<(Vec<i64>, Option<i64>)> {
     let tensors = Tensor::read_safetensors(path)

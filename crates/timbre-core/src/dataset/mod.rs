@@ -6,6 +6,7 @@
 //! is `<data dir>/datasets/<id>/` (`dataset_layout`) and the `datasets` row with the report.
 
 pub mod features;
+pub mod held_out;
 #[cfg(test)]
 mod tests;
 
@@ -339,7 +340,7 @@ fn run(
 ) -> Result<Done> {
     let (files, layout) = (stages.files, stages.layout);
     layout.create()?;
-    let (sliced, report, take_ids) =
+    let (sliced, mut report, take_ids) =
         slice(library, params, stages, &extractors.separators()?, progress)?;
     let cache = FeatureCache::new(&library.data_dir().join("cache"));
     let mut seen = HashSet::new();
@@ -383,7 +384,7 @@ fn run(
             format!("features {}/{}", i + 1, todo.len()),
         )?;
         let hubert = hubert.as_deref().context("HuBERT is not loaded")?;
-        let feats = features::features(hubert, &read_16k(piece)?, version)?;
+        let feats = hubert.features_of(&read_16k(piece)?, version)?;
         cache.store(&piece.key, &feats, f0.as_deref())?;
     }
     drop(todo);
@@ -399,12 +400,15 @@ fn run(
         piece.entry.f0_frames = f0_frames;
         pieces.push(piece.entry);
     }
+    let (pieces, held_out, held_out_report) = held_out::split(pieces, report.sliced_seconds);
+    report.held_out = held_out_report;
     let manifest = Manifest {
         sample_rate: params.sample_rate,
         version: params.version.name().into(),
         f0_method: params.f0_method.map(|m| m.name().into()),
         feature_dim,
         pieces,
+        held_out,
     };
     layout.commit(&manifest)?;
     Ok(Done {

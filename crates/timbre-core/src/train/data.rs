@@ -12,7 +12,7 @@ use timbre_nn::train::config::TrainingConfig;
 use timbre_nn::train::spectrogram::{SpectrogramConfig, Spectrograms};
 
 use super::sampler::{self, BOUNDARIES};
-use crate::dataset_layout::{MANIFEST, Manifest};
+use crate::dataset_layout::{MANIFEST, Manifest, ManifestPiece};
 
 /// Spectrograms are cached here, beside the dataset's other folders.
 pub const SPECS: &str = "specs";
@@ -319,45 +319,55 @@ impl ItemLoader<'_> {
         Ok(spec)
     }
 
-    /// `get_labels`: the features repeated to 100 frames a second, capped, and the pitch cut
-    /// alike.
+    /// `get_labels` of one piece ([`labels`]).
     fn labels(&self, piece: usize) -> Result<(Tensor, Option<Tensor>, Option<Tensor>)> {
         let data = self.data;
-        let path = data.root.join(&data.manifest.pieces[piece].features);
-        let tensors = Tensor::read_safetensors(&path)
-            .with_context(|| format!("{}: cannot read the features", path.display()))?;
-        let take = |name: &str, kind: Kind| {
-            let tensor = tensors
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, t)| t.shallow_clone())
-                .with_context(|| format!("{}: has no {name}", path.display()))?;
-            ensure!(
-                tensor.kind() == kind,
-                "{}: {name} is {:?}, expected {kind:?}",
-                path.display(),
-                tensor.kind()
-            );
-            Ok(tensor)
-        };
-        let features = take("features", Kind::Float)?;
-        let dim = data.manifest.feature_dim;
-        ensure!(
-            features.dim() == 2 && features.size()[1] == dim,
-            "{}: features of shape {:?}, expected [frames, {dim}]",
-            path.display(),
-            features.size()
-        );
-        let phone = features.repeat_interleave_self_int(2, 0, None::<i64>);
-        let frames = phone.size()[0].min(MAX_PHONE_FRAMES);
-        let phone = phone.narrow(0, 0, frames);
-        if !data.has_pitch() {
-            return Ok((phone, None, None));
-        }
-        let pitch = truncate(&take("f0", Kind::Int64)?, 0, frames);
-        let pitchf = truncate(&take("f0nsf", Kind::Float)?, 0, frames);
-        Ok((phone, Some(pitch), Some(pitchf)))
+        labels(&data.root, &data.manifest, &data.manifest.pieces[piece])
     }
+}
+
+/// `get_labels`: the features of `piece` (of the dataset in `root`) repeated to 100 frames a
+/// second, capped, and the pitch cut alike: the phone features, and the coarse and fine pitch
+/// for a dataset with pitch.
+pub fn labels(
+    root: &Path,
+    manifest: &Manifest,
+    piece: &ManifestPiece,
+) -> Result<(Tensor, Option<Tensor>, Option<Tensor>)> {
+    let path = root.join(&piece.features);
+    let tensors = Tensor::read_safetensors(&path)
+        .with_context(|| format!("{}: cannot read the features", path.display()))?;
+    let take = |name: &str, kind: Kind| {
+        let tensor = tensors
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, t)| t.shallow_clone())
+            .with_context(|| format!("{}: has no {name}", path.display()))?;
+        ensure!(
+            tensor.kind() == kind,
+            "{}: {name} is {:?}, expected {kind:?}",
+            path.display(),
+            tensor.kind()
+        );
+        Ok(tensor)
+    };
+    let features = take("features", Kind::Float)?;
+    let dim = manifest.feature_dim;
+    ensure!(
+        features.dim() == 2 && features.size()[1] == dim,
+        "{}: features of shape {:?}, expected [frames, {dim}]",
+        path.display(),
+        features.size()
+    );
+    let phone = features.repeat_interleave_self_int(2, 0, None::<i64>);
+    let frames = phone.size()[0].min(MAX_PHONE_FRAMES);
+    let phone = phone.narrow(0, 0, frames);
+    if manifest.f0_method.is_none() {
+        return Ok((phone, None, None));
+    }
+    let pitch = truncate(&take("f0", Kind::Int64)?, 0, frames);
+    let pitchf = truncate(&take("f0nsf", Kind::Float)?, 0, frames);
+    Ok((phone, Some(pitch), Some(pitchf)))
 }
 
 /// `TextAudioCollateMultiNSFsid` (`TextAudioCollate` without pitch): the items sorted by

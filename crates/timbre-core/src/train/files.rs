@@ -2,6 +2,7 @@
 //!
 //! - `checkpoints/`: RVC's `G_<step>.pth` / `D_<step>.pth` pairs, the newest few;
 //! - `previews/epoch_<n>.wav`: the fixed piece resynthesised after epoch `n`;
+//! - `judge/step_<n>.wav`: the first held-out piece as checkpoint `G_<n>` converts it;
 //! - `<name>.pth` and `<name>.index`: the exported inference model and its index, which the
 //!   library copies into its store when the training ends;
 //! - `exports/<name>_G_<step>.pth`: models exported from checkpoints on request.
@@ -41,6 +42,11 @@ impl TrainingFiles {
         self.root
             .join("previews")
             .join(format!("epoch_{epoch}.wav"))
+    }
+
+    /// The judge's rendering of the first held-out piece by checkpoint `step`.
+    pub fn judge_sample(&self, step: i64) -> PathBuf {
+        self.root.join("judge").join(format!("step_{step}.wav"))
     }
 
     /// The exported inference model, `<name>.pth` (the name with unsafe characters as `_`).

@@ -15,12 +15,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tch::Device;
 use timbre_nn::device::Precision;
-use timbre_nn::train::trainer::Trainer;
+use timbre_nn::train::trainer::{Trainer, export_checkpoint, generator_checkpoint};
 
 use super::batch_size;
 use super::data::TrainingData;
 use super::export;
 use super::files::TrainingFiles;
+use super::judge::{Judge, JudgeSetup};
 use super::request::{KIND, TrainParams, check_amount, plan_of, ready_dataset};
 use super::session::{Ending, EpochProfile, Session, Setup, TRAINING_SHARE};
 use crate::db::job_events::Level;
@@ -30,18 +31,28 @@ use crate::db::trainings::{self, Training};
 use crate::devices::{self, Devices};
 use crate::error::ErrorReport;
 use crate::jobs::{Failure, JobContext, JobHandler, JobKind, Need, Needs, classify};
+use crate::model_cache::ModelCache;
 
 /// Single-speaker models, as RVC trains them.
 const SPEAKER_ID: i64 = 0;
 
 /// Runs `train` jobs on the GPU lane; a cut-off one resumes from its newest checkpoint.
-pub struct TrainHandler;
+pub struct TrainHandler {
+    models: Arc<ModelCache>,
+}
+
+impl TrainHandler {
+    /// A handler whose checkpoint judge loads its pitch model through `models`.
+    pub fn new(models: Arc<ModelCache>) -> Self {
+        Self { models }
+    }
+}
 
 impl JobHandler for TrainHandler {
     fn needs(&self) -> Needs {
         Needs {
             required: &[Need::Device],
-            optional: &[Need::PretrainedBases],
+            optional: &[Need::PretrainedBases, Need::SpeakerEncoder],
         }
     }
 
@@ -60,7 +71,7 @@ impl JobHandler for TrainHandler {
 
     fn run(&self, ctx: &JobContext) -> Result<Value> {
         let TrainParams { training_id } = ctx.params()?;
-        let outcome = train(ctx, training_id);
+        let outcome = train(ctx, &self.models, training_id);
         if let Err(error) = &outcome {
             let (status, message) = match classify(error) {
                 Failure::Cancelled => (trainings::STOPPED, None),
@@ -95,8 +106,13 @@ pub struct TrainResult {
     pub seconds: f64,
 }
 
-fn train(ctx: &JobContext, id: i64) -> Result<TrainResult> {
+/// How long a free page stays with the allocator while a training runs
+/// (`timbre_audio::memory::decay_free_memory`).
+const FREE_PAGE_DECAY_MS: i64 = 1000;
+
+fn train(ctx: &JobContext, models: &Arc<ModelCache>, id: i64) -> Result<TrainResult> {
     let started = Instant::now();
+    let _decaying = timbre_audio::memory::decay_free_memory(FREE_PAGE_DECAY_MS);
     let library = ctx.library();
     let training = trainings::require(&library.conn(), id)?;
     let plan = plan_of(&training)?;
@@ -135,7 +151,7 @@ fn train(ctx: &JobContext, id: i64) -> Result<TrainResult> {
             &json!({ "message": message, "missing": missing }),
         )?;
     }
-    let mut batch_size = match training.batch_size {
+    let batch_size = match training.batch_size {
         Some(size) => size,
         None => {
             let free = match device {
@@ -147,26 +163,72 @@ fn train(ctx: &JobContext, id: i64) -> Result<TrainResult> {
     };
     library.edit(|conn| trainings::set_batch_size(conn, id, batch_size))?;
     let files = TrainingFiles::new(library.data_dir(), id, &training.name);
-    let setup = Setup {
-        ctx,
+    let judge_setup = JudgeSetup {
+        library,
+        job_id: ctx.job_id(),
         training_id: id,
-        plan: &plan,
-        config: &config,
-        data: &data,
-        files: &files,
-        device,
-        precision,
-        pretrained: &pretrained,
+        config: config.clone(),
+        f0: plan.f0,
+        dataset_dir: dataset_dir.clone(),
+        manifest: data.manifest().clone(),
+        files: TrainingFiles::new(library.data_dir(), id, &training.name),
+        device: devices.extraction,
+        models: Arc::clone(models),
+        models_dir: crate::models_folder::of(library)?,
+        sources: plan
+            .request
+            .judge_sources
+            .iter()
+            .map(|input| Ok(input.resolve(library)?.path))
+            .collect::<Result<_>>()?,
     };
+    std::thread::scope(|scope| {
+        let judge = Judge::start(scope, judge_setup);
+        let setup = Setup {
+            ctx,
+            training_id: id,
+            plan: &plan,
+            config: &config,
+            data: &data,
+            files: &files,
+            device,
+            precision,
+            pretrained: &pretrained,
+            judge: &judge,
+        };
+        let (trainer, converged) = run_sessions(&setup, &training, batch_size)?;
+        judge.wait();
+        let end = End {
+            training: &training,
+            voice_id: dataset.voice_id,
+            data: &data,
+            dataset_dir: &dataset_dir,
+            files: &files,
+            converged,
+        };
+        finish(ctx, &end, &trainer, started)
+    })
+}
+
+/// Sessions until the epochs are done (or the judge's recommendation settled, whose step is
+/// given), each after an out-of-memory one at half the batch.
+fn run_sessions(
+    setup: &Setup,
+    training: &Training,
+    mut batch_size: i64,
+) -> Result<(Trainer, Option<i64>)> {
+    let (ctx, id) = (setup.ctx, setup.training_id);
+    let library = ctx.library();
     let mut profiles: Vec<EpochProfile> = training
         .profile
         .clone()
         .and_then(|p| serde_json::from_value(p).ok())
         .unwrap_or_default();
-    let trainer = loop {
-        let mut session = Session::start(&setup, batch_size, profiles)?;
+    loop {
+        let mut session = Session::start(setup, batch_size, profiles)?;
         match session.run()? {
-            Ending::Finished => break session.into_trainer(),
+            Ending::Finished => return Ok((session.into_trainer(), None)),
+            Ending::Converged { step } => return Ok((session.into_trainer(), Some(step))),
             Ending::OutOfMemory(error) => {
                 profiles = session.profiles().to_vec();
                 let step = session.trainer().global_step();
@@ -187,15 +249,7 @@ fn train(ctx: &JobContext, id: i64) -> Result<TrainResult> {
                 library.edit(|conn| trainings::set_batch_size(conn, id, batch_size))?;
             }
         }
-    };
-    let end = End {
-        training: &training,
-        voice_id: dataset.voice_id,
-        data: &data,
-        dataset_dir: &dataset_dir,
-        files: &files,
-    };
-    finish(ctx, &end, &trainer, started)
+    }
 }
 
 /// What the end of a training needs besides the trainer.
@@ -205,13 +259,22 @@ struct End<'a> {
     data: &'a TrainingData,
     dataset_dir: &'a Path,
     files: &'a TrainingFiles,
+    /// The judge's recommended step when the training stopped there: that checkpoint is the
+    /// model.
+    converged: Option<i64>,
 }
 
 /// Exports the model, trains the index and puts both into the library.
 fn finish(ctx: &JobContext, end: &End, trainer: &Trainer, started: Instant) -> Result<TrainResult> {
     let (library, training, files) = (ctx.library(), end.training, end.files);
     ctx.progress(TRAINING_SHARE, "exporting the model")?;
-    trainer.export(&files.model())?;
+    match end.converged {
+        Some(step) => {
+            let checkpoint = generator_checkpoint(&files.checkpoints(), Some(step))?;
+            export_checkpoint(trainer.config(), trainer.f0(), &checkpoint, &files.model())?;
+        }
+        None => trainer.export(&files.model())?,
+    }
     ctx.progress(TRAINING_SHARE + 0.01, "training the index")?;
     let vectors = export::write_index(end.dataset_dir, end.data.manifest(), &files.index())?;
     ctx.progress(0.99, "adding the model to the library")?;

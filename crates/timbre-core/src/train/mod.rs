@@ -1,13 +1,15 @@
 //! Training: a prepared dataset read as RVC's data code reads its experiment folder (`data`,
 //! `sampler`), the threads that load its batches ahead of the trainer (`producer`), and the
 //! `train` job (`job`, `session`) with what it starts from (`request`, `pretrained`,
-//! `batch_size`) and makes (`files`, `preview`, `export`).
+//! `batch_size`) and makes (`files`, `preview`, `export`), and the checkpoint judge that scores
+//! every checkpoint on held-out speech (`judge`).
 
 pub mod batch_size;
 pub mod data;
 pub mod export;
 pub mod files;
 pub mod job;
+pub mod judge;
 pub mod pretrained;
 pub mod preview;
 pub mod producer;

@@ -7,7 +7,7 @@ use timbre_nn::synthesizer::check_generator_checkpoint;
 use timbre_nn::train::config::{ModelConfig, TrainingConfig};
 
 use super::pretrained::{Pretrained, PretrainedFiles};
-use crate::dataset_layout::Manifest;
+use crate::dataset_layout::{MIN_TRAINING_SECONDS, Manifest};
 use crate::db::datasets::{self, Dataset};
 use crate::db::jobs::{self as job_rows, JobState};
 use crate::db::trainings::{self, Training};
@@ -24,8 +24,6 @@ pub struct TrainParams {
     pub training_id: i64,
 }
 
-/// Less audio than this is refused: RVC users find a minute the least that gives a voice.
-pub const MIN_SECONDS: f64 = 60.0;
 /// Less than this trains, with a warning: ten minutes or more give a good model.
 pub const ADVISED_SECONDS: f64 = 600.0;
 
@@ -55,6 +53,15 @@ pub struct TrainRequest {
     /// A preview every this many epochs (and at the end); `save_every` by default.
     #[serde(default)]
     pub preview_every: Option<i64>,
+    /// Stop when the judge's recommended checkpoint has not changed for this many saves (at
+    /// least 1), and make the recommended checkpoint the model; None (the default) trains
+    /// every epoch asked for.
+    #[serde(default)]
+    pub patience_saves: Option<i64>,
+    /// Takes or files of another speaker (the user's own voice, say) that the checkpoint judge
+    /// converts with every checkpoint, for `source_similarity`; none by default.
+    #[serde(default)]
+    pub judge_sources: Vec<crate::input::AudioInput>,
     /// Another model than RVC's (tests train tiny ones): its generator's `sr` and
     /// `spec_channels` must be the dataset's, its upsampling one hop per frame; the training
     /// slice is its `segment_size` frames. Not offered in the app or the CLI.
@@ -205,14 +212,14 @@ pub fn check_amount(dataset: &Dataset, manifest: &Manifest) -> Result<Option<Str
         .and_then(|r| r["sliced_seconds"].as_f64());
     let seconds = manifest.audio_seconds(sliced);
     let minutes = |s: f64| format!("{}:{:02}", (s / 60.0).floor(), (s % 60.0).floor());
-    if seconds < MIN_SECONDS {
+    if seconds < MIN_TRAINING_SECONDS {
         return Err(crate::error::invalid_input(format!(
             "dataset {} \"{}\" holds {} of audio; training needs at least {} (ten minutes or \
              more for a good model)",
             dataset.id,
             dataset.name,
             minutes(seconds),
-            minutes(MIN_SECONDS)
+            minutes(MIN_TRAINING_SECONDS)
         )));
     }
     Ok((seconds < ADVISED_SECONDS).then(|| {
@@ -254,6 +261,11 @@ pub fn start_training(system: &JobSystem, mut request: TrainRequest) -> Result<T
         request.model_config = model_from_env()?;
     }
     check_numbers(&request)?;
+    crate::input::check_all(library, &request.judge_sources)?;
+    request.judge_sources = std::mem::take(&mut request.judge_sources)
+        .into_iter()
+        .map(crate::input::AudioInput::absolute)
+        .collect::<Result<_>>()?;
     let (dataset, manifest) = ready_dataset(library, request.dataset_id)?;
     let name = request
         .name
@@ -297,6 +309,7 @@ fn check_numbers(request: &TrainRequest) -> Result<()> {
         ("keep_checkpoints", Some(request.keep_checkpoints)),
         ("batch_size", request.batch_size),
         ("preview_every", request.preview_every),
+        ("patience_saves", request.patience_saves),
     ];
     for (name, value) in at_least_one {
         if value.is_some_and(|v| v < 1) {
@@ -468,6 +481,7 @@ mod tests {
                     f0_frames: None,
                 })
                 .collect(),
+            held_out: vec![],
         };
         let err = check_amount(&dataset, &manifest(&[20.0, 22.5])).unwrap_err();
         assert!(

@@ -19,13 +19,14 @@ use timbre_nn::train::trainer::{StepLosses, Trainer};
 use super::batch_size::is_out_of_memory;
 use super::data::TrainingData;
 use super::files::TrainingFiles;
+use super::judge::{Judge, recommend};
 use super::pretrained::PretrainedFiles;
 use super::producer::{BatchProducer, ProducerOptions, Profile};
 use super::request::TrainingPlan;
 use crate::Notification;
 use crate::db::job_events::Level;
 use crate::db::training_metrics::{self, TrainingMetric};
-use crate::db::{training_previews, trainings};
+use crate::db::{checkpoint_scores, training_previews, trainings};
 use crate::jobs::JobContext;
 use crate::monitor::UtilizationSampler;
 
@@ -58,6 +59,8 @@ pub struct Setup<'a> {
     pub precision: Precision,
     /// The bases to start from when there is no checkpoint to resume.
     pub pretrained: &'a PretrainedFiles,
+    /// Scores every checkpoint saved.
+    pub judge: &'a Judge<'a>,
 }
 
 /// How a session that did not fail came to its end.
@@ -66,6 +69,12 @@ pub enum Ending {
     Finished,
     /// A step ran out of memory; nothing was saved after the last checkpoint.
     OutOfMemory(anyhow::Error),
+    /// The judge's recommended checkpoint, this step's, did not change for the request's
+    /// `patience_saves`: the training stops there.
+    Converged {
+        /// The recommended checkpoint's step.
+        step: i64,
+    },
 }
 
 /// Where one epoch's time went.
@@ -147,20 +156,24 @@ impl<'a> Session<'a> {
         let (epoch, step) = (trainer.epoch(), trainer.global_step());
         // What a previous run recorded beyond this point is trained again.
         let id = setup.training_id;
-        let removed = {
+        let (removed, samples) = {
             let conn = ctx.library().conn();
             training_metrics::delete_after(&conn, id, step)?;
             trainings::set_position(&conn, id, epoch, step)?;
-            training_previews::delete_after(&conn, id, epoch)?
+            let samples = checkpoint_scores::delete_after(&conn, id, step)?;
+            (training_previews::delete_after(&conn, id, epoch)?, samples)
         };
         ctx.library().notify(Notification::TrainingRewound {
             training_id: id,
             epoch,
             step,
         });
-        for preview in removed {
-            let _ = std::fs::remove_file(&preview.path);
+        for path in removed.into_iter().map(|p| p.path).chain(samples) {
+            let _ = std::fs::remove_file(&path);
         }
+        setup
+            .judge
+            .submit_unscored(ctx.library(), id, &checkpoints)?;
         if resumed.is_some() {
             let data = json!({ "epoch": epoch, "step": step });
             ctx.event(Level::Info, "resumed", &data)?;
@@ -262,11 +275,24 @@ impl<'a> Session<'a> {
         self.profile_epoch(epoch, batches, &timing, &profile)?;
         let request = &setup.plan.request;
         let last = epoch == request.epochs;
-        if epoch % request.save_every == 0 || last {
+        let saving = epoch % request.save_every == 0 || last;
+        if saving {
             self.save()?;
         }
         if epoch % request.preview_every() == 0 || last {
             self.preview(epoch)?;
+        }
+        if let Some(patience) = request.patience_saves
+            && saving
+        {
+            setup.judge.wait();
+            let scores = checkpoint_scores::list(&setup.ctx.library().conn(), setup.training_id)?;
+            let weights = setup.ctx.library().settings()?.judge_weights;
+            if let Some(best) = recommend::converged(&scores, &weights, patience) {
+                let data = json!({ "step": best.step, "epoch": best.epoch, "patience": patience });
+                setup.ctx.event(Level::Info, "converged", &data)?;
+                return Ok(Some(Ending::Converged { step: best.step }));
+            }
         }
         Ok(None)
     }
@@ -357,10 +383,17 @@ impl<'a> Session<'a> {
             return Ok(());
         }
         let keep = self.setup.plan.request.keep_checkpoints as usize;
+        // The judge is done with the previous checkpoint before pruning can remove it.
+        self.setup.judge.wait();
+        let library = self.setup.ctx.library();
+        let scores = checkpoint_scores::list(&library.conn(), self.setup.training_id)?;
+        let best = recommend::recommend(&scores, &library.settings()?.judge_weights);
+        self.trainer.keep_checkpoint(best.map(|b| b.step));
         let (generator, _) = self
             .trainer
             .save_checkpoint(&self.setup.files.checkpoints(), keep)
             .with_context(|| format!("saving the checkpoint of step {step}"))?;
+        self.setup.judge.submit(step, generator.clone());
         self.saved_step = Some(step);
         let epoch = self.trainer.epoch();
         self.setup

@@ -80,6 +80,7 @@ pub(super) fn write_dataset(dir: &Path, pieces: &[TestPiece], with_pitch: bool) 
         f0_method: with_pitch.then(|| "rmvpe".into()),
         feature_dim: FEATURE_DIM,
         pieces: vec![],
+        held_out: vec![],
     };
     for (index, piece) in pieces.iter().enumerate() {
         let gt_wav = Layout::gt_wav(piece.name);
@@ -333,6 +334,7 @@ fn missing_and_unreadable_files_are_named() {
         f0_method: None,
         feature_dim: FEATURE_DIM,
         pieces: vec![],
+        held_out: vec![],
     };
     std::fs::write(&manifest, serde_json::to_string(&empty).unwrap()).unwrap();
     assert!(message(&root).contains("no pieces"));

@@ -3,6 +3,7 @@
 //! so a new migration is appended, never edited.
 
 pub mod backups;
+pub mod checkpoint_scores;
 pub mod conversions;
 pub mod cover_stages;
 pub mod datasets;
@@ -61,6 +62,7 @@ const MIGRATIONS: &[&str] = &[
     cover_stages::CREATE,
     effect_presets::CREATE,
     jobs::ADD_ERROR_KIND,
+    checkpoint_scores::CREATE,
 ];
 
 /// Opens the library database: refused when damaged, migrated (after a backup) when older

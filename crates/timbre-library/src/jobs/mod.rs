@@ -53,6 +53,8 @@ pub enum Need {
     PretrainedBases,
     /// A RoFormer separation model.
     SeparationModel,
+    /// The checkpoint judge's speaker encoder (Resemblyzer's GE2E weights).
+    SpeakerEncoder,
 }
 
 /// A kind's needs: what it cannot run without, and what it uses when it is there.

@@ -224,6 +224,19 @@ impl Hubert {
         Ok(())
     }
 
+    /// The features of one mono 16 kHz signal, `[frames, dim]` on the CPU ([`Hubert::features`]
+    /// without gradients).
+    pub fn features_of(&self, audio_16k: &[f32], version: FeatureVersion) -> Result<Tensor> {
+        let _guard = tch::no_grad_guard();
+        let audio = Tensor::from_slice(audio_16k)
+            .view([1, -1])
+            .to_device(self.device());
+        Ok(self
+            .features(&audio, version)?
+            .squeeze_dim(0)
+            .to_device(tch::Device::Cpu))
+    }
+
     /// RVC's content features for audio `[batch, samples]`: `[batch, frames, 256]` for v1,
     /// `[batch, frames, 768]` for v2 (the real models' widths).
     pub fn features(&self, audio: &Tensor, version: FeatureVersion) -> Result<Tensor> {

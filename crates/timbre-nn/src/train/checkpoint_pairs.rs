@@ -26,7 +26,7 @@ pub fn generator_checkpoint(dir: &Path, step: Option<i64>) -> Result<PathBuf> {
 }
 
 /// Steps `n` for which `dir` holds both `G_<n>.pth` and `D_<n>.pth`, ascending.
-pub(super) fn checkpoint_steps(dir: &Path) -> Result<Vec<i64>> {
+pub fn checkpoint_steps(dir: &Path) -> Result<Vec<i64>> {
     let mut steps: Vec<i64> = file_names(dir)?
         .iter()
         .filter_map(|name| checkpoint_step(name, "G"))

@@ -12,8 +12,8 @@ use tch::{Device, Reduction, Tensor, nn};
 
 use super::batch::Batch;
 use super::checkpoint::{read_training_checkpoint, write_training_checkpoint};
-pub use super::checkpoint_pairs::generator_checkpoint;
-use super::checkpoint_pairs::{checkpoint_steps, latest_checkpoint_pair, remove_unfinished_saves};
+pub use super::checkpoint_pairs::{checkpoint_steps, generator_checkpoint};
+use super::checkpoint_pairs::{latest_checkpoint_pair, remove_unfinished_saves};
 use super::config::TrainingConfig;
 use super::discriminator::{DiscriminatorVersion, MultiPeriodDiscriminator};
 use super::losses::{discriminator_loss, feature_loss, generator_loss, kl_loss};
@@ -69,6 +69,8 @@ pub struct Trainer {
     /// Epochs finished (the `iteration` RVC saves) and optimizer steps taken.
     epoch: i64,
     global_step: i64,
+    /// A checkpoint step that pruning keeps however old (the judge's recommended one).
+    kept_step: Option<i64>,
 }
 
 impl Trainer {
@@ -127,12 +129,24 @@ impl Trainer {
             precision,
             epoch: 0,
             global_step: 0,
+            kept_step: None,
         })
+    }
+
+    /// Keeps the checkpoint pair of `step` when later saves prune old pairs (beside the newest
+    /// ones they keep); None keeps none beyond those.
+    pub fn keep_checkpoint(&mut self, step: Option<i64>) {
+        self.kept_step = step;
     }
 
     /// The configuration the run trains with.
     pub fn config(&self) -> &TrainingConfig {
         &self.config
+    }
+
+    /// Whether the model has pitch (RVC's `f0`).
+    pub fn f0(&self) -> bool {
+        self.f0
     }
 
     /// Epochs finished, as RVC saves them under `iteration`.
@@ -316,7 +330,8 @@ impl Trainer {
     }
 
     /// Writes `G_<step>.pth` and `D_<step>.pth` into `dir` (each atomically, so a full disk
-    /// or a kill leaves the previous pair valid), then removes all but the newest `keep` pairs.
+    /// or a kill leaves the previous pair valid), then removes all but the newest `keep` pairs
+    /// and the one [`Trainer::keep_checkpoint`] names.
     /// A `G_<step>` whose `D_<step>` cannot be written is removed again.
     pub fn save_checkpoint(&self, dir: &Path, keep: usize) -> Result<(PathBuf, PathBuf)> {
         std::fs::create_dir_all(dir)
@@ -352,7 +367,8 @@ impl Trainer {
             }
             return Err(error);
         }
-        for step in checkpoint_steps(dir)?.into_iter().rev().skip(keep.max(1)) {
+        let old = checkpoint_steps(dir)?.into_iter().rev().skip(keep.max(1));
+        for step in old.filter(|&step| Some(step) != self.kept_step) {
             for prefix in ["G", "D"] {
                 let _ = std::fs::remove_file(dir.join(format!("{prefix}_{step}.pth")));
             }
@@ -385,11 +401,33 @@ pub fn export_checkpoint(
     checkpoint: &Path,
     path: &Path,
 ) -> Result<()> {
+    let (generator, epoch) = read_generator(config, f0, checkpoint, Device::Cpu)?;
+    export_generator(config, f0, epoch, &generator.state_dict(), path)
+}
+
+/// A saved generator (`G_<step>.pth`) of a run of `config` as an inference model on `device`,
+/// for the checkpoint judge, and the epoch it was saved after.
+pub fn checkpoint_synthesizer(
+    config: &TrainingConfig,
+    f0: bool,
+    checkpoint: &Path,
+    device: Device,
+) -> Result<(Synthesizer, i64)> {
+    let (generator, epoch) = read_generator(config, f0, checkpoint, device)?;
+    Ok((generator.synthesizer()?, epoch))
+}
+
+fn read_generator(
+    config: &TrainingConfig,
+    f0: bool,
+    checkpoint: &Path,
+    device: Device,
+) -> Result<(TrainableSynthesizer, i64)> {
     let root = read_torch_file(checkpoint)?;
-    let mut generator = TrainableSynthesizer::new(&config.model, &config.version, f0, Device::Cpu)?;
+    let mut generator = TrainableSynthesizer::new(&config.model, &config.version, f0, device)?;
     generator.load_checkpoint_value(&root, checkpoint)?;
     let epoch = root.get("iteration").and_then(Value::as_i64).unwrap_or(0);
-    export_generator(config, f0, epoch, &generator.state_dict(), path)
+    Ok((generator, epoch))
 }
 
 fn export_generator(
