@@ -1,13 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import {
-  DEFAULT_WEIGHTS,
   judgeCharts,
   judgeEmptyText,
   judgeNotes,
   judgeSummary,
   latestScore,
   upsertScore,
-  weightedScore,
   weightsJson,
   weightsProblem,
 } from '../src/lib/judge';
@@ -33,41 +31,11 @@ function score(step: number, similarity: number, mel: number, artefacts: number,
   };
 }
 
+const WEIGHTS: JudgeWeights = { similarity: 4, pitch: 2, voicing: 1, reconstruction: 2, artefacts: 1 };
+
 function event(id: number, kind: string, data: JobEvent['data'], level: JobEvent['level'] = 'warn'): JobEvent {
   return { id, job_id: 70, at: '', level, kind, data };
 }
-
-describe('the weighted score', () => {
-  it('is the backend\'s: each goodness averaged with the weights', () => {
-    const scores = [score(10, 0.6, 1.0, 0), score(20, 0.8, 0.9, 0), score(30, 0.85, 0.3, 6), score(40, 0.7, 1.2, 0)];
-    const byHand = (s: CheckpointScore) =>
-      (4 * Math.min(1, (s.similarity as number) / 0.9) +
-        2 * (1 / 1.5) +
-        1 * 0.9 +
-        2 * Math.exp(-s.mel_distance) +
-        1 * (1 / (1 + (s.artefacts_db as number) / 3))) /
-      10;
-    for (const s of scores) expect(weightedScore(s, DEFAULT_WEIGHTS)).toBeCloseTo(byHand(s), 12);
-    const best = (weights: JudgeWeights) =>
-      scores.reduce((b, s) => (weightedScore(s, weights) > weightedScore(b, weights) ? s : b)).step;
-    expect(best(DEFAULT_WEIGHTS)).toBe(30);
-    // Buzz weighing most moves the best off the buzzing checkpoint.
-    expect(best({ ...DEFAULT_WEIGHTS, artefacts: 10 })).toBe(20);
-    expect(best({ similarity: 0, pitch: 0, voicing: 0, reconstruction: 1, artefacts: 0 })).toBe(30);
-  });
-
-  it('leaves the weights of missing scores out, and counts less buzz than the real voice as none', () => {
-    const noEncoder = score(10, 0.8, 0.7, 0, { similarity: null });
-    expect(weightedScore(noEncoder, { similarity: 1, pitch: 0, voicing: 0, reconstruction: 0, artefacts: 0 })).toBe(0);
-    const expected = (2 / 1.5 + 0.9 + 2 * Math.exp(-0.7) + 1) / 6;
-    expect(weightedScore(noEncoder, DEFAULT_WEIGHTS)).toBeCloseTo(expected, 12);
-    const noPitch = score(10, 0.9, 0, -4, { pitch_rmse_cents: null, voicing_agreement: null });
-    // Similarity at its ceiling, a perfect reconstruction and less buzz than the voice: all 1.
-    expect(weightedScore(noPitch, DEFAULT_WEIGHTS)).toBeCloseTo(1, 12);
-    // Above the ceiling is clamped.
-    expect(weightedScore(score(1, 0.99, 0, 0), { ...DEFAULT_WEIGHTS, pitch: 0, voicing: 0 })).toBeCloseTo(1, 12);
-  });
-});
 
 describe('scores by step', () => {
   it('puts a score in by its step and finds the latest', () => {
@@ -100,7 +68,7 @@ describe('scores by step', () => {
       score(20, 0.85, 0.8, 1, { train_mel_distance: 0.7, pitch_rmse_cents: 40 }),
       score(30, 0.8, 0.9, 0.5, { train_mel_distance: 0.5, pitch_rmse_cents: 45, voicing_agreement: 0.95 }),
     ];
-    const recommendation = { step: 20, epoch: 20, score: 0.81234, saves_since: 1, weights: DEFAULT_WEIGHTS };
+    const recommendation = { step: 20, epoch: 20, score: 0.81234, saves_since: 1, weights: WEIGHTS };
     expect(judgeSummary(scores, recommendation)).toEqual([
       '3 checkpoints scored, steps 10 to 30. Recommended: step 20 (epoch 20), score 0.812, 1 save without a better one since.',
       'Speaker similarity: 0.600 → 0.800, best 0.850 at step 20 (ceiling 0.900).',
@@ -140,13 +108,13 @@ describe('the judge\'s notes', () => {
 
 describe('the weights form', () => {
   it('takes 0 to 10 each, not all 0, and sends the setting\'s JSON', () => {
-    expect(weightsProblem({ ...DEFAULT_WEIGHTS })).toBeNull();
-    expect(weightsProblem({ ...DEFAULT_WEIGHTS, pitch: 11 })).toMatch(/^Pitch: a weight from 0 to 10/);
-    expect(weightsProblem({ ...DEFAULT_WEIGHTS, voicing: -1 })).toMatch(/Voicing/);
-    expect(weightsProblem({ ...DEFAULT_WEIGHTS, artefacts: null })).toMatch(/Artefacts/);
+    expect(weightsProblem({ ...WEIGHTS })).toBeNull();
+    expect(weightsProblem({ ...WEIGHTS, pitch: 11 })).toMatch(/^Pitch: a weight from 0 to 10/);
+    expect(weightsProblem({ ...WEIGHTS, voicing: -1 })).toMatch(/Voicing/);
+    expect(weightsProblem({ ...WEIGHTS, artefacts: null })).toMatch(/Artefacts/);
     expect(weightsProblem({ similarity: 0, pitch: 0, voicing: 0, reconstruction: 0, artefacts: 0 })).toMatch(/above 0/);
-    expect(JSON.parse(weightsJson({ ...DEFAULT_WEIGHTS, similarity: 7.5 }))).toEqual({ ...DEFAULT_WEIGHTS, similarity: 7.5 });
-    expect(() => weightsJson({ ...DEFAULT_WEIGHTS, pitch: null })).toThrow(/Pitch/);
+    expect(JSON.parse(weightsJson({ ...WEIGHTS, similarity: 7.5 }))).toEqual({ ...WEIGHTS, similarity: 7.5 });
+    expect(() => weightsJson({ ...WEIGHTS, pitch: null })).toThrow(/Pitch/);
   });
 });
 

@@ -22,13 +22,13 @@ import {
   trainingProblem,
   trainingRequest,
 } from '../src/lib/train';
-import { DEFAULT_WEIGHTS, weightedScore } from '../src/lib/judge';
 import type {
   AssetStatus,
   CheckpointScore,
   DatasetReport,
   DatasetRow,
   DeviceReport,
+  JudgeReport,
   JudgeWeights,
   Recommendation,
   TrainingMetric,
@@ -275,6 +275,9 @@ function deviceReport(over: Partial<DeviceReport> = {}): DeviceReport {
   };
 }
 
+/** `Settings::judge_weights`' default, as the backend reports it. */
+const WEIGHTS: JudgeWeights = { similarity: 4, pitch: 2, voicing: 1, reconstruction: 2, artefacts: 1 };
+
 function backend(extra: Record<string, (a: any) => unknown> = {}) {
   app.takes = [makeTake({ id: 7, name: 'Verse', voice_id: 2 }), makeTake({ id: 8, name: 'Chorus', voice_id: 2 })];
   app.voices = [makeVoice({ id: 2, name: 'Alto' })];
@@ -284,9 +287,9 @@ function backend(extra: Record<string, (a: any) => unknown> = {}) {
     list_trainings: () => [],
     list_training_metrics: () => [],
     list_training_previews: () => [],
-    get_judge_report: () => ({ scores: [], recommendation: null }),
+    get_judge_report: () => ({ scores: [], weighted: [], recommendation: null, weights: WEIGHTS, default_weights: WEIGHTS }),
     list_job_events: () => [],
-    get_settings: () => ({ settings: { judge_weights: { ...DEFAULT_WEIGHTS } }, data_dir: '/d', models_dir: '/m' }),
+    get_settings: () => ({ settings: { judge_weights: { ...WEIGHTS } }, data_dir: '/d', models_dir: '/m' }),
     list_models: () => [],
     list_assets: () => assetList(pretrainedAssets('verified')),
     get_device_report: () => deviceReport(),
@@ -708,9 +711,17 @@ function judged(step: number, over: Partial<CheckpointScore> = {}): CheckpointSc
   };
 }
 
-function recommend(scores: CheckpointScore[], step: number, weights = DEFAULT_WEIGHTS): Recommendation {
+/** A judge report as the backend makes one, the recommendation at `step`; `weighted` are the
+ * scores' weighted scores, made up here (the page shows what it is given). */
+function report(
+  scores: CheckpointScore[],
+  step: number,
+  weighted = scores.map((s) => s.step / 10000),
+  weights = WEIGHTS,
+): JudgeReport {
   const i = scores.findIndex((s) => s.step === step);
-  return { step, epoch: scores[i].epoch, score: weightedScore(scores[i], weights), saves_since: scores.length - i - 1, weights };
+  const recommendation: Recommendation = { step, epoch: scores[i].epoch, score: weighted[i], saves_since: scores.length - i - 1, weights };
+  return { scores, weighted, recommendation, weights, default_weights: WEIGHTS };
 }
 
 describe('Checkpoint scores on the Train page', () => {
@@ -720,7 +731,7 @@ describe('Checkpoint scores on the Train page', () => {
     const be = backend({
       list_datasets: () => [makeDataset()],
       list_trainings: () => [makeRun()],
-      get_judge_report: () => ({ scores, recommendation: recommend(scores, recommended) }),
+      get_judge_report: () => report(scores, recommended),
     });
     render(Train);
     const panel = await screen.findByTestId('train-judge');
@@ -731,7 +742,7 @@ describe('Checkpoint scores on the Train page', () => {
     expect(within(panel).getAllByTestId('judge-recommended')).toHaveLength(1);
     expect(within(rows[1]).getByTestId('judge-recommended')).toHaveTextContent('Recommended');
     expect(rows[1]).toHaveAttribute('data-recommended', 'true');
-    expect(within(rows[1]).getByTestId('judge-row-score')).toHaveTextContent(weightedScore(scores[1], DEFAULT_WEIGHTS).toFixed(3));
+    expect(within(rows[1]).getByTestId('judge-row-score')).toHaveTextContent('0.084');
     expect(rows[1]).toHaveTextContent('0.850 / 0.900');
     expect(within(panel).getByTestId('judge-recommendation')).toHaveTextContent(/Recommended: step 840 \(epoch 20, score 0\.\d{3}, 1 later save no better\)/);
     // The charts, each with its series, and their text equivalent.
@@ -783,7 +794,7 @@ describe('Checkpoint scores on the Train page', () => {
     const be = backend({
       list_datasets: () => [makeDataset()],
       list_trainings: () => [makeRun()],
-      get_judge_report: () => ({ scores, recommendation: recommend(scores, 840) }),
+      get_judge_report: () => report(scores, 840),
       get_judge_sample_audio: (a) => new Uint8Array([a.step / 42]),
     });
     render(Train);
@@ -807,7 +818,7 @@ describe('Checkpoint scores on the Train page', () => {
     const be = backend({
       list_datasets: () => [makeDataset()],
       list_trainings: () => [makeRun()],
-      get_judge_report: () => ({ scores, recommendation: recommend(scores, 420) }),
+      get_judge_report: () => report(scores, 420),
       export_training: (a) => makeModel({ id: 31, name: `Alto v1 (step ${a.step})` }),
     });
     render(Train);
@@ -819,13 +830,17 @@ describe('Checkpoint scores on the Train page', () => {
 
   it('stores the weights and shows the recommendation they make', async () => {
     const scores = [judged(420, { similarity: 0.85, artefacts_db: 6 }), judged(840, { similarity: 0.8 })];
-    let weights: JudgeWeights = { ...DEFAULT_WEIGHTS };
-    const best = (w: JudgeWeights) => (weightedScore(scores[0], w) >= weightedScore(scores[1], w) ? 420 : 840);
+    let weights: JudgeWeights = { ...WEIGHTS };
+    // Buzz counted, the second checkpoint is better; not counted, the first.
+    const weightedNow = () => (weights.artefacts === 0 ? [0.9, 0.8] : [0.7, 0.8]);
     const be = backend({
       list_datasets: () => [makeDataset()],
       list_trainings: () => [makeRun()],
       get_settings: () => ({ settings: { judge_weights: weights }, data_dir: '/d', models_dir: '/m' }),
-      get_judge_report: () => ({ scores, recommendation: recommend(scores, best(weights), weights) }),
+      get_judge_report: () => {
+        const weighted = weightedNow();
+        return report(scores, weighted[0] >= weighted[1] ? 420 : 840, weighted, weights);
+      },
       set_setting: (a) => {
         const value = JSON.parse(a.value);
         if (Object.values(value).every((v) => v === 0)) throw { kind: 'invalid_input', message: 'judge_weights: at least one weight must be above 0' };
@@ -842,12 +857,10 @@ describe('Checkpoint scores on the Train page', () => {
     await fireEvent.input(screen.getByTestId('judge-weight-artefacts'), { target: { value: '0' } });
     await fireEvent.click(screen.getByTestId('judge-weights-save'));
     await waitFor(() => expect(screen.getByTestId('judge-recommendation')).toHaveAttribute('data-step', '420'));
-    expect(be.argsOf('set_setting')).toEqual([{ key: 'judge_weights', value: JSON.stringify({ ...DEFAULT_WEIGHTS, artefacts: 0 }) }]);
+    expect(be.argsOf('set_setting')).toEqual([{ key: 'judge_weights', value: JSON.stringify({ ...WEIGHTS, artefacts: 0 }) }]);
     expect(be.argsOf('get_judge_report')).toHaveLength(2);
     expect(screen.getByTestId('judge-weights-saved')).toBeInTheDocument();
-    expect(within(screen.getAllByTestId('judge-row')[1]).getByTestId('judge-row-score')).toHaveTextContent(
-      weightedScore(scores[1], weights).toFixed(3),
-    );
+    expect(within(screen.getAllByTestId('judge-row')[0]).getByTestId('judge-row-score')).toHaveTextContent('0.900');
     // What the form refuses is not sent.
     for (const key of ['similarity', 'pitch', 'voicing', 'reconstruction']) {
       await fireEvent.input(screen.getByTestId(`judge-weight-${key}`), { target: { value: '0' } });

@@ -17,9 +17,6 @@ export const WEIGHTS: readonly { key: WeightKey; label: string; help: string }[]
   { key: 'artefacts', label: 'Artefacts', help: 'Free of buzz: 1 / (1 + dB above the real voice / 3).' },
 ];
 
-/** `Settings::judge_weights`' default (crates/timbre-library/src/settings.rs), for Reset. */
-export const DEFAULT_WEIGHTS: JudgeWeights = { similarity: 4, pitch: 2, voicing: 1, reconstruction: 2, artefacts: 1 };
-
 /** How the recommendation is made, in one line. */
 export const RECOMMENDATION_RULE =
   'Each score becomes a goodness from 0 to 1, averaged with these weights over the scores a checkpoint has; ' +
@@ -47,32 +44,6 @@ export const SCORE_MEANINGS = {
     'does not have. Lower is better.',
   score: 'Weighted score: the goodness of each score averaged with the weights below (0 to 1). Higher is better.',
 } as const;
-
-/**
- * The weighted goodness (0..1) of one checkpoint's scores, as the backend computes it: the
- * weights of scores it lacks (no speaker encoder, a model without pitch) are left out.
- */
-export function weightedScore(score: CheckpointScore, weights: JudgeWeights): number {
-  const similarity =
-    score.similarity !== null && score.similarity_ceiling !== null
-      ? Math.min(1, Math.max(0, score.similarity / Math.max(score.similarity_ceiling, 1e-6)))
-      : null;
-  const parts: [number, number | null][] = [
-    [weights.similarity, similarity],
-    [weights.pitch, score.pitch_rmse_cents === null ? null : 1 / (1 + score.pitch_rmse_cents / 100)],
-    [weights.voicing, score.voicing_agreement],
-    [weights.reconstruction, Math.exp(-score.mel_distance)],
-    [weights.artefacts, score.artefacts_db === null ? null : 1 / (1 + Math.max(0, score.artefacts_db) / 3)],
-  ];
-  let sum = 0;
-  let total = 0;
-  for (const [weight, goodness] of parts) {
-    if (goodness === null) continue;
-    sum += weight * goodness;
-    total += weight;
-  }
-  return total === 0 ? 0 : sum / total;
-}
 
 /** The scores with one put in (replacing the one of its step), in step order. */
 export function upsertScore(scores: CheckpointScore[], added: CheckpointScore): CheckpointScore[] {

@@ -34,7 +34,11 @@ const REFRESH_DELAY_MS = 400;
 /** While the selected run trains, its job's events (the judge's notes) are read at most this often. */
 const NOTES_EVERY_MS = 5000;
 
-const noReport = (): JudgeReport => ({ scores: [], recommendation: null });
+/** What the Train page shows of the judge's report: the scores (notifications add to them at
+ * once) and, as last asked, the recommendation and each step's weighted score. */
+type JudgeView = Pick<JudgeReport, 'scores' | 'recommendation'> & { weightedByStep: Record<number, number> };
+
+const noReport = (): JudgeView => ({ scores: [], recommendation: null, weightedByStep: {} });
 
 class TrainerState {
   datasets = $state<DatasetRow[]>([]);
@@ -53,11 +57,13 @@ class TrainerState {
   previews = $state<TrainingPreview[]>([]);
   /** The selected run's checkpoint scores, in step order, and the checkpoint the backend
    * recommends (with the weights of the settings). */
-  judge = $state<JudgeReport>(noReport());
+  judge = $state<JudgeView>(noReport());
   /** The judge's notes among the selected run's job events (why it is off, what failed). */
   judgeNotes = $state<JudgeNote[]>([]);
   /** The judge's weights as stored (`judge_weights`); null until read. */
   judgeWeights = $state<JudgeWeights | null>(null);
+  /** The weights a new library starts with, from the backend's report; null until read. */
+  defaultWeights = $state<JudgeWeights | null>(null);
   /** The model "Export recommended" last made of the selected run. */
   exported = $state<{ step: number; name: string } | null>(null);
   exporting = $state(false);
@@ -206,7 +212,9 @@ class TrainerState {
       this.judge = {
         scores: upsertBy(report.scores, this.judge.scores, (s) => s.step),
         recommendation: report.recommendation,
+        weightedByStep: Object.fromEntries(report.scores.map((s, i) => [s.step, report.weighted[i]])),
       };
+      this.defaultWeights = report.default_weights;
     } catch (err) {
       if (seq === this.runSeq) app.reportError(err, 'Could not load the checkpoint scores');
     }
@@ -268,7 +276,11 @@ class TrainerState {
       const scores = this.judge.scores.filter((s) => s.step <= n.step);
       if (scores.length !== this.judge.scores.length) {
         const recommendation = this.judge.recommendation;
-        this.judge = { scores, recommendation: recommendation && recommendation.step <= n.step ? recommendation : null };
+        this.judge = {
+          scores,
+          recommendation: recommendation && recommendation.step <= n.step ? recommendation : null,
+          weightedByStep: this.judge.weightedByStep,
+        };
         void this.refreshJudge();
       }
     }

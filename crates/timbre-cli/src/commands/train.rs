@@ -127,7 +127,7 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
                         .iter()
                         .map(|p| format!("preview epoch {:>4}: {}", p.epoch, p.path)),
                 );
-                lines.extend(judge_lines(&judge));
+                lines.extend(judge_lines(id, &judge));
                 lines.join("\n")
             });
             Ok(ExitCode::SUCCESS)
@@ -234,7 +234,7 @@ fn run_training(system: &JobSystem, training: &Training, out: &Output) -> Result
 }
 
 /// The judge's table: one line per scored checkpoint, the recommended one marked.
-fn judge_lines(judge: &train::judge::JudgeReport) -> Vec<String> {
+fn judge_lines(training_id: i64, judge: &train::judge::JudgeReport) -> Vec<String> {
     if judge.scores.is_empty() {
         return vec!["checkpoint scores: none yet".into()];
     }
@@ -245,13 +245,7 @@ fn judge_lines(judge: &train::judge::JudgeReport) -> Vec<String> {
         "  {:>7} {:>5}  {:>10} {:>8} {:>7} {:>9} {:>9} {:>8} {:>6}",
         "step", "epoch", "similarity", "pitch ¢", "voicing", "mel", "train mel", "buzz dB", "score"
     )];
-    for s in &judge.scores {
-        let weights = judge
-            .recommendation
-            .as_ref()
-            .map(|r| r.weights)
-            .unwrap_or_default();
-        let score = train::judge::recommend::weighted(s, &weights);
+    for (s, score) in judge.scores.iter().zip(&judge.weighted) {
         let similarity = match (s.similarity, s.similarity_ceiling) {
             (Some(v), Some(c)) => format!("{v:.3}/{c:.3}"),
             _ => "-".into(),
@@ -275,7 +269,7 @@ fn judge_lines(judge: &train::judge::JudgeReport) -> Vec<String> {
         lines.push(format!(
             "recommended: step {} (epoch {}), score {:.3}; weights similarity {}, pitch {}, \
              voicing {}, reconstruction {}, artefacts {} (timbre settings set judge_weights ...); \
-             export it with timbre export --training ID --best --out FILE",
+             export it with timbre export --training {training_id} --best --out FILE",
             r.step,
             r.epoch,
             r.score,

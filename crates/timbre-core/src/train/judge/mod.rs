@@ -43,6 +43,7 @@ use crate::db::job_events::{self, Level};
 use crate::library::Library;
 use crate::model_cache::ModelCache;
 use crate::pitch::PitchModel;
+use crate::settings::JudgeWeights;
 use crate::train::files::TrainingFiles;
 use material::{Material, Speaker};
 
@@ -52,18 +53,30 @@ use material::{Material, Speaker};
 pub struct JudgeReport {
     /// The scored checkpoints, in step order.
     pub scores: Vec<checkpoint_scores::CheckpointScore>,
+    /// Each one's weighted score (0..1, `recommend::weighted`), in the same order.
+    pub weighted: Vec<f64>,
     /// The best of them by the weighted score; None before the first is scored.
     pub recommendation: Option<recommend::Recommendation>,
+    /// The weights of the settings, which the weighted scores are made with.
+    pub weights: JudgeWeights,
+    /// The weights a new library starts with.
+    pub default_weights: JudgeWeights,
 }
 
 /// The judge's report on training `training_id`, with the weights of the settings.
 pub fn report(library: &Library, training_id: i64) -> Result<JudgeReport> {
     crate::db::trainings::require(&library.conn(), training_id)?;
     let scores = checkpoint_scores::list(&library.conn(), training_id)?;
-    let recommendation = recommend::recommend(&scores, &library.settings()?.judge_weights);
+    let weights = library.settings()?.judge_weights;
     Ok(JudgeReport {
+        weighted: scores
+            .iter()
+            .map(|s| recommend::weighted(s, &weights))
+            .collect(),
+        recommendation: recommend::recommend(&scores, &weights),
         scores,
-        recommendation,
+        weights,
+        default_weights: JudgeWeights::default(),
     })
 }
 
