@@ -836,7 +836,6 @@ describe('Checkpoint scores on the Train page', () => {
     const be = backend({
       list_datasets: () => [makeDataset()],
       list_trainings: () => [makeRun()],
-      get_settings: () => ({ settings: { judge_weights: weights }, data_dir: '/d', models_dir: '/m' }),
       get_judge_report: () => {
         const weighted = weightedNow();
         return report(scores, weighted[0] >= weighted[1] ? 420 : 840, weighted, weights);

@@ -11,12 +11,11 @@ export function requireEnv(name) {
   return v;
 }
 
-/** Writes a mono 16-bit WAV of a sine (node side, for specs that need their own audio). */
-export function writeSineWav(file, { seconds, freq, amplitude = 0.5, rate = 44100 }) {
-  const frames = Math.round(seconds * rate);
-  const buf = Buffer.alloc(44 + frames * 2);
+/** Writes `samples` (-1..1) as a mono 16-bit PCM WAV at `rate`. */
+function writeWav16(file, samples, rate) {
+  const buf = Buffer.alloc(44 + samples.length * 2);
   buf.write('RIFF', 0);
-  buf.writeUInt32LE(36 + frames * 2, 4);
+  buf.writeUInt32LE(36 + samples.length * 2, 4);
   buf.write('WAVEfmt ', 8);
   buf.writeUInt32LE(16, 16);
   buf.writeUInt16LE(1, 20); // PCM
@@ -26,12 +25,18 @@ export function writeSineWav(file, { seconds, freq, amplitude = 0.5, rate = 4410
   buf.writeUInt16LE(2, 32);
   buf.writeUInt16LE(16, 34);
   buf.write('data', 36);
-  buf.writeUInt32LE(frames * 2, 40);
-  for (let i = 0; i < frames; i++) {
-    buf.writeInt16LE(Math.round(amplitude * 32767 * Math.sin((2 * Math.PI * freq * i) / rate)), 44 + i * 2);
-  }
+  buf.writeUInt32LE(samples.length * 2, 40);
+  samples.forEach((x, i) => buf.writeInt16LE(Math.round(32767 * x), 44 + i * 2));
   fs.writeFileSync(file, buf);
   return file;
+}
+
+/** Writes a mono 16-bit WAV of a sine (node side, for specs that need their own audio). */
+export function writeSineWav(file, { seconds, freq, amplitude = 0.5, rate = 44100 }) {
+  const samples = Float64Array.from({ length: Math.round(seconds * rate) }, (_, i) =>
+    amplitude * Math.sin((2 * Math.PI * freq * i) / rate),
+  );
+  return writeWav16(file, samples, rate);
 }
 
 /**
@@ -93,22 +98,7 @@ export function writeSpeechWav(file, { seconds, rate = 44100, seed = 3 }) {
     at += between(0.25, 0.6);
   }
   const peak = samples.reduce((m, x) => Math.max(m, Math.abs(x)), 0);
-  const buf = Buffer.alloc(44 + samples.length * 2);
-  buf.write('RIFF', 0);
-  buf.writeUInt32LE(36 + samples.length * 2, 4);
-  buf.write('WAVEfmt ', 8);
-  buf.writeUInt32LE(16, 16);
-  buf.writeUInt16LE(1, 20); // PCM
-  buf.writeUInt16LE(1, 22); // mono
-  buf.writeUInt32LE(rate, 24);
-  buf.writeUInt32LE(rate * 2, 28);
-  buf.writeUInt16LE(2, 32);
-  buf.writeUInt16LE(16, 34);
-  buf.write('data', 36);
-  buf.writeUInt32LE(samples.length * 2, 40);
-  samples.forEach((x, i) => buf.writeInt16LE(Math.round(32767 * (peak > 0 ? (0.5 * x) / peak : 0)), 44 + i * 2));
-  fs.writeFileSync(file, buf);
-  return file;
+  return writeWav16(file, samples.map((x) => (peak > 0 ? (0.5 * x) / peak : 0)), rate);
 }
 
 /** The file name without its extension, as the importer names takes. */

@@ -60,7 +60,8 @@ class TrainerState {
   judge = $state<JudgeView>(noReport());
   /** The judge's notes among the selected run's job events (why it is off, what failed). */
   judgeNotes = $state<JudgeNote[]>([]);
-  /** The judge's weights as stored (`judge_weights`); null until read. */
+  /** The judge's weights as stored (`judge_weights`), from the backend's report; null until
+   * one is read. */
   judgeWeights = $state<JudgeWeights | null>(null);
   /** The weights a new library starts with, from the backend's report; null until read. */
   defaultWeights = $state<JudgeWeights | null>(null);
@@ -116,7 +117,6 @@ class TrainerState {
       this.refreshRuns(),
       this.loadIsolationModels(),
       this.loadDefaults(),
-      this.loadWeights(),
     ]);
   }
 
@@ -214,6 +214,7 @@ class TrainerState {
         recommendation: report.recommendation,
         weightedByStep: Object.fromEntries(report.scores.map((s, i) => [s.step, report.weighted[i]])),
       };
+      this.judgeWeights = report.weights;
       this.defaultWeights = report.default_weights;
     } catch (err) {
       if (seq === this.runSeq) app.reportError(err, 'Could not load the checkpoint scores');
@@ -237,14 +238,6 @@ class TrainerState {
       if (seq === this.runSeq) this.judgeNotes = notes;
     } catch (err) {
       if (seq === this.runSeq) app.reportError(err, 'Could not read the training\'s events');
-    }
-  }
-
-  async loadWeights(): Promise<void> {
-    try {
-      this.judgeWeights = (await api.getSettings()).settings.judge_weights;
-    } catch (err) {
-      app.reportError(err, 'Could not read the judge\'s weights');
     }
   }
 

@@ -259,28 +259,16 @@ impl ItemLoader<'_> {
     /// The target audio `[1, samples]`. RVC's gt wavs are float WAVs, as ours, and its loader
     /// takes the samples as they are (its division by `max_wav_value` is commented out).
     fn wave(&self, piece: usize) -> Result<Tensor> {
-        let path = self
-            .data
-            .root
-            .join(&self.data.manifest.pieces[piece].gt_wav);
-        let audio = timbre_audio::decode_file(&path, &Default::default())
-            .with_context(|| format!("{}: cannot read the piece", path.display()))?;
-        let rate = self.data.manifest.sample_rate;
+        let data = self.data;
+        let piece = &data.manifest.pieces[piece];
+        let samples = piece_audio(&data.root, &data.manifest, piece)?;
         ensure!(
-            audio.sample_rate == rate && audio.channels.len() == 1,
-            "{}: {} Hz with {} channels, the dataset's pieces are mono at {rate} Hz",
-            path.display(),
-            audio.sample_rate,
-            audio.channels.len()
-        );
-        let samples = &audio.channels[0];
-        ensure!(
-            samples.len() as i64 >= self.data.spectrogram.n_fft,
+            samples.len() as i64 >= data.spectrogram.n_fft,
             "{}: {} samples, too short for a spectrogram",
-            path.display(),
+            data.root.join(&piece.gt_wav).display(),
             samples.len()
         );
-        Ok(Tensor::from_slice(samples).unsqueeze(0))
+        Ok(Tensor::from_slice(&samples).unsqueeze(0))
     }
 
     /// The linear spectrogram of `wave`, from the cache when it holds it, else computed and
@@ -324,6 +312,22 @@ impl ItemLoader<'_> {
         let data = self.data;
         labels(&data.root, &data.manifest, &data.manifest.pieces[piece])
     }
+}
+
+/// The samples of `piece` (of the dataset in `root`) at the model rate, from its `gt_wav`.
+pub fn piece_audio(root: &Path, manifest: &Manifest, piece: &ManifestPiece) -> Result<Vec<f32>> {
+    let path = root.join(&piece.gt_wav);
+    let audio = timbre_audio::decode_file(&path, &Default::default())
+        .with_context(|| format!("{}: cannot read the piece", path.display()))?;
+    let rate = manifest.sample_rate;
+    ensure!(
+        audio.sample_rate == rate && audio.channels.len() == 1,
+        "{}: {} Hz with {} channels, the dataset's pieces are mono at {rate} Hz",
+        path.display(),
+        audio.sample_rate,
+        audio.channels.len()
+    );
+    Ok(audio.channels.into_iter().next().unwrap_or_default())
 }
 
 /// `get_labels`: the features of `piece` (of the dataset in `root`) repeated to 100 frames a

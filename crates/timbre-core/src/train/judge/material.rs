@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use tch::Tensor;
 use timbre_audio::fidelity;
 use timbre_nn::speaker_encoder::{self, SpeakerEncoder};
@@ -95,7 +95,7 @@ impl Speaker {
         let sample = spread(&manifest.pieces, |picked| picked.len() >= EMBEDDED_PIECES);
         let mut training_audio = Vec::with_capacity(sample.len());
         for piece in sample {
-            training_audio.push(read_audio(root, piece, rate)?);
+            training_audio.push(data::piece_audio(root, manifest, piece)?);
         }
         let Some(dataset) = speaker_embedding(&encoder, training_audio.iter(), rate)? else {
             return Ok(None);
@@ -131,7 +131,7 @@ fn spread<'a>(
 
 fn read_piece(root: &Path, manifest: &Manifest, piece: &ManifestPiece) -> Result<Piece> {
     let (phone, pitch, pitchf) = data::labels(root, manifest, piece)?;
-    let audio = read_audio(root, piece, manifest.sample_rate)?;
+    let audio = data::piece_audio(root, manifest, piece)?;
     let f0 = pitchf.as_ref().map(Vec::<f32>::try_from).transpose()?;
     let inharmonic_db = f0.as_ref().and_then(|f0| {
         fidelity::inharmonic_energy_db(&audio, manifest.sample_rate, f0, FRAME_SECS)
@@ -143,19 +143,6 @@ fn read_piece(root: &Path, manifest: &Manifest, piece: &ManifestPiece) -> Result
         f0,
         inharmonic_db,
     })
-}
-
-fn read_audio(root: &Path, piece: &ManifestPiece, rate: u32) -> Result<Vec<f32>> {
-    let path = root.join(&piece.gt_wav);
-    let audio = timbre_audio::decode_file(&path, &Default::default())
-        .with_context(|| format!("{}: cannot read the piece", path.display()))?;
-    anyhow::ensure!(
-        audio.sample_rate == rate,
-        "{}: {} Hz, the dataset is at {rate} Hz",
-        path.display(),
-        audio.sample_rate
-    );
-    Ok(audio.channels.into_iter().next().unwrap_or_default())
 }
 
 /// The speaker embedding of `utterances` at `rate`: each preprocessed as Resemblyzer does

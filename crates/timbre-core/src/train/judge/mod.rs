@@ -31,7 +31,7 @@ use anyhow::{Context, Result};
 use serde_json::json;
 use tch::Device;
 use timbre_nn::hubert::FeatureVersion;
-use timbre_nn::pipeline::F0Method;
+use timbre_nn::pipeline::{F0Method, PitchTracker};
 use timbre_nn::speaker_encoder::SpeakerEncoder;
 use timbre_nn::train::config::TrainingConfig;
 use timbre_nn::train::trainer::{checkpoint_steps, checkpoint_synthesizer};
@@ -102,15 +102,15 @@ pub struct JudgeSetup<'env> {
     /// Row id of the training.
     pub training_id: i64,
     /// The training configuration, to build each checkpoint's generator.
-    pub config: TrainingConfig,
+    pub config: &'env TrainingConfig,
     /// Whether the model has pitch.
     pub f0: bool,
-    /// The dataset's folder and manifest.
-    pub dataset_dir: PathBuf,
+    /// The dataset's folder.
+    pub dataset_dir: &'env Path,
     /// The dataset's manifest, with its held-out pieces.
-    pub manifest: Manifest,
+    pub manifest: &'env Manifest,
     /// Where the checkpoints and the judge's samples are.
-    pub files: TrainingFiles,
+    pub files: &'env TrainingFiles,
     /// Where the judge runs: the extraction device.
     pub device: Device,
     /// The process's model cache, for the pitch model.
@@ -174,13 +174,13 @@ impl<'scope> Judge<'scope> {
     /// Queues the checkpoints in `dir` that have no scores yet (a run stopped before its judge
     /// finished them), oldest first.
     pub fn submit_unscored(&self, library: &Library, training_id: i64, dir: &Path) -> Result<()> {
+        if !dir.is_dir() {
+            return Ok(());
+        }
         let scored: Vec<i64> = checkpoint_scores::list(&library.conn(), training_id)?
             .iter()
             .map(|s| s.step)
             .collect();
-        if !dir.is_dir() {
-            return Ok(());
-        }
         for step in checkpoint_steps(dir)? {
             if !scored.contains(&step) {
                 self.submit(step, dir.join(format!("G_{step}.pth")));
@@ -277,23 +277,29 @@ fn read_sources(
     })?;
     let (hubert, _) = setup.models.hubert(&hubert_file, setup.device)?;
     let hubert = hubert.lock();
-    let version = match setup.manifest.version.as_str() {
-        "v1" => FeatureVersion::V1,
-        _ => FeatureVersion::V2,
-    };
-    let held = pitch.map(|(method, model)| (*method, model.as_ref().map(PitchModel::lock)));
-    let tracker = match &held {
-        Some((method, model)) => Some(crate::pitch::tracker(*method, model.as_ref())?),
-        None => None,
-    };
+    let version = FeatureVersion::of_voice(setup.manifest.feature_dim);
     let median = sources::median_voiced(
         material
             .held_out
             .iter()
             .flat_map(|p| p.f0.iter().flatten().copied()),
     );
-    let pitch = tracker.as_ref().zip(median);
-    sources::read(&setup.sources, &hubert, version, pitch)
+    with_tracker(pitch, |tracker| {
+        sources::read(&setup.sources, &hubert, version, tracker.zip(median))
+    })
+}
+
+/// Runs `f` with the tracker of `pitch` (its network locked meanwhile), or with None for a
+/// model without pitch.
+fn with_tracker<R>(
+    pitch: Option<&(F0Method, Option<PitchModel>)>,
+    f: impl FnOnce(Option<&PitchTracker>) -> Result<R>,
+) -> Result<R> {
+    let Some((method, model)) = pitch else {
+        return f(None);
+    };
+    let held = model.as_ref().map(PitchModel::lock);
+    f(Some(&crate::pitch::tracker(*method, held.as_ref())?))
 }
 
 /// The material and models, once read.
@@ -306,14 +312,14 @@ impl Prepared {
     /// The material and the pitch model, and notes on what cannot be scored.
     fn new(setup: &JudgeSetup) -> Result<(Self, Vec<String>)> {
         let mut notes = Vec::new();
-        let mut material = Material::read(&setup.dataset_dir, &setup.manifest)
+        let mut material = Material::read(setup.dataset_dir, setup.manifest)
             .context("reading the held-out pieces")?;
         match crate::models_folder::find_speaker_encoder(&setup.models_dir) {
             Some(path) => {
                 let encoder = SpeakerEncoder::load(&path, setup.device)?;
-                let root = &setup.dataset_dir;
+                let root = setup.dataset_dir;
                 material.speaker =
-                    Speaker::read(encoder, root, &setup.manifest, &material.held_out)?;
+                    Speaker::read(encoder, root, setup.manifest, &material.held_out)?;
                 if material.speaker.is_none() {
                     notes.push(
                         "speaker similarity is not scored: the speaker encoder finds no speech \
@@ -348,25 +354,17 @@ impl Prepared {
 
     fn score(&self, setup: &JudgeSetup, saved: &Saved) -> Result<()> {
         let (model, epoch) =
-            checkpoint_synthesizer(&setup.config, setup.f0, &saved.generator, setup.device)?;
+            checkpoint_synthesizer(setup.config, setup.f0, &saved.generator, setup.device)?;
         let sample = setup.files.judge_sample(saved.step);
-        let held = self
-            .pitch
-            .as_ref()
-            .map(|(_, model)| model.as_ref().map(PitchModel::lock));
-        let tracker = match (&self.pitch, &held) {
-            (Some((method, _)), Some(model)) => {
-                Some(crate::pitch::tracker(*method, model.as_ref())?)
-            }
-            _ => None,
-        };
-        let score = score::score(
-            &model,
-            &self.material,
-            tracker.as_ref(),
-            (epoch, saved.step),
-            &sample,
-        )?;
+        let score = with_tracker(self.pitch.as_ref(), |tracker| {
+            score::score(
+                &model,
+                &self.material,
+                tracker,
+                (epoch, saved.step),
+                &sample,
+            )
+        })?;
         let library = setup.library;
         checkpoint_scores::insert(&library.conn(), setup.training_id, &score)?;
         library.notify(Notification::CheckpointScored {

@@ -108,16 +108,24 @@ fn convert(model: &Synthesizer, piece: &Piece) -> Result<Vec<f32>> {
     )?)
 }
 
-/// The mean of the pieces' mel distances, weighted by their lengths.
+/// The mean of the pieces' mel distances, weighted by their lengths (0 when none is long enough
+/// to measure).
 fn mean_mel_distance(pieces: &[Piece], converted: &[Vec<f32>], rate: u32) -> f64 {
+    length_weighted(pieces.iter().zip(converted).filter_map(|(piece, audio)| {
+        let distance = fidelity::multi_resolution_mel_distance(&piece.audio, audio, rate)?;
+        Some((distance, piece.audio.len()))
+    }))
+    .unwrap_or(0.0)
+}
+
+/// The mean of `values`, each weighted by its length in samples; None without any.
+fn length_weighted(values: impl Iterator<Item = (f64, usize)>) -> Option<f64> {
     let (mut sum, mut weight) = (0.0, 0.0);
-    for (piece, audio) in pieces.iter().zip(converted) {
-        if let Some(distance) = fidelity::multi_resolution_mel_distance(&piece.audio, audio, rate) {
-            sum += distance * piece.audio.len() as f64;
-            weight += piece.audio.len() as f64;
-        }
+    for (value, length) in values {
+        sum += value * length as f64;
+        weight += length as f64;
     }
-    if weight == 0.0 { 0.0 } else { sum / weight }
+    (weight > 0.0).then(|| sum / weight)
 }
 
 /// The RMSE in cents over every voiced frame of the held-out set, and the share of frames whose
@@ -134,13 +142,12 @@ fn pitch_scores(
         let at_16k = timbre_audio::resample(&AudioBuffer::new(rate, vec![audio.clone()]), 16_000)?;
         let estimate = tracker.track(&at_16k.channels[0])?;
         let agreement = fidelity::pitch_agreement(f0, &estimate);
-        let compared = f0.len().min(estimate.len());
         if let Some(rmse) = agreement.rmse_cents {
             squares += rmse * rmse * agreement.voiced_frames as f64;
             voiced += agreement.voiced_frames;
         }
-        agreeing += agreement.voicing_agreement * compared as f64;
-        frames += compared;
+        agreeing += agreement.voicing_agreement * agreement.frames as f64;
+        frames += agreement.frames;
     }
     let rmse = (voiced > 0).then(|| (squares / voiced as f64).sqrt());
     Ok((
@@ -155,15 +162,9 @@ fn pitch_scores(
 
 /// The conversions' inharmonic energy less the real pieces', weighted by length.
 fn artefacts(pieces: &[Piece], converted: &[Vec<f32>], rate: u32) -> Option<f64> {
-    let (mut sum, mut weight) = (0.0, 0.0);
-    for (piece, audio) in pieces.iter().zip(converted) {
-        let (Some(f0), Some(real)) = (&piece.f0, piece.inharmonic_db) else {
-            continue;
-        };
-        if let Some(db) = fidelity::inharmonic_energy_db(audio, rate, f0, FRAME_SECS) {
-            sum += (db - real) * audio.len() as f64;
-            weight += audio.len() as f64;
-        }
-    }
-    (weight > 0.0).then(|| sum / weight)
+    length_weighted(pieces.iter().zip(converted).filter_map(|(piece, audio)| {
+        let (f0, real) = (piece.f0.as_ref()?, piece.inharmonic_db?);
+        let db = fidelity::inharmonic_energy_db(audio, rate, f0, FRAME_SECS)?;
+        Some((db - real, audio.len()))
+    }))
 }
