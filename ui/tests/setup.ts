@@ -13,6 +13,7 @@ import { resources } from '../src/lib/resources.svelte';
 import { defaults } from '../src/lib/defaults.svelte';
 import { assets } from '../src/lib/assets.svelte';
 import { appearance } from '../src/lib/appearance.svelte';
+import { i18n } from '../src/lib/i18n.svelte';
 import { takeUnansweredCommands } from './helpers';
 
 // jsdom has no PointerEvent: a MouseEvent carries what the app reads (button, buttons, clientX/Y).
@@ -35,6 +36,7 @@ afterEach(() => {
   defaults.reset();
   assets.reset();
   appearance.reset();
+  i18n.reset();
   clearMocks();
   localStorage.clear();
   vi.useRealTimers();

@@ -2,6 +2,7 @@
 // it for the app) so the Convert, Cover and Live pages and the theme are as they were after a
 // restart. Each saved field goes over its default (the backend's, for the voice parameters) only
 // when it is of its field's type: a corrupt or outdated entry leaves the defaults.
+import { LOCALES, type Locale } from './i18n/locales';
 import { F0_METHODS, type Autotune, type Scale, type StreamParams, type Unvoiced, type VoiceParams } from './api';
 
 /** Per field, whether a saved value is of the field's type. */
@@ -73,6 +74,16 @@ const APPEARANCE_FIELDS: FieldChecks<Appearance> = {
   theme: oneOf(THEMES),
 };
 
+export type LanguageChoice = 'system' | Locale;
+
+export interface Language {
+  language: LanguageChoice;
+}
+
+const LANGUAGE_FIELDS: FieldChecks<Language> = {
+  language: oneOf<LanguageChoice>(['system', ...LOCALES]),
+};
+
 class SavedParams<T extends object> {
   constructor(
     readonly key: string,
@@ -121,3 +132,5 @@ export const savedVoiceParams = new SavedParams('timbre.voiceParams', VOICE_FIEL
 export const savedStreamParams = new SavedParams('timbre.streamParams', STREAM_FIELDS);
 /** The Settings page's Appearance section (`appearance`). */
 export const savedAppearance = new SavedParams('timbre.appearance', APPEARANCE_FIELDS);
+/** The Settings page's Language section (`i18n`). */
+export const savedLanguage = new SavedParams('timbre.language', LANGUAGE_FIELDS);
