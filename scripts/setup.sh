@@ -20,6 +20,8 @@ debian_packages=(
 )
 # espeak-ng: real speech for the pitch parity tests.
 $want_test_tools && debian_packages+=(xvfb xauth dbus dbus-x11 webkit2gtk-driver alsa-utils xdotool espeak-ng)
+# CJK glyphs, so the Chinese, Japanese and Korean e2e screenshots show text, not boxes.
+$want_test_tools && debian_packages+=(fonts-wqy-microhei)
 # PulseAudio's null sink is the live tests' real-time audio loop (ALSA's default reaches it).
 $want_test_tools && debian_packages+=(pulseaudio pulseaudio-utils libasound2-plugins)
 missing=()

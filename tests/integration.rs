@@ -19,6 +19,7 @@ mod library_backups;
 mod library_export;
 mod library_full_disk;
 mod model_import;
+mod non_ascii_names;
 mod options;
 mod pitch;
 mod shared_files;

@@ -132,6 +132,23 @@ describe('api errors', () => {
     expect(api.errorMessage(new Error('boom'))).toBe('boom');
   });
 
+  it('keeps the kind a rejection reported, and none for a failure of the UI itself', async () => {
+    mockBackend({
+      delete_take: () => {
+        throw { kind: 'disk_full', message: 'No space left on device' };
+      },
+    });
+    expect(api.errorKind(await api.deleteTake(1).catch((e) => e))).toBe('disk_full');
+    expect(api.errorKind({ kind: 'busy', message: 'Recorder busy' })).toBe('busy');
+    expect(api.errorKind({ kind: 'no_such_kind', message: 'x' })).toBeNull();
+    expect(api.errorKind(new Error('decode failed'))).toBeNull();
+    expect(api.errorKind('plain text')).toBeNull();
+  });
+
+  it('names every job kind with a message key', () => {
+    expect(api.JOB_TITLES.voice_import).toBe('app.job_voice_import');
+  });
+
   it('rejects clearly outside the app', async () => {
     clearMocks();
     await expect(api.listVoices()).rejects.toThrow(/Backend unavailable/);

@@ -5,6 +5,7 @@ import App from '../src/App.svelte';
 import { app } from '../src/lib/stores.svelte';
 import { studio } from '../src/lib/studio.svelte';
 import { AbSession } from '../src/lib/abSession.svelte';
+import { CATALOGUES, i18n } from '../src/lib/i18n.svelte';
 import {
   SHELL,
   FakeAudioContext,
@@ -32,9 +33,38 @@ describe('App shell', () => {
     const banner = await screen.findByTestId('error-banner');
     expect(banner).toHaveTextContent('library database is locked');
     expect(banner).not.toHaveTextContent('[object Object]');
+    // The error's kind, explained beside the message.
+    expect(within(banner).getByTestId('error-message')).toHaveTextContent('Could not load the library: library database is locked');
+    expect(within(banner).getByTestId('error-hint')).toHaveTextContent(
+      'File error — A file could not be read or written: check the folder exists and is writable, then Retry.',
+    );
     // Dismissable.
     await fireEvent.click(within(banner).getByRole('button', { name: 'Dismiss' }));
     await waitFor(() => expect(screen.queryByTestId('error-banner')).toBeNull());
+  });
+
+  it('explains a rejected command in the UI language and keeps the message as the backend wrote it', async () => {
+    i18n.choose('de');
+    mockBackend({
+      ...SHELL,
+      list_takes: () => {
+        throw { kind: 'disk_full', message: 'No space left on device (os error 28)' };
+      },
+    });
+    render(App);
+    const banner = await screen.findByTestId('error-banner');
+    expect(within(banner).getByTestId('error-message')).toHaveTextContent(
+      `${CATALOGUES.de['app.library_load_failed']}: No space left on device (os error 28)`,
+    );
+    const hint = within(banner).getByTestId('error-hint');
+    expect(hint).toHaveAttribute('data-kind', 'disk_full');
+    expect(hint).toHaveTextContent(`${CATALOGUES.de['errors.disk_full_title']} — ${CATALOGUES.de['errors.disk_full_hint']}`);
+    expect(within(banner).getByRole('button', { name: CATALOGUES.de['app.dismiss'] })).toBeInTheDocument();
+    // The sidebar and the status bar are German too; the pages keep their ids.
+    expect(screen.getByTestId('nav-settings')).toHaveTextContent('Einstellungen');
+    expect(screen.getByRole('navigation')).toHaveAccessibleName(CATALOGUES.de['app.nav_main']);
+    expect(screen.getByTestId('playback-state')).toHaveTextContent(CATALOGUES.de['app.status_stopped']);
+    await waitFor(() => expect(screen.getByTestId('library-counts')).toHaveTextContent('0 Takes'));
   });
 
   it('navigates between pages with the sidebar', async () => {

@@ -5,6 +5,7 @@ import CleanAb from '../src/components/CleanAb.svelte';
 import { app } from '../src/lib/stores.svelte';
 import { cleaner } from '../src/lib/cleaner.svelte';
 import { studio } from '../src/lib/studio.svelte';
+import { i18n } from '../src/lib/i18n.svelte';
 import { enhanceOptions, isolationMethod, sourcesOf, stepOn, withStep } from '../src/lib/clean';
 import type { EnhanceOptions, EnhancePresets } from '../src/lib/api';
 import { FakeAudioContext, installFakeAudio, makeJob, makeTake, mockBackend } from './helpers';
@@ -83,6 +84,20 @@ describe('Clean page', () => {
       enhance: training,
     });
     expect(cleaner.jobIds).toEqual([41, 42]);
+  });
+
+  it("counts the jobs of a batch in the language's plural forms", async () => {
+    backend();
+    cleaner.addInputs([{ take: 7 }]);
+    render(Clean);
+    const submit = screen.getByTestId('clean-submit');
+    expect(submit.textContent?.trim()).toBe('Clean');
+    cleaner.addInputs([{ take: 8 }]);
+    await waitFor(() => expect(submit.textContent?.trim()).toBe('Clean (2 jobs)'));
+    i18n.choose('ru');
+    await waitFor(() => expect(submit.textContent?.trim()).toBe('Очистить (2 задачи)'));
+    cleaner.addInputs([{ file: '/a/3.wav' }, { file: '/a/4.wav' }, { file: '/a/5.wav' }]);
+    await waitFor(() => expect(submit.textContent?.trim()).toBe('Очистить (5 задач)'));
   });
 
   it('switches to custom steps from the preset when a step is changed, and says a rough preview is rough', async () => {

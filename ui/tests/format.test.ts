@@ -3,6 +3,7 @@ import {
   basename,
   formatBytes,
   formatChannels,
+  formatDate,
   formatDateTime,
   formatDbfs,
   formatDuration,
@@ -12,9 +13,12 @@ import {
   formatSecsLeft,
   formatSpan,
   linearToDb,
+  messageParts,
   parseTags,
   plural,
+  voiceSummary,
 } from '../src/lib/format';
+import { i18n } from '../src/lib/i18n.svelte';
 
 describe('formatDuration (m:ss.s)', () => {
   it.each([
@@ -90,5 +94,65 @@ describe('bytes and misc', () => {
   it('takes basenames of either separator', () => {
     expect(basename('/a/b/c.wav')).toBe('c.wav');
     expect(basename('C:\\x\\y.flac')).toBe('y.flac');
+  });
+});
+
+describe('in the UI language', () => {
+  const now = new Date(2026, 10, 22, 15, 0, 0);
+  const today = new Date(2026, 10, 22, 14, 3, 7).toISOString();
+  const earlier = new Date(2026, 10, 20, 9, 5, 0).toISOString();
+
+  it('writes German decimals, units and dates', () => {
+    i18n.choose('de');
+    expect(formatBytes(1536)).toBe('1,5 KiB');
+    expect(formatBytes(512)).toBe('512 B');
+    expect(formatDbfs(-3.14159)).toBe('-3,1 dBFS');
+    expect(formatLufs(-18.25)).toBe('-18,3 LUFS');
+    expect(formatDuration(3.24)).toBe('0:03,2');
+    expect(formatSampleRate(44100)).toBe('44,1 kHz');
+    expect(formatSampleRate(48000)).toBe('48 kHz');
+    expect(formatChannels(1)).toBe('Mono');
+    expect(formatChannels(6)).toBe('6 Kan.');
+    expect(formatProgress(0.426)).toBe('43\u00a0%');
+    expect(formatDateTime(today, now)).toBe('14:03:07');
+    expect(formatDateTime(earlier, now)).toBe('20.11.2026, 09:05:00');
+    expect(formatDate(earlier)).toBe('20.11.2026');
+    expect(formatSpan('2026-11-22T10:00:00Z', '2026-11-22T10:00:01.5Z')).toBe('1,5 s');
+    expect(formatSecsLeft(136)).toBe('2 min 16 s');
+    expect(voiceSummary({ transpose: 2.5, f0_method: 'rmvpe' })).toBe('+2,5 st · rmvpe');
+  });
+
+  it('writes Japanese units and dates', () => {
+    i18n.choose('ja');
+    expect(formatBytes(1536)).toBe('1.5 KiB');
+    expect(formatChannels(2)).toBe('ステレオ');
+    expect(formatSecsLeft(42.1)).toBe('43秒');
+    expect(formatSecsLeft(136)).toBe('2分16秒');
+    expect(formatSecsLeft(7300)).toBe('2時間1分');
+    expect(formatSpan('2026-11-22T10:00:00Z', '2026-11-22T10:03:04Z')).toBe('3分04秒');
+    expect(formatDateTime(today, now)).toBe('14:03:07');
+    expect(formatDateTime(earlier, now)).toBe('2026/11/20 09:05:00');
+    expect(formatDate(earlier)).toBe('2026/11/20');
+  });
+
+  it('keeps English as it was: ISO dates, a point for decimals', () => {
+    expect(formatDate(earlier)).toBe('2026-11-20');
+    expect(voiceSummary({ transpose: -1.5, f0_method: 'fcpe' })).toBe('-1.5 st · fcpe');
+    expect(voiceSummary({ transpose: 3 })).toBe('+3 st');
+  });
+
+  it('cuts a message at its values, so a template can wrap them', () => {
+    expect(messageParts('settings.device_summary_split', { main: 'cuda:0', extraction: 'cuda:1' })).toEqual([
+      { text: 'Trains on ' },
+      { text: 'cuda:0', value: 'main' },
+      { text: ', prepares datasets on ' },
+      { text: 'cuda:1', value: 'extraction' },
+      { text: '.' },
+    ]);
+    i18n.choose('ja');
+    expect(messageParts('settings.device_summary', { main: 'cuda:0' })).toEqual([
+      { text: 'cuda:0', value: 'main' },
+      { text: ' で学習します。' },
+    ]);
   });
 });

@@ -1,8 +1,10 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { flushSync } from 'svelte';
 import { fireEvent, render, screen, waitFor } from '@testing-library/svelte';
 import Live from '../src/pages/Live.svelte';
+import LiveMeters from '../src/components/LiveMeters.svelte';
 import { live } from '../src/lib/live.svelte';
-import { blockChart, budgetShare, buildLiveRequest, dbToLinear, liveSide, otherVoice, type LiveForm } from '../src/lib/live';
+import { SUMMARY_MS, blockChart, budgetShare, buildLiveRequest, dbToLinear, liveSide, liveSummary, otherVoice, type LiveForm } from '../src/lib/live';
 import type { LiveStats, LiveStatus, StreamParams } from '../src/lib/api';
 import { app } from '../src/lib/stores.svelte';
 import { defaults } from '../src/lib/defaults.svelte';
@@ -166,6 +168,66 @@ describe('live logic', () => {
     expect(dbToLinear(-20)).toBeCloseTo(0.1, 10);
     expect(dbToLinear(-Infinity)).toBe(0);
     expect(dbToLinear(-200)).toBe(0);
+  });
+});
+
+describe('Live levels for screen readers', () => {
+  it('sums up the levels and the latency, silence as silence', () => {
+    const status = makeStatus({ estimated_latency_ms: 180.4 }, { input_level: { peak_db: -18.3, rms_db: -24 }, output_level: { peak_db: -Infinity, rms_db: -Infinity } });
+    expect(liveSummary(status)).toEqual({ inputDb: -18, outputDb: null, latencyMs: 180 });
+    expect(liveSummary(null)).toBeNull();
+  });
+
+  it('says them in a polite live region at most once every 5 s while running; the meters are no live region', () => {
+    vi.useFakeTimers();
+    try {
+      expect(SUMMARY_MS).toBe(5000);
+      const levels = (input: number) => ({ input_level: { peak_db: input, rms_db: input - 6 }, output_level: { peak_db: -20, rms_db: -26 } });
+      live.phase = 'running';
+      live.status = makeStatus({ estimated_latency_ms: 180.4 }, levels(-6));
+      render(LiveMeters);
+      flushSync();
+      const region = screen.getByTestId('live-summary');
+      expect(region).toHaveAttribute('aria-live', 'polite');
+      expect(region.textContent).toBe('');
+      const meters = screen.getAllByRole('meter');
+      expect(meters.map((m) => m.getAttribute('aria-label'))).toEqual(['Input level', 'Output level']);
+      for (const meter of meters) {
+        expect(meter).toHaveAttribute('aria-valuetext');
+        expect(meter.closest('[aria-live]')).toBeNull();
+      }
+
+      // The poll brings new levels every 250 ms; the summary follows every 5 s only.
+      const changes: number[] = [];
+      let said = region.textContent;
+      for (let ms = 250; ms <= 20000; ms += 250) {
+        live.status = makeStatus({ estimated_latency_ms: 180.4 }, levels(-ms / 250));
+        vi.advanceTimersByTime(250);
+        flushSync();
+        if (region.textContent !== said) {
+          changes.push(ms);
+          said = region.textContent;
+        }
+      }
+      expect(changes).toEqual([5000, 10000, 15000, 20000]);
+      expect(region).toHaveTextContent('Input -80 dBFS, output -20 dBFS, latency 180 ms');
+
+      live.status = makeStatus({ estimated_latency_ms: 95 }, { input_level: { peak_db: -Infinity, rms_db: -Infinity } });
+      vi.advanceTimersByTime(5000);
+      flushSync();
+      expect(region).toHaveTextContent('Input silent, output -9 dBFS, latency 95 ms');
+
+      // Stopped: nothing more is said.
+      live.phase = 'idle';
+      flushSync();
+      expect(region.textContent).toBe('');
+      live.status = makeStatus({}, levels(-3));
+      vi.advanceTimersByTime(20000);
+      flushSync();
+      expect(region.textContent).toBe('');
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
 

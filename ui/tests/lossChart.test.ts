@@ -107,6 +107,21 @@ describe('LossChart', () => {
     expect(screen.getByRole('img')).toHaveAttribute('aria-label', 'Generator over blocks');
   });
 
+  it('says in its label what it plots and the latest values, and points at its other text equivalents', () => {
+    render(LossChart, { series, empty: 'No losses', describedby: 'words table' });
+    const img = screen.getByRole('img');
+    expect(img).toHaveAttribute('aria-label', 'Generator, KL over steps; latest at step 20: Generator 20, KL 1');
+    expect(img).toHaveAttribute('aria-describedby', 'words table');
+  });
+
+  it('gives each series its own step when their latest points differ', () => {
+    render(LossChart, { series: [series[0], { ...series[1], points: pts(4, 2) }], empty: 'No losses' });
+    expect(screen.getByRole('img')).toHaveAttribute(
+      'aria-label',
+      'Generator, KL over steps; latest: Generator 20 at step 20, KL 2 at step 10',
+    );
+  });
+
   it('hides a series from the legend, switches to log scale and reads out the step under the pointer', async () => {
     render(LossChart, { series, empty: 'No losses' });
     const chart = screen.getByTestId('loss-chart');

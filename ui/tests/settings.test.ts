@@ -1,9 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { fireEvent, render, screen, waitFor } from '@testing-library/svelte';
 import App from '../src/App.svelte';
 import Settings from '../src/pages/Settings.svelte';
 import { app } from '../src/lib/stores.svelte';
 import { appearance } from '../src/lib/appearance.svelte';
+import { CATALOGUES, LOCALES, LOCALE_NAMES, i18n } from '../src/lib/i18n.svelte';
 import { settingJson, settingText } from '../src/lib/settingsForm.svelte';
 import type { DeviceReport, Settings as SettingsValues, SettingsView } from '../src/lib/api';
 import { SHELL, mockBackend } from './helpers';
@@ -261,6 +262,48 @@ describe('Appearance', () => {
     query.matches = true;
     for (const fn of listeners) fn();
     expect(document.documentElement.dataset.theme).toBe('dark');
+  });
+});
+
+describe('Language', () => {
+  it('offers the system language and every catalogue, each named in its own language', async () => {
+    vi.spyOn(navigator, 'languages', 'get').mockReturnValue(['ja-JP', 'en-US']);
+    backend();
+    render(Settings);
+    const select = screen.getByTestId('setting-language') as HTMLSelectElement;
+    expect(select).toHaveAccessibleName('Language');
+    expect(select).toHaveValue('system');
+    const options = [...select.options];
+    expect(options.map((o) => o.value)).toEqual(['system', ...LOCALES]);
+    expect(options[0]).toHaveTextContent('System (日本語)');
+    expect(options.slice(1).map((o) => [o.lang, o.textContent])).toEqual(LOCALES.map((l) => [l, LOCALE_NAMES[l]]));
+    // The section comes just before Appearance.
+    expect(screen.getByTestId('settings-language').nextElementSibling).toBe(screen.getByTestId('settings-appearance'));
+  });
+
+  it('turns the page into the chosen language and keeps the choice; System follows the system', async () => {
+    const languages = vi.spyOn(navigator, 'languages', 'get').mockReturnValue(['en-US']);
+    backend();
+    render(Settings);
+    const heading = screen.getByRole('heading', { level: 1 });
+    expect(heading).toHaveTextContent('Settings');
+    await fireEvent.change(screen.getByTestId('setting-language'), { target: { value: 'de' } });
+    expect(i18n.choice).toBe('de');
+    expect(heading).toHaveTextContent(CATALOGUES.de['settings.title']);
+    expect(heading).toHaveTextContent('Einstellungen');
+    expect(document.documentElement.lang).toBe('de');
+    expect(JSON.parse(localStorage.getItem('timbre.language')!)).toEqual({ language: 'de' });
+    expect(screen.getByTestId('setting-language')).toHaveValue('de');
+
+    languages.mockReturnValue(['ja-JP']);
+    await fireEvent.change(screen.getByTestId('setting-language'), { target: { value: 'system' } });
+    expect(i18n.locale).toBe('ja');
+    expect(heading).toHaveTextContent(CATALOGUES.ja['settings.title']);
+    expect(JSON.parse(localStorage.getItem('timbre.language')!)).toEqual({ language: 'system' });
+    // Saved values come back in the new language too: a refusal the UI writes itself.
+    await screen.findByTestId('setting-max_retries');
+    await change('max_retries', '');
+    expect(await screen.findByTestId('setting-max_retries-error')).toHaveTextContent(CATALOGUES.ja['settings.enter_number']);
   });
 });
 

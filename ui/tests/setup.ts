@@ -14,6 +14,7 @@ import { defaults } from '../src/lib/defaults.svelte';
 import { assets } from '../src/lib/assets.svelte';
 import { appearance } from '../src/lib/appearance.svelte';
 import { i18n } from '../src/lib/i18n.svelte';
+import { shortcuts } from '../src/lib/shortcuts.svelte';
 import { takeUnansweredCommands } from './helpers';
 
 // jsdom has no PointerEvent: a MouseEvent carries what the app reads (button, buttons, clientX/Y).
@@ -37,6 +38,7 @@ afterEach(() => {
   assets.reset();
   appearance.reset();
   i18n.reset();
+  shortcuts.reset();
   clearMocks();
   localStorage.clear();
   vi.useRealTimers();

@@ -5,6 +5,7 @@ import DropOverlay from '../src/components/DropOverlay.svelte';
 import { app } from '../src/lib/stores.svelte';
 import { studio } from '../src/lib/studio.svelte';
 import { trainer } from '../src/lib/trainer.svelte';
+import { i18n } from '../src/lib/i18n.svelte';
 import {
   defaultPrepareForm,
   trainingForm,
@@ -879,6 +880,28 @@ describe('Checkpoint scores on the Train page', () => {
     await fireEvent.click(screen.getByTestId('training-start'));
     await waitFor(() => expect(be.argsOf('start_training')).toHaveLength(1));
     expect(be.argsOf('start_training')[0].request.patience_saves).toBe(4);
+  });
+
+  it('follows a change of language: plurals, scores in words, the charts\' labels and decimals', async () => {
+    const scores = [judged(420, { similarity: 0.6 }), judged(840, { similarity: 0.85 })];
+    backend({ list_datasets: () => [makeDataset()], list_trainings: () => [makeRun()], get_judge_report: () => report(scores, 840) });
+    render(Train);
+    const panel = await screen.findByTestId('train-judge');
+    await waitFor(() => expect(within(panel).getAllByTestId('judge-row')).toHaveLength(2));
+    expect(screen.getByTestId('dataset-row')).toHaveTextContent('42 pieces');
+    i18n.choose('ru');
+    await waitFor(() => expect(screen.getByTestId('dataset-row')).toHaveTextContent('42 фрагмента'));
+    expect(within(panel).getByTestId('judge-summary')).toHaveTextContent('Оценено 2 чекпойнта, шаги 420–840.');
+    expect(within(panel).getByTestId('judge-recommended')).toHaveTextContent('Рекомендуется');
+    const similarity = within(within(panel).getByTestId('judge-chart-similarity')).getByRole('img');
+    expect(similarity.getAttribute('aria-label')).toMatch(/^Сходство, Предел по шагам; последние значения на шаге 840: Сходство 0,85, Предел 0,9$/);
+    // The charts point at their text equivalents: the summary and the table.
+    const [summaryId, tableId] = similarity.getAttribute('aria-describedby')!.split(' ');
+    expect(document.getElementById(summaryId)).toBe(within(panel).getByTestId('judge-summary'));
+    expect(document.getElementById(tableId)).toBe(within(panel).getByTestId('judge-table'));
+    i18n.choose('de');
+    await waitFor(() => expect(within(panel).getAllByTestId('judge-row')[1]).toHaveTextContent('0,850 / 0,900'));
+    expect(screen.getByRole('heading', { name: 'Datensätze' })).toBeInTheDocument();
   });
 
   it('names takes of another speaker for the judge to convert', async () => {

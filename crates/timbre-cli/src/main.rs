@@ -76,9 +76,28 @@ enum Command {
     Live(commands::live::Command),
 }
 
+/// An argument that is not UTF-8 (a file named in a legacy encoding), refused naming it before
+/// anything runs: every name the CLI takes is kept as text (a take's or model's name, a job's
+/// parameters, JSON output), which such a name cannot be. Clap's own refusal of it names nothing.
+fn non_utf8_argument() -> Option<anyhow::Error> {
+    let arg = std::env::args_os()
+        .skip(1)
+        .find(|arg| arg.to_str().is_none())?;
+    Some(timbre_core::error::invalid_input(format!(
+        "{}: not a UTF-8 name (a legacy encoding?): file and folder names are kept as UTF-8 \
+         text; rename it",
+        std::path::Path::new(&arg).display()
+    )))
+}
+
 fn main() -> ExitCode {
     // SAFETY: first thing in `main`, while the process has one thread.
     unsafe { timbre_nn::device::limit_kernel_cache() };
+    if let Some(err) = non_utf8_argument() {
+        let json = std::env::args_os().any(|arg| arg == "--json");
+        output::Output { json }.error(&err);
+        return ExitCode::FAILURE;
+    }
     let cli = Cli::parse();
     let out = output::Output { json: cli.json };
     let data_dir = cli.data_dir.clone();

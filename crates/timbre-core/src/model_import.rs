@@ -325,8 +325,17 @@ fn display_name(file_name: &str, info: &ModelInfo) -> String {
         .unwrap_or_else(|| {
             Path::new(file_name)
                 .file_stem()
-                .map_or_else(|| "model".into(), |s| s.to_string_lossy().into_owned())
+                .map_or_else(|| "model".into(), |s| composed(&s.to_string_lossy()))
         })
+}
+
+/// `name` in Unicode's composed form (NFC), as typed: macOS writes file names decomposed (NFD),
+/// into its zips too, and a voice named so ("Йога" as `И` + U+0306, Hangul as its jamo) would
+/// look the same but answer to no name typed.
+pub(crate) fn composed(name: &str) -> String {
+    icu_normalizer::ComposingNormalizerBorrowed::new_nfc()
+        .normalize(name)
+        .into_owned()
 }
 
 fn metadata(source: &str, info: &ModelInfo) -> serde_json::Value {

@@ -303,3 +303,115 @@ export function answerFileDialog(title, file) {
   xdotool('sleep', '0.3');
   xdotool('key', 'Return');
 }
+
+const catalogues = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..', '..', '..', 'ui', 'src', 'lib', 'i18n', 'catalogues');
+
+/** Every message of a locale's catalogues, as `area.key` → text (what the app's `t` reads). */
+function messagesOf(locale) {
+  const out = {};
+  for (const file of fs.readdirSync(path.join(catalogues, locale))) {
+    const area = path.basename(file, '.json');
+    for (const [key, text] of Object.entries(JSON.parse(fs.readFileSync(path.join(catalogues, locale, file), 'utf8')))) {
+      out[`${area}.${key}`] = text;
+    }
+  }
+  return out;
+}
+
+/**
+ * The `locale` text of the message whose English is `english` (a message without values):
+ * what the UI shows in that language where it shows `english` in English.
+ */
+export function translated(english, locale) {
+  const en = messagesOf('en');
+  const keys = Object.keys(en).filter((k) => en[k] === english);
+  assert.ok(keys.length > 0, `no catalogue message reads "${english}" in English`);
+  const texts = [...new Set(keys.map((k) => messagesOf(locale)[k]))];
+  assert.equal(texts.length, 1, `"${english}" is ${keys.join(', ')}, which ${locale} translates differently: ${texts.join(' | ')}`);
+  return texts[0];
+}
+
+/** Switches the UI's language as the Settings page's Language menu does. */
+export async function chooseLanguage(locale) {
+  await openPage('settings', byTestId('setting-language'));
+  await $(byTestId('setting-language')).selectByAttribute('value', locale);
+  await waitFor(async () => (await browser.execute(() => document.documentElement.lang)) === locale, {
+    timeout: 5000,
+    message: `the UI did not switch to ${locale}`,
+  });
+}
+
+const axeSource = fs.readFileSync(
+  path.resolve(path.dirname(new URL(import.meta.url).pathname), '..', 'node_modules', 'axe-core', 'axe.min.js'),
+  'utf8',
+);
+
+/**
+ * The serious and critical accessibility violations axe-core finds in the page as it is now:
+ * `rule: help — target (why)` per element. axe is injected through WebDriver (the app's content
+ * security policy allows no injected script tag).
+ */
+export async function axeViolations(context = 'document') {
+  const injected = await browser.execute(() => typeof window.axe?.run === 'function');
+  if (!injected) await browser.execute(`${axeSource}\n;window.axe = axe; return true;`);
+  const result = await browser.execute(async (context) => {
+    const root = context === 'document' ? document : document.querySelector(context);
+    const r = await window.axe.run(root, { resultTypes: ['violations'] });
+    return r.violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .flatMap((v) => v.nodes.slice(0, 5).map((n) => `${v.id}: ${v.help} — ${n.target.join(' ')} (${n.failureSummary?.split('\n').slice(1, 3).join(' ').trim()})`));
+  }, context);
+  return result;
+}
+
+/**
+ * Presses Tab (Shift+Tab when `back`) until the focused element matches `selector`, as a
+ * keyboard user moves to a control; fails after `limit` presses. Returns how many it took.
+ */
+export async function tabTo(selector, { limit = 80, back = false } = {}) {
+  for (let presses = 0; presses <= limit; presses++) {
+    const here = await browser.execute((s) => document.activeElement?.matches(s) ?? false, selector);
+    if (here) return presses;
+    await browser.keys(back ? ['Shift', 'Tab'] : ['Tab']);
+  }
+  const at = await browser.execute(() => document.activeElement?.outerHTML.slice(0, 200));
+  throw new Error(`${limit} presses of Tab did not reach ${selector} (focus is on ${at})`);
+}
+
+/** Whether the focused element shows where the focus is (an outline or a focus ring shadow). */
+export async function focusIsVisible() {
+  return browser.execute(() => {
+    const el = document.activeElement;
+    if (!el || el === document.body) return false;
+    const s = getComputedStyle(el);
+    return (s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) > 0) || (s.boxShadow && s.boxShadow !== 'none');
+  });
+}
+
+/**
+ * Texts the page cuts off: an element with text of its own whose content is wider or taller
+ * than its box while its overflow is hidden (or ellipsised), or that runs out of the window.
+ */
+export async function clippedTexts() {
+  return browser.execute(() => {
+    const out = [];
+    for (const el of document.querySelectorAll('body *')) {
+      if (!el.checkVisibility?.() && el.offsetParent === null) continue;
+      const own = [...el.childNodes].some((n) => n.nodeType === Node.TEXT_NODE && n.textContent.trim());
+      if (!own) continue;
+      const s = getComputedStyle(el);
+      const r0 = el.getBoundingClientRect();
+      // Visually hidden text (the screen readers' words, `.sr-only`) is clipped on purpose.
+      if (r0.width <= 1 || r0.height <= 1 || (s.clip && s.clip !== 'auto')) continue;
+      const hides = s.overflowX !== 'visible' || s.overflowY !== 'visible' || s.textOverflow === 'ellipsis';
+      const r = el.getBoundingClientRect();
+      const tooWide = el.scrollWidth > el.clientWidth + 1;
+      const tooTall = el.scrollHeight > el.clientHeight + 1 && s.overflowY !== 'auto' && s.overflowY !== 'scroll';
+      if (el.classList.contains('selectable') || el.closest('code, .selectable, [data-clip-ok]')) continue;
+      if ((hides && (tooWide || tooTall)) || r.right > window.innerWidth + 1) {
+        out.push(`${el.tagName.toLowerCase()}${el.dataset.testid ? `[${el.dataset.testid}]` : ''} "${el.textContent.trim().slice(0, 60)}"`);
+      }
+    }
+    return out;
+  });
+}

@@ -4,6 +4,7 @@
 import { app } from './stores.svelte';
 import { player, createAudioContext, decodeAudio } from './player';
 import { AbPlayer } from './abPlayer';
+import { t } from './i18n.svelte';
 
 const TICK_MS = 50;
 
@@ -52,7 +53,7 @@ export class AbSession {
     try {
       this.ctx ??= createAudioContext();
     } catch (err) {
-      app.reportError(err, 'Cannot play');
+      app.reportError(err, t('compare.error_cannot_play'));
       return;
     }
     // Resume inside the click's gesture, without waiting (see player.ts).
@@ -128,7 +129,7 @@ export class AbSession {
       this.prepare(loaded);
       return loaded;
     } catch (err) {
-      app.reportError(err, 'Could not load the audio to compare');
+      app.reportError(err, t('compare.error_load_audio'));
       return null;
     } finally {
       this.loading = false;

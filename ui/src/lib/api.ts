@@ -2,7 +2,8 @@
 // JSON field names are snake_case (as serde sends them); invoke argument keys
 // are camelCase (Tauri v2 converts them to the Rust parameter names).
 import { Channel, invoke, type InvokeArgs } from '@tauri-apps/api/core';
-import { ERROR_HINTS } from './errorHints';
+// Types only from the i18n module: it loads savedParams, which loads this module.
+import type { MessageKey } from './i18n.svelte';
 import type {
   AudioInput,
   EffectChain,
@@ -75,18 +76,18 @@ import type {
 // and types the commands' arguments.
 export type * from './generated';
 
-/** What the user calls each kind of job, in notices ("Import finished"). */
-export const JOB_TITLES: Record<JobKind, string> = {
-  convert: 'Conversion',
-  cover: 'Cover',
-  isolate: 'Isolation',
-  enhance: 'Enhancement',
-  train: 'Training',
-  dataset: 'Dataset preparation',
-  import: 'Import',
-  voice_import: 'Voice import',
-  download: 'Download',
-  live_tune: 'Live tuning',
+/** What the user calls each kind of job, in notices ("Import finished"): `t(JOB_TITLES[kind])`. */
+export const JOB_TITLES: Record<JobKind, MessageKey> = {
+  convert: 'app.job_convert',
+  cover: 'app.job_cover',
+  isolate: 'app.job_isolate',
+  enhance: 'app.job_enhance',
+  train: 'app.job_train',
+  dataset: 'app.job_dataset',
+  import: 'app.job_import',
+  voice_import: 'app.job_voice_import',
+  download: 'app.job_download',
+  live_tune: 'app.job_live_tune',
 };
 
 /** `data` of an import job's "file" event. */
@@ -150,8 +151,22 @@ export const RETRYABLE_STATES: readonly JobState[] = ['failed', 'cancelled', 'in
 /** Every pitch tracker the backend knows. */
 export const F0_METHODS: readonly F0Method[] = ['rmvpe', 'fcpe', 'crepe', 'crepe-tiny', 'pm', 'yin'];
 
+/** Every kind the backend reports (errorHints.ts says what each means and what to do). */
+const ERROR_KINDS: Record<ErrorKind, true> = {
+  not_found: true,
+  invalid_input: true,
+  audio: true,
+  busy: true,
+  io: true,
+  cancelled: true,
+  internal: true,
+  disk_full: true,
+  out_of_memory: true,
+  damaged: true,
+};
+
 function isErrorKind(value: unknown): value is ErrorKind {
-  return typeof value === 'string' && Object.hasOwn(ERROR_HINTS, value);
+  return typeof value === 'string' && Object.hasOwn(ERROR_KINDS, value);
 }
 
 /** A rejected command, with the backend's `kind` and a human-readable message. */
@@ -187,6 +202,14 @@ export function toApiError(err: unknown, command?: string): ApiError {
 /** The text to show a user for any thrown value. */
 export function errorMessage(err: unknown): string {
   return toApiError(err).message;
+}
+
+/** The kind of a rejected command's error, or of a `{ kind, message }` the backend sent; null
+ * for any other failure (the UI's own), which has no kind to explain. */
+export function errorKind(err: unknown): ErrorKind | null {
+  if (err instanceof ApiError) return err.kind;
+  const kind = err && typeof err === 'object' ? (err as { kind?: unknown }).kind : undefined;
+  return isErrorKind(kind) ? kind : null;
 }
 
 function inTauri(): boolean {

@@ -5,6 +5,7 @@ import * as api from './api';
 import type { AssetList, AssetStatus, DoctorReport, DownloadRequest, Job, Notification } from './api';
 import { TERMINAL_STATES, jobJson } from './api';
 import { app } from './stores.svelte';
+import { t } from './i18n.svelte';
 import {
   RateMeter,
   downloadJobsByAsset,
@@ -97,7 +98,7 @@ class AssetsState {
       const list = await api.listAssets();
       if (asked === this.refreshes) this.list = list;
     } catch (err) {
-      app.reportError(err, 'Could not list the models folder');
+      app.reportError(err, t('models.list_failed'));
     }
   }
 
@@ -105,7 +106,7 @@ class AssetsState {
     try {
       this.doctor = await api.doctorReport();
     } catch (err) {
-      app.reportError(err, 'Could not check what can run');
+      app.reportError(err, t('models.doctor_failed'));
     }
   }
 
@@ -119,7 +120,7 @@ class AssetsState {
       }
       return jobs;
     } catch (err) {
-      app.reportError(err, 'Could not start the download');
+      app.reportError(err, t('models.download_failed'));
       return [];
     }
   }
@@ -128,7 +129,7 @@ class AssetsState {
     try {
       for (const job of jobs) app.upsertJob(await api.cancelJob(job.id));
     } catch (err) {
-      app.reportError(err, 'Could not cancel the download');
+      app.reportError(err, t('models.download_cancel_failed'));
     }
   }
 
@@ -137,11 +138,11 @@ class AssetsState {
     try {
       this.merge(await api.verifyAssets(names));
       for (const status of (this.list?.assets ?? []).filter((a) => names.includes(a.name))) {
-        if (status.state === 'corrupt') app.notify(`${status.name} is corrupt: ${status.problem}`, 'error');
-        else if (status.state === 'verified') app.notify(`${status.name} verified`, 'success');
+        if (status.state === 'corrupt') app.notify(t('models.asset_corrupt_notice', { name: status.name, problem: status.problem }), 'error');
+        else if (status.state === 'verified') app.notify(t('models.asset_verified_notice', { name: status.name }), 'success');
       }
     } catch (err) {
-      app.reportError(err, 'Could not verify');
+      app.reportError(err, t('models.verify_failed'));
     } finally {
       for (const name of names) delete this.busy[name];
     }
@@ -152,7 +153,7 @@ class AssetsState {
     try {
       this.merge([await api.removeAsset(name)]);
     } catch (err) {
-      app.reportError(err, `Could not remove ${name}`);
+      app.reportError(err, t('models.remove_failed', { name }));
     } finally {
       delete this.busy[name];
     }

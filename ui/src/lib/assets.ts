@@ -4,6 +4,7 @@
 import { CANCELLABLE_STATES, jobJson } from './api';
 import type { AssetStatus, DownloadRequest, Job } from './api';
 import { formatSecsLeft } from './format';
+import { fixed, t, type MessageKey } from './i18n.svelte';
 
 /** A file there that jobs can use (a size mismatch or a wrong hash makes it `corrupt`). */
 export function usable(asset: AssetStatus): boolean {
@@ -17,8 +18,7 @@ export function assetTitle(asset: AssetStatus): string {
 
 /** Decimal megabytes, as download sizes are quoted: 370692181 → "371 MB". */
 export function formatMegabytes(bytes: number): string {
-  if (bytes < 1e6) return `${(bytes / 1e6).toFixed(1)} MB`;
-  return `${Math.round(bytes / 1e6)} MB`;
+  return t('models.megabytes', { mb: fixed(bytes / 1e6, bytes < 1e6 ? 1 : 0) });
 }
 
 /** The newest download job of each asset, by asset name. */
@@ -53,15 +53,18 @@ export function assetGroup(asset: AssetStatus, all: readonly AssetStatus[]): str
   return need.split(/[\s(]/, 1)[0] || 'other';
 }
 
-const GROUP_TITLES: Record<string, string> = {
-  convert: 'Conversion',
-  dataset: 'Dataset preparation',
-  train: 'Training',
-  isolate: 'Vocal isolation',
+const GROUP_TITLES: Record<string, MessageKey> = {
+  convert: 'models.group_convert',
+  dataset: 'models.group_dataset',
+  train: 'models.group_train',
+  isolate: 'models.group_isolate',
+  other: 'models.group_other',
 };
 
+/** The group's heading, in the UI's language (a group the app has no title for keeps its name). */
 export function groupTitle(group: string): string {
-  return GROUP_TITLES[group] ?? group;
+  const key = Object.hasOwn(GROUP_TITLES, group) ? GROUP_TITLES[group] : undefined;
+  return key ? t(key) : group;
 }
 
 /** The assets in groups, in the catalogue's order of first appearance. */
@@ -115,9 +118,9 @@ export function transferProgress(bytes: number, total: number, bytesPerSec: numb
 
 /** "12 MB of 371 MB · 4.2 MB/s · 1 min 25 s left" */
 export function describeTransfer(p: TransferProgress): string {
-  const parts = [`${formatMegabytes(p.bytes)} of ${formatMegabytes(p.total)}`];
-  if (p.bytesPerSec !== null) parts.push(`${(p.bytesPerSec / 1e6).toFixed(1)} MB/s`);
-  if (p.secsLeft !== null) parts.push(`${formatSecsLeft(p.secsLeft)} left`);
+  const parts = [t('models.transfer_of', { done: formatMegabytes(p.bytes), total: formatMegabytes(p.total) })];
+  if (p.bytesPerSec !== null) parts.push(t('models.transfer_rate', { rate: fixed(p.bytesPerSec / 1e6, 1) }));
+  if (p.secsLeft !== null) parts.push(t('models.transfer_left', { time: formatSecsLeft(p.secsLeft) }));
   return parts.join(' · ');
 }
 

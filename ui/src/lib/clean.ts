@@ -1,23 +1,25 @@
 // The Clean page's choices turned into what the backend takes, and its results grouped by source.
 import { jobJson, type EnhanceResult, type IsolateResult, type EnhanceOptions, type EnhancePresets, type IsolationMethod, type Job } from './api';
+import { t, type MessageKey } from './i18n.svelte';
 
 export type StepKey = 'mono' | 'high_pass' | 'declick' | 'denoise' | 'trim' | 'loudness' | 'limit';
 
 export interface Step {
   key: StepKey;
-  label: string;
-  help: string;
+  /** Message keys: shown through `t`. */
+  label: MessageKey;
+  help: MessageKey;
 }
 
 /** The enhancement steps, in the order they run. */
 export const STEPS: readonly Step[] = [
-  { key: 'mono', label: 'Mono', help: 'Average the channels into one.' },
-  { key: 'high_pass', label: 'High-pass', help: 'Remove rumble below the voice.' },
-  { key: 'declick', label: 'De-click', help: 'Repair clicks and pops.' },
-  { key: 'denoise', label: 'Denoise (RNNoise)', help: 'Remove steady background noise.' },
-  { key: 'trim', label: 'Trim silence', help: 'Cut leading and trailing silence, shorten long pauses.' },
-  { key: 'loudness', label: 'Loudness', help: 'Normalise the integrated loudness (EBU R128).' },
-  { key: 'limit', label: 'Limiter', help: 'Keep true peaks under the ceiling.' },
+  { key: 'mono', label: 'clean.step_mono', help: 'clean.step_mono_help' },
+  { key: 'high_pass', label: 'clean.step_high_pass', help: 'clean.step_high_pass_help' },
+  { key: 'declick', label: 'clean.step_declick', help: 'clean.step_declick_help' },
+  { key: 'denoise', label: 'clean.step_denoise', help: 'clean.step_denoise_help' },
+  { key: 'trim', label: 'clean.step_trim', help: 'clean.step_trim_help' },
+  { key: 'loudness', label: 'clean.step_loudness', help: 'clean.step_loudness_help' },
+  { key: 'limit', label: 'clean.step_limit', help: 'clean.step_limit_help' },
 ];
 
 /** What a step turned on uses when the preset it starts from leaves it off. */
@@ -100,15 +102,15 @@ export function isolationMethod(choice: Isolation): IsolationMethod | null {
   return { model: choice.name };
 }
 
-/** A short name for what made a derived take. */
+/** A short name for what made a derived take, in the UI's language. */
 export function operationLabel(operation: string): string {
   switch (operation) {
     case 'enhance':
-      return 'Enhanced';
+      return t('clean.op_enhance');
     case 'isolate_vocals':
-      return 'Vocals';
+      return t('clean.op_vocals');
     case 'isolate_instrumental':
-      return 'Instrumental';
+      return t('clean.op_instrumental');
     default:
       return operation;
   }

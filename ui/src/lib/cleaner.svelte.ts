@@ -5,6 +5,7 @@ import type { AudioInput, EnhanceOptions, EnhancePresets, IsolationModels, Previ
 import { app } from './stores.svelte';
 import { sameInput } from './studio.svelte';
 import { basename } from './format';
+import { t } from './i18n.svelte';
 import { enhanceOptions, isolationMethod, type Enhancement, type Isolation } from './clean';
 
 class CleanerState {
@@ -30,7 +31,7 @@ class CleanerState {
 
   inputLabel(input: AudioInput): string {
     if ('file' in input) return basename(input.file);
-    return app.takes.find((t) => t.id === input.take)?.name ?? `Take ${input.take}`;
+    return app.takes.find((take) => take.id === input.take)?.name ?? t('clean.take_fallback', { id: String(input.take) });
   }
 
   async load(): Promise<void> {
@@ -42,7 +43,7 @@ class CleanerState {
       const chosen = this.isolation;
       if (chosen.kind === 'model' && !models.models.some((m) => m.name === chosen.name)) this.isolation = { kind: 'none' };
     } catch (err) {
-      app.reportError(err, 'Could not load the cleaning options');
+      app.reportError(err, t('clean.error_options'));
     }
   }
 
@@ -79,7 +80,7 @@ class CleanerState {
       this.jobIds.push(...ids);
       return ids;
     } catch (err) {
-      app.reportError(err, 'Could not queue the cleaning');
+      app.reportError(err, t('clean.error_queue'));
       return [];
     }
   }
@@ -94,7 +95,7 @@ class CleanerState {
       this.previewSerial++;
       return info;
     } catch (err) {
-      app.reportError(err, 'Could not preview the cleaning');
+      app.reportError(err, t('clean.error_preview'));
       return null;
     } finally {
       this.previewing = false;

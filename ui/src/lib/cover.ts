@@ -1,6 +1,7 @@
 // The Cover page's choices turned into what the backend takes, and its jobs and results read
 // back: the stages of a job, the stems and covers of a song, the covers' conversions to compare.
 import { jobJson, type Conversion, type ConvertOptions, type CoverResult, type CoverSettings, type DerivedResult, type EffectChain, type IsolationMethod, type Job, type OutputFormat, type Stage, type StageStatus } from './api';
+import { t, type MessageKey } from './i18n.svelte';
 
 /** The separation: the rough weight-free isolation, or a RoFormer of the models folder. */
 export type Separation = { kind: 'rough' } | { kind: 'model'; name: string };
@@ -35,19 +36,30 @@ export function coverSettings(form: CoverForm, options: ConvertOptions): CoverSe
   };
 }
 
-export const STAGES: readonly { stage: Stage; label: string }[] = [
-  { stage: 'isolate', label: 'Isolate vocals' },
-  { stage: 'second_pass', label: 'Second pass' },
-  { stage: 'convert', label: 'Convert vocals' },
-  { stage: 'effects', label: 'Effects' },
-  { stage: 'remix', label: 'Remix' },
+/** Each stage with the message key of its name. */
+export const STAGES: readonly { stage: Stage; label: MessageKey }[] = [
+  { stage: 'isolate', label: 'cover.stage_isolate' },
+  { stage: 'second_pass', label: 'cover.stage_second_pass' },
+  { stage: 'convert', label: 'cover.stage_convert' },
+  { stage: 'effects', label: 'cover.stage_effects' },
+  { stage: 'remix', label: 'cover.stage_remix' },
 ];
 
 export type StageState = 'waiting' | 'running' | StageStatus;
 
+/** The message key of what a stage's state reads as. */
+export const STAGE_STATE_LABELS: Record<StageState, MessageKey> = {
+  waiting: 'cover.stage_waiting',
+  running: 'cover.stage_running',
+  ran: 'cover.stage_ran',
+  cached: 'cover.stage_cached',
+  skipped: 'cover.stage_skipped',
+};
+
 export interface StageRow {
   stage: Stage;
-  label: string;
+  /** A message key: shown through `t`. */
+  label: MessageKey;
   state: StageState;
 }
 
@@ -92,24 +104,30 @@ export function coversOfSong(derived: DerivedResult[]): SongCovers {
   };
 }
 
-/** Who sings a cover: its voice, or the original vocals. */
-export function coverVoice(cover: DerivedResult): string {
+/** The voice that sings a cover; null: the original vocals. */
+export function coverVoiceName(cover: DerivedResult): string | null {
   const params = cover.link.params;
   const voice = params && typeof params === 'object' && !Array.isArray(params) ? params.voice : null;
-  return typeof voice === 'string' ? voice : 'original vocals';
+  return typeof voice === 'string' ? voice : null;
 }
 
-const STEM_LABELS: Record<string, string> = {
-  isolate_vocals: 'Vocals',
-  isolate_instrumental: 'Instrumental',
-  cover_lead_vocals: 'Lead vocals',
-  cover_backing_vocals: 'Other vocals',
-  cover_converted_vocals: 'Converted vocals',
-  cover: 'Cover',
+/** Who sings a cover: its voice, or the original vocals (in the UI's language). */
+export function coverVoice(cover: DerivedResult): string {
+  return coverVoiceName(cover) ?? t('cover.original_vocals');
+}
+
+const STEM_LABELS: Record<string, MessageKey> = {
+  isolate_vocals: 'cover.stem_vocals',
+  isolate_instrumental: 'cover.stem_instrumental',
+  cover_lead_vocals: 'cover.stem_lead_vocals',
+  cover_backing_vocals: 'cover.stem_other_vocals',
+  cover_converted_vocals: 'cover.stem_converted_vocals',
+  cover: 'cover.stem_cover',
 };
 
 export function stemLabel(operation: string): string {
-  return STEM_LABELS[operation] ?? operation;
+  const key = STEM_LABELS[operation];
+  return key ? t(key) : operation;
 }
 
 /** The conversions that are the song's covers (each with a voice), newest of each voice first. */

@@ -5,6 +5,7 @@ import type { AudioInput, EffectPreset, IsolationModels } from './api';
 import { app } from './stores.svelte';
 import { sameInput, studio } from './studio.svelte';
 import { basename } from './format';
+import { t } from './i18n.svelte';
 import { coverSettings, type CoverForm } from './cover';
 
 const DEFAULT_FORM: CoverForm = {
@@ -29,7 +30,7 @@ class CovererState {
 
   songLabel(song: AudioInput): string {
     if ('file' in song) return basename(song.file);
-    return app.takes.find((t) => t.id === song.take)?.name ?? `Take ${song.take}`;
+    return app.takes.find((take) => take.id === song.take)?.name ?? t('cover.take_fallback', { id: String(song.take) });
   }
 
   async load(): Promise<void> {
@@ -47,7 +48,7 @@ class CovererState {
       const chosen = this.form.effects && JSON.stringify(this.form.effects);
       if (chosen) this.form.effects = this.presets.find((p) => JSON.stringify(p.chain) === chosen)?.chain ?? null;
     } catch (err) {
-      app.reportError(err, 'Could not load the separation models');
+      app.reportError(err, t('cover.error_models'));
     }
   }
 
@@ -67,7 +68,7 @@ class CovererState {
       this.jobIds.push(...ids);
       return ids;
     } catch (err) {
-      app.reportError(err, 'Could not queue the covers');
+      app.reportError(err, t('cover.error_queue'));
       return [];
     }
   }

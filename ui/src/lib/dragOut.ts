@@ -6,6 +6,7 @@ import * as api from './api';
 import type { LibraryItem } from './api';
 import type { Selection } from './libraryBatch.svelte';
 import { app } from './stores.svelte';
+import { t } from './i18n.svelte';
 
 /** How far the pointer moves, pressed, before a press becomes a drag: a click stays a click. */
 export const DRAG_THRESHOLD_PX = 6;
@@ -46,7 +47,7 @@ export const dragOut: Action<HTMLElement, () => LibraryItem[]> = (node, items) =
     api
       .startDragOut(dragged)
       .then((copies) => copies.forEach((copy) => offered.add(copy)))
-      .catch((err) => app.reportError(err, 'Could not drag the files out'));
+      .catch((err) => app.reportError(err, t('app.drag_out_failed')));
   };
   const up = () => (pressed = null);
   node.addEventListener('pointerdown', down);

@@ -1,12 +1,14 @@
 // The effects chain the Convert page edits: the catalogue of effects with their parameters'
 // defaults and ranges (as timbre-audio's `effects` module states them), and the chain's edits.
 import type { Effect, EffectChain } from './api';
+import { formatNumber, t, type MessageKey } from './i18n.svelte';
 
 export type EffectName = Effect['effect'];
 
 export interface ParamSpec {
   key: string;
-  label: string;
+  /** Shown as `t(label)`. */
+  label: MessageKey;
   unit: string;
   min: number;
   max: number;
@@ -14,7 +16,7 @@ export interface ParamSpec {
   default: number;
 }
 
-const p = (key: string, label: string, unit: string, min: number, max: number, step: number, def: number): ParamSpec => ({
+const p = (key: string, label: MessageKey, unit: string, min: number, max: number, step: number, def: number): ParamSpec => ({
   key,
   label,
   unit,
@@ -25,74 +27,74 @@ const p = (key: string, label: string, unit: string, min: number, max: number, s
 });
 
 /** Every effect, in the order the picker offers them, with its parameters. */
-export const EFFECTS: { name: EffectName; label: string; params: ParamSpec[] }[] = [
-  { name: 'gain', label: 'Gain', params: [p('db', 'Gain', 'dB', -60, 40, 0.5, 0)] },
-  { name: 'high_pass', label: 'High-pass', params: [p('cutoff_hz', 'Cutoff', 'Hz', 10, 20000, 10, 80)] },
+export const EFFECTS: { name: EffectName; label: MessageKey; params: ParamSpec[] }[] = [
+  { name: 'gain', label: 'convert.effect_gain', params: [p('db', 'convert.param_gain', 'dB', -60, 40, 0.5, 0)] },
+  { name: 'high_pass', label: 'convert.effect_high_pass', params: [p('cutoff_hz', 'convert.param_cutoff', 'Hz', 10, 20000, 10, 80)] },
   {
     name: 'low_pass',
-    label: 'Low-pass',
-    params: [p('cutoff_hz', 'Cutoff', 'Hz', 20, 40000, 100, 12000), p('q', 'Q', '', 0.1, 20, 0.05, Math.SQRT1_2)],
+    label: 'convert.effect_low_pass',
+    params: [p('cutoff_hz', 'convert.param_cutoff', 'Hz', 20, 40000, 100, 12000), p('q', 'convert.param_q', '', 0.1, 20, 0.05, Math.SQRT1_2)],
   },
   {
     name: 'peaking_eq',
-    label: 'Peaking EQ',
+    label: 'convert.effect_peaking_eq',
     params: [
-      p('frequency_hz', 'Frequency', 'Hz', 20, 40000, 10, 3000),
-      p('gain_db', 'Gain', 'dB', -30, 30, 0.5, 3),
-      p('q', 'Q', '', 0.1, 20, 0.05, 1),
+      p('frequency_hz', 'convert.param_frequency', 'Hz', 20, 40000, 10, 3000),
+      p('gain_db', 'convert.param_gain', 'dB', -30, 30, 0.5, 3),
+      p('q', 'convert.param_q', '', 0.1, 20, 0.05, 1),
     ],
   },
   {
     name: 'compressor',
-    label: 'Compressor',
+    label: 'convert.effect_compressor',
     params: [
-      p('threshold_db', 'Threshold', 'dB', -80, 0, 1, -18),
-      p('ratio', 'Ratio', ':1', 1, 100, 0.5, 3),
-      p('knee_db', 'Knee', 'dB', 0, 24, 1, 0),
-      p('attack_ms', 'Attack', 'ms', 0, 1000, 1, 10),
-      p('release_ms', 'Release', 'ms', 1, 5000, 10, 120),
-      p('makeup_db', 'Make-up', 'dB', -24, 40, 0.5, 0),
+      p('threshold_db', 'convert.param_threshold', 'dB', -80, 0, 1, -18),
+      p('ratio', 'convert.param_ratio', ':1', 1, 100, 0.5, 3),
+      p('knee_db', 'convert.param_knee', 'dB', 0, 24, 1, 0),
+      p('attack_ms', 'convert.param_attack', 'ms', 0, 1000, 1, 10),
+      p('release_ms', 'convert.param_release', 'ms', 1, 5000, 10, 120),
+      p('makeup_db', 'convert.param_makeup', 'dB', -24, 40, 0.5, 0),
     ],
   },
   {
     name: 'de_esser',
-    label: 'De-esser',
+    label: 'convert.effect_de_esser',
     params: [
-      p('frequency_hz', 'From', 'Hz', 1000, 20000, 100, 6000),
-      p('threshold_db', 'Threshold', 'dB', -80, 0, 1, -30),
-      p('ratio', 'Ratio', ':1', 1, 100, 0.5, 4),
+      p('frequency_hz', 'convert.param_from', 'Hz', 1000, 20000, 100, 6000),
+      p('threshold_db', 'convert.param_threshold', 'dB', -80, 0, 1, -30),
+      p('ratio', 'convert.param_ratio', ':1', 1, 100, 0.5, 4),
     ],
   },
   {
     name: 'delay',
-    label: 'Delay',
+    label: 'convert.effect_delay',
     params: [
-      p('time_ms', 'Time', 'ms', 1, 5000, 10, 250),
-      p('feedback', 'Feedback', '', 0, 0.95, 0.05, 0.3),
-      p('mix', 'Mix', '', 0, 1, 0.05, 0.25),
+      p('time_ms', 'convert.param_time', 'ms', 1, 5000, 10, 250),
+      p('feedback', 'convert.param_feedback', '', 0, 0.95, 0.05, 0.3),
+      p('mix', 'convert.param_mix', '', 0, 1, 0.05, 0.25),
     ],
   },
   {
     name: 'chorus',
-    label: 'Chorus',
+    label: 'convert.effect_chorus',
     params: [
-      p('rate_hz', 'Rate', 'Hz', 0.01, 20, 0.1, 1.2),
-      p('depth_ms', 'Depth', 'ms', 0, 20, 0.5, 2),
-      p('delay_ms', 'Delay', 'ms', 1, 100, 1, 15),
-      p('mix', 'Mix', '', 0, 1, 0.05, 0.4),
+      p('rate_hz', 'convert.param_rate', 'Hz', 0.01, 20, 0.1, 1.2),
+      p('depth_ms', 'convert.param_depth', 'ms', 0, 20, 0.5, 2),
+      p('delay_ms', 'convert.param_delay', 'ms', 1, 100, 1, 15),
+      p('mix', 'convert.param_mix', '', 0, 1, 0.05, 0.4),
     ],
   },
   {
     name: 'reverb',
-    label: 'Reverb',
+    label: 'convert.effect_reverb',
     params: [
-      p('decay_seconds', 'Decay (RT60)', 's', 0.1, 30, 0.1, 1.5),
-      p('pre_delay_ms', 'Pre-delay', 'ms', 0, 500, 5, 20),
-      p('damping', 'Damping', '', 0, 0.99, 0.05, 0.3),
-      p('mix', 'Mix', '', 0, 1, 0.05, 0.25),
+      p('decay_seconds', 'convert.param_decay', 's', 0.1, 30, 0.1, 1.5),
+      p('pre_delay_ms', 'convert.param_pre_delay', 'ms', 0, 500, 5, 20),
+      p('damping', 'convert.param_damping', '', 0, 0.99, 0.05, 0.3),
+      p('mix', 'convert.param_mix', '', 0, 1, 0.05, 0.25),
     ],
   },
-  { name: 'limiter', label: 'Limiter', params: [p('ceiling_db', 'Ceiling', 'dBTP', -40, 0, 0.5, -1)] },
+  { name: 'limiter', label: 'convert.effect_limiter', params: [p('ceiling_db', 'convert.param_ceiling', 'dBTP', -40, 0, 0.5, -1)] },
 ];
 
 export function specOf(name: EffectName) {
@@ -130,16 +132,30 @@ export function withParam(chain: EffectChain, index: number, key: string, value:
   };
 }
 
-/** What the backend would refuse, in its words: "effect 2 (delay): feedback must be …". */
+/** What the backend would refuse, in the UI's language: "effect 2 (delay): feedback must be …". */
 export function problems(chain: EffectChain): string[] {
   return chain.effects.flatMap((effect, i) =>
     specOf(effect.effect).params.flatMap((s) => {
       const value = (effect as unknown as Record<string, number>)[s.key];
       return Number.isFinite(value) && value >= s.min && value <= s.max
         ? []
-        : [`effect ${i + 1} (${effect.effect}): ${s.key} must be between ${s.min} and ${s.max}, not ${value}`];
+        : [
+            t('convert.effect_problem', {
+              index: formatNumber(i + 1),
+              effect: effect.effect,
+              param: s.key,
+              min: plainNumber(s.min),
+              max: plainNumber(s.max),
+              value: plainNumber(value),
+            }),
+          ];
     }),
   );
+}
+
+/** A number as the user typed it, in the UI's language (no grouping: 20000, not 20,000). */
+function plainNumber(n: number): string {
+  return formatNumber(n, { useGrouping: false, maximumFractionDigits: 10 });
 }
 
 /** What a conversion is sent: no chain when it has no effects. */

@@ -27,7 +27,8 @@ function loadCatalogues(): Record<Locale, Messages> {
 
 export const CATALOGUES = loadCatalogues();
 
-function systemLocale(): Locale {
+/** The catalogue locale of the system's languages (what the choice 'system' follows). */
+export function systemLocale(): Locale {
   const tags = typeof navigator === 'undefined' ? [] : navigator.languages?.length ? navigator.languages : [navigator.language];
   return matchLocale(tags.filter(Boolean));
 }

@@ -5,45 +5,40 @@
 import { jsonObject } from './api';
 import type { CheckpointScore, JobEvent, JudgeWeights, Recommendation, TrainingRow } from './api';
 import type { Point } from './lineChart';
+import { fixed as fixedLocale, t, type MessageKey } from './i18n.svelte';
 
 export type WeightKey = keyof JudgeWeights;
 
-/** The weights, in the order the form shows them, with what each counts. */
-export const WEIGHTS: readonly { key: WeightKey; label: string; help: string }[] = [
-  { key: 'similarity', label: 'Speaker similarity', help: 'Sounds like the voice: similarity over its ceiling.' },
-  { key: 'pitch', label: 'Pitch', help: 'Follows the sung or spoken pitch: 1 / (1 + RMSE / 100 cents).' },
-  { key: 'voicing', label: 'Voicing', help: 'Voiced where the input is, silent where it is not: the agreement.' },
-  { key: 'reconstruction', label: 'Reconstruction', help: 'Close to the real held-out audio: e^(−mel distance).' },
-  { key: 'artefacts', label: 'Artefacts', help: 'Free of buzz: 1 / (1 + dB above the real voice / 3).' },
+/** The weights, in the order the form shows them, with what each counts (message keys: call
+ * `t` where they are shown). */
+export const WEIGHTS: readonly { key: WeightKey; label: MessageKey; help: MessageKey }[] = [
+  { key: 'similarity', label: 'train.weight_similarity', help: 'train.weight_similarity_help' },
+  { key: 'pitch', label: 'train.weight_pitch', help: 'train.weight_pitch_help' },
+  { key: 'voicing', label: 'train.weight_voicing', help: 'train.weight_voicing_help' },
+  { key: 'reconstruction', label: 'train.weight_reconstruction', help: 'train.weight_reconstruction_help' },
+  { key: 'artefacts', label: 'train.weight_artefacts', help: 'train.weight_artefacts_help' },
 ];
 
-/** How the recommendation is made, in one line. */
-export const RECOMMENDATION_RULE =
-  'Each score becomes a goodness from 0 to 1, averaged with these weights over the scores a checkpoint has; ' +
-  'the checkpoint with the highest average is recommended (the earliest of equals, being less overtrained).';
+/** How the recommendation is made, in one line (a message key). */
+export const RECOMMENDATION_RULE: MessageKey = 'train.weights_rule';
 
-/** What each score is, for the table's headers, the charts and "What the scores mean". */
+/** What each score is, for the table's headers, the charts and "What the scores mean" (message
+ * keys). */
 export const SCORE_MEANINGS = {
-  similarity:
-    'Speaker similarity: cosine between the voice embedding of the converted held-out speech and the dataset’s mean ' +
-    'embedding (−1 to 1; about 0.6 to 0.95 for speech). Higher is better.',
-  ceiling:
-    'Similarity ceiling: the same cosine for the real held-out speech, the most the conversion can reach.',
-  pitch:
-    'Pitch RMSE: how far the converted pitch is from the input’s, in cents (100 = a semitone), over frames voiced in ' +
-    'both. Lower is better.',
-  voicing: 'Voicing agreement: the share of frames whose voiced or unvoiced state the conversion keeps. Higher is better.',
-  mel:
-    'Mel distance (held out): log-mel distance between the real held-out audio and the checkpoint’s reconstruction ' +
-    '(0 = identical; about 0.3 to 1.5). Lower is better.',
-  trainMel:
-    'Mel distance (training): the same on as much training audio. When it keeps falling while the held-out one rises, ' +
-    'the gap widening, the model is overtraining.',
-  artefacts:
-    'Artefacts: inharmonic energy of the conversion less the real voice’s, in dB. Above 0 is buzz the real voice ' +
-    'does not have. Lower is better.',
-  score: 'Weighted score: the goodness of each score averaged with the weights below (0 to 1). Higher is better.',
-} as const;
+  similarity: 'train.meaning_similarity',
+  ceiling: 'train.meaning_ceiling',
+  pitch: 'train.meaning_pitch',
+  voicing: 'train.meaning_voicing',
+  mel: 'train.meaning_mel',
+  trainMel: 'train.meaning_train_mel',
+  artefacts: 'train.meaning_artefacts',
+  score: 'train.meaning_score',
+} as const satisfies Record<string, MessageKey>;
+
+/** Two meanings shown as one text ("what similarity is. What its ceiling is."). */
+export function meanings(...keys: MessageKey[]): string {
+  return keys.map((key) => t(key)).join(' ');
+}
 
 /** The scores with one put in (replacing the one of its step), in step order. */
 export function upsertScore(scores: CheckpointScore[], added: CheckpointScore): CheckpointScore[] {
@@ -69,39 +64,40 @@ function points(scores: readonly CheckpointScore[], value: (s: CheckpointScore) 
     .sort((a, b) => a.x - b.x);
 }
 
-/** The small charts of the scores by step; a chart none of whose series has a point is left out. */
+/** The small charts of the scores by step, in the UI's language (call it where they are shown,
+ * in a `$derived`); a chart none of whose series has a point is left out. */
 export function judgeCharts(scores: readonly CheckpointScore[]): JudgeChart[] {
   const charts: JudgeChart[] = [
     {
       key: 'similarity',
-      title: 'Speaker similarity',
-      help: `${SCORE_MEANINGS.similarity} ${SCORE_MEANINGS.ceiling}`,
+      title: t('train.chart_title_similarity'),
+      help: meanings(SCORE_MEANINGS.similarity, SCORE_MEANINGS.ceiling),
       series: [
-        { key: 'similarity', label: 'Similarity', color: '#56c28a', points: points(scores, (s) => s.similarity) },
-        { key: 'ceiling', label: 'Ceiling', color: '#8a94a6', points: points(scores, (s) => s.similarity_ceiling) },
-        { key: 'source', label: 'Other speaker', color: '#c78bea', points: points(scores, (s) => s.source_similarity) },
+        { key: 'similarity', label: t('train.series_similarity'), color: '#56c28a', points: points(scores, (s) => s.similarity) },
+        { key: 'ceiling', label: t('train.series_ceiling'), color: '#8a94a6', points: points(scores, (s) => s.similarity_ceiling) },
+        { key: 'source', label: t('train.series_source'), color: '#c78bea', points: points(scores, (s) => s.source_similarity) },
       ],
     },
     {
       key: 'mel',
-      title: 'Mel distance',
-      help: `${SCORE_MEANINGS.mel} ${SCORE_MEANINGS.trainMel}`,
+      title: t('train.chart_title_mel'),
+      help: meanings(SCORE_MEANINGS.mel, SCORE_MEANINGS.trainMel),
       series: [
-        { key: 'held_out', label: 'Held out', color: '#f2a33a', points: points(scores, (s) => s.mel_distance) },
-        { key: 'training', label: 'Training', color: '#6aa7ec', points: points(scores, (s) => s.train_mel_distance) },
+        { key: 'held_out', label: t('train.series_held_out'), color: '#f2a33a', points: points(scores, (s) => s.mel_distance) },
+        { key: 'training', label: t('train.series_training'), color: '#6aa7ec', points: points(scores, (s) => s.train_mel_distance) },
       ],
     },
     {
       key: 'pitch',
-      title: 'Pitch RMSE (cents)',
-      help: SCORE_MEANINGS.pitch,
-      series: [{ key: 'pitch', label: 'Pitch RMSE', color: '#e8c547', points: points(scores, (s) => s.pitch_rmse_cents) }],
+      title: t('train.chart_title_pitch'),
+      help: t(SCORE_MEANINGS.pitch),
+      series: [{ key: 'pitch', label: t('train.series_pitch'), color: '#e8c547', points: points(scores, (s) => s.pitch_rmse_cents) }],
     },
     {
       key: 'artefacts',
-      title: 'Artefacts (dB)',
-      help: SCORE_MEANINGS.artefacts,
-      series: [{ key: 'artefacts', label: 'Artefacts', color: '#e86a6a', points: points(scores, (s) => s.artefacts_db) }],
+      title: t('train.chart_title_artefacts'),
+      help: t(SCORE_MEANINGS.artefacts),
+      series: [{ key: 'artefacts', label: t('train.series_artefacts'), color: '#e86a6a', points: points(scores, (s) => s.artefacts_db) }],
     },
   ];
   return charts
@@ -109,7 +105,8 @@ export function judgeCharts(scores: readonly CheckpointScore[]): JudgeChart[] {
     .filter((c) => c.series.length > 0);
 }
 
-const fixed = (v: number, digits: number) => (Math.abs(v) < 0.5 * 10 ** -digits ? 0 : v).toFixed(digits);
+/** `v` with `digits` decimals in the UI's language, never "-0.000". */
+const fixed = (v: number, digits: number) => fixedLocale(Math.abs(v) < 0.5 * 10 ** -digits ? 0 : v, digits);
 
 /** First → latest of one score, with the best when it is neither ("0.61 → 0.80, best 0.85 at step 30"). */
 function trend(
@@ -125,8 +122,9 @@ function trend(
   const last = known[known.length - 1];
   if (known.length === 1) return fixed(v(first), digits);
   const best = known.reduce((b, s) => ((better === 'higher' ? v(s) > v(b) : v(s) < v(b)) ? s : b));
-  const bestText = best !== first && best !== last ? `, best ${fixed(v(best), digits)} at step ${best.step}` : '';
-  return `${fixed(v(first), digits)} → ${fixed(v(last), digits)}${bestText}`;
+  const change = { first: fixed(v(first), digits), last: fixed(v(last), digits) };
+  if (best !== first && best !== last) return t('train.trend_best', { ...change, best: fixed(v(best), digits), step: String(best.step) });
+  return `${change.first} → ${change.last}`;
 }
 
 /** The charts in words: one line per score, first to latest checkpoint. */
@@ -134,37 +132,48 @@ export function judgeSummary(scores: readonly CheckpointScore[], recommendation:
   if (scores.length === 0) return [];
   const sorted = [...scores].sort((a, b) => a.step - b.step);
   const lines: string[] = [];
-  const span = sorted.length === 1 ? `step ${sorted[0].step}` : `steps ${sorted[0].step} to ${sorted[sorted.length - 1].step}`;
-  const count = sorted.length === 1 ? '1 checkpoint' : `${sorted.length} checkpoints`;
+  const scored = t('train.summary_scored', {
+    count: sorted.length,
+    first: String(sorted[0].step),
+    last: String(sorted[sorted.length - 1].step),
+  });
   if (recommendation) {
-    const since =
-      recommendation.saves_since === 0
-        ? 'the latest'
-        : `${recommendation.saves_since} ${recommendation.saves_since === 1 ? 'save' : 'saves'} without a better one since`;
-    lines.push(`${count} scored, ${span}. Recommended: step ${recommendation.step} (epoch ${recommendation.epoch}), score ${fixed(recommendation.score, 3)}, ${since}.`);
+    lines.push(
+      t('train.summary_recommended', {
+        scored,
+        step: String(recommendation.step),
+        epoch: String(recommendation.epoch),
+        score: fixed(recommendation.score, 3),
+        since: recommendation.saves_since,
+      }),
+    );
   } else {
-    lines.push(`${count} scored, ${span}.`);
+    lines.push(scored);
   }
   const similarity = trend(sorted, (s) => s.similarity, 3, 'higher');
   if (similarity) {
     const ceiling = latestScore(sorted)?.similarity_ceiling;
-    lines.push(`Speaker similarity: ${similarity}${ceiling == null ? '' : ` (ceiling ${fixed(ceiling, 3)})`}.`);
+    lines.push(
+      ceiling == null
+        ? t('train.summary_similarity', { trend: similarity })
+        : t('train.summary_similarity_ceiling', { trend: similarity, ceiling: fixed(ceiling, 3) }),
+    );
   }
   const held = trend(sorted, (s) => s.mel_distance, 3, 'lower');
   const train = trend(sorted, (s) => s.train_mel_distance, 3, 'lower');
   if (held && train) {
-    const gap = (s: CheckpointScore) => s.mel_distance - s.train_mel_distance;
-    const first = gap(sorted[0]);
-    const last = gap(sorted[sorted.length - 1]);
-    const widening = sorted.length > 1 && last > first + 0.02 ? ' (widening: a sign of overtraining)' : '';
-    const gapText = sorted.length > 1 ? `${fixed(first, 3)} → ${fixed(last, 3)}` : fixed(last, 3);
-    lines.push(`Mel distance on held-out speech: ${held}; on training audio: ${train}; gap ${gapText}${widening}.`);
+    const gapOf = (s: CheckpointScore) => s.mel_distance - s.train_mel_distance;
+    const first = gapOf(sorted[0]);
+    const last = gapOf(sorted[sorted.length - 1]);
+    const widening = sorted.length > 1 && last > first + 0.02 ? 'yes' : 'no';
+    const gap = sorted.length > 1 ? `${fixed(first, 3)} → ${fixed(last, 3)}` : fixed(last, 3);
+    lines.push(t('train.summary_mel', { held, train, gap, widening }));
   }
   const pitch = trend(sorted, (s) => s.pitch_rmse_cents, 0, 'lower');
   const voicing = trend(sorted, (s) => (s.voicing_agreement === null ? null : s.voicing_agreement * 100), 0, 'higher');
-  if (pitch) lines.push(`Pitch RMSE (cents): ${pitch}${voicing ? `; voicing agreement (%): ${voicing}` : ''}.`);
+  if (pitch) lines.push(voicing ? t('train.summary_pitch_voicing', { pitch, voicing }) : t('train.summary_pitch', { pitch }));
   const artefacts = trend(sorted, (s) => s.artefacts_db, 1, 'lower');
-  if (artefacts) lines.push(`Artefacts (dB above the real voice): ${artefacts}.`);
+  if (artefacts) lines.push(t('train.summary_artefacts', { artefacts }));
   return lines;
 }
 
@@ -174,11 +183,18 @@ export interface JudgeNote {
   message: string;
 }
 
+/** What a note says when its event carries no message. */
+const NOTE_KINDS: Record<JudgeNote['kind'], MessageKey> = {
+  judge_off: 'train.note_judge_off',
+  judge_note: 'train.note_judge_note',
+  judge_failed: 'train.note_judge_failed',
+};
+
 export function judgeNotes(events: readonly JobEvent[]): JudgeNote[] {
   return events.flatMap((e) => {
     if (e.kind !== 'judge_off' && e.kind !== 'judge_note' && e.kind !== 'judge_failed') return [];
     const message = jsonObject(e.data).message;
-    return [{ kind: e.kind, message: typeof message === 'string' ? message : e.kind.replace('_', ' ') }];
+    return [{ kind: e.kind, message: typeof message === 'string' ? message : t(NOTE_KINDS[e.kind]) }];
   });
 }
 
@@ -186,8 +202,8 @@ export function judgeNotes(events: readonly JobEvent[]): JudgeNote[] {
 export function judgeEmptyText(run: TrainingRow, notes: readonly JudgeNote[]): string {
   const off = [...notes].reverse().find((n) => n.kind === 'judge_off');
   if (off) return off.message.charAt(0).toUpperCase() + off.message.slice(1);
-  if (run.status === 'queued' || run.status === 'running') return 'Scores appear after the first checkpoint is saved.';
-  return 'No checkpoint of this run was scored.';
+  if (run.status === 'queued' || run.status === 'running') return t('train.judge_empty_active');
+  return t('train.judge_empty_done');
 }
 
 /** The weights form: each field's text as typed. */
@@ -201,9 +217,9 @@ export function weightsForm(weights: JudgeWeights): WeightsForm {
 export function weightsProblem(form: WeightsForm): string | null {
   for (const { key, label } of WEIGHTS) {
     const v = form[key];
-    if (v === null || !Number.isFinite(v) || v < 0 || v > 10) return `${label}: a weight from 0 to 10.`;
+    if (v === null || !Number.isFinite(v) || v < 0 || v > 10) return t('train.weights_problem_range', { label: t(label) });
   }
-  if (WEIGHTS.every(({ key }) => form[key] === 0)) return 'At least one weight must be above 0.';
+  if (WEIGHTS.every(({ key }) => form[key] === 0)) return t('train.weights_problem_zero');
   return null;
 }
 

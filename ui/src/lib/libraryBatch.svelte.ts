@@ -6,6 +6,7 @@ import * as api from './api';
 import type { LibraryItem } from './api';
 import { app, INFO_TIMEOUT_MS } from './stores.svelte';
 import { player } from './player';
+import { t } from './i18n.svelte';
 
 export const itemKey = (item: LibraryItem) => `${item.kind}:${item.id}`;
 
@@ -48,11 +49,11 @@ export class DeferredDeletion {
     return this.hidden.has(itemKey(item));
   }
 
-  schedule(items: LibraryItem[], description: string) {
+  schedule(items: LibraryItem[]) {
     for (const item of items) this.hidden.add(itemKey(item));
     const batch: Batch = { items, timer: setTimeout(() => void this.commit(batch), INFO_TIMEOUT_MS) };
     this.batches.add(batch);
-    app.notify(`Deleted ${description}`, 'info', { label: 'Undo', run: () => this.undo(batch) });
+    app.notify(t('library.deleted_items', { count: items.length }), 'info', { label: t('library.undo'), run: () => this.undo(batch) });
   }
 
   /** Deletes what waits now: the page is being left. */
@@ -82,7 +83,7 @@ export class DeferredDeletion {
           await api.deleteConversion(item.id);
         }
       } catch (err) {
-        app.reportError(err, `Could not delete the ${item.kind} ${item.id}`);
+        app.reportError(err, t('library.delete_item_error', { kind: item.kind, id: String(item.id) }));
       }
     }
     await this.deleted();

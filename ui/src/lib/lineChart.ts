@@ -1,6 +1,7 @@
 // The maths of the line charts (LossChart.svelte, the resource charts): domains, linear and log
-// scales, ticks, SVG paths, thinning long series and finding the point under the pointer. No
-// dependencies.
+// scales, ticks, SVG paths, thinning long series and finding the point under the pointer. Its
+// only dependency is the UI's number format (a tick reads 0,5 in German).
+import { formatNumber } from './i18n.svelte';
 
 export interface Point {
   x: number;
@@ -168,12 +169,13 @@ export function nearest(points: Point[], x: number): Point | null {
   return before && x - before.x <= points[lo].x - x ? before : points[lo];
 }
 
-/** A tick or readout value: short, without trailing zeros (12k, 0.5, 0.0012). */
+/** A tick or readout value, in the UI's language: short, without trailing zeros (12k, 0.5, 0.0012). */
 export function formatValue(v: number): string {
   if (!Number.isFinite(v)) return '—';
   const a = Math.abs(v);
-  if (a >= 10000) return `${Number((v / 1000).toPrecision(3))}k`;
+  const short = (n: number) => formatNumber(Number(n.toPrecision(3)), { maximumSignificantDigits: 3, useGrouping: false });
+  if (a >= 10000) return `${short(v / 1000)}k`;
   if (a === 0) return '0';
-  if (a < 0.001) return v.toExponential(1);
-  return String(Number(v.toPrecision(3)));
+  if (a < 0.001) return formatNumber(v, { notation: 'scientific', minimumFractionDigits: 1, maximumFractionDigits: 1 }).replace(/E/, 'e');
+  return short(v);
 }

@@ -6,6 +6,7 @@ import { app } from './stores.svelte';
 import { defaults } from './defaults.svelte';
 import { savedStreamParams } from './savedParams.svelte';
 import { buildLiveRequest, liveSide, otherVoice, type AbSide, type LiveForm } from './live';
+import { t, type MessageKey } from './i18n.svelte';
 
 /** The page's side of the stream: what it has asked for and not yet heard back about. */
 export type LivePhase = 'idle' | 'starting' | 'running' | 'stopping';
@@ -85,11 +86,11 @@ class LiveSession {
       defaults.load(),
     ]);
     if (devices.status === 'fulfilled') this.devices = devices.value;
-    else app.reportError(devices.reason, 'Could not list audio devices');
+    else app.reportError(devices.reason, t('live.error_devices'));
     this.devicesLoaded = true;
     if (params.status === 'fulfilled') this.params ??= savedStreamParams.restore(params.value);
-    else app.reportError(params.reason, 'Could not load the live defaults');
-    if (ranges.status === 'rejected') app.reportError(ranges.reason, 'Could not load the defaults');
+    else app.reportError(params.reason, t('live.error_live_defaults'));
+    if (ranges.status === 'rejected') app.reportError(ranges.reason, t('live.error_defaults'));
   }
 
   /** Finds the smallest block this machine keeps up with for voice A and the parameters, and
@@ -106,7 +107,7 @@ class LiveSession {
       });
       this.tuningJob = job.id;
       this.tuned = null;
-      app.watchJob(job.id, 'Finding the smallest block this machine keeps up with…', (done) => {
+      app.watchJob(job.id, t('live.tune_started'), (done) => {
         this.tuningJob = null;
         const report = done.state === 'succeeded' ? api.jobJson<TuneReport>(done.result) : null;
         if (!report) return;
@@ -116,7 +117,7 @@ class LiveSession {
         }
       });
     } catch (err) {
-      app.reportError(err, 'Could not find the best settings');
+      app.reportError(err, t('live.error_tune'));
     }
   }
 
@@ -132,7 +133,7 @@ class LiveSession {
       this.poll = setInterval(() => void this.refresh(), POLL_MS);
     } catch (err) {
       this.phase = 'idle';
-      app.reportError(err, 'Could not start the live stream');
+      app.reportError(err, t('live.error_start'));
     }
   }
 
@@ -147,7 +148,7 @@ class LiveSession {
       const proposed = status.stats.proposed_block_ms;
       if (this.autoBlock && proposed !== null && proposed !== this.params?.block_ms) await this.useProposedBlock();
     } catch (err) {
-      app.reportError(err, 'Could not read the live stream');
+      app.reportError(err, t('live.error_read'));
     }
   }
 
@@ -162,11 +163,11 @@ class LiveSession {
         app.upsertTake(recorded.input);
         app.upsertTake(recorded.output);
         app.scheduleLibraryRefresh();
-        app.notify(`Saved "${recorded.input.name}" and "${recorded.output.name}"`, 'success');
+        app.notify(t('live.saved_session', { input: recorded.input.name, output: recorded.output.name }), 'success');
       }
       return recorded;
     } catch (err) {
-      app.reportError(err, 'Could not stop the live stream');
+      app.reportError(err, t('live.error_stop'));
       return null;
     } finally {
       this.finish();
@@ -174,19 +175,19 @@ class LiveSession {
   }
 
   /** Sends a changed part to the running stream (from its next block); a stopped one starts with it. */
-  private async update(change: api.LiveUpdate, what: string): Promise<void> {
+  private async update(change: api.LiveUpdate, error: MessageKey): Promise<void> {
     if (this.phase !== 'running') return;
     try {
       this.status = await api.updateLive(change);
     } catch (err) {
-      app.reportError(err, `Could not change ${what}`);
+      app.reportError(err, t(error));
     }
   }
 
   setParam<K extends keyof StreamParams>(key: K, value: StreamParams[K]): Promise<void> {
     if (!this.params) return Promise.resolve();
     this.params = { ...this.params, [key]: value };
-    return this.update({ params: this.params }, 'the parameters');
+    return this.update({ params: this.params }, 'live.error_change_params');
   }
 
   /** Changes to the block size the running session proposes (a larger one while it falls
@@ -195,17 +196,17 @@ class LiveSession {
     const block = this.status?.stats.proposed_block_ms;
     if (!this.params || block === null || block === undefined) return Promise.resolve();
     this.params = { ...this.params, block_ms: block, crossfade_ms: Math.min(this.params.crossfade_ms, block) };
-    return this.update({ params: this.params }, 'the block size');
+    return this.update({ params: this.params }, 'live.error_change_block');
   }
 
   setPassthrough(on: boolean): Promise<void> {
     this.passthrough = on;
-    return this.update({ passthrough: on }, 'passthrough');
+    return this.update({ passthrough: on }, 'live.error_change_passthrough');
   }
 
   setGain(key: keyof Gains, db: number): Promise<void> {
     this.gains = { ...this.gains, [key]: db };
-    return this.update({ gains: this.gains }, 'the gains');
+    return this.update({ gains: this.gains }, 'live.error_change_gains');
   }
 
   /** The one-click A/B: the running stream goes to the other voice of the pair. */
@@ -214,7 +215,7 @@ class LiveSession {
     if (this.phase !== 'running' || target === null || this.switching) return;
     this.switching = true;
     try {
-      await this.update({ voice: { model_id: target, use_index: this.useIndex } }, 'the voice');
+      await this.update({ voice: { model_id: target, use_index: this.useIndex } }, 'live.error_change_voice');
     } finally {
       this.switching = false;
     }
@@ -227,7 +228,7 @@ class LiveSession {
     try {
       this.measurement = await api.measureLiveLatency(this.input, this.output, this.params.block_ms, this.params.crossfade_ms);
     } catch (err) {
-      app.reportError(err, 'Could not measure the latency');
+      app.reportError(err, t('live.error_measure'));
     } finally {
       this.measuring = false;
     }

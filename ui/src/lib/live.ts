@@ -83,5 +83,26 @@ export function dbToLinear(db: number): number {
   return Number.isFinite(db) && db > -120 ? 10 ** (db / 20) : 0;
 }
 
+/** How often, at most, the screen readers' summary of the levels and latency changes (ms). */
+export const SUMMARY_MS = 5000;
+
+/** The running stream in a few numbers, for the calm spoken summary: levels in whole dBFS
+ * (null: silence), the estimated latency in whole ms. */
+export interface LiveSummary {
+  inputDb: number | null;
+  outputDb: number | null;
+  latencyMs: number;
+}
+
+export function liveSummary(status: LiveStatus | null): LiveSummary | null {
+  if (!status) return null;
+  const level = (db: number | null | undefined) => (typeof db === 'number' && Number.isFinite(db) && db > -120 ? Math.round(db) : null);
+  return {
+    inputDb: level(status.stats.input_level?.peak_db),
+    outputDb: level(status.stats.output_level?.peak_db),
+    latencyMs: Math.round(status.estimated_latency_ms),
+  };
+}
+
 /** Parameters whose change rebuffers the stream (the voice parameters apply from the next block). */
 export const REBUFFERING: readonly (keyof StreamParams)[] = ['block_ms', 'crossfade_ms', 'context_ms'];

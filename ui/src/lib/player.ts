@@ -1,6 +1,7 @@
 // Web Audio playback singleton. `<audio src>` cannot play app files on Linux
 // WebKitGTK, so takes are fetched as WAV bytes and decoded here.
 import { conversionAudio, takeAudio } from './api';
+import { t } from './i18n.svelte';
 
 export type PlaybackStatus = 'stopped' | 'loading' | 'playing';
 
@@ -34,7 +35,7 @@ function audioContextCtor(): AudioContextCtor | null {
 
 export function createAudioContext(): AudioContext {
   const Ctor = audioContextCtor();
-  if (!Ctor) throw new Error('Web Audio is not available in this webview');
+  if (!Ctor) throw new Error(t('library.no_web_audio'));
   return new Ctor();
 }
 
@@ -44,7 +45,7 @@ export function decodeAudio(ctx: BaseAudioContext, bytes: ArrayBuffer): Promise<
     const p = ctx.decodeAudioData(
       bytes,
       (b) => resolve(b),
-      (e) => reject(e ?? new Error('Could not decode audio')),
+      (e) => reject(e ?? new Error(t('library.decode_error'))),
     );
     if (p && typeof (p as Promise<AudioBuffer>).then === 'function') p.then(resolve, reject);
   });

@@ -4,6 +4,7 @@ import type { Channel } from '@tauri-apps/api/core';
 import * as api from './api';
 import type { InputDevice, LevelUpdate, Take } from './api';
 import { app } from './stores.svelte';
+import { t } from './i18n.svelte';
 
 export type RecorderStatus = 'idle' | 'starting' | 'recording' | 'stopping';
 
@@ -41,7 +42,7 @@ class RecorderState {
         this.device = (devices.find((d) => d.is_default) ?? devices[0])?.name ?? null;
       }
     } catch (err) {
-      app.reportError(err, 'Could not list input devices');
+      app.reportError(err, t('record.list_devices_error'));
     } finally {
       this.devicesLoaded = true;
     }
@@ -88,7 +89,7 @@ class RecorderState {
     } catch (err) {
       if (this.status !== 'starting') return;
       this.finish();
-      app.reportError(err, 'Could not start recording');
+      app.reportError(err, t('record.start_error'));
     }
   }
 
@@ -101,10 +102,10 @@ class RecorderState {
       this.name = '';
       app.upsertTake(take);
       app.scheduleLibraryRefresh();
-      app.notify(`Saved take "${take.name}"`, 'success');
+      app.notify(t('record.saved_take', { name: take.name }), 'success');
       return take;
     } catch (err) {
-      app.reportError(err, 'Could not save the recording');
+      app.reportError(err, t('record.save_error'));
       return null;
     } finally {
       this.finish();
@@ -116,7 +117,7 @@ class RecorderState {
     try {
       await api.cancelRecording();
     } catch (err) {
-      app.reportError(err, 'Could not cancel the recording');
+      app.reportError(err, t('record.cancel_error'));
     } finally {
       this.finish();
     }

@@ -4,6 +4,7 @@
 import type { ResourceSnapshot } from './api';
 import { formatBytes, formatPercent } from './format';
 import { linePath, scale, type Domain, type Point } from './lineChart';
+import { t } from './i18n.svelte';
 
 export const POLL_MS = 2000;
 /** How far back the charts go. */
@@ -99,10 +100,10 @@ function measures(latest: ResourceSnapshot): Measure[] {
   const gpus = latest.gpus.flatMap((gpu, i): Measure[] => {
     const label = gpuLabel(i, latest.gpus.length);
     return [
-      { key: `gpu-${i}-util`, title: `${label} utilisation`, hint: gpu.name, value: (s) => s.gpus[i]?.utilization_percent },
+      { key: `gpu-${i}-util`, title: t('jobs.chart_gpu_util', { gpu: label }), hint: gpu.name, value: (s) => s.gpus[i]?.utilization_percent },
       {
         key: `gpu-${i}-mem`,
-        title: `${label} memory`,
+        title: t('jobs.chart_gpu_memory', { gpu: label }),
         hint: gpu.name,
         value: (s) => s.gpus[i]?.memory_used_bytes,
         total: gpu.memory_total_bytes,
@@ -111,7 +112,7 @@ function measures(latest: ResourceSnapshot): Measure[] {
   });
   return [
     { key: 'cpu', title: 'CPU', hint: '', value: (s) => s.cpu_percent },
-    { key: 'ram', title: 'RAM', hint: '', value: (s) => s.ram_used_bytes, total: latest.ram_total_bytes },
+    { key: 'ram', title: t('jobs.resource_ram'), hint: '', value: (s) => s.ram_used_bytes, total: latest.ram_total_bytes },
     ...gpus,
   ];
 }

@@ -134,3 +134,38 @@ export const savedStreamParams = new SavedParams('timbre.streamParams', STREAM_F
 export const savedAppearance = new SavedParams('timbre.appearance', APPEARANCE_FIELDS);
 /** The Settings page's Language section (`i18n`). */
 export const savedLanguage = new SavedParams('timbre.language', LANGUAGE_FIELDS);
+
+/** A keyboard shortcut: a key (`KeyboardEvent.key`, letters in lower case) and the modifiers held with it. */
+export interface KeyBinding {
+  key: string;
+  ctrl: boolean;
+  alt: boolean;
+  shift: boolean;
+  meta: boolean;
+}
+
+export function isKeyBinding(value: unknown): value is KeyBinding {
+  return (
+    isRecord(value) &&
+    typeof value.key === 'string' &&
+    value.key.length > 0 &&
+    value.key.length <= 32 &&
+    isBoolean(value.ctrl) &&
+    isBoolean(value.alt) &&
+    isBoolean(value.shift) &&
+    isBoolean(value.meta)
+  );
+}
+
+export interface SavedShortcutBindings {
+  /** Per action id, the keys the user chose instead of the default (null: none). */
+  bindings: Record<string, KeyBinding | null>;
+}
+
+const SHORTCUT_FIELDS: FieldChecks<SavedShortcutBindings> = {
+  bindings: (value): value is Record<string, KeyBinding | null> =>
+    isRecord(value) && Object.values(value).every((b) => b === null || isKeyBinding(b)),
+};
+
+/** The keyboard shortcuts changed on the Settings page (`shortcuts`). */
+export const savedShortcuts = new SavedParams('timbre.shortcuts', SHORTCUT_FIELDS);

@@ -3,6 +3,7 @@
 // `timbre settings set` does; the page shows its refusal rather than guessing at it.
 import * as api from './api';
 import type { Settings, SettingsView } from './api';
+import { t } from './i18n.svelte';
 
 type SettingValue = Settings[keyof Settings];
 
@@ -27,11 +28,11 @@ export function settingJson(text: string, current: SettingValue, scale = 1): { j
     try {
       return { json: JSON.stringify(JSON.parse(text)) };
     } catch {
-      return { problem: 'Enter a JSON object.' };
+      return { problem: t('settings.enter_json') };
     }
   }
   const number = text.trim() === '' ? NaN : Number(text);
-  if (!Number.isFinite(number)) return { problem: 'Enter a number.' };
+  if (!Number.isFinite(number)) return { problem: t('settings.enter_number') };
   // A value typed in a larger unit is stored to the thousandth, not with float noise.
   return { json: JSON.stringify(scale === 1 ? number : Math.round(number * scale * 1000) / 1000) };
 }

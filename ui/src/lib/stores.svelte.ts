@@ -1,9 +1,9 @@
 // Global reactive app state (Svelte 5 runes) and the actions that change it.
 import * as api from './api';
-import type { Job, Notification, Take, Voice } from './api';
-import { JOB_TITLES, TERMINAL_STATES, errorMessage } from './api';
+import type { ErrorKind, Job, Notification, Take, Voice } from './api';
+import { JOB_TITLES, TERMINAL_STATES, errorKind, errorMessage } from './api';
 import { player, type PlaybackState } from './player';
-import { plural } from './format';
+import { t } from './i18n.svelte';
 
 export type Page =
   'library' | 'record' | 'live' | 'convert' | 'compare' | 'clean' | 'cover' | 'train' | 'models' | 'jobs' | 'settings';
@@ -14,6 +14,9 @@ export interface Notice {
   level: NoticeLevel;
   text: string;
   action?: { label: string; run: () => void };
+  /** The kind of the failure a notice reports: the banner explains it (errorHints.ts) beside the
+   * message, which stays as the backend wrote it. */
+  kind?: ErrorKind;
 }
 
 const ERROR_TIMEOUT_MS = 15000;
@@ -58,14 +61,14 @@ class AppState {
 
   voiceName(id: number | null): string {
     if (id === null) return '';
-    return this.voices.find((v) => v.id === id)?.name ?? `Voice ${id}`;
+    return this.voices.find((v) => v.id === id)?.name ?? t('app.voice_fallback', { id: String(id) });
   }
 
   // ---- notices ----
-  notify(text: string, level: NoticeLevel = 'info', action?: Notice['action']): number {
+  notify(text: string, level: NoticeLevel = 'info', action?: Notice['action'], kind?: ErrorKind | null): number {
     const existing = this.notices.find((n) => n.text === text && n.level === level);
     const id = existing ? existing.id : this.nextNoticeId++;
-    if (!existing) this.notices.push({ id, level, text, action });
+    if (!existing) this.notices.push({ id, level, text, action, ...(kind ? { kind } : {}) });
     const old = this.timers.get(id);
     if (old) clearTimeout(old);
     const ms = level === 'error' || level === 'warning' ? ERROR_TIMEOUT_MS : INFO_TIMEOUT_MS;
@@ -76,10 +79,11 @@ class AppState {
     return id;
   }
 
-  /** Show a failed command's message to the user. */
+  /** Show a failed command's message to the user (`context`: what failed, in the UI's language),
+   * with the kind of failure it reported. */
   reportError(err: unknown, context?: string): void {
     const msg = errorMessage(err);
-    this.notify(context ? `${context}: ${msg}` : msg, 'error');
+    this.notify(context ? t('errors.with_context', { context, message: msg }) : msg, 'error', undefined, errorKind(err));
   }
 
   dismiss(id: number) {
@@ -105,7 +109,7 @@ class AppState {
         void this.refreshLibrary();
       }
     } catch (err) {
-      if (seq === this.librarySeq) this.reportError(err, 'Could not load the library');
+      if (seq === this.librarySeq) this.reportError(err, t('app.library_load_failed'));
     } finally {
       if (seq === this.librarySeq) this.libraryLoading = false;
     }
@@ -152,7 +156,7 @@ class AppState {
     try {
       this.voices = await api.listVoices();
     } catch (err) {
-      this.reportError(err, 'Could not load voices');
+      this.reportError(err, t('app.voices_load_failed'));
     }
   }
 
@@ -162,7 +166,7 @@ class AppState {
       if (!this.voices.some((x) => x.id === v.id)) this.voices.push(v);
       return v;
     } catch (err) {
-      this.reportError(err, 'Could not create voice');
+      this.reportError(err, t('app.voice_create_failed'));
       return null;
     }
   }
@@ -180,7 +184,7 @@ class AppState {
       this.jobs = [...byId.values()];
       this.jobsLoaded = true;
     } catch (err) {
-      this.reportError(err, 'Could not load jobs');
+      this.reportError(err, t('app.jobs_load_failed'));
     } finally {
       if (this.liveDuringRefresh === live) this.liveDuringRefresh = null;
     }
@@ -197,7 +201,7 @@ class AppState {
   /** Announces how the job ends, then runs `onEnd` with it; `started`, when given, is shown
    * (with a way to the Jobs page) until then, so "Importing…" never stays beside "Import finished". */
   watchJob(id: number, started?: string, onEnd?: (job: Job) => void) {
-    const notice = started ? this.notify(started, 'info', { label: 'View job', run: () => (this.page = 'jobs') }) : null;
+    const notice = started ? this.notify(started, 'info', { label: t('app.view_job'), run: () => (this.page = 'jobs') }) : null;
     this.watched.set(id, { notice, onEnd });
     // A job that fails at once can report its end before the command that queued it answers.
     const known = this.jobs.find((j) => j.id === id);
@@ -210,10 +214,12 @@ class AppState {
     if (!watch || !TERMINAL_STATES.includes(job.state)) return;
     this.watched.delete(job.id);
     if (watch.notice !== null) this.dismiss(watch.notice);
-    const what = JOB_TITLES[job.kind];
-    if (job.state === 'succeeded') this.notify(`${what} finished${job.message ? `: ${job.message}` : ''}`, 'success');
-    else if (job.state === 'failed') this.notify(`${what} failed: ${job.error ?? job.message}`, 'error');
-    else this.notify(`${what} ${job.state}`, 'info');
+    const what = t(JOB_TITLES[job.kind]);
+    if (job.state === 'succeeded')
+      this.notify(job.message ? t('app.job_finished_message', { what, message: job.message }) : t('app.job_finished', { what }), 'success');
+    else if (job.state === 'failed')
+      this.notify(t('app.job_failed', { what, error: job.error ?? job.message ?? '' }), 'error', undefined, job.error_kind);
+    else this.notify(t(job.state === 'cancelled' ? 'app.job_cancelled' : 'app.job_interrupted', { what }), 'info');
     watch.onEnd?.(job);
   }
 
@@ -236,11 +242,14 @@ class AppState {
     const voiceId = this.voiceFilter;
     try {
       const jobId = await api.importFiles(paths, voiceId);
-      const into = voiceId !== null ? ` into ${this.voiceName(voiceId)}` : '';
-      this.watchJob(jobId, `Importing ${plural(paths.length, 'file')}${into}…`);
+      const count = paths.length;
+      this.watchJob(
+        jobId,
+        voiceId !== null ? t('app.importing_files_into', { count, voice: this.voiceName(voiceId) }) : t('app.importing_files', { count }),
+      );
       return jobId;
     } catch (err) {
-      this.reportError(err, 'Import failed');
+      this.reportError(err, t('app.import_failed'));
       return null;
     }
   }

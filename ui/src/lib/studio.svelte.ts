@@ -16,7 +16,8 @@ import { planDrop } from './dropRouting';
 import { cleaner } from './cleaner.svelte';
 import { trainer } from './trainer.svelte';
 import { coverer } from './coverer.svelte';
-import { basename, plural } from './format';
+import { basename } from './format';
+import { t } from './i18n.svelte';
 import { defaults } from './defaults.svelte';
 import { assets } from './assets.svelte';
 import { savedVoiceParams } from './savedParams.svelte';
@@ -86,18 +87,18 @@ class StudioState {
     try {
       await this.currentOptions();
     } catch (err) {
-      app.reportError(err, 'Could not load the conversion defaults');
+      app.reportError(err, t('convert.error_load_defaults'));
     }
   }
 
   modelName(id: number | null): string {
     if (id === null) return '';
-    return this.models.find((m) => m.id === id)?.name ?? `Model ${id}`;
+    return this.models.find((m) => m.id === id)?.name ?? t('convert.model_fallback', { id: String(id) });
   }
 
   inputLabel(input: AudioInput): string {
     if ('file' in input) return basename(input.file);
-    return app.takes.find((t) => t.id === input.take)?.name ?? `Take ${input.take}`;
+    return app.takes.find((take) => take.id === input.take)?.name ?? t('convert.take_fallback', { id: String(input.take) });
   }
 
   async refreshModels(): Promise<void> {
@@ -107,7 +108,7 @@ class StudioState {
       const known = new Set(this.models.map((m) => m.id));
       this.modelIds = this.modelIds.filter((id) => known.has(id));
     } catch (err) {
-      app.reportError(err, 'Could not load the voice models');
+      app.reportError(err, t('convert.error_load_models'));
     }
   }
 
@@ -115,7 +116,7 @@ class StudioState {
     try {
       this.conversions = await api.listConversions(null);
     } catch (err) {
-      app.reportError(err, 'Could not load the conversions');
+      app.reportError(err, t('convert.error_load_conversions'));
     }
   }
 
@@ -126,7 +127,7 @@ class StudioState {
   async importVoice(source: string, index: string | null = null): Promise<number | null> {
     try {
       const jobId = await api.importVoice(source, index);
-      app.watchJob(jobId, `Importing voices from ${basename(source)}…`, (job) => {
+      app.watchJob(jobId, t('convert.importing_voices', { name: basename(source) }), (job) => {
         if (job.state !== 'succeeded') return;
         void this.refreshModels();
         // A voice the models folder's HuBERT cannot feed: said now, not at its first conversion.
@@ -134,7 +135,7 @@ class StudioState {
       });
       return jobId;
     } catch (err) {
-      app.reportError(err, `Could not import ${basename(source)}`);
+      app.reportError(err, t('convert.error_import', { name: basename(source) }));
       return null;
     }
   }
@@ -173,7 +174,7 @@ class StudioState {
       this.convertJobIds.push(...ids);
       return ids;
     } catch (err) {
-      app.reportError(err, 'Could not queue the conversions');
+      app.reportError(err, t('convert.error_queue'));
       return [];
     }
   }
@@ -196,23 +197,23 @@ class StudioState {
     const plan = planDrop(paths);
     if (plan.strayIndexes.length > 0) {
       app.notify(
-        `${plan.strayIndexes.map((p) => basename(p)).join(', ')}: drop an index together with its .pth, or attach it on the Models page`,
+        t('convert.stray_index', { names: plan.strayIndexes.map((p) => basename(p)).join(', ') }),
         'error',
       );
     }
     if (plan.audio.length > 0) {
       if (app.page === 'convert') {
         this.addInputs(plan.audio.map((file) => ({ file })));
-        app.notify(`Added ${plural(plan.audio.length, 'file')} to convert`, 'info');
+        app.notify(t('convert.added_to_convert', { count: plan.audio.length }), 'info');
       } else if (app.page === 'clean') {
         cleaner.addInputs(plan.audio.map((file) => ({ file })));
-        app.notify(`Added ${plural(plan.audio.length, 'file')} to clean`, 'info');
+        app.notify(t('convert.added_to_clean', { count: plan.audio.length }), 'info');
       } else if (app.page === 'cover') {
         coverer.addSongs(plan.audio.map((file) => ({ file })));
-        app.notify(`Added ${plural(plan.audio.length, 'song')} to cover`, 'info');
+        app.notify(t('convert.added_to_cover', { count: plan.audio.length }), 'info');
       } else if (app.page === 'train') {
         trainer.addInputs(plan.audio.map((file) => ({ file })));
-        app.notify(`Added ${plural(plan.audio.length, 'file')} to the dataset`, 'info');
+        app.notify(t('convert.added_to_dataset', { count: plan.audio.length }), 'info');
       } else {
         void app.importPaths(plan.audio);
       }

@@ -20,6 +20,7 @@ import type {
 } from './api';
 import { usable } from './assets';
 import { isolationMethod, type Isolation } from './clean';
+import { fixed, t, type MessageKey } from './i18n.svelte';
 
 export const SAMPLE_RATES: readonly TrainingSampleRate[] = [32000, 40000, 48000];
 
@@ -50,8 +51,8 @@ export function defaultPrepareForm(): PrepareForm {
 
 /** Why the form cannot be submitted yet, or null. */
 export function prepareProblem(form: PrepareForm): string | null {
-  if (!form.name.trim()) return 'Name the dataset.';
-  if (form.inputs.length === 0) return 'Add at least one take or file.';
+  if (!form.name.trim()) return t('train.prepare_problem_name');
+  if (form.inputs.length === 0) return t('train.prepare_problem_inputs');
   return null;
 }
 
@@ -110,13 +111,13 @@ const wholeAtLeast = (n: number | null, min: number): n is number => n !== null 
 
 /** Why the settings cannot start a run yet, or null. */
 export function trainingProblem(form: TrainingForm): string | null {
-  if (!form.name.trim()) return 'Name the model.';
-  if (!wholeAtLeast(form.epochs, 1)) return 'Epochs must be a whole number of at least 1.';
-  if (!wholeAtLeast(form.saveEvery, 1)) return 'Save every must be a whole number of epochs, at least 1.';
-  if (!wholeAtLeast(form.keepCheckpoints, 1)) return 'Keep at least 1 checkpoint.';
-  if (form.batchSize !== null && !wholeAtLeast(form.batchSize, 1)) return 'Batch size must be empty (auto) or a whole number.';
-  if (form.previewEvery !== null && !wholeAtLeast(form.previewEvery, 1)) return 'Preview every must be empty or a whole number of epochs.';
-  if (form.stopEarly && !wholeAtLeast(form.patience, 1)) return 'Stop after a whole number of saves, at least 1, without a better checkpoint.';
+  if (!form.name.trim()) return t('train.problem_name');
+  if (!wholeAtLeast(form.epochs, 1)) return t('train.problem_epochs');
+  if (!wholeAtLeast(form.saveEvery, 1)) return t('train.problem_save_every');
+  if (!wholeAtLeast(form.keepCheckpoints, 1)) return t('train.problem_keep');
+  if (form.batchSize !== null && !wholeAtLeast(form.batchSize, 1)) return t('train.problem_batch');
+  if (form.previewEvery !== null && !wholeAtLeast(form.previewEvery, 1)) return t('train.problem_preview_every');
+  if (form.stopEarly && !wholeAtLeast(form.patience, 1)) return t('train.problem_patience');
   return null;
 }
 
@@ -180,10 +181,18 @@ export function reportWarnings(report: DatasetReport | null): { kind: string; me
 /** What a dataset's report says of its held-out set, the speech the checkpoint judge scores on. */
 export function heldOutText(report: DatasetReport): string {
   const held = report.held_out;
-  if (!held || held.pieces === 0) return 'No held-out set (dataset too small or prepared before held-out sets)';
-  const pieces = held.pieces === 1 ? '1 piece' : `${held.pieces} pieces`;
-  const from = held.sources.length === 0 ? '' : held.whole_sources ? ` (from ${held.sources.join(', ')})` : ` (from the end of ${held.sources.join(', ')})`;
-  return `Held out for judging: ${pieces}, ${held.seconds.toFixed(1)} s${from}`;
+  if (!held || held.pieces === 0) return t('train.held_out_none');
+  return t('train.held_out', {
+    pieces: held.pieces,
+    seconds: fixed(held.seconds, 1),
+    from: held.sources.length === 0 ? 'none' : held.whole_sources ? 'whole' : 'end',
+    sources: listText(held.sources),
+  });
+}
+
+/** Items in a row, with the UI language's separator ("a, b" in English, "a、b" in Japanese). */
+export function listText(items: readonly string[]): string {
+  return items.join(t('train.list_separator'));
 }
 
 /** The newest queued or running `dataset` job preparing the dataset of this name. */
@@ -228,21 +237,22 @@ export function jobSecsLeft(job: Job, now: number): number | null {
   return (elapsed * (1 - done)) / done;
 }
 
-/** The loss series the chart draws, in legend order. */
+/** The loss series the chart draws, in legend order; `labelKey` names each in the
+ * catalogue (`t` is called where it is shown). */
 export const LOSSES = [
-  { key: 'g_total', label: 'Generator', color: '#f2a33a' },
-  { key: 'd_total', label: 'Discriminator', color: '#6aa7ec' },
-  { key: 'mel', label: 'Mel', color: '#56c28a' },
-  { key: 'kl', label: 'KL', color: '#c78bea' },
-  { key: 'fm', label: 'Feature match', color: '#e8c547' },
-] as const;
+  { key: 'g_total', labelKey: 'train.loss_generator', color: '#f2a33a' },
+  { key: 'd_total', labelKey: 'train.loss_discriminator', color: '#6aa7ec' },
+  { key: 'mel', labelKey: 'train.loss_mel', color: '#56c28a' },
+  { key: 'kl', labelKey: 'train.loss_kl', color: '#c78bea' },
+  { key: 'fm', labelKey: 'train.loss_feature_match', color: '#e8c547' },
+] as const satisfies readonly { key: string; labelKey: MessageKey; color: string }[];
 
 export type LossKey = (typeof LOSSES)[number]['key'];
 
 /** What the loss chart says while it has no point: losses are logged every few steps, so a
  * run's first ones can take a while on a CPU. */
 export function lossesEmptyText(run: TrainingRow): string {
-  return ACTIVE_RUN.includes(run.status) ? 'Losses appear after the first logged step' : 'This run logged no losses';
+  return ACTIVE_RUN.includes(run.status) ? t('train.losses_empty_active') : t('train.losses_empty_done');
 }
 
 /** The (step, value) points of one loss, in step order. */
@@ -309,13 +319,13 @@ export function runProfile(profile: TrainingRow['profile']): TrainingProfile | n
 
 export function profileBreakdown(profile: TrainingProfile): ProfileBreakdown {
   const trainer = segments([
-    { key: 'step', label: 'Training steps', seconds: profile.step_s },
-    { key: 'to_device', label: 'Copying to the device', seconds: profile.to_device_s ?? 0 },
-    { key: 'waited', label: 'Waiting for data', seconds: profile.waited_s },
+    { key: 'step', label: t('train.profile_step'), seconds: profile.step_s },
+    { key: 'to_device', label: t('train.profile_to_device'), seconds: profile.to_device_s ?? 0 },
+    { key: 'waited', label: t('train.profile_waited'), seconds: profile.waited_s },
   ]);
   const data = segments([
-    { key: 'load', label: 'Loading', seconds: profile.load_s },
-    { key: 'assemble', label: 'Assembling batches', seconds: profile.assemble_s },
+    { key: 'load', label: t('train.profile_load'), seconds: profile.load_s },
+    { key: 'assemble', label: t('train.profile_assemble'), seconds: profile.assemble_s },
   ]);
   const trainerSeconds = trainer.reduce((total, s) => total + s.seconds, 0);
   return {

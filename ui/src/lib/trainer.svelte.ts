@@ -18,6 +18,7 @@ import { app } from './stores.svelte';
 import { sameInput } from './studio.svelte';
 import { basename } from './format';
 import { defaults } from './defaults.svelte';
+import { t } from './i18n.svelte';
 import {
   ACTIVE_RUN,
   defaultPrepareForm,
@@ -92,13 +93,13 @@ class TrainerState {
   }
 
   datasetName(id: number | null): string {
-    if (id === null) return 'deleted dataset';
-    return this.datasets.find((d) => d.id === id)?.name ?? `Dataset ${id}`;
+    if (id === null) return t('train.dataset_deleted');
+    return this.datasets.find((d) => d.id === id)?.name ?? t('train.dataset_fallback', { id: String(id) });
   }
 
   inputLabel(input: AudioInput): string {
     if ('file' in input) return basename(input.file);
-    return app.takes.find((t) => t.id === input.take)?.name ?? `Take ${input.take}`;
+    return app.takes.find((take) => take.id === input.take)?.name ?? t('train.take_fallback', { id: String(input.take) });
   }
 
   addInputs(inputs: AudioInput[]) {
@@ -131,7 +132,7 @@ class TrainerState {
       this.settings.saveEvery ??= filled.saveEvery;
       this.settings.keepCheckpoints ??= filled.keepCheckpoints;
     } catch (err) {
-      app.reportError(err, 'Could not load the training defaults');
+      app.reportError(err, t('train.error_defaults'));
     }
   }
 
@@ -143,7 +144,7 @@ class TrainerState {
         this.prepare.isolation = { kind: 'none' };
       }
     } catch (err) {
-      app.reportError(err, 'Could not list the separation models');
+      app.reportError(err, t('train.error_separation_models'));
     }
   }
 
@@ -158,7 +159,7 @@ class TrainerState {
       }
     } catch (err) {
       this.datasetsError = api.errorMessage(err);
-      app.reportError(err, 'Could not load the datasets');
+      app.reportError(err, t('train.error_datasets'));
     }
   }
 
@@ -173,7 +174,7 @@ class TrainerState {
         await this.refreshJudgeNotes();
       }
     } catch (err) {
-      app.reportError(err, 'Could not load the training runs');
+      app.reportError(err, t('train.error_runs'));
     }
   }
 
@@ -193,7 +194,7 @@ class TrainerState {
       this.metrics = upsertBy(metrics, this.metrics, (m) => m.step);
       this.previews = upsertBy(previews, this.previews, (p) => p.epoch);
     } catch (err) {
-      app.reportError(err, 'Could not load the run\'s losses and previews');
+      app.reportError(err, t('train.error_losses_previews'));
     }
   }
 
@@ -217,7 +218,7 @@ class TrainerState {
       this.judgeWeights = report.weights;
       this.defaultWeights = report.default_weights;
     } catch (err) {
-      if (seq === this.runSeq) app.reportError(err, 'Could not load the checkpoint scores');
+      if (seq === this.runSeq) app.reportError(err, t('train.error_scores'));
     }
   }
 
@@ -237,7 +238,7 @@ class TrainerState {
       const notes = judgeNotes(await api.jobEvents(jobId));
       if (seq === this.runSeq) this.judgeNotes = notes;
     } catch (err) {
-      if (seq === this.runSeq) app.reportError(err, 'Could not read the training\'s events');
+      if (seq === this.runSeq) app.reportError(err, t('train.error_events'));
     }
   }
 
@@ -326,7 +327,7 @@ class TrainerState {
       this.scheduleRefresh();
       return job.id;
     } catch (err) {
-      app.reportError(err, 'Could not prepare the dataset');
+      app.reportError(err, t('train.error_prepare'));
       return null;
     } finally {
       this.submitting = false;
@@ -344,7 +345,7 @@ class TrainerState {
       this.selectRun(run.id);
       return run;
     } catch (err) {
-      app.reportError(err, 'Could not start the training');
+      app.reportError(err, t('train.error_start'));
       return null;
     } finally {
       this.submitting = false;
@@ -357,7 +358,7 @@ class TrainerState {
       this.upsertRun(await api.stopTraining(id));
     } catch (err) {
       this.stopAsked = this.stopAsked.filter((asked) => asked !== id);
-      app.reportError(err, 'Could not stop the training');
+      app.reportError(err, t('train.error_stop'));
     }
   }
 
@@ -365,7 +366,7 @@ class TrainerState {
     try {
       this.upsertRun(await api.resumeTraining(id));
     } catch (err) {
-      app.reportError(err, 'Could not resume the training');
+      app.reportError(err, t('train.error_resume'));
     }
   }
 
@@ -374,10 +375,13 @@ class TrainerState {
   async exportModel(id: number, step: number | null = null): Promise<VoiceModel | null> {
     try {
       const model = await api.exportTraining(id, step);
-      app.notify(`Model "${model.name}" added to the Models page`, 'success', { label: 'Open', run: () => (app.page = 'models') });
+      app.notify(t('train.exported_notice', { name: model.name }), 'success', {
+        label: t('train.exported_open'),
+        run: () => (app.page = 'models'),
+      });
       return model;
     } catch (err) {
-      app.reportError(err, 'Could not export the model');
+      app.reportError(err, t('train.error_export'));
       return null;
     }
   }

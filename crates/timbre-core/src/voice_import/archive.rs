@@ -32,18 +32,23 @@ pub enum MemberKind {
 pub struct Member {
     /// Its position in the archive.
     position: usize,
-    /// Its path inside the archive, `/`-separated, checked to stay inside it.
+    /// Its path inside the archive, `/`-separated and composed (NFC), checked to stay inside it.
     pub name: String,
     /// Weights or index, by the entry's extension.
     pub kind: MemberKind,
     /// The size its header declares; reading stops there.
     pub size: u64,
+    /// Whether its stored name is not UTF-8 (none of UTF-8 flag, UTF-8 bytes or an Info-ZIP
+    /// Unicode Path field): a legacy code page the archive does not name (GBK, Shift JIS,
+    /// CP866… from an archiver on Windows), read as CP437 as the zip format says, so `name` may
+    /// be garbled.
+    pub legacy_name: bool,
 }
 
 /// An entry left out, and why (a symlink, a path that leaves the archive…).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ignored {
-    /// Its name as the archive stores it (invalid UTF-8 replaced).
+    /// Its name as the archive stores it (read as CP437 where it is not UTF-8).
     pub name: String,
     /// Why it was left out, in plain words.
     pub reason: String,
@@ -84,7 +89,13 @@ impl<R: Read + Seek> VoiceZip<R> {
                     "{label}: entry {position} is unreadable ({e})"
                 ))
             })?;
-            let raw_name = String::from_utf8_lossy(entry.name_raw()).into_owned();
+            // As the zip crate reads names: UTF-8 (flagged or not: macOS and Info-ZIP write it
+            // unflagged; an Info-ZIP Unicode Path field already applied), else CP437.
+            let legacy_name = std::str::from_utf8(entry.name_raw()).is_err();
+            let raw_name = entry.name().map_or_else(
+                |_| String::from_utf8_lossy(entry.name_raw()).into_owned(),
+                |name| name.into_owned(),
+            );
             let (size, packed) = (entry.size(), entry.compressed_size());
             total = total.saturating_add(size);
             if total > MAX_TOTAL_BYTES {
@@ -136,6 +147,7 @@ impl<R: Read + Seek> VoiceZip<R> {
                 name,
                 kind,
                 size,
+                legacy_name,
             });
         }
         Ok(VoiceZip {
@@ -224,12 +236,15 @@ fn member_kind(name: &str) -> Option<MemberKind> {
     }
 }
 
-/// An enclosed path as `a/b/c`, without `.` or `..` parts; None when nothing is left.
+/// An enclosed path as `a/b/c` in composed form (NFC), without `.` or `..` parts; None when
+/// nothing is left.
 fn slash_path(path: &std::path::Path) -> Option<String> {
     let mut parts: Vec<String> = Vec::new();
     for component in path.components() {
         match component {
-            std::path::Component::Normal(part) => parts.push(part.to_string_lossy().into_owned()),
+            std::path::Component::Normal(part) => {
+                parts.push(crate::model_import::composed(&part.to_string_lossy()));
+            }
             std::path::Component::ParentDir => {
                 parts.pop()?;
             }

@@ -179,6 +179,7 @@ pub fn import(
 
     let mut models: Vec<Model> = Vec::new();
     let mut stored: Vec<(String, &ModelInfo)> = Vec::new();
+    let mut garbled = Vec::new();
     for (n, (voice, index)) in voices.iter().zip(paired).enumerate() {
         progress(
             n as f64 / voices.len() as f64,
@@ -197,11 +198,27 @@ pub fn import(
             request.voice_id,
         )?;
         if !models.iter().any(|m| m.id == model.id) {
+            let named_by_file = request.name.is_none()
+                && voice
+                    .info
+                    .metadata
+                    .model_name
+                    .as_deref()
+                    .is_none_or(|n| n.trim().is_empty());
+            if voice.file.legacy_name && named_by_file {
+                garbled.push(format!(
+                    "{}: the archive does not say how its file names are encoded and they are not \
+                     UTF-8 (a zip made on Windows in another language?): read as CP437, the voice \
+                     is named {:?}; rename it if that is garbled",
+                    voice.file.shown, model.name
+                ));
+            }
             stored.push((model.name.clone(), &voice.info));
             models.push(model);
         }
     }
-    let warnings = fit::embedder_warnings(&crate::models_folder::of(library)?, &stored);
+    let mut warnings = fit::embedder_warnings(&crate::models_folder::of(library)?, &stored);
+    warnings.extend(garbled);
     let imported = format!("{} voice model(s) imported from {label}", models.len());
     progress(
         1.0,

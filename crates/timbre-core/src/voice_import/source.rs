@@ -99,6 +99,9 @@ pub struct Staged {
     /// How messages name it: its path, or `<archive>:<entry>`.
     pub shown: String,
     pub kind: MemberKind,
+    /// An archive entry whose stored name is in an unknown legacy encoding (see
+    /// [`super::archive::Member::legacy_name`]).
+    pub legacy_name: bool,
     /// Keeps an extracted entry on disk while it is needed.
     _extracted: Option<NamedTempFile>,
 }
@@ -125,6 +128,7 @@ pub fn stage(
                     path: f.path,
                     relative: f.relative,
                     kind: f.kind,
+                    legacy_name: false,
                     _extracted: None,
                 })
                 .collect();
@@ -157,6 +161,7 @@ pub fn stage(
                         relative: name,
                         shown: link.clone(),
                         kind: MemberKind::Weights,
+                        legacy_name: false,
                         _extracted: Some(downloaded),
                     }],
                     Vec::new(),
@@ -172,6 +177,7 @@ fn on_disk(path: PathBuf, relative: String, kind: MemberKind) -> Staged {
         path,
         relative,
         kind,
+        legacy_name: false,
         _extracted: None,
     }
 }
@@ -219,6 +225,7 @@ fn unpack(
             relative: member.name.clone(),
             shown: format!("{label}:{}", member.name),
             kind: member.kind,
+            legacy_name: member.legacy_name,
             _extracted: Some(extracted),
         });
     }
