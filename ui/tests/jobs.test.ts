@@ -38,6 +38,11 @@ describe('Jobs page', () => {
     expect(within(rows[0]).getByTestId('job-state')).toHaveTextContent('running');
     expect(rows[0]).toHaveTextContent('42%');
     expect(rows[0]).toHaveTextContent('Importing 5/12');
+    // A screen reader hears the bar as a named progressbar at 42 %.
+    const bar = within(rows[0]).getByRole('progressbar');
+    expect(bar).toHaveAccessibleName();
+    expect(bar).toHaveAttribute('aria-valuenow', '42');
+    expect(bar).toHaveAttribute('aria-valuetext', '42%');
     expect(within(rows[1]).getByTestId('job-error')).toHaveTextContent('disk full');
     // The error's kind says what to do about it.
     expect(within(rows[1]).getByTestId('job-error-hint')).toHaveTextContent('The disk is full: free some space');

@@ -20,6 +20,8 @@ pub struct FlacStreamWriter {
     out: BufWriter<File>,
     path: PathBuf,
     config: Verified<flacenc::config::Encoder>,
+    /// Samples written plainly, for the frames where `config`'s coding came out larger.
+    verbatim: Verified<flacenc::config::Encoder>,
     info: StreamInfo,
     /// The next frame's samples, and the running MD5 and counts of all samples so far.
     frame: (FrameBuf, Context),
@@ -46,9 +48,13 @@ impl FlacStreamWriter {
                 format!("FLAC can be written with 16 or 24 bits per sample, not {bits}"),
             ));
         }
-        let config = flacenc::config::Encoder::default()
-            .into_verified()
-            .map_err(|(_, e)| AudioError::new(AudioErrorKind::Io, Some(path), e.to_string()))?;
+        let verified = |config: flacenc::config::Encoder| {
+            config
+                .into_verified()
+                .map_err(|(_, e)| AudioError::new(AudioErrorKind::Io, Some(path), e.to_string()))
+        };
+        let config = verified(flacenc::config::Encoder::default())?;
+        let verbatim = verified(verbatim_config())?;
         let block_size = config.block_size;
         let unsupported = |e: flacenc::error::VerifyError| {
             AudioError::new(
@@ -71,6 +77,7 @@ impl FlacStreamWriter {
             out: BufWriter::new(file),
             path: path.to_path_buf(),
             config,
+            verbatim,
             info,
             frame,
             pending: Vec::with_capacity(block_size * usize::from(channels)),
@@ -159,9 +166,18 @@ impl FlacStreamWriter {
             .1
             .current_frame_number()
             .expect("a frame was just filled");
-        let frame =
-            flacenc::encode_fixed_size_frame(&self.config, &self.frame.0, number, &self.info)
-                .map_err(|e| failed(e.to_string()))?;
+        let encode = |config| {
+            flacenc::encode_fixed_size_frame(config, &self.frame.0, number, &self.info)
+                .map_err(|e| failed(e.to_string()))
+        };
+        let mut frame = encode(&self.config)?;
+        // flacenc 0.5.1's Rice-parameter search overflows on bursts of loud noise in quiet
+        // blocks and codes the residual in unary, up to gigabytes a frame; no coding is worth
+        // more than the samples written plainly.
+        let plain_bits = self.block_size * self.info.channels() * self.bits as usize;
+        if frame.count_bits() > plain_bits + PLAIN_FRAME_OVERHEAD_BITS {
+            frame = encode(&self.verbatim)?;
+        }
         self.info.update_frame_info(&frame);
         self.write_bits(&frame)
     }
@@ -180,9 +196,75 @@ impl FlacStreamWriter {
     }
 }
 
+/// A frame's header, subframe headers and CRC, beyond its samples: generous, as it only
+/// tells a sane coding from a runaway one.
+const PLAIN_FRAME_OVERHEAD_BITS: usize = 1024;
+
+fn verbatim_config() -> flacenc::config::Encoder {
+    let mut config = flacenc::config::Encoder::default();
+    config.stereo_coding.use_leftside = false;
+    config.stereo_coding.use_rightside = false;
+    config.stereo_coding.use_midside = false;
+    config.subframe_coding.use_fixed = false;
+    config.subframe_coding.use_lpc = false;
+    config
+}
+
 /// Writes a FLAC file with `bits` (16 or 24) bits per sample.
 pub fn write_flac(path: &Path, buf: &AudioBuffer, bits: u8) -> Result<(), AudioError> {
     let mut writer = FlacStreamWriter::create(path, buf.sample_rate, buf.channel_count(), bits)?;
     writer.write_planes(&buf.channels)?;
     writer.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A burst of full-scale noise in a near-silent block (a separator's random-weight stem had
+    /// one) overflows flacenc 0.5.1's Rice-parameter search, which then codes the residual in
+    /// unary: a frame of hundreds of megabytes that symphonia refuses as cut short.
+    #[test]
+    fn a_burst_of_full_scale_noise_stays_a_small_readable_file() {
+        let rate = 44100;
+        let blocks = 32;
+        let frames = blocks * 4096;
+        let mut state = 0x9e37_79b9_u32;
+        let mut noise = move || {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            state as f32 / u32::MAX as f32 * 2.0 - 1.0
+        };
+        let quiet =
+            |i: usize, f: f32| 1e-4 * (i as f32 * f / rate as f32 * std::f32::consts::TAU).sin();
+        let mut left: Vec<f32> = (0..frames).map(|i| quiet(i, 220.0)).collect();
+        let right: Vec<f32> = (0..frames).map(|i| quiet(i, 330.0)).collect();
+        for block in 0..blocks {
+            let start = block * 4096 + block * 97 % 3000;
+            for sample in &mut left[start..start + 50 + block * 5] {
+                *sample = noise();
+            }
+        }
+        let buf = AudioBuffer::new(rate, vec![left, right]);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("jump.flac");
+        write_flac(&path, &buf, 24).unwrap();
+        let plain = frames * 2 * 3;
+        let size = std::fs::metadata(&path).unwrap().len() as usize;
+        assert!(
+            size < plain + 4096,
+            "{size} bytes for {plain} bytes of samples"
+        );
+        let back = crate::decode_file(&path, &Default::default()).unwrap();
+        assert_eq!(back.frames(), frames);
+        for (a, b) in back.channels.iter().zip(&buf.channels) {
+            let worst = a
+                .iter()
+                .zip(b)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0.0, f32::max);
+            assert!(worst < 2.0 / (1 << 23) as f32, "off by {worst}");
+        }
+    }
 }
