@@ -105,6 +105,27 @@ describe('first-run panel', () => {
     await waitFor(() => expect(screen.queryByTestId('first-run')).toBeNull());
   });
 
+  it('goes away when the downloads end before the command that queued them answers', async () => {
+    let verified = false;
+    mockBackend({
+      list_assets: () => assetList(essentialAssets(verified, verified)),
+      download_assets: ({ names }) => {
+        const queued: Job[] = names.map((n: string, i: number) => downloadJob(30 + i, n));
+        verified = true;
+        for (const job of queued) notify({ ...job, state: 'succeeded', progress: 1 });
+        return queued;
+      },
+    });
+    render(FirstRunPanel);
+    await assets.start();
+    await fireEvent.click(await screen.findByTestId('first-run-get'));
+    await waitFor(() => expect(screen.queryByTestId('first-run')).toBeNull());
+    expect(app.jobs.map((j) => [j.id, j.state])).toEqual([
+      [30, 'succeeded'],
+      [31, 'succeeded'],
+    ]);
+  });
+
   it('cancels, and says why a download failed', async () => {
     const be = mockBackend({
       list_assets: () => assetList(essentialAssets(true, false)),

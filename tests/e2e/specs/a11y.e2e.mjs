@@ -11,7 +11,7 @@ const PAGES = ['library', 'record', 'live', 'convert', 'compare', 'clean', 'cove
 describe('accessibility', () => {
   before(async () => {
     await waitForApp();
-    const source = writeSineWav(path.join(workDir, 'a11y-take.wav'), { seconds: 2, freq: 220, amplitude: 0.4 });
+    const source = writeSineWav(path.join(workDir, 'a11y-take.wav'), { seconds: 2, freq: 233, amplitude: 0.4 });
     const job = await waitForJob(await invoke('import_files', { paths: [source], voiceId: null }));
     assert.equal(job.state, 'succeeded', `the import failed: ${job.error}`);
     await importVoice({ source: path.join(parity, 'synth_v1_f0_40k/model.pth') });

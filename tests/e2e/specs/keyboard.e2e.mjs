@@ -42,7 +42,7 @@ describe('keyboard only', () => {
     await press(byTestId('nav-convert'));
     await $(byTestId('convert-inputs')).waitForDisplayed({ timeout: 10000 });
 
-    const file = writeSineWav(path.join(workDir, 'keyboard input.wav'), { seconds: 2, freq: 220, amplitude: 0.4 });
+    const file = writeSineWav(path.join(workDir, 'keyboard input.wav'), { seconds: 2, freq: 294, amplitude: 0.4 });
     await press(byTestId('convert-add-files'));
     answerFileDialog('Add audio files', file);
     await waitFor(async () => (await $$(byTestId('convert-input')).length) === 1, {

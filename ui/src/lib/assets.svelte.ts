@@ -116,7 +116,7 @@ class AssetsState {
       const jobs = await api.downloadAssets(names);
       for (const job of jobs) {
         this.meters.get(jobJson<DownloadRequest>(job.params)?.asset ?? '')?.reset();
-        app.upsertJob(job);
+        app.addQueuedJob(job);
       }
       return jobs;
     } catch (err) {

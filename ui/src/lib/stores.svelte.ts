@@ -190,6 +190,12 @@ class AppState {
     }
   }
 
+  /** A job as the command that queued it answered. The job's own notifications can come first
+   * (a quick download ends before the answer arrives) and are newer, so then it is left out. */
+  addQueuedJob(job: Job) {
+    if (!this.jobs.some((j) => j.id === job.id)) this.upsertJob(job);
+  }
+
   upsertJob(job: Job) {
     this.liveDuringRefresh?.set(job.id, job);
     const i = this.jobs.findIndex((j) => j.id === job.id);

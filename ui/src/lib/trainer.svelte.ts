@@ -320,7 +320,7 @@ class TrainerState {
     this.submitting = true;
     try {
       const job = await api.prepareDataset(prepareParams(this.prepare));
-      app.upsertJob(job);
+      app.addQueuedJob(job);
       app.watchJob(job.id);
       this.datasetJobIds.push(job.id);
       this.prepare.inputs = [];
