@@ -2,9 +2,27 @@
 //! with the fixture voice, as the devices would stream it.
 
 use std::path::Path;
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use timbre_audio::DecodeOptions;
 use timbre_integration_tests::Sandbox;
+
+/// The cores, shared by the tests of this file; the tuning test takes them alone: it measures
+/// what a stream keeps up with, so a sibling's conversion beside its tune or its stream would
+/// measure the sibling.
+static CORES: RwLock<()> = RwLock::new(());
+
+fn shared_cores() -> RwLockReadGuard<'static, ()> {
+    CORES
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn cores_alone() -> RwLockWriteGuard<'static, ()> {
+    CORES
+        .write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 fn sandbox() -> Sandbox {
     let sb = Sandbox::with_extractors(false);
@@ -39,6 +57,7 @@ fn stream(sb: &Sandbox, input: &str, out: &str, extra: &[&str]) -> std::process:
 
 #[test]
 fn a_file_streams_block_by_block_reproducibly_and_reports_its_block_times() {
+    let _cores = shared_cores();
     let sb = sandbox();
     let input = sb.write_speech("speech.wav", 1.0);
     let first = stream(&sb, &input, "a.wav", &[]);
@@ -69,6 +88,7 @@ fn a_file_streams_block_by_block_reproducibly_and_reports_its_block_times() {
 
 #[test]
 fn formant_shift_and_denoise_change_the_stream_and_keep_its_length() {
+    let _cores = shared_cores();
     let sb = sandbox();
     let input = sb.write_speech("speech.wav", 1.0);
     let run = |out: &str, extra: &[&str]| {
@@ -95,6 +115,7 @@ fn formant_shift_and_denoise_change_the_stream_and_keep_its_length() {
 
 #[test]
 fn passthrough_returns_the_input_behind_the_crossfade() {
+    let _cores = shared_cores();
     let sb = sandbox();
     let input = sb.write_speech("speech.wav", 1.0);
     let out = stream(
@@ -148,6 +169,7 @@ fn passthrough_returns_the_input_behind_the_crossfade() {
 
 #[test]
 fn bad_settings_and_missing_models_are_refused_by_name() {
+    let _cores = shared_cores();
     let sb = sandbox();
     let input = sb.write_speech("speech.wav", 0.5);
     let out = stream(&sb, &input, "x.wav", &["--block-ms", "5"]);
@@ -202,6 +224,7 @@ fn bad_settings_and_missing_models_are_refused_by_name() {
 
 #[test]
 fn tune_picks_the_smallest_block_that_keeps_up_and_a_stream_with_it_does() {
+    let _cores = cores_alone();
     let sb = sandbox();
     let tuned = sb
         .cpu_command()
@@ -274,6 +297,7 @@ fn tune_picks_the_smallest_block_that_keeps_up_and_a_stream_with_it_does() {
 
 #[test]
 fn the_speech_gate_skips_the_voice_in_silence_and_lets_nothing_through() {
+    let _cores = shared_cores();
     let sb = sandbox();
     // Words (0.3 to 2.7 s), 2.7 to 4.3 s of silence with a room's noise (-60 dBFS) in its
     // middle second, words again (4.3 to 4.9 s); 48 kHz.
