@@ -66,7 +66,8 @@ lint: build-test
 	scripts/timed.sh lint sh -c 'cargo fmt --all --check && npm run check'
 
 # The conversion benchmark against the reference Python pipeline, written into
-# docs/PERFORMANCE.md (about 15 minutes on 2 cores; BENCH_THREADS=N for N libtorch threads).
+# docs/PERFORMANCE.md (about 15 minutes on 2 cores; BENCH_THREADS=N for N libtorch threads;
+# BENCH_ISA=avx2 as on a CPU without AVX-512).
 bench: setup
 	bench/run.sh
 

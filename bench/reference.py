@@ -104,6 +104,7 @@ def main() -> None:
     result = {
         "implementation": "rvc-next 0.2.16",
         "torch": torch.__version__,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "device": f"{runtime.choice.name} ({'fp16' if runtime.is_half else 'fp32'})",
         "threads": torch.get_num_threads(),
         "chunking": astuple(runtime.chunk),

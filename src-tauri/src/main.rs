@@ -6,6 +6,6 @@
 
 fn main() {
     // SAFETY: first thing in `main`, while the process has one thread.
-    unsafe { timbre_nn::device::limit_kernel_cache() };
+    unsafe { timbre_nn::device::set_cpu_kernel_options() };
     timbre_studio_lib::run()
 }

@@ -88,7 +88,7 @@ impl Paths {
 
 fn main() -> Result<()> {
     // SAFETY: first thing in `main`, while the process has one thread.
-    unsafe { timbre_nn::device::limit_kernel_cache() };
+    unsafe { timbre_nn::device::set_cpu_kernel_options() };
     let args = Args::parse();
     tch::set_num_threads(args.threads);
     let paths = Paths::new(&args.dir);
@@ -163,6 +163,7 @@ fn conversion_jobs(paths: &Paths) -> Result<Value> {
         "implementation": "Timbre Studio (timbre-nn on tch 0.24, libtorch 2.11.0)",
         "device": device_name(timbre_nn::device::default_device()?)?,
         "threads": tch::get_num_threads(),
+        "onednn_max_cpu_isa": std::env::var("ONEDNN_MAX_CPU_ISA").ok(),
         "chunking": [chunking.x_pad, chunking.x_query, chunking.x_center, chunking.x_max],
         "input_seconds": cold["result"]["input_seconds"],
         "cold": { "seconds": since_exec, "startup_seconds": startup, "job": cold },

@@ -92,7 +92,7 @@ fn non_utf8_argument() -> Option<anyhow::Error> {
 
 fn main() -> ExitCode {
     // SAFETY: first thing in `main`, while the process has one thread.
-    unsafe { timbre_nn::device::limit_kernel_cache() };
+    unsafe { timbre_nn::device::set_cpu_kernel_options() };
     if let Some(err) = non_utf8_argument() {
         let json = std::env::args_os().any(|arg| arg == "--json");
         output::Output { json }.error(&err);

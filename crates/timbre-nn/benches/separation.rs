@@ -153,7 +153,7 @@ fn separate(separator: &Separator, total: i64) -> Result<f64> {
 
 fn main() -> Result<()> {
     // SAFETY: first thing in `main`, while the process has one thread.
-    unsafe { timbre_nn::device::limit_kernel_cache() };
+    unsafe { timbre_nn::device::set_cpu_kernel_options() };
     let secs: i64 = env_or("BENCH_SECS", 30);
     let threads: i32 = env_or("BENCH_THREADS", 2);
     let models: String = env_or("BENCH_MODELS", "bs,mel".to_string());

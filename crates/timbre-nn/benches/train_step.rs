@@ -72,7 +72,7 @@ fn batch(config: &TrainingConfig, size: i64, device: Device) -> Batch {
 
 fn main() -> Result<()> {
     // SAFETY: first thing in `main`, while the process has one thread.
-    unsafe { timbre_nn::device::limit_kernel_cache() };
+    unsafe { timbre_nn::device::set_cpu_kernel_options() };
     let steps: usize = env_or("BENCH_STEPS", 5);
     let batches: String = env_or("BENCH_BATCHES", "4,8".to_string());
     tch::set_num_threads(env_or("BENCH_THREADS", 2));

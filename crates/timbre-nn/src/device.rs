@@ -111,23 +111,72 @@ impl Precision {
     }
 }
 
-/// Keeps oneDNN (libtorch's CPU convolutions) from caching a compiled kernel per input shape.
-/// Every segment of a long input has its own length, so with the default cache (1024 kernels)
-/// each segment added about 1.3 GB with the fixture models, and a long conversion grew without
-/// bound; without it, memory is one segment's, and the speed the same (measured on 4 minutes).
-/// oneDNN reads `ONEDNN_PRIMITIVE_CACHE_CAPACITY` once, at its first convolution, so this sets
-/// it in the environment, unless the user set it.
+/// Sets oneDNN's options (libtorch's CPU convolutions) in the environment, where it reads them
+/// once, at its first convolution; a variable the user set is kept.
+///
+/// - No cache of a compiled kernel per input shape (`ONEDNN_PRIMITIVE_CACHE_CAPACITY=0`): every
+///   segment of a long input has its own length, so with the default cache (1024 kernels) each
+///   segment added about 1.3 GB with the fixture models, and a long conversion grew without
+///   bound. A cache pays only when the same shapes run again: a process's first synthesis takes
+///   as long with it as without (docs/PERFORMANCE.md, "Every CPU").
+/// - On AMD's Zen 4 (family 19h with AVX-512), which runs a 512-bit instruction as two 256-bit
+///   halves, oneDNN's AVX2 kernels (`ONEDNN_MAX_CPU_ISA=AVX2`): its first synthesis in a process
+///   took 20.4–21.1 s against 23.2–23.6 s with its AVX-512 ones. Intel's AVX-512 cores and
+///   Zen 5's full-width units keep theirs.
 ///
 /// # Safety
 ///
 /// Setting an environment variable races with any other thread reading or writing the
 /// environment. Call this first thing in `main`, while the process has one thread, before any
 /// model runs.
-pub unsafe fn limit_kernel_cache() {
-    const VAR: &str = "ONEDNN_PRIMITIVE_CACHE_CAPACITY";
-    if std::env::var_os(VAR).is_none() {
-        // SAFETY: the caller guarantees the process has one thread.
-        unsafe { std::env::set_var(VAR, "0") };
+pub unsafe fn set_cpu_kernel_options() {
+    let mut options = vec![("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "0")];
+    if Cpu::detect().is_some_and(|cpu| cpu.prefers_avx2_kernels()) {
+        options.push(("ONEDNN_MAX_CPU_ISA", "AVX2"));
+    }
+    for (name, value) in options {
+        if std::env::var_os(name).is_none() {
+            // SAFETY: the caller guarantees the process has one thread.
+            unsafe { std::env::set_var(name, value) };
+        }
+    }
+}
+
+/// What [`set_cpu_kernel_options`] needs to know of the CPU.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Cpu {
+    amd: bool,
+    /// The display family (base family plus extended family, as AMD numbers them: 19h is Zen 3
+    /// and Zen 4).
+    family: u32,
+    avx512: bool,
+}
+
+impl Cpu {
+    #[cfg(target_arch = "x86_64")]
+    fn detect() -> Option<Self> {
+        use std::arch::x86_64::__cpuid;
+        let (vendor, signature) = (__cpuid(0), __cpuid(1));
+        let name: Vec<u8> = [vendor.ebx, vendor.edx, vendor.ecx]
+            .iter()
+            .flat_map(|word| word.to_le_bytes())
+            .collect();
+        let base = (signature.eax >> 8) & 0xf;
+        let extended = (signature.eax >> 20) & 0xff;
+        Some(Self {
+            amd: name == b"AuthenticAMD",
+            family: if base == 0xf { base + extended } else { base },
+            avx512: std::arch::is_x86_feature_detected!("avx512f"),
+        })
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    fn detect() -> Option<Self> {
+        None
+    }
+
+    fn prefers_avx2_kernels(self) -> bool {
+        self.amd && self.family == 0x19 && self.avx512
     }
 }
 
@@ -144,6 +193,47 @@ mod tests {
             tch::Kind::Float
         );
         assert!(Precision::parse("int8").is_err());
+    }
+
+    #[test]
+    fn only_zen_4_takes_avx2_kernels() {
+        let zen4 = Cpu {
+            amd: true,
+            family: 0x19,
+            avx512: true,
+        };
+        assert!(zen4.prefers_avx2_kernels());
+        let zen3 = Cpu {
+            avx512: false,
+            ..zen4
+        };
+        let zen5 = Cpu {
+            family: 0x1a,
+            ..zen4
+        };
+        let intel = Cpu { amd: false, ..zen4 };
+        for cpu in [zen3, zen5, intel] {
+            assert!(!cpu.prefers_avx2_kernels(), "{cpu:?}");
+        }
+    }
+
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    #[test]
+    fn reads_this_cpu() {
+        let cpu = Cpu::detect().unwrap();
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap();
+        assert_eq!(cpu.amd, cpuinfo.contains("AuthenticAMD"));
+        assert_eq!(cpu.avx512, cpuinfo.contains(" avx512f"));
+        let family = cpuinfo
+            .lines()
+            .find_map(|line| line.strip_prefix("cpu family"))
+            .and_then(|rest| {
+                rest.trim_start_matches([' ', '\t', ':'])
+                    .parse::<u32>()
+                    .ok()
+            })
+            .unwrap();
+        assert_eq!(cpu.family, family);
     }
 
     #[test]
