@@ -14,14 +14,19 @@ import shutil
 import subprocess
 from pathlib import Path
 
+def cpuinfo(field: str) -> str | None:
+    """The first value of `field` in /proc/cpuinfo."""
+    return next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith(field)), None)
+
+
 def cpu_model() -> str:
-    return next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")), platform.processor())
+    return cpuinfo("model name") or platform.processor()
 
 
 def isa(cpu_capability: str) -> str:
     """The vector instructions both sides ran with: the CPU's widest, or AVX2 where bench/run.sh
     capped them (BENCH_ISA=avx2) for libtorch's own kernels, oneDNN's and MKL's alike."""
-    flags = next((line.split(":", 1)[1].split() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags")), [])
+    flags = (cpuinfo("flags") or "").split()
     widest = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "SSE"
     ran = {"AVX512": "AVX-512", "AVX2": "AVX2"}.get(cpu_capability, cpu_capability)
     return ran if ran == widest else f"{ran} (capped on an {widest} CPU: {os.environ.get('BENCH_ISA_CAP', '')})"
