@@ -10,7 +10,7 @@ APP := target/debug/timbre-studio
 # anew, 4.5 s of CPU each.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: run test setup setup-test app build-test test-rust test-ui test-e2e lint bindings bench bench-live bench-isolate bench-cover fuzz
+.PHONY: run test setup setup-test app build-test test-rust test-ui test-e2e lint bindings bench bench-live bench-isolate bench-cover fuzz package package-test cuda-runtime-catalogue
 
 run: setup app
 	WEBKIT_DISABLE_DMABUF_RENDERER=1 $(APP)
@@ -55,6 +55,21 @@ test-ui:
 
 test-e2e: build-test
 	scripts/timed.sh e2e tests/e2e/run.sh
+
+# The .deb and the self-contained .tar.gz, with libtorch's CPU runtime inside, into
+# target/package/ (a release build: about 15 minutes from a clean clone on 2 cores).
+package: setup ui/dist/index.html
+	scripts/package.sh
+
+# The packages on a clean Debian 12 root made with debootstrap (as root): install, --version,
+# doctor, a conversion, the app's first window, the .tar.gz from a read-only folder. Not in CI:
+# the root and the app's dependencies are a 300 MB download and 10 minutes.
+package-test: package
+	scripts/package_test.sh
+
+# models/cuda-runtime.json anew from PyPI for the venv's torch (when the torch version changes).
+cuda-runtime-catalogue: setup
+	scripts/cuda_runtime_catalogue.py
 
 # The UI's TypeScript types written anew from the Rust types, and the UI tests' fixture of the
 # defaults commands' answers (src-tauri/src/bindings.rs).

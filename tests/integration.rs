@@ -9,6 +9,7 @@ mod concurrent_writers;
 mod convert;
 mod cover;
 mod crash_recovery;
+mod cuda_runtime;
 mod dataset;
 mod doctor;
 mod effects_formats;

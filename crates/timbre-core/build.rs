@@ -1,6 +1,5 @@
 //! Build script: `link_libtorch` (from `timbre-nn/link_libtorch.rs`) points the crate's test
-//! binaries at the libtorch they were built against, and keeps libtorch_cuda linked though
-//! nothing names it.
+//! binaries at the libtorch they were built against.
 
 include!("../timbre-nn/link_libtorch.rs");
 

@@ -1,8 +1,12 @@
 //! Compiles src/shim.cpp against the headers of the libtorch torch-sys links (found beside its
-//! `lib` folder, as in both a PyPI torch and a libtorch archive) with torch-sys's own flags.
-//! The CUDA-graph half needs CUDA's runtime headers (ATen/cuda/CUDAGraph.h includes them) and
-//! libtorch_cuda; where either is missing the shim is built without it and `CudaGraph` says so
-//! at run time, so a CPU-only libtorch still builds.
+//! `lib` folder, as in both a PyPI torch and a libtorch archive) with torch-sys's own flags, as
+//! a static library that needs libtorch's CPU libraries only. The CUDA-graph half
+//! (src/cuda_graph.cpp) is linked against libtorch_cuda as a shared library of its own, which
+//! src/cuda.rs embeds and loads after libtorch_cuda at start (`cfg(timbre_cuda_graph)`, its path
+//! in `TIMBRE_CUDA_GRAPH_LIB`). It needs CUDA's runtime headers (ATen/cuda/CUDAGraph.h includes
+//! them) and libtorch_cuda; where either is missing it is not built and `CudaGraph` says so at
+//! run time, so a CPU-only libtorch still builds. `TIMBRE_TORCH_VERSION` is the libtorch's
+//! version, which names the CUDA runtime folder it can use.
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -13,45 +17,69 @@ fn main() {
     );
     let root = lib.parent().expect("libtorch's lib folder has a parent");
     let include = root.join("include");
-    let mut build = cc::Build::new();
-    build
-        .cpp(true)
-        .pic(true)
-        .warnings(false)
-        .include(&include)
-        .include(include.join("torch/csrc/api/include"))
-        .flag("-std=c++17")
-        // libtorch 2.x on Linux uses the C++11 ABI; torch-sys reads the same override.
-        .flag(format!(
-            "-D_GLIBCXX_USE_CXX11_ABI={}",
-            env::var("LIBTORCH_CXX11_ABI").unwrap_or_else(|_| "1".to_owned())
-        ))
-        .flag("-DGLOG_USE_GLOG_EXPORT")
-        .file("src/shim.cpp");
+    let compiler = |file: &str| {
+        let mut build = cc::Build::new();
+        build
+            .cpp(true)
+            .pic(true)
+            .warnings(false)
+            .include(&include)
+            .include(include.join("torch/csrc/api/include"))
+            .flag("-std=c++17")
+            // libtorch 2.x on Linux uses the C++11 ABI; torch-sys reads the same override.
+            .flag(format!(
+                "-D_GLIBCXX_USE_CXX11_ABI={}",
+                env::var("LIBTORCH_CXX11_ABI").unwrap_or_else(|_| "1".to_owned())
+            ))
+            .flag("-DGLOG_USE_GLOG_EXPORT")
+            .file(file);
+        build
+    };
+    compiler("src/shim.cpp").compile("timbre_torch_ext");
+    println!("cargo::rustc-check-cfg=cfg(timbre_cuda_graph)");
     let cuda_headers = cuda_includes(root);
     let has_libtorch_cuda = lib.join("libtorch_cuda.so").exists();
-    match (cuda_headers.is_empty(), has_libtorch_cuda) {
-        (false, true) => {
-            build
-                .includes(&cuda_headers)
-                .define("TIMBRE_TORCH_CUDA", None);
-            println!("cargo:rustc-link-search=native={}", lib.display());
-            println!("cargo:rustc-link-lib=torch_cuda");
-            println!("cargo:rustc-link-lib=c10_cuda");
-        }
-        _ => println!(
+    if !cuda_headers.is_empty() && has_libtorch_cuda {
+        let mut build = compiler("src/cuda_graph.cpp");
+        build.includes(&cuda_headers);
+        let objects = build.compile_intermediates();
+        let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+        let shared = out.join("libtimbre_cuda_graph.so");
+        // No run path: it is loaded after libtorch_cuda, whose libraries it finds loaded.
+        let status = build
+            .get_compiler()
+            .to_command()
+            .arg("-shared")
+            .arg("-Wl,-soname,libtimbre_cuda_graph.so")
+            .arg("-o")
+            .arg(&shared)
+            .args(&objects)
+            .arg(format!("-L{}", lib.display()))
+            .args(["-ltorch_cuda", "-lc10_cuda", "-ltorch_cpu", "-lc10"])
+            .status()
+            .expect("running the C++ compiler to link libtimbre_cuda_graph.so");
+        assert!(status.success(), "linking libtimbre_cuda_graph.so failed");
+        println!("cargo:rustc-cfg=timbre_cuda_graph");
+        println!("cargo:rustc-env=TIMBRE_CUDA_GRAPH_LIB={}", shared.display());
+    } else {
+        println!(
             "cargo:warning=timbre-torch-ext: built without CUDA graphs (CUDA headers: {}, libtorch_cuda: {has_libtorch_cuda})",
             if cuda_headers.is_empty() {
                 "not found".to_string()
             } else {
                 format!("{cuda_headers:?}")
             }
-        ),
+        );
     }
-    build.compile("timbre_torch_ext");
+    println!(
+        "cargo:rustc-env=TIMBRE_TORCH_VERSION={}",
+        torch_version(root)
+    );
     // This crate's own test binaries find libtorch as timbre-nn's do (link_libtorch.rs there).
     println!("cargo:rustc-link-arg=-Wl,-rpath={}", lib.display());
     println!("cargo:rerun-if-changed=src/shim.cpp");
+    println!("cargo:rerun-if-changed=src/shim_error.h");
+    println!("cargo:rerun-if-changed=src/cuda_graph.cpp");
     println!("cargo:rerun-if-env-changed=CUDA_HOME");
     println!("cargo:rerun-if-env-changed=LIBTORCH_CXX11_ABI");
 }
@@ -90,4 +118,23 @@ fn cuda_includes(torch_root: &Path) -> Vec<PathBuf> {
     } else {
         vec![runtime, host_config]
     }
+}
+
+/// The libtorch's version: PyPI torch's `version.py` (`__version__ = '2.11.0+cu130'`), else a
+/// libtorch archive's `build-version`.
+fn torch_version(torch_root: &Path) -> String {
+    let from_python = std::fs::read_to_string(torch_root.join("version.py"))
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|line| line.strip_prefix("__version__ = "))
+                .map(|v| v.trim().trim_matches(['\'', '"']).to_owned())
+        });
+    from_python
+        .or_else(|| {
+            std::fs::read_to_string(torch_root.join("build-version"))
+                .ok()
+                .map(|v| v.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown".to_owned())
 }

@@ -107,6 +107,10 @@ fn export_contract(dir: &Path) -> Result<(), ts_rs::ExportError> {
         timbre_core::live::RecordedSession,
         timbre_core::db::effect_presets::EffectPreset,
         crate::commands::settings::SettingsView,
+        timbre_core::updates::UpdateCheck,
+        timbre_core::updates::Installed,
+        timbre_core::updates::UpdateRequest,
+        crate::commands::about::About,
     );
     Ok(())
 }

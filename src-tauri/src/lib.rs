@@ -1,6 +1,7 @@
-//! The Tauri shell: opens the library and starts its job workers (exiting with the error when it
-//! cannot), removes a crashed run's virtual microphone, registers every command the UI calls, and
-//! stops a live stream when the app ends.
+//! The Tauri shell: hands the files it was opened with to the app already running on the same
+//! library (`open_with`), else opens the library and starts its job workers (exiting with the
+//! error when it cannot), removes a crashed run's virtual microphone, registers every command
+//! the UI calls, and stops a live stream when the app ends.
 
 #[cfg(test)]
 mod bindings;
@@ -8,6 +9,7 @@ mod commands;
 #[cfg(test)]
 mod contract;
 mod error;
+mod open_with;
 mod state;
 
 use std::sync::Arc;
@@ -19,8 +21,22 @@ use timbre_core::model_cache::ModelCache;
 /// Runs the app until it exits, then stops the job system; exits with status 1 when the library
 /// cannot be opened.
 pub fn run() {
+    let opened = open_with::paths_in(std::env::args_os().skip(1));
+    let data_dir = timbre_core::library::resolve_data_dir(None).unwrap_or_else(|err| {
+        eprintln!("Timbre Studio cannot find its library: {err:#}");
+        std::process::exit(1);
+    });
+    if let Err(err) = std::fs::create_dir_all(&data_dir) {
+        eprintln!("Timbre Studio cannot create {}: {err}", data_dir.display());
+        std::process::exit(1);
+    }
+    let listener = match open_with::start(&data_dir, &opened) {
+        open_with::Start::HandedOver => return,
+        open_with::Start::First(listener) => listener,
+    };
+    let owns_socket = listener.is_some();
     let models = Arc::new(ModelCache::default());
-    let jobs = open_job_system(&models).unwrap_or_else(|err| {
+    let jobs = open_job_system(&data_dir, &models).unwrap_or_else(|err| {
         eprintln!("Timbre Studio cannot open its library: {err:#}");
         std::process::exit(1);
     });
@@ -31,6 +47,13 @@ pub fn run() {
     tauri::Builder::default()
         .plugin(tauri_plugin_dialog::init())
         .manage(state::AppState::new(jobs, models))
+        .manage(open_with::OpenedFiles::new(opened))
+        .setup(move |app| {
+            if let Some(listener) = listener {
+                open_with::serve(listener, app.handle().clone());
+            }
+            Ok(())
+        })
         .invoke_handler(tauri::generate_handler![
             commands::library::list_voices,
             commands::library::create_voice,
@@ -56,6 +79,12 @@ pub fn run() {
             commands::devices::set_devices,
             commands::settings::get_settings,
             commands::settings::set_setting,
+            open_with::take_opened_files,
+            commands::about::get_about,
+            commands::about::check_for_updates,
+            commands::about::install_update,
+            commands::runtime::install_cuda_runtime,
+            commands::runtime::remove_cuda_runtime,
             commands::record::list_input_devices,
             commands::analyze::analyze_pitch,
             commands::live::list_live_devices,
@@ -125,9 +154,12 @@ pub fn run() {
         .expect("error while building Timbre Studio")
         // The event loop ends the process itself: what must happen at exit happens here. A job
         // still running is not waited for (a training can take hours); the next start recovers it.
-        .run(|app, event| {
+        .run(move |app, event| {
             if let tauri::RunEvent::Exit = event {
                 stop_live(app);
+                if owns_socket {
+                    open_with::remove_socket(&data_dir);
+                }
             }
         });
 }
@@ -143,9 +175,11 @@ fn stop_live(app: &tauri::AppHandle) {
     }
 }
 
-fn open_job_system(models: &Arc<ModelCache>) -> anyhow::Result<Arc<JobSystem>> {
-    let dir = timbre_core::library::resolve_data_dir(None)?;
-    let library = Arc::new(Library::open(&dir)?);
+fn open_job_system(
+    dir: &std::path::Path,
+    models: &Arc<ModelCache>,
+) -> anyhow::Result<Arc<JobSystem>> {
+    let library = Arc::new(Library::open(dir)?);
     let jobs = JobSystem::new(library, timbre_core::handlers::job_handlers(models))?;
     jobs.start_workers()?;
     Ok(jobs)

@@ -169,6 +169,9 @@ server_pid=$!
 for _ in $(seq 50); do [[ -s "$tmp/asset-server.port" ]] && break; sleep 0.1; done
 [[ -s "$tmp/asset-server.port" ]] || { echo "run.sh: the asset server did not start (see $logs/asset-server.log)" >&2; exit 2; }
 export TIMBRE_ASSET_CATALOG="$tmp/catalog.json" TIMBRE_DOWNLOAD_ENDPOINT="http://127.0.0.1:$(cat "$tmp/asset-server.port")"
+# The start's update check asks this server, not the project's feed: it has no feed (a 404, which
+# the app keeps quiet about), so no spec sees an update notice.
+export TIMBRE_UPDATE_FEED="$TIMBRE_DOWNLOAD_ENDPOINT/updates/stable.json"
 export NO_PROXY="127.0.0.1${NO_PROXY:+,$NO_PROXY}" no_proxy="127.0.0.1${no_proxy:+,$no_proxy}"
 
 # The live spec's audio loop: a private PulseAudio daemon whose null sink's monitor is the

@@ -1,5 +1,5 @@
 import { mockIPC, mockWindows } from '@tauri-apps/api/mocks';
-import type { AssetStatus, Conversion, DoctorReport, Job, Take, Voice, VoiceModel } from '../src/lib/api';
+import type { About, AssetStatus, Conversion, DoctorReport, Job, RuntimeStatus, Take, Voice, VoiceModel } from '../src/lib/api';
 import commandDefaults from './fixtures/command-defaults.json';
 
 /** What the defaults commands answer, as Rust writes it (`make bindings` regenerates the file). */
@@ -24,6 +24,12 @@ const defaultHandlers: Record<string, Handler> = {
   get_training_defaults: () => BACKEND_DEFAULTS.get_training_defaults,
   get_live_defaults: () => BACKEND_DEFAULTS.get_live_defaults,
   list_effect_presets: () => [],
+  take_opened_files: () => [],
+  get_about: () => makeAbout(),
+  // The start's update check, with checks off as a test library would have them.
+  check_for_updates: () => {
+    throw { kind: 'invalid_input', message: 'update checks are off in Settings (update_check): turn them on to check' };
+  },
 };
 
 /** Commands called that no handler answers, since the last `takeUnansweredCommands`. */
@@ -62,6 +68,27 @@ export function takeUnansweredCommands(): string[] {
   const names = [...new Set(unanswered)];
   unanswered = [];
   return names;
+}
+
+/** The About section's answer: a source build on a machine without an NVIDIA driver. */
+export function makeAbout(runtime: Partial<RuntimeStatus> = {}, over: Partial<About> = {}): About {
+  return {
+    version: '0.1.0',
+    commit: '004c96b1a2b3',
+    installed_as: 'source',
+    runtime: {
+      torch_version: '2.11.0',
+      folder: '/home/me/.local/share/timbre/runtime/cuda',
+      installed: false,
+      loaded: null,
+      problem: 'no CUDA runtime in /home/me/.local/share/timbre/runtime/cuda',
+      nvidia_driver: false,
+      bytes_on_disk: 0,
+      download_bytes: 2_612_000_000,
+      ...runtime,
+    },
+    ...over,
+  };
 }
 
 export function makeTake(over: Partial<Take> = {}): Take {
@@ -294,7 +321,15 @@ export function assetList(list: AssetStatus[], modelsDir = '/data/models') {
 /** The doctor's report on a CPU-only machine, with `jobs` as what each job kind lacks. */
 export function doctorReport(assets: AssetStatus[], jobs: DoctorReport['jobs'] = []): DoctorReport {
   return {
-    libtorch: { cuda: false, cudnn: false, gpus: [] },
+    libtorch: {
+      version: '2.11.0+cu130',
+      cuda_runtime: null,
+      cuda_runtime_problem: 'no CUDA runtime',
+      nvidia_driver: false,
+      cuda: false,
+      cudnn: false,
+      gpus: [],
+    },
     devices: { available: ['cpu'], device: '', extraction_device: '', main: 'cpu', extraction: 'cpu', problem: null },
     audio_inputs: [],
     audio_problem: null,

@@ -31,6 +31,8 @@ function settingsView(over: Partial<SettingsValues> = {}): SettingsView {
       download_stall_bytes: 100000,
       download_stall_secs: 60,
       judge_weights: { similarity: 4, pitch: 2, voicing: 1, reconstruction: 2, artefacts: 1 },
+      update_feed_url: 'https://timbre.studio/updates/stable.json',
+      update_check: true,
       ...over,
     },
     data_dir: '/home/me/.local/share/timbre',

@@ -12,6 +12,7 @@ import { trainer } from '../src/lib/trainer.svelte';
 import { resources } from '../src/lib/resources.svelte';
 import { defaults } from '../src/lib/defaults.svelte';
 import { assets } from '../src/lib/assets.svelte';
+import { updates } from '../src/lib/updates.svelte';
 import { appearance } from '../src/lib/appearance.svelte';
 import { i18n } from '../src/lib/i18n.svelte';
 import { shortcuts } from '../src/lib/shortcuts.svelte';
@@ -36,6 +37,7 @@ afterEach(() => {
   resources.reset();
   defaults.reset();
   assets.reset();
+  updates.reset();
   appearance.reset();
   i18n.reset();
   shortcuts.reset();

@@ -9,9 +9,17 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// The version `--version` prints: the package's and the commit it was built from.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("TIMBRE_GIT_COMMIT"),
+    ")"
+);
+
 /// Timbre Studio from the command line: every job the app runs, headless.
 #[derive(Parser)]
-#[command(name = "timbre", version)]
+#[command(name = "timbre", version = VERSION)]
 struct Cli {
     /// Library folder (default: $TIMBRE_DATA_DIR, else the XDG data dir).
     #[arg(long, global = true, value_name = "DIR")]
@@ -67,6 +75,9 @@ enum Command {
     Assets(commands::assets::Command),
     /// What this machine can do: libtorch and GPUs, audio inputs, assets, disk, each job kind.
     Doctor,
+    /// The CUDA runtime (GPU support) a package leaves out: status, install, remove.
+    #[command(subcommand)]
+    Runtime(commands::runtime::Command),
     /// Look inside audio as the converter does.
     #[command(subcommand)]
     Analyze(commands::analyze::Command),
@@ -74,6 +85,9 @@ enum Command {
     /// streamed as the devices would stream it.
     #[command(subcommand)]
     Live(commands::live::Command),
+    /// Updates from the signed update feed: check (what is new), install (the tar.gz form).
+    #[command(subcommand)]
+    Update(commands::update::Command),
 }
 
 /// An argument that is not UTF-8 (a file named in a legacy encoding), refused naming it before
@@ -119,8 +133,10 @@ fn main() -> ExitCode {
         Command::Effects(cmd) => commands::effects::run(cli.data_dir.as_deref(), &out, cmd),
         Command::Assets(cmd) => commands::assets::run(cli.data_dir.as_deref(), &out, cmd),
         Command::Doctor => commands::doctor::run(cli.data_dir.as_deref(), &out),
+        Command::Runtime(cmd) => commands::runtime::run(cli.data_dir.as_deref(), &out, cmd),
         Command::Analyze(cmd) => commands::analyze::run(cli.data_dir.as_deref(), &out, cmd),
         Command::Live(cmd) => commands::live::run(cli.data_dir.as_deref(), &out, cmd),
+        Command::Update(cmd) => commands::update::run(cli.data_dir.as_deref(), &out, cmd),
     };
     match result {
         Ok(code) => code,

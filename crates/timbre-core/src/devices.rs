@@ -45,7 +45,7 @@ impl Devices {
 /// The devices to choose from and what the settings resolve to, for the app's settings.
 #[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
 pub struct DeviceReport {
-    /// `cpu`, then `cuda:0`, `cuda:1`… as libtorch sees them.
+    /// `cpu`, then `cuda:0`, `cuda:1`… as libtorch sees them, then `mps` where it has MPS.
     pub available: Vec<String>,
     /// The settings as stored (empty: automatic).
     pub device: String,
@@ -53,7 +53,7 @@ pub struct DeviceReport {
     pub extraction_device: String,
     /// What they resolve to, unless a set device is missing (then `problem` says so).
     pub main: Option<String>,
-    /// The extraction device it resolves to, as `cpu` or `cuda:N`; None when `problem` is set.
+    /// The extraction device it resolves to (`cpu`, `cuda:N`, `mps`); None when `problem` is set.
     pub extraction: Option<String>,
     /// Why the settings do not resolve (a device libtorch does not see); None when they do.
     pub problem: Option<String>,
@@ -62,9 +62,14 @@ pub struct DeviceReport {
 /// The devices libtorch sees and what the settings resolve to; a bad setting goes in `problem`.
 pub fn report(settings: &Settings) -> DeviceReport {
     let cuda = (0..tch::Cuda::device_count()).map(|i| name(Device::Cuda(i as usize)));
+    // `mps` last, where libtorch has it (a macOS build on a Metal GPU).
+    let mps = tch::utils::has_mps().then(|| name(Device::Mps));
     let resolved = Devices::of(settings);
     DeviceReport {
-        available: std::iter::once("cpu".to_string()).chain(cuda).collect(),
+        available: std::iter::once("cpu".to_string())
+            .chain(cuda)
+            .chain(mps)
+            .collect(),
         device: settings.device.clone(),
         extraction_device: settings.extraction_device.clone(),
         main: resolved.as_ref().ok().map(|d| name(d.main)),
@@ -77,11 +82,14 @@ fn parse_setting(key: &str, name: &str) -> Result<Device> {
     parse_device(name).map_err(|e| crate::error::invalid_input(format!("setting {key}: {e:#}")))
 }
 
-/// How the library and the CLI write a device: `cpu` or `cuda:N`.
+/// How the library and the CLI write a device: `cpu`, `cuda:N` or `mps`.
 pub fn name(device: Device) -> String {
     match device {
+        Device::Cpu => "cpu".into(),
         Device::Cuda(index) => format!("cuda:{index}"),
-        _ => "cpu".into(),
+        Device::Mps => "mps".into(),
+        // Never parsed from a setting (`parse_device` has no `vulkan`); named for what it is.
+        Device::Vulkan => "vulkan".into(),
     }
 }
 
@@ -107,13 +115,21 @@ mod tests {
         assert_eq!(name(devices.main), "cpu");
         let report = report(&settings("cpu", ""));
         assert_eq!(report.available[0], "cpu");
-        assert_eq!(report.available.len() as i64, 1 + tch::Cuda::device_count());
+        assert_eq!(
+            report.available.len() as i64,
+            1 + tch::Cuda::device_count() + i64::from(tch::utils::has_mps())
+        );
         assert_eq!(
             (report.main.as_deref(), report.extraction.as_deref()),
             (Some("cpu"), Some("cpu"))
         );
         assert_eq!(report.problem, None);
         assert_eq!(name(Device::Cuda(1)), "cuda:1");
+        assert_eq!(name(Device::Mps), "mps");
+        assert_eq!(
+            report.available.contains(&"mps".to_string()),
+            tch::utils::has_mps()
+        );
     }
 
     #[test]

@@ -40,6 +40,14 @@ pub struct Report {
 /// What the linked libtorch supports.
 #[derive(Debug, Serialize, ts_rs::TS)]
 pub struct Libtorch {
+    /// The libtorch version this build links, e.g. `2.11.0+cu130`.
+    pub version: String,
+    /// The libtorch_cuda.so loaded at start (the CUDA runtime); None: CPU only.
+    pub cuda_runtime: Option<String>,
+    /// Why no CUDA runtime is loaded, or what of it failed to load.
+    pub cuda_runtime_problem: Option<String>,
+    /// Whether an NVIDIA driver answers (NVML), so a CUDA runtime would have a GPU to use.
+    pub nvidia_driver: bool,
     /// Whether CUDA is available.
     pub cuda: bool,
     /// Whether cuDNN is available.
@@ -123,7 +131,12 @@ fn libtorch() -> Libtorch {
             }
         })
         .collect();
+    let backend = timbre_torch_ext::cuda::backend();
     Libtorch {
+        version: timbre_torch_ext::cuda::TORCH_VERSION.to_owned(),
+        cuda_runtime: backend.library.as_ref().map(|p| p.display().to_string()),
+        cuda_runtime_problem: backend.problem.clone(),
+        nvidia_driver: nvml.is_some(),
         cuda: tch::Cuda::is_available(),
         cudnn: tch::Cuda::cudnn_is_available(),
         gpus,

@@ -12,6 +12,7 @@ pub mod assets;
 pub mod clean;
 pub mod convert;
 pub mod cover;
+pub mod cuda_runtime;
 pub mod dataset;
 pub mod dataset_layout;
 pub mod derived;
@@ -40,6 +41,7 @@ pub mod separation;
 pub mod take_files;
 pub mod torch_errors;
 pub mod train;
+pub mod updates;
 pub mod voice_engine;
 pub mod voice_import;
 

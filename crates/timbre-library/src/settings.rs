@@ -50,6 +50,11 @@ pub struct Settings {
     pub download_stall_secs: f64,
     /// How much each of the checkpoint judge's scores counts in the recommended checkpoint.
     pub judge_weights: JudgeWeights,
+    /// Where the app asks which release is newest: a signed manifest (`timbre_core::updates`).
+    /// HTTPS; plain HTTP only on this machine.
+    pub update_feed_url: String,
+    /// Whether the app checks for updates at all; off, no request is made.
+    pub update_check: bool,
 }
 
 /// The weight of each checkpoint score in the judge's weighted score (each 0 to 10, not all
@@ -103,6 +108,9 @@ impl JudgeWeights {
     }
 }
 
+/// The project's stable update feed.
+pub const DEFAULT_UPDATE_FEED: &str = "https://timbre.studio/updates/stable.json";
+
 impl Default for Settings {
     fn default() -> Self {
         Settings {
@@ -124,6 +132,8 @@ impl Default for Settings {
             download_stall_bytes: 100_000,
             download_stall_secs: 60.0,
             judge_weights: JudgeWeights::default(),
+            update_feed_url: DEFAULT_UPDATE_FEED.to_string(),
+            update_check: true,
         }
     }
 }
@@ -171,6 +181,13 @@ impl Settings {
                     check_download_url(key, mirror)?;
                 }
             }
+            "update_feed_url" if settings.update_feed_url.trim().is_empty() => {
+                return Err(crate::error::invalid_input(format!(
+                    "setting {key}: empty: give the feed's https:// URL, or turn update checks \
+                     off with update_check false"
+                )));
+            }
+            "update_feed_url" => check_download_url(key, &settings.update_feed_url)?,
             _ => settings.check_ranges()?,
         }
         crate::db::settings::put(conn, key, &parsed.to_string())?;
@@ -242,12 +259,12 @@ fn check_download_url(key: &str, value: &str) -> Result<()> {
     }
 }
 
-/// A device setting's value: empty (automatic), `cpu`, `cuda`, `gpu` or `cuda:N`. Whether
-/// libtorch sees that device is known only above the library (`timbre_core::devices`), where a
-/// job that uses a device that is not there fails naming the setting.
+/// A device setting's value: empty (automatic), `cpu`, `cuda`, `gpu`, `cuda:N` or `mps`.
+/// Whether libtorch sees that device is known only above the library (`timbre_core::devices`),
+/// where a job that uses a device that is not there fails naming the setting.
 fn check_device_name(key: &str, value: &str) -> Result<()> {
     let name = value.trim().to_ascii_lowercase();
-    let known = matches!(name.as_str(), "" | "cpu" | "cuda" | "gpu")
+    let known = matches!(name.as_str(), "" | "cpu" | "cuda" | "gpu" | "mps")
         || name
             .strip_prefix("cuda:")
             .is_some_and(|index| index.parse::<usize>().is_ok());
@@ -255,7 +272,7 @@ fn check_device_name(key: &str, value: &str) -> Result<()> {
         Ok(())
     } else {
         Err(crate::error::invalid_input(format!(
-            "setting {key}: unknown device `{name}`: use cpu, cuda or cuda:N"
+            "setting {key}: unknown device `{name}`: use cpu, cuda, cuda:N or mps"
         )))
     }
 }
@@ -320,6 +337,30 @@ mod tests {
         )
         .unwrap();
         Settings::set(&conn, "download_endpoint", "").unwrap();
+    }
+
+    #[test]
+    fn the_update_feed_is_a_url_and_checks_can_be_turned_off() {
+        let conn = crate::db::open_in_memory();
+        let defaults = Settings::load(&conn).unwrap();
+        assert_eq!(defaults.update_feed_url, DEFAULT_UPDATE_FEED);
+        assert!(defaults.update_check);
+        for value in ["", "  ", "ftp://x/feed.json", "/feed.json"] {
+            let err = Settings::set(&conn, "update_feed_url", value).unwrap_err();
+            assert!(
+                format!("{err:#}").starts_with("setting update_feed_url: "),
+                "{value}: {err:#}"
+            );
+        }
+        let set = Settings::set(&conn, "update_feed_url", "http://127.0.0.1:8/s.json").unwrap();
+        assert_eq!(set.update_feed_url, "http://127.0.0.1:8/s.json");
+        assert!(
+            !Settings::set(&conn, "update_check", "false")
+                .unwrap()
+                .update_check
+        );
+        assert!(Settings::set(&conn, "update_check", "\"no\"").is_err());
+        assert!(!Settings::load(&conn).unwrap().update_check);
     }
 
     #[test]

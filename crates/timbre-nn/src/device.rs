@@ -1,7 +1,8 @@
 //! Where the models run: the first CUDA device when libtorch sees one, else the CPU.
-//! `TIMBRE_DEVICE=cpu` (or `cuda:N`) overrides the choice. And in what precision: float32 on
-//! the CPU, float16 on CUDA as RVC and the RoFormer inference code do; `TIMBRE_PRECISION=fp32`
-//! (or `fp16`, `bf16`) overrides it.
+//! `TIMBRE_DEVICE=cpu` (or `cuda:N`, or `mps` on a macOS libtorch) overrides the choice; MPS is
+//! never chosen by itself. And in what precision: float32 on the CPU and on MPS, float16 on
+//! CUDA as RVC and the RoFormer inference code do; `TIMBRE_PRECISION=fp32` (or `fp16`, `bf16`)
+//! overrides it.
 
 use anyhow::{Result, bail};
 use tch::Device;
@@ -19,12 +20,23 @@ pub fn default_device() -> Result<Device> {
     }
 }
 
-/// Parses `cpu`, `cuda` or `gpu` (device 0) or `cuda:N`, case-insensitive; fails for a CUDA device
-/// libtorch does not see.
+/// Parses `cpu`, `cuda` or `gpu` (device 0), `cuda:N` or `mps` (Apple's Metal GPU),
+/// case-insensitive; fails for a CUDA device libtorch does not see, and for `mps` where
+/// libtorch has no MPS backend (`tch::utils::has_mps`: only macOS builds have one, and only on
+/// macOS 12.3 or later with a Metal GPU).
 pub fn parse_device(name: &str) -> Result<Device> {
     let name = name.trim().to_ascii_lowercase();
     if name == "cpu" {
         return Ok(Device::Cpu);
+    }
+    if name == "mps" {
+        if !tch::utils::has_mps() {
+            bail!(
+                "device `mps` asked for, but this libtorch build has no MPS (Apple's Metal GPU, \
+                 which only macOS builds have): use cpu, cuda or cuda:N"
+            );
+        }
+        return Ok(Device::Mps);
     }
     let index = match name.as_str() {
         "cuda" | "gpu" => 0,
@@ -33,7 +45,7 @@ pub fn parse_device(name: &str) -> Result<Device> {
             .and_then(|i| i.parse::<usize>().ok())
         {
             Some(i) => i,
-            None => bail!("unknown device `{name}`: use cpu, cuda or cuda:N"),
+            None => bail!("unknown device `{name}`: use cpu, cuda, cuda:N or mps"),
         },
     };
     if index >= tch::Cuda::device_count() as usize {
@@ -57,7 +69,8 @@ pub enum Precision {
 }
 
 impl Precision {
-    /// Float16 on CUDA, float32 on the CPU (where half-precision kernels are slower), unless
+    /// Float16 on CUDA, float32 on the CPU (where half-precision kernels are slower) and on
+    /// MPS (tch's autocast is CUDA's, so fp16 conversion has no MPS mode), unless
     /// `TIMBRE_PRECISION` says otherwise.
     pub fn default_for(device: Device) -> Result<Precision> {
         match std::env::var("TIMBRE_PRECISION") {
@@ -103,7 +116,9 @@ impl Precision {
         match self {
             Precision::Float32 => f(),
             Precision::Float16 if tch::Cuda::is_available() => tch::autocast(true, f),
-            Precision::Float16 => bail!("fp16 conversion runs on CUDA only: use fp32 on the CPU"),
+            Precision::Float16 => {
+                bail!("fp16 conversion runs on CUDA only: use fp32 on the CPU or MPS")
+            }
             Precision::BFloat16 => {
                 bail!("bf16 is not available for conversion: use fp16 or fp32 (TIMBRE_PRECISION)")
             }
@@ -239,11 +254,94 @@ mod tests {
     #[test]
     fn parses_cpu_and_rejects_unknown_names() {
         assert_eq!(parse_device("CPU").unwrap(), Device::Cpu);
-        assert!(
-            parse_device("tpu")
-                .unwrap_err()
-                .to_string()
-                .contains("unknown device")
+        assert_eq!(parse_device(" cpu ").unwrap(), Device::Cpu);
+        for unknown in ["tpu", "cuda:x", "cuda:-1", "metal"] {
+            let err = parse_device(unknown).unwrap_err().to_string();
+            assert!(
+                err.contains("unknown device") && err.ends_with("use cpu, cuda, cuda:N or mps"),
+                "{unknown}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn cuda_names_resolve_to_a_device_libtorch_sees_or_are_refused() {
+        let count = tch::Cuda::device_count() as usize;
+        for (name, index) in [
+            ("cuda", 0),
+            ("GPU", 0),
+            ("cuda:0", 0),
+            ("Cuda:1", 1),
+            ("cuda:7", 7),
+        ] {
+            match parse_device(name) {
+                Ok(device) => {
+                    assert!(
+                        index < count,
+                        "{name}: {device:?} with {count} CUDA device(s)"
+                    );
+                    assert_eq!(device, Device::Cuda(index), "{name}");
+                }
+                Err(err) => {
+                    assert!(index >= count, "{name}: {err}");
+                    assert!(
+                        err.to_string()
+                            .contains(&format!("libtorch sees {count} CUDA device(s)")),
+                        "{name}: {err}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// This Linux libtorch has no MPS backend, so `mps` is refused saying why.
+    #[cfg(not(target_os = "macos"))]
+    #[test]
+    fn mps_is_refused_where_libtorch_has_no_mps() {
+        assert!(!tch::utils::has_mps());
+        for name in ["mps", " MPS "] {
+            let err = parse_device(name).unwrap_err().to_string();
+            assert_eq!(
+                err,
+                "device `mps` asked for, but this libtorch build has no MPS (Apple's Metal GPU, \
+                 which only macOS builds have): use cpu, cuda or cuda:N",
+                "{name}"
+            );
+        }
+    }
+
+    /// On a macOS libtorch with MPS, `mps` is Apple's GPU, and runs in float32 by default.
+    #[cfg(target_os = "macos")]
+    #[test]
+    fn mps_is_the_metal_gpu_where_libtorch_has_it() {
+        match parse_device("mps") {
+            Ok(device) => {
+                assert!(tch::utils::has_mps());
+                assert_eq!(device, Device::Mps);
+            }
+            Err(err) => {
+                assert!(!tch::utils::has_mps());
+                assert!(err.to_string().contains("has no MPS"), "{err}");
+            }
+        }
+    }
+
+    #[test]
+    fn mps_and_the_cpu_default_to_float32_and_cuda_to_float16() {
+        if std::env::var_os("TIMBRE_PRECISION").is_some() {
+            return;
+        }
+        assert_eq!(
+            Precision::default_for(Device::Cpu).unwrap(),
+            Precision::Float32
+        );
+        assert_eq!(
+            Precision::default_for(Device::Mps).unwrap(),
+            Precision::Float32
+        );
+        assert_eq!(
+            Precision::default_for(Device::Cuda(0)).unwrap(),
+            Precision::Float16
         );
     }
 }

@@ -3,10 +3,12 @@
 //! torch's fused AdamW kernel, the multi-tensor (`_foreach_*`) ops a loss scaler needs, CUDA
 //! graphs (`at::cuda::CUDAGraph`) and torch's profiler ([`profile`]).
 //!
-//! CUDA graphs are compiled in only where CUDA's runtime headers and libtorch_cuda are there at
-//! build time (the PyPI torch brings both: the headers in its nvidia-* wheels); elsewhere
-//! [`CudaGraph::capture`] returns an error that says so, as it does on a machine without a
-//! CUDA device. Everything else runs on any device libtorch supports, the CPU included.
+//! CUDA graphs live in a library of their own (src/cuda_graph.cpp), built only where CUDA's
+//! runtime headers and libtorch_cuda are there at build time (the PyPI torch brings both: the
+//! headers in its nvidia-* wheels) and loaded at start after libtorch_cuda ([`cuda`], which
+//! loads libtorch's CUDA backend itself); without them [`CudaGraph::capture`] returns an error
+//! that says so, as it does on a machine without a CUDA device. Everything else runs on any
+//! device libtorch supports, the CPU included.
 
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -48,19 +50,9 @@ unsafe extern "C" {
     ) -> *mut c_char;
     fn timbre_ext_set_cuda_autocast(enabled: c_int) -> c_int;
     fn timbre_ext_cuda_autocast() -> c_int;
-    fn timbre_ext_has_cuda_graphs() -> c_int;
-    fn timbre_ext_graph_new() -> *mut c_void;
-    fn timbre_ext_graph_free(graph: *mut c_void);
-    fn timbre_ext_graph_capture(
-        graph: *mut c_void,
-        device: c_int,
-        warmup: c_int,
-        body: extern "C" fn(*mut c_void) -> c_int,
-        context: *mut c_void,
-    ) -> *mut c_char;
-    fn timbre_ext_graph_replay(graph: *mut c_void) -> *mut c_char;
 }
 
+pub mod cuda;
 pub mod profile;
 
 /// Turns the shim's error string (NULL on success) into a `Result`, freeing it.
@@ -215,10 +207,9 @@ pub fn without_cuda_autocast<T>(f: impl FnOnce() -> T) -> T {
     f()
 }
 
-/// Whether this build has CUDA graphs compiled in (it still needs a CUDA device to use them).
+/// Whether the CUDA-graph half of the shim is loaded (it still needs a CUDA device to use them).
 pub fn has_cuda_graphs() -> bool {
-    // SAFETY: reads a constant.
-    unsafe { timbre_ext_has_cuda_graphs() != 0 }
+    cuda::backend().has_graphs()
 }
 
 /// A captured CUDA graph (`at::cuda::CUDAGraph`) over its own private memory pool. Replaying
@@ -227,6 +218,7 @@ pub fn has_cuda_graphs() -> bool {
 /// Dropping it frees the graph and its pool (`reset`).
 pub struct CudaGraph {
     raw: *mut c_void,
+    fns: cuda::GraphFns,
 }
 
 // SAFETY: a CUDAGraph is not tied to the thread that captured it; replays are serialised by
@@ -276,24 +268,29 @@ impl CudaGraph {
         let Device::Cuda(index) = device else {
             bail!("CUDA graphs need a CUDA device; asked for {device:?}");
         };
-        ensure!(
-            has_cuda_graphs(),
-            "CUDA graphs are not in this build: libtorch_cuda or CUDA's headers were missing when it was compiled"
-        );
+        let Some(fns) = cuda::graph_fns() else {
+            bail!(
+                "CUDA graphs are not loaded: {}",
+                cuda::backend()
+                    .problem
+                    .as_deref()
+                    .unwrap_or("libtorch_cuda or CUDA's headers were missing when this was built")
+            );
+        };
         ensure!(
             tch::Cuda::is_available() && (index as i64) < tch::Cuda::device_count(),
             "CUDA graphs need a CUDA device; this machine has no CUDA device {index}"
         );
         // SAFETY: a fresh graph, owned by the returned value.
-        let raw = unsafe { timbre_ext_graph_new() };
-        let graph = Self { raw };
+        let raw = unsafe { (fns.new)() };
+        let graph = Self { raw, fns };
         let mut capture = Capture {
             body: &mut body,
             output: None,
         };
         // SAFETY: `capture` outlives the call, and `run_body::<T>` reads it as `Capture<T>`.
         let error = unsafe {
-            timbre_ext_graph_capture(
+            (fns.capture)(
                 graph.raw,
                 index as c_int,
                 warmup as c_int,
@@ -313,17 +310,14 @@ impl CudaGraph {
     /// Reruns the captured work on the current stream.
     pub fn replay(&mut self) -> Result<()> {
         // SAFETY: `raw` is a captured graph owned by self.
-        checked(
-            unsafe { timbre_ext_graph_replay(self.raw) },
-            "CUDA graph replay",
-        )
+        checked(unsafe { (self.fns.replay)(self.raw) }, "CUDA graph replay")
     }
 }
 
 impl Drop for CudaGraph {
     fn drop(&mut self) {
-        // SAFETY: `raw` came from timbre_ext_graph_new and is freed once.
-        unsafe { timbre_ext_graph_free(self.raw) }
+        // SAFETY: `raw` came from this library's graph_new and is freed once.
+        unsafe { (self.fns.free)(self.raw) }
     }
 }
 

@@ -13,11 +13,6 @@
 #include <ATen/record_function.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
 
-#ifdef TIMBRE_TORCH_CUDA
-#include <ATen/cuda/CUDAGraph.h>
-#include <c10/cuda/CUDAFunctions.h>
-#include <c10/cuda/CUDAStream.h>
-#endif
 
 #include <cstdlib>
 #include <cstring>
@@ -27,21 +22,7 @@
 
 typedef at::Tensor *tensor;
 
-static char *error_text(const std::string &message) {
-  char *text = static_cast<char *>(std::malloc(message.size() + 1));
-  if (text != nullptr) std::memcpy(text, message.c_str(), message.size() + 1);
-  return text;
-}
-
-#define GUARDED(body)                                      \
-  try {                                                    \
-    body;                                                  \
-    return nullptr;                                        \
-  } catch (const std::exception &e) {                      \
-    return error_text(e.what());                           \
-  } catch (...) {                                          \
-    return error_text("unknown C++ exception in libtorch"); \
-  }
+#include "shim_error.h"
 
 static std::vector<at::Tensor> tensors(const tensor *list, int64_t n) {
   std::vector<at::Tensor> out;
@@ -108,14 +89,6 @@ int timbre_ext_set_cuda_autocast(int enabled) {
 
 int timbre_ext_cuda_autocast() { return at::autocast::is_autocast_enabled(at::kCUDA) ? 1 : 0; }
 
-int timbre_ext_has_cuda_graphs() {
-#ifdef TIMBRE_TORCH_CUDA
-  return 1;
-#else
-  return 0;
-#endif
-}
-
 // torch.profiler.profile's start, on this process: CPU ops and, with `cuda`, the device's
 // kernels, copies and runtime calls (through CUPTI), as kineto records them.
 char *timbre_ext_profiler_start(int cuda) {
@@ -153,76 +126,4 @@ void timbre_ext_range_end(void *range) {
   delete record;
 }
 
-#ifdef TIMBRE_TORCH_CUDA
-struct timbre_graph {
-  at::cuda::CUDAGraph graph;
-};
-
-void *timbre_ext_graph_new() { return new timbre_graph(); }
-
-void timbre_ext_graph_free(void *graph) { delete static_cast<timbre_graph *>(graph); }
-
-// Puts the stream that was current back when the capture ends, however it ends. (Not
-// c10::cuda::CUDAStreamGuard: its inline code calls the CUDA runtime directly, which would make
-// this library need libcudart, which only libtorch_cuda's own run path finds.)
-struct restore_stream {
-  c10::cuda::CUDAStream previous;
-  ~restore_stream() { c10::cuda::setCurrentCUDAStream(previous); }
-};
-
-// Autocast's cache of cast weights off for the capture, and back as it was after (torch's rule
-// for graphs: `autocast(cache_enabled=False)`). A cast cached in a warm-up run lives outside the
-// graph's pool, and the cache frees it when the autocast region ends, under the graph's feet.
-struct without_autocast_cache {
-  bool previous = at::autocast::is_autocast_cache_enabled();
-  without_autocast_cache() { at::autocast::set_autocast_cache_enabled(false); }
-  ~without_autocast_cache() { at::autocast::set_autocast_cache_enabled(previous); }
-};
-
-// As torch.cuda.graph does: wait for the device, run `body` `warmup` times and then once under
-// capture, all on a side stream from the pool, the capture into the graph's private memory
-// pool. `body` returns nonzero on failure; the capture is then ended and dropped.
-char *timbre_ext_graph_capture(void *graph, int device, int warmup, int (*body)(void *),
-                               void *context) {
-  GUARDED({
-    auto &g = static_cast<timbre_graph *>(graph)->graph;
-    auto index = static_cast<c10::DeviceIndex>(device);
-    c10::cuda::set_device(index);
-    c10::cuda::device_synchronize();
-    restore_stream restore{c10::cuda::getCurrentCUDAStream(index)};
-    without_autocast_cache no_cache;
-    c10::cuda::setCurrentCUDAStream(c10::cuda::getStreamFromPool(false, index));
-    for (int i = 0; i < warmup; i++) {
-      if (body(context) != 0) return error_text("the warm-up run before the capture failed");
-    }
-    c10::cuda::device_synchronize();
-    // Thread-local, not torch's default global mode: a conversion job on another thread may
-    // use the device while a live stream captures, and global mode would fail its calls.
-    g.capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
-    int failed = body(context);
-    try {
-      g.capture_end();
-    } catch (...) {
-      if (failed == 0) throw;
-    }
-    if (failed != 0) {
-      g.reset();
-      return error_text("the captured run failed");
-    }
-  })
-}
-
-char *timbre_ext_graph_replay(void *graph) {
-  GUARDED(static_cast<timbre_graph *>(graph)->graph.replay())
-}
-#else
-void *timbre_ext_graph_new() { return nullptr; }
-void timbre_ext_graph_free(void *) {}
-char *timbre_ext_graph_capture(void *, int, int, int (*)(void *), void *) {
-  return error_text("this build has no CUDA graphs: no CUDA headers or libtorch_cuda");
-}
-char *timbre_ext_graph_replay(void *) {
-  return error_text("this build has no CUDA graphs: no CUDA headers or libtorch_cuda");
-}
-#endif
 }

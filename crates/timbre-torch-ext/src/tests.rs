@@ -142,3 +142,41 @@ fn autocast_is_switched_off_inside_and_back_on_after() {
     unsafe { timbre_ext_set_cuda_autocast(0) };
     assert!(!cuda_autocast());
 }
+
+#[test]
+fn the_cuda_backend_beside_the_venvs_libtorch_is_loaded_before_the_first_torch_call() {
+    // A source build links libtorch's CPU libraries only; the PyPI torch it builds against has
+    // libtorch_cuda beside them, loaded from .init_array.
+    let beside = cuda::backend()
+        .library
+        .as_ref()
+        .expect("libtorch_cuda beside the venv's libtorch_cpu was loaded");
+    assert!(beside.ends_with("torch/lib/libtorch_cuda.so"), "{beside:?}");
+    assert!(
+        cuda::backend().has_graphs(),
+        "{:?}",
+        cuda::backend().problem
+    );
+    if tch::Cuda::is_available() {
+        return;
+    }
+    // Registered, not ATen's stand-in: asking for a CUDA tensor reaches the CUDA runtime, which
+    // finds no driver, instead of "Cannot initialize CUDA without ATen_cuda library".
+    let err =
+        Tensor::f_zeros([1], (Kind::Float, Device::Cuda(0))).expect_err("no CUDA device here");
+    assert!(!err.to_string().contains("without ATen_cuda"), "{err}");
+}
+
+#[test]
+fn the_cuda_runtime_folder_is_named_for_this_builds_libtorch() {
+    let folder = cuda::runtime_folder().expect("a data dir");
+    assert!(
+        folder.ends_with(format!("cuda-{}", cuda::TORCH_VERSION)),
+        "{folder:?}"
+    );
+    assert!(
+        cuda::TORCH_VERSION.starts_with("2."),
+        "{}",
+        cuda::TORCH_VERSION
+    );
+}

@@ -1,6 +1,7 @@
 //! The commands the UI calls, one module per page or area; each command is registered in
 //! `tauri::generate_handler!` in `lib.rs`.
 
+pub mod about;
 pub mod analyze;
 pub mod assets;
 pub mod clean;
@@ -16,5 +17,6 @@ pub mod library;
 pub mod live;
 pub mod models;
 pub mod record;
+pub mod runtime;
 pub mod settings;
 pub mod train;

@@ -2,6 +2,7 @@
 // through the native file dialog, seeing the take in the Library, playing it, and a corrupt file
 // failing visibly.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -63,6 +64,20 @@ describe('import', () => {
     assert.ok(fs.readFileSync(path.join(dataDir, String(stored[0]))).equals(source), 'the stored copy differs from the source');
 
     await screenshot('e2e-library.png');
+  });
+
+  it('imports the file a second start is opened with ("Open with"), which hands it over and ends', async () => {
+    const opened = path.join(workDir, 'opened with the app.wav');
+    writeSineWav(opened, { seconds: 1.25, freq: 550 });
+    // What the desktop entry runs (`timbre-studio %F`), on the library this app has open.
+    const second = spawnSync(requireEnv('E2E_APP'), [opened], { env: process.env, timeout: 30000, encoding: 'utf8' });
+    assert.equal(second.status, 0, `the second start ended with ${second.status} ${second.signal ?? ''}: ${second.stderr}`);
+    const row = await $(rowSelector(stem(opened)));
+    await waitFor(() => row.isDisplayed(), {
+      timeout: BACKEND_WORK_TIMEOUT,
+      message: async () => `no take row named "${stem(opened)}"; errors: ${JSON.stringify(await visibleErrors())}`,
+    });
+    assert.equal(await row.$(byTestId('take-duration')).getText(), '0:01.3');
   });
 
   it('imports a file picked in the native dialog of "Import files…"', async () => {

@@ -37,6 +37,17 @@ describe('launch', () => {
     await $(byTestId('library-title')).waitForDisplayed();
   });
 
+  it("shows the version, the commit and the CPU engine in Settings' About, and asks the feed it is given", async () => {
+    await openPage('settings', byTestId('about-version'));
+    assert.match(await $(byTestId('about-version')).getText(), /^Timbre Studio \d+\.\d+\.\d+ \([0-9a-f]{12}\)$/);
+    assert.match(await $(byTestId('about-engine')).getText(), /^libtorch 2\.11\.0(\+cu\d+)?, CPU$/);
+    assert.equal(await $(byTestId('about-installed-as')).getText(), 'Built from source (updated with git)');
+    // run.sh's TIMBRE_UPDATE_FEED: a local server without a feed.
+    await $(byTestId('update-check')).click();
+    await $(byTestId('update-error')).waitForDisplayed();
+    assert.match(await $(byTestId('update-error')).getText(), /updates\/stable\.json/);
+  });
+
   it('switches pages through the sidebar', async () => {
     await openPage('jobs', byTestId('resource-strip'));
     assert.equal(await $('h1').getText(), 'Jobs');

@@ -5,6 +5,7 @@ import { Channel, invoke, type InvokeArgs } from '@tauri-apps/api/core';
 // Types only from the i18n module: it loads savedParams, which loads this module.
 import type { MessageKey } from './i18n.svelte';
 import type {
+  About,
   AudioInput,
   EffectChain,
   EffectPreset,
@@ -28,6 +29,8 @@ import type {
   EnhancePresets,
   EpochProfile,
   ErrorKind,
+  UpdateCheck,
+  RuntimeStatus,
   F0Method,
   Gains,
   InfoEdits,
@@ -88,6 +91,8 @@ export const JOB_TITLES: Record<JobKind, MessageKey> = {
   voice_import: 'app.job_voice_import',
   download: 'app.job_download',
   live_tune: 'app.job_live_tune',
+  runtime_install: 'app.job_runtime_install',
+  update_install: 'app.job_update_install',
 };
 
 /** `data` of an import job's "file" event. */
@@ -450,6 +455,19 @@ export const setDevices = (device: string, extractionDevice: string) =>
 export const getSettings = () => call<SettingsView>('get_settings');
 /** `value` is JSON (`5`, `"cuda:1"`, `["https://…"]`), checked as `timbre settings set` checks it. */
 export const setSetting = (key: keyof Settings, value: string) => call<SettingsView>('set_setting', { key, value });
+
+/** The files the app was opened with ("Open with"), once. */
+export const takeOpenedFiles = () => call<string[]>('take_opened_files');
+/** This build's version, commit and libtorch, how it was installed, and its CUDA runtime. */
+export const getAbout = () => call<About>('get_about');
+/** What the signed update feed offers; refused when update checks are off. */
+export const checkForUpdates = () => call<UpdateCheck>('check_for_updates');
+/** Queues an `update_install` job for the version a check offered. */
+export const installUpdate = (version: string) => call<Job>('install_update', { version });
+/** Queues (or returns the running) `runtime_install` job: "Enable GPU". */
+export const installCudaRuntime = () => call<Job>('install_cuda_runtime');
+/** Deletes the CUDA runtime: the next start runs on the CPU. */
+export const removeCudaRuntime = () => call<RuntimeStatus>('remove_cuda_runtime');
 
 /** Hz per 10 ms frame of a take, as conversion tracks its pitch (0 where unvoiced). */
 export const analyzePitch = (takeId: number, f0Method: F0Method) =>

@@ -12,6 +12,7 @@ type SettingValue = Settings[keyof Settings];
 export function settingText(value: SettingValue, scale = 1): string {
   if (Array.isArray(value)) return value.join('\n');
   if (typeof value === 'string') return value;
+  if (typeof value === 'boolean') return String(value);
   if (typeof value === 'object') return JSON.stringify(value);
   return String(scale === 1 ? value : Math.round((value / scale) * 100) / 100);
 }
@@ -23,6 +24,7 @@ export function settingJson(text: string, current: SettingValue, scale = 1): { j
     return { json: JSON.stringify(lines.filter((line) => line !== '')) };
   }
   if (typeof current === 'string') return { json: JSON.stringify(text.trim()) };
+  if (typeof current === 'boolean') return { json: JSON.stringify(text.trim() === 'true') };
   if (typeof current === 'object') {
     // An object (`judge_weights`) is typed as JSON; the backend checks its fields.
     try {

@@ -14,11 +14,21 @@ pub fn run(data_dir: Option<&Path>, out: &Output) -> Result<ExitCode> {
     let report = doctor::report(&library)?;
     out.print(&report, || {
         let torch = &report.libtorch;
-        let mut lines = vec![format!(
-            "libtorch: CUDA {}, cuDNN {}",
-            yes_no(torch.cuda),
-            yes_no(torch.cudnn)
-        )];
+        let runtime = match (&torch.cuda_runtime, &torch.cuda_runtime_problem) {
+            (Some(library), None) => format!("CPU + CUDA ({library})"),
+            (Some(library), Some(problem)) => format!("CPU + CUDA ({library}; {problem})"),
+            (None, Some(problem)) => format!("CPU ({problem})"),
+            (None, None) => "CPU".to_owned(),
+        };
+        let mut lines = vec![
+            format!("libtorch {}: runtime {runtime}", torch.version),
+            format!(
+                "libtorch: CUDA {}, cuDNN {}, NVIDIA driver {}",
+                yes_no(torch.cuda),
+                yes_no(torch.cudnn),
+                yes_no(torch.nvidia_driver)
+            ),
+        ];
         lines.extend(torch.gpus.iter().map(|g| {
             let memory = g
                 .memory_bytes

@@ -17,8 +17,10 @@ pub mod live;
 mod live_tune;
 pub mod models;
 pub mod record;
+pub mod runtime;
 pub mod settings;
 pub mod train;
+pub mod update;
 pub mod voice_args;
 
 use anyhow::{Context, Result};

@@ -64,15 +64,20 @@ impl Catalog {
     /// settings and `TIMBRE_DOWNLOAD_ENDPOINT` configure them: the endpoint replaces the
     /// catalogue's (the variable over the setting), the mirrors are tried after it.
     pub fn load(settings: &Settings) -> Result<Catalog> {
-        let mut catalog = Catalog::read()?;
+        Ok(Catalog::read()?.configured(settings))
+    }
+
+    /// This catalogue with its endpoints, URL policy and stall limit as the settings and
+    /// `TIMBRE_DOWNLOAD_ENDPOINT` configure them (see [`Catalog::load`]).
+    pub fn configured(mut self, settings: &Settings) -> Catalog {
         let configured = Configured::of(settings);
         if let Some(endpoint) = &configured.endpoint {
-            catalog.endpoints = vec![endpoint.clone()];
+            self.endpoints = vec![endpoint.clone()];
         }
-        catalog.endpoints.extend(configured.mirrors.iter().cloned());
-        catalog.policy = UrlPolicy::from_configured(&configured);
-        catalog.min_throughput = MinThroughput::of(settings);
-        Ok(catalog)
+        self.endpoints.extend(configured.mirrors.iter().cloned());
+        self.policy = UrlPolicy::from_configured(&configured);
+        self.min_throughput = MinThroughput::of(settings);
+        self
     }
 
     /// The catalogue's assets, its endpoints unconfigured: for what is present, not for

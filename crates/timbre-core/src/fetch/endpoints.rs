@@ -65,6 +65,12 @@ impl UrlPolicy {
         }
     }
 
+    /// Also allows plain HTTP at the origin of `url` (the update feed's, when it is on this
+    /// machine: `crate::updates`).
+    pub(crate) fn allow_origin_of(&mut self, url: &str) {
+        self.plain_http.push(origin(url));
+    }
+
     /// Refuses `url` unless it is HTTPS, or plain HTTP at the origin of a configured endpoint;
     /// the error says how to allow it.
     pub fn check(&self, url: &str) -> Result<()> {

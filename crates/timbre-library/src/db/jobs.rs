@@ -141,11 +141,15 @@ pub enum JobKind {
     Download,
     /// Finding the smallest live block this machine keeps up with for a voice.
     LiveTune,
+    /// Downloading and unpacking the CUDA runtime a package leaves out.
+    RuntimeInstall,
+    /// Installing a newer release of the app from the signed update feed (the tar.gz form).
+    UpdateInstall,
 }
 
 impl JobKind {
     /// Every kind, in declaration order.
-    pub const ALL: [JobKind; 10] = [
+    pub const ALL: [JobKind; 12] = [
         JobKind::Convert,
         JobKind::Cover,
         JobKind::Isolate,
@@ -156,6 +160,8 @@ impl JobKind {
         JobKind::VoiceImport,
         JobKind::Download,
         JobKind::LiveTune,
+        JobKind::RuntimeInstall,
+        JobKind::UpdateInstall,
     ];
 
     /// Its snake_case name, as stored in `jobs.kind`.
@@ -171,6 +177,8 @@ impl JobKind {
             JobKind::VoiceImport => "voice_import",
             JobKind::Download => "download",
             JobKind::LiveTune => "live_tune",
+            JobKind::RuntimeInstall => "runtime_install",
+            JobKind::UpdateInstall => "update_install",
         }
     }
 

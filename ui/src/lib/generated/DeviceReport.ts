@@ -5,7 +5,7 @@
  */
 export type DeviceReport = { 
 /**
- * `cpu`, then `cuda:0`, `cuda:1`… as libtorch sees them.
+ * `cpu`, then `cuda:0`, `cuda:1`… as libtorch sees them, then `mps` where it has MPS.
  */
 available: Array<string>, 
 /**
@@ -21,7 +21,7 @@ extraction_device: string,
  */
 main: string | null, 
 /**
- * The extraction device it resolves to, as `cpu` or `cuda:N`; None when `problem` is set.
+ * The extraction device it resolves to (`cpu`, `cuda:N`, `mps`); None when `problem` is set.
  */
 extraction: string | null, 
 /**

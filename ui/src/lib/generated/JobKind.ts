@@ -4,4 +4,4 @@
  * Every kind of job, stored in `jobs.kind` by its snake_case name. Each has one handler
  * ([`crate::jobs::JobHandler`]), and its own params and result types in timbre-core.
  */
-export type JobKind = "convert" | "cover" | "isolate" | "enhance" | "train" | "dataset" | "import" | "voice_import" | "download" | "live_tune";
+export type JobKind = "convert" | "cover" | "isolate" | "enhance" | "train" | "dataset" | "import" | "voice_import" | "download" | "live_tune" | "runtime_install" | "update_install";

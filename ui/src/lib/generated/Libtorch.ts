@@ -6,6 +6,22 @@ import type { Gpu } from "./Gpu";
  */
 export type Libtorch = { 
 /**
+ * The libtorch version this build links, e.g. `2.11.0+cu130`.
+ */
+version: string, 
+/**
+ * The libtorch_cuda.so loaded at start (the CUDA runtime); None: CPU only.
+ */
+cuda_runtime: string | null, 
+/**
+ * Why no CUDA runtime is loaded, or what of it failed to load.
+ */
+cuda_runtime_problem: string | null, 
+/**
+ * Whether an NVIDIA driver answers (NVML), so a CUDA runtime would have a GPU to use.
+ */
+nvidia_driver: boolean, 
+/**
  * Whether CUDA is available.
  */
 cuda: boolean, 

@@ -82,4 +82,13 @@ download_stall_secs: number,
 /**
  * How much each of the checkpoint judge's scores counts in the recommended checkpoint.
  */
-judge_weights: JudgeWeights, };
+judge_weights: JudgeWeights, 
+/**
+ * Where the app asks which release is newest: a signed manifest (`timbre_core::updates`).
+ * HTTPS; plain HTTP only on this machine.
+ */
+update_feed_url: string, 
+/**
+ * Whether the app checks for updates at all; off, no request is made.
+ */
+update_check: boolean, };
