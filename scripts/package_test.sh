@@ -89,8 +89,10 @@ make_root bookworm bookworm "$mirror"
 cp "$deb" "$root/tmp/timbre-studio.deb"
 in_root apt-get update -qq
 # The test's own tools first, so that the install's time is the package's with its dependencies.
+# (shared-mime-info, desktop-file-utils and xdg-utils, which a desktop has, to see the package's
+# file associations registered).
 in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-  xvfb xauth dbus-x11
+  xvfb xauth dbus-x11 shared-mime-info desktop-file-utils xdg-utils
 step install-deb in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
   /tmp/timbre-studio.deb
 # No build path anywhere in what was installed, and every library resolved inside the root.
@@ -106,6 +108,15 @@ for bin in timbre timbre-studio; do
   fi
   grep -q "/usr/lib/timbre-studio/libtorch_cpu.so" <<< "$resolved"
   ! grep -q "libtorch_cuda" <<< "$resolved"
+done
+
+# "Open with": the voice type known to the MIME database, the app the default for it and for WAV.
+[[ -f $root/usr/share/mime/application/x-rvc-voice.xml ]]
+for type in application/x-rvc-voice audio/x-wav application/zip; do
+  default=$(in_root xdg-mime query default "$type")
+  [[ $default == timbre-studio.desktop ]] || {
+    echo "package-test: $type opens with '$default', not Timbre Studio" >&2; exit 1
+  }
 done
 
 step version in_root timbre --version | tee "$out/version"
@@ -147,6 +158,11 @@ convert_fixture root timbre convert
 # The app to its first page under Xvfb, on a library of its own in the XDG data folder.
 in_root useradd -m tester 2> /dev/null || true
 first_page timbre-studio tester "$out/first-page.png" app-first-window
+# The app kept its library in the XDG data folder, and removing the package leaves it.
+library=$root/home/tester/.local/share/timbre-studio/library.sqlite3
+[[ -f $library ]] || { echo "package-test: the app made no library at $library" >&2; exit 1; }
+step remove-deb in_root env DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq timbre-studio
+[[ ! -e $root/usr/bin/timbre && -f $library ]]
 
 # The neutral form: unpacked read-only, run by a user who cannot write there.
 unpack_neutral() {

@@ -439,3 +439,43 @@ fn models_export_writes_edited_info_that_the_reference_reads() {
         "{listed}"
     );
 }
+
+#[test]
+fn models_info_shows_the_vocoder_and_embedder_and_another_embedder_is_refused_by_name() {
+    let sb = Sandbox::with_extractors(false);
+    sb.import_fixture_voice(GOOD_MODEL, "plain");
+    let plain = sb.json(&["models", "info", "plain"]);
+    assert_eq!(plain["vocoder"], "HiFi-GAN", "{plain}");
+    assert_eq!(plain["embedder"], "contentvec", "{plain}");
+
+    let applio = mutated_model(
+        &sb,
+        "applio.pth",
+        "ckpt.update(vocoder='HiFi-GAN', embedder_model='contentvec', author='Ana', epoch=300)",
+    );
+    assert!(import(&sb, &applio, &["--name", "applio"]).status.success());
+    let info = sb.json(&["models", "info", "applio"]);
+    assert_eq!(info["embedder"], "contentvec", "{info}");
+    assert_eq!(info["metadata"]["file"]["author"], "Ana", "{info}");
+    let text = sb
+        .cpu_command()
+        .args(["models", "info", "applio"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    for line in [
+        "vocoder   HiFi-GAN",
+        "embedder  contentvec",
+        "author    Ana",
+        "epoch     300",
+    ] {
+        assert!(text.contains(line), "{line}: {text}");
+    }
+
+    let spin = mutated_model(&sb, "spin.pth", "ckpt['embedder_model'] = 'spin'");
+    let message = refusal(&sb, &spin);
+    assert!(
+        message.contains("spin.pth") && message.contains("the spin embedder"),
+        "{message}"
+    );
+}

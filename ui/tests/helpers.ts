@@ -252,7 +252,7 @@ export function makeModel(over: Partial<VoiceModel> = {}): VoiceModel {
     version: 'v2',
     sample_rate: 40000,
     f0: true,
-    metadata: { speakers: 1, feature_dim: 768, epoch: 200, author: 'me', source_path: '/models/ada.pth' },
+    metadata: { speakers: 1, feature_dim: 768, source_path: '/models/ada.pth', file: { epoch: 200, author: 'me' } },
     created_at: '2026-11-20T10:00:00Z',
     ...over,
   };

@@ -1,4 +1,4 @@
-//! `timbre models list|import|index|rm|blend|export|files`: voice models in the library,
+//! `timbre models list|info|import|index|rm|blend|export|files`: voice models in the library,
 //! imported from a `.pth`, a zip, a folder or a link, blended, or exported with their
 //! descriptive entries edited; and the shared weight files of the models folder.
 
@@ -17,6 +17,9 @@ use timbre_nn::model_info::InfoEdits;
 pub enum Command {
     /// Voice models in the library.
     List,
+    /// One model: its version, rate and pitch, the vocoder and the embedder it was trained
+    /// with, and the entries its file carries (epoch, author, Applio's fields).
+    Info { model: String },
     /// Import RVC voice models with their indexes: from a .pth, a .zip, a folder (an RVC or
     /// Applio install) or an http(s) link (Hugging Face `resolve` or `blob`, or direct).
     Import {
@@ -83,6 +86,11 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
             out.print(&models, || {
                 models.iter().map(model_line).collect::<Vec<_>>().join("\n")
             });
+        }
+        Command::Info { model } => {
+            let model = models::find(&library.conn(), &model)?;
+            let details = ModelDetails::of(&model);
+            out.print(&details, || details.describe());
         }
         Command::Import {
             source,
@@ -214,4 +222,71 @@ pub fn model_line(m: &Model) -> String {
         pitch,
         index
     )
+}
+
+/// `models info`: the row, and the vocoder and embedder it plays with (RVC's where the file
+/// names none).
+#[derive(serde::Serialize)]
+struct ModelDetails<'a> {
+    #[serde(flatten)]
+    model: &'a Model,
+    vocoder: String,
+    embedder: String,
+}
+
+impl<'a> ModelDetails<'a> {
+    fn of(model: &'a Model) -> Self {
+        let file = &model.metadata["file"];
+        let named = |key: &str, default: &str| {
+            file[key]
+                .as_str()
+                .map_or_else(|| default.to_owned(), str::to_owned)
+        };
+        ModelDetails {
+            model,
+            vocoder: named("vocoder", "HiFi-GAN"),
+            embedder: named("embedder_model", "contentvec"),
+        }
+    }
+
+    fn describe(&self) -> String {
+        let m = self.model;
+        let number = |key: &str| m.metadata[key].as_i64().map(|n| n.to_string());
+        let mut lines = vec![
+            model_line(m),
+            format!(
+                "  {} content features, {} speaker(s), {} samples per frame",
+                number("feature_dim").unwrap_or("?".into()),
+                number("speakers").unwrap_or("?".into()),
+                number("hop").unwrap_or("?".into())
+            ),
+            format!("  vocoder   {}", self.vocoder),
+            format!("  embedder  {}", self.embedder),
+        ];
+        if let Some(entries) = m.metadata["file"].as_object() {
+            let skip = ["vocoder", "embedder_model", "other"];
+            for (key, value) in entries {
+                if skip.contains(&key.as_str()) || value.is_null() {
+                    continue;
+                }
+                let text = value
+                    .as_str()
+                    .map_or_else(|| value.to_string(), str::to_owned);
+                lines.push(format!(
+                    "  {key:<9} {}",
+                    crate::output::escape_controls(&text)
+                ));
+            }
+            if let Some(other) = entries.get("other").and_then(|o| o.as_object()) {
+                for (key, value) in other {
+                    let text = value.as_str().unwrap_or_default();
+                    lines.push(format!(
+                        "  {key:<9} {}",
+                        crate::output::escape_controls(text)
+                    ));
+                }
+            }
+        }
+        lines.join("\n")
+    }
 }

@@ -445,7 +445,12 @@ fn model_weights(root: &Value, source: &Path) -> Result<Weights> {
     )
 }
 
-/// Refuses models whose decoder or conditioning this player does not implement.
+/// The `embedder_model` entries of voices trained on the features RVC's hubert_base.pt gives:
+/// Applio's name for it, and the RVC name some forks write.
+const CONTENTVEC_NAMES: [&str; 2] = ["contentvec", "hubert_base"];
+
+/// Refuses models whose decoder, content features or conditioning this player does not
+/// implement.
 fn check_supported(root: &Value, weights: &Weights) -> Result<()> {
     let file = weights.source().display();
     if let Some(vocoder) = root.get("vocoder").and_then(Value::as_str)
@@ -453,6 +458,17 @@ fn check_supported(root: &Value, weights: &Weights) -> Result<()> {
     {
         bail!(
             "{file}: the model uses the {vocoder} vocoder; only models with RVC's HiFi-GAN vocoder are supported"
+        );
+    }
+    if let Some(embedder) = root.get("embedder_model").and_then(Value::as_str)
+        && !CONTENTVEC_NAMES
+            .iter()
+            .any(|name| embedder.trim().eq_ignore_ascii_case(name))
+    {
+        bail!(
+            "{file}: the model was trained on the features of the {embedder} embedder; only \
+             models trained on contentvec's (RVC's hubert_base.pt) are supported, and converting \
+             with those would make it sound wrong"
         );
     }
     if weights.names().any(|n| n.starts_with("enc_p.emb_energy.")) {

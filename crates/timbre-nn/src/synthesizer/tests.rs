@@ -240,7 +240,7 @@ fn wrong_inputs_are_explained() {
 }
 
 #[test]
-fn other_vocoders_and_energy_models_are_refused_by_name() {
+fn other_vocoders_embedders_and_energy_models_are_refused_by_name() {
     let refine = tiny_checkpoint(256, true, vec![("vocoder", text("RefineGAN"))]);
     let message = error_of(&refine);
     assert!(
@@ -249,6 +249,20 @@ fn other_vocoders_and_energy_models_are_refused_by_name() {
     );
     let hifigan = tiny_checkpoint(256, true, vec![("vocoder", text("HiFi-GAN"))]);
     assert!(Synthesizer::from_checkpoint(&hifigan, Path::new("voice.pth"), Device::Cpu).is_ok());
+
+    let spin = tiny_checkpoint(256, true, vec![("embedder_model", text("spin"))]);
+    let message = error_of(&spin);
+    assert!(
+        message.contains("voice.pth") && message.contains("the spin embedder"),
+        "{message}"
+    );
+    for contentvec in ["contentvec", "ContentVec", "hubert_base"] {
+        let voice = tiny_checkpoint(256, true, vec![("embedder_model", text(contentvec))]);
+        assert!(
+            Synthesizer::from_checkpoint(&voice, Path::new("voice.pth"), Device::Cpu).is_ok(),
+            "{contentvec}"
+        );
+    }
 
     let Value::Dict(mut entries) = tiny_checkpoint(256, true, Vec::new()) else {
         unreachable!()
