@@ -62,11 +62,16 @@ mkdir -p "$deb_root/usr/share/timbre-studio"
 echo deb > "$deb_root/usr/share/timbre-studio/package-form"
 shlibs_dir=$stage/shlibs
 mkdir -p "$shlibs_dir/debian"
-printf 'Source: timbre-studio\n\nPackage: timbre-studio\n' > "$shlibs_dir/debian/control"
-depends=$(cd "$shlibs_dir" && dpkg-shlibdeps -O --ignore-missing-info \
-  -l"$(realpath "../deb/usr/lib/timbre-studio")" \
-  ../deb/usr/bin/timbre ../deb/usr/bin/timbre-studio ../deb/usr/lib/timbre-studio/* 2>/dev/null |
-  sed -n 's/^shlibs:Depends=//p')
+printf 'Source: timbre-studio\n\nPackage: timbre-studio\nArchitecture: amd64\n' > "$shlibs_dir/debian/control"
+# Its warnings (libraries without shlibs info: the bundled ones) go to a log, shown if it fails.
+if ! shlibs=$(cd "$shlibs_dir" && dpkg-shlibdeps -O --ignore-missing-info \
+  -l"$(realpath ../deb/usr/lib/timbre-studio)" \
+  ../deb/usr/bin/timbre ../deb/usr/bin/timbre-studio ../deb/usr/lib/timbre-studio/* 2> shlibdeps.log); then
+  cat "$shlibs_dir/shlibdeps.log" >&2
+  exit 1
+fi
+depends=$(sed -n 's/^shlibs:Depends=//p' <<< "$shlibs")
+[[ -n $depends ]] || { echo "package: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
 installed_kb=$(du -sk "$deb_root/usr" | cut -f1)
 cat > "$deb_root/DEBIAN/control" <<EOF
 Package: timbre-studio
@@ -100,5 +105,5 @@ tarball=$out/$neutral.tar.gz
 scripts/timed.sh package-tar tar -C "$stage/tar" -czf "$tarball" "$neutral"
 
 for file in "$deb" "$tarball"; do
-  echo "package: $file $(du -h --apparent-size "$file" | cut -f1) (installed $((installed_kb / 1024)) MB)"
+  echo "package: $file $(du -h --apparent-size "$file" | cut -f1) (installed $((installed_kb / 1024)) MiB)"
 done

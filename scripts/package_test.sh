@@ -106,8 +106,11 @@ for bin in timbre timbre-studio; do
   if grep -E "not found|\.venv|/work/" <<< "$resolved"; then
     echo "package-test: $bin does not resolve in the clean root:" >&2; echo "$resolved" >&2; exit 1
   fi
-  grep -q "/usr/lib/timbre-studio/libtorch_cpu.so" <<< "$resolved"
-  ! grep -q "libtorch_cuda" <<< "$resolved"
+  # The package's own libtorch (RUNPATH $ORIGIN: ldd shows /usr/bin/../lib/…), never CUDA's.
+  if ! grep -Eq "=> /usr/(bin/\.\./)?lib/timbre-studio/libtorch_cpu\.so" <<< "$resolved" ||
+    grep -q "libtorch_cuda" <<< "$resolved"; then
+    echo "package-test: $bin does not load the package's CPU libtorch:" >&2; echo "$resolved" >&2; exit 1
+  fi
 done
 
 # "Open with": the voice type known to the MIME database, the app the default for it and for WAV.
@@ -136,7 +139,7 @@ convert_fixture() {
   mkdir -p "$root/tmp/models" "$root/tmp/fixtures"
   cp "$fixtures/hubert_tiny/hubert_fairseq.pt" "$root/tmp/models/hubert_base.pt"
   cp "$fixtures/rmvpe_tiny/rmvpe.pt" "$root/tmp/models/rmvpe.pt"
-  cp "$fixtures/synth_v2_f0_40k/model.pth" "$root/tmp/fixtures/voice.pth"
+  cp "$fixtures/synth_v1_f0_40k/model.pth" "$root/tmp/fixtures/voice.pth"
   python3 - "$root/tmp/fixtures/tone.wav" <<'EOF'
 import math, struct, sys, wave
 with wave.open(sys.argv[1], "wb") as w:
