@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::catalog::Catalog;
 use super::download::download;
-use crate::db::jobs::{self as job_rows, Job};
+use crate::db::jobs::Job;
 use crate::jobs::{JobContext, JobHandler, JobKind, JobSystem};
 
 /// The job kind that downloads assets.
@@ -27,12 +27,10 @@ pub struct DownloadRequest {
 pub fn start_download(system: &JobSystem, request: DownloadRequest) -> Result<Job> {
     let catalog = Catalog::read()?;
     let name = catalog.find(&request.asset)?.name.clone();
-    let unfinished =
-        job_rows::unfinished_with_param(&system.library().conn(), KIND, "asset", &name)?;
-    match unfinished {
-        Some(job) => Ok(job),
-        None => system.submit(KIND, serde_json::to_value(DownloadRequest { asset: name })?),
-    }
+    let params = serde_json::to_value(DownloadRequest {
+        asset: name.clone(),
+    })?;
+    system.submit_unless_unfinished(KIND, ("asset", &name), params)
 }
 
 /// Runs `download` jobs: fetches and verifies one asset, resuming its `.part` file after a crash.

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use anyhow::Result;
 use serde_json::Value;
 
-use crate::db::jobs::{self as job_rows, Job};
+use crate::db::jobs::Job;
 use crate::jobs::{JobContext, JobHandler, JobKind, JobSystem};
 
 /// The job kind that installs the CUDA runtime.
@@ -16,12 +16,8 @@ pub const KIND: JobKind = JobKind::RuntimeInstall;
 /// Queues the install, or returns the unfinished one (one runtime, one install at a time).
 pub fn start_install(system: &JobSystem) -> Result<Job> {
     super::catalog()?;
-    let unfinished =
-        job_rows::unfinished_with_param(&system.library().conn(), KIND, "runtime", "cuda")?;
-    match unfinished {
-        Some(job) => Ok(job),
-        None => system.submit(KIND, serde_json::json!({ "runtime": "cuda" })),
-    }
+    let params = serde_json::json!({ "runtime": "cuda" });
+    system.submit_unless_unfinished(KIND, ("runtime", "cuda"), params)
 }
 
 /// Runs `runtime_install` jobs.

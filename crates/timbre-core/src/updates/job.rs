@@ -6,7 +6,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::db::jobs::{self as job_rows, Job};
+use crate::db::jobs::Job;
 use crate::jobs::{JobContext, JobHandler, JobKind, JobSystem};
 
 /// The job kind that installs an update.
@@ -21,16 +21,8 @@ pub struct UpdateRequest {
 
 /// Queues the install of `request.version`, or returns the unfinished one of that version.
 pub fn start_install(system: &JobSystem, request: UpdateRequest) -> Result<Job> {
-    let unfinished = job_rows::unfinished_with_param(
-        &system.library().conn(),
-        KIND,
-        "version",
-        &request.version,
-    )?;
-    match unfinished {
-        Some(job) => Ok(job),
-        None => system.submit(KIND, serde_json::to_value(request)?),
-    }
+    let params = serde_json::to_value(&request)?;
+    system.submit_unless_unfinished(KIND, ("version", &request.version), params)
 }
 
 /// Runs `update_install` jobs.

@@ -262,12 +262,38 @@ impl JobSystem {
     /// Queues a job of `kind` with `params` on its handler's lane and wakes the workers; refuses a
     /// kind this build has no handler for.
     pub fn submit(&self, kind: JobKind, params: Value) -> Result<Job> {
+        self.submit_where(kind, params, |_| Ok(None))
+    }
+
+    /// Returns the oldest queued or running job of `kind` whose parameter `key` is `value` (a
+    /// second click, or one a killed process left and recovery re-queued), else submits `params`.
+    /// The look and the insert hold the connection together, so two callers get one job.
+    pub fn submit_unless_unfinished(
+        &self,
+        kind: JobKind,
+        (key, value): (&str, &str),
+        params: Value,
+    ) -> Result<Job> {
+        self.submit_where(kind, params, |conn| {
+            job_rows::unfinished_with_param(conn, kind, key, value)
+        })
+    }
+
+    fn submit_where(
+        &self,
+        kind: JobKind,
+        params: Value,
+        existing: impl FnOnce(&rusqlite::Connection) -> Result<Option<Job>>,
+    ) -> Result<Job> {
         let handler = self.handlers.get(&kind).ok_or_else(|| {
             crate::error::invalid_input(format!("this build cannot run {kind} jobs"))
         })?;
         let max_retries = self.library.settings()?.max_retries;
         let job = {
             let conn = self.library.conn();
+            if let Some(job) = existing(&conn)? {
+                return Ok(job);
+            }
             let id = job_rows::insert(&conn, kind, handler.lane(), &params, max_retries)?;
             job_rows::require(&conn, id)?
         };

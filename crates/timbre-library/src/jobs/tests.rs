@@ -320,3 +320,34 @@ fn a_job_whose_end_cannot_be_recorded_fails_its_waiter_instead_of_hanging() {
         "{err}"
     );
 }
+
+#[test]
+fn an_unfinished_job_with_the_same_param_is_returned_instead_of_a_second() {
+    let (_dir, system) = system_with(scripted(JobKind::Download, |_, _| Ok(json!("done"))));
+    let submit = |asset: &'static str| {
+        let system = system.clone();
+        std::thread::spawn(move || {
+            system
+                .submit_unless_unfinished(
+                    JobKind::Download,
+                    ("asset", asset),
+                    json!({ "asset": asset }),
+                )
+                .unwrap()
+                .id
+        })
+    };
+    let clicks: Vec<i64> = (0..4)
+        .map(|_| submit("rmvpe"))
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|click| click.join().unwrap())
+        .collect();
+    assert!(clicks.iter().all(|id| *id == clicks[0]), "{clicks:?}");
+    let other = submit("fcpe").join().unwrap();
+    assert_ne!(other, clicks[0]);
+
+    system.run_job(clicks[0]).unwrap();
+    let after_it_ended = submit("rmvpe").join().unwrap();
+    assert!(after_it_ended > other, "{after_it_ended} after {other}");
+}
