@@ -1,8 +1,11 @@
 //! `timbre models` and `timbre convert` through the real binary, with the small random-weight
-//! models of the parity fixtures standing in for real ones (`RVC_PARITY_DIR`).
+//! models of the parity fixtures standing in for real ones (`RVC_PARITY_DIR`, and Applio's other
+//! vocoders from `applio_parity_fixtures`).
 
 use std::path::Path;
-use timbre_integration_tests::{Sandbox, rvc_parity_fixtures, write_sine_wav};
+use timbre_integration_tests::{
+    Sandbox, applio_parity_fixtures, rvc_parity_fixtures, write_sine_wav,
+};
 
 fn fixture(path: &str) -> String {
     rvc_parity_fixtures().join(path).display().to_string()
@@ -334,4 +337,34 @@ fn a_cancelled_conversion_says_it_was_cancelled() {
         "{stdout}"
     );
     assert_eq!(count(&sb, "conversions"), 0);
+}
+
+#[test]
+fn applio_voices_with_the_mrf_hifigan_and_refinegan_vocoders_convert() {
+    let sb = Sandbox::with_extractors(true);
+    let tone = sb.path("tone.wav");
+    write_sine_wav(&tone, 1.0, 220.0);
+    for (fixture, name, vocoder, rate) in [
+        ("mrf_hifigan_32k", "mrf", "MRF HiFi-GAN", 32_000),
+        ("refinegan_24k", "refine", "RefineGAN", 24_000),
+    ] {
+        let model = applio_parity_fixtures().join(fixture).join("model.pth");
+        sb.cpu_json(&["models", "import", model.to_str().unwrap(), "--name", name]);
+        let info = sb.cpu_json(&["models", "info", name]);
+        assert_eq!(info["vocoder"], vocoder, "{info}");
+        assert_eq!(info["metadata"]["file"]["vocoder"], vocoder, "{info}");
+
+        let converted = sb.cpu_json(&["convert", "--model", name, tone.to_str().unwrap()]);
+        assert_eq!(converted[0]["ok"], true, "{}", converted[0]);
+        let path = converted[0]["result"]["output_path"].as_str().unwrap();
+        let audio = timbre_audio::decode_file(Path::new(path), &Default::default()).unwrap();
+        assert_eq!(audio.sample_rate, rate);
+        assert!(
+            (audio.duration_secs() - 1.0).abs() < 0.05,
+            "{}",
+            audio.duration_secs()
+        );
+        let peak = audio.channels[0].iter().fold(0.0f32, |m, s| m.max(s.abs()));
+        assert!(peak > 1e-3, "{vocoder}: silent output (peak {peak})");
+    }
 }

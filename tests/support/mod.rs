@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use timbre_audio::SampleFormat;
 use timbre_audio::signal::sine;
-pub use timbre_test_support::{rvc_parity_fixtures, separation_fixtures};
+pub use timbre_test_support::{applio_parity_fixtures, rvc_parity_fixtures, separation_fixtures};
 
 /// The `timbre` binary of this build (`cargo build -p timbre-cli` puts it beside the tests).
 pub fn timbre_bin() -> PathBuf {

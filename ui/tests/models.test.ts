@@ -12,7 +12,12 @@ const bo = makeModel({
   sample_rate: 32000,
   f0: false,
   index_sha256: '12'.repeat(32),
-  metadata: { speakers: 3, feature_dim: 256, file: { epoch: 40, author: 'Kim', vocoder: 'HiFi-GAN', embedder_model: 'contentvec' } },
+  metadata: {
+    speakers: 3,
+    feature_dim: 256,
+    vocoder: 'RefineGAN',
+    file: { epoch: 40, author: 'Kim', vocoder: 'RefineGAN', embedder_model: 'contentvec' },
+  },
 });
 
 function backend(extra: Record<string, (a: any) => unknown> = {}) {
@@ -41,7 +46,7 @@ describe('Models page', () => {
     expect(row('Bo')).toHaveTextContent('256-d');
     expect(row('Bo')).toHaveTextContent('author Kim');
     expect(row('Bo')).toHaveTextContent('epoch 40');
-    expect(row('Bo')).toHaveTextContent('vocoder HiFi-GAN');
+    expect(row('Bo')).toHaveTextContent('vocoder RefineGAN');
     expect(row('Bo')).toHaveTextContent('embedder contentvec');
     expect(row('Ada')).not.toHaveTextContent('vocoder');
 

@@ -344,6 +344,7 @@ fn metadata(source: &str, info: &ModelInfo) -> serde_json::Value {
         "feature_dim": info.feature_dim,
         "speakers": info.speakers,
         "hop": info.hop,
+        "vocoder": info.vocoder,
         "file": info.metadata,
     })
 }

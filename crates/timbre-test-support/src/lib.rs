@@ -116,6 +116,16 @@ pub fn rvc_parity_fixtures() -> PathBuf {
     fixture_set("RVC_PARITY_DIR", "rvc-parity")
 }
 
+/// The Applio fixture set (voices with its MRF HiFi-GAN and RefineGAN vocoders, made with its
+/// code by `crates/timbre-nn/tests/data/applio-parity/make_fixtures.py`): `APPLIO_PARITY_DIR`,
+/// else that folder.
+pub fn applio_parity_fixtures() -> PathBuf {
+    std::env::var_os("APPLIO_PARITY_DIR").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../timbre-nn/tests/data/applio-parity"),
+        PathBuf::from,
+    )
+}
+
 /// The separation fixture set: `SEPARATION_PARITY_DIR`, else `../shared/fixtures/separation`.
 pub fn separation_fixtures() -> PathBuf {
     fixture_set("SEPARATION_PARITY_DIR", "separation")

@@ -244,7 +244,12 @@ impl<'a> ModelDetails<'a> {
         };
         ModelDetails {
             model,
-            vocoder: named("vocoder", "HiFi-GAN"),
+            // What the weights are (stored since Applio's other vocoders play; every voice
+            // imported before was a HiFi-GAN one).
+            vocoder: model.metadata["vocoder"]
+                .as_str()
+                .unwrap_or("HiFi-GAN")
+                .to_owned(),
             embedder: named("embedder_model", "contentvec"),
         }
     }

@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::{Result, bail};
 use tch::Device;
 
-use super::{ModelInfo, Synthesizer, check_supported, model_weights};
+use super::{ModelInfo, Synthesizer, Vocoder, check_supported, model_weights};
 use crate::checkpoint;
 use crate::weights::{WEIGHT_NORM_NAMES, Weights};
 
@@ -16,13 +16,24 @@ use crate::weights::{WEIGHT_NORM_NAMES, Weights};
 /// generator's last convolution (`bias=False` in `models.py` and in Applio's HiFi-GAN).
 const LAYERS_WITHOUT_BIAS: [&str; 3] = ["emb_g", "enc_p.emb_pitch", "dec.conv_post"];
 
+/// Whether RefineGAN builds `layer` without a bias: its source's merge (`Linear(bias=False)`)
+/// and its AdaIN scales (`upsample_conv_blocks.i.blocks.j.0` and `.2`, a bare weight each).
+fn refinegan_layer_without_bias(layer: &str) -> bool {
+    let parts: Vec<&str> = layer.split('.').collect();
+    layer == "dec.m_source.merge.0"
+        || matches!(
+            parts.as_slice(),
+            ["dec", "upsample_conv_blocks", _, "blocks", _, "0" | "2"]
+        )
+}
+
 /// Reads and fully checks an RVC inference `.pth`, as import does; the description on success.
 pub fn check_model(path: &Path) -> Result<ModelInfo> {
     let root = checkpoint::read_torch_file(path)?;
     let weights = model_weights(&root, path)?;
     check_supported(&root, &weights)?;
     check_finite(&weights)?;
-    check_biases(&weights)?;
+    check_biases(&weights, Vocoder::of_weights(&weights)?)?;
     Ok(Synthesizer::from_checkpoint(&root, path, Device::Cpu)?.info)
 }
 
@@ -51,8 +62,8 @@ fn check_finite(weights: &Weights) -> Result<()> {
 }
 
 /// The loaders take a missing bias as a layer without one; in RVC only `LAYERS_WITHOUT_BIAS`
-/// have none, so any other layer's missing bias is a damaged file.
-fn check_biases(weights: &Weights) -> Result<()> {
+/// have none (and RefineGAN's own), so any other layer's missing bias is a damaged file.
+fn check_biases(weights: &Weights, vocoder: Vocoder) -> Result<()> {
     let weight_suffixes =
         std::iter::once("weight").chain(WEIGHT_NORM_NAMES.iter().map(|(_, v)| *v));
     let mut layers: Vec<&str> = weights
@@ -63,6 +74,7 @@ fn check_biases(weights: &Weights) -> Result<()> {
                 .find_map(|suffix| name.strip_suffix(suffix)?.strip_suffix('.'))
         })
         .filter(|layer| !LAYERS_WITHOUT_BIAS.contains(layer))
+        .filter(|layer| vocoder != Vocoder::RefineGan || !refinegan_layer_without_bias(layer))
         .collect();
     layers.sort_unstable();
     match layers

@@ -5,7 +5,9 @@
 use anyhow::{Result, bail};
 use serde::{Deserialize, Deserializer, Serialize};
 
+use super::decoder_sizes;
 use super::shapes::{layer_count, tensor_shape, weight_shape};
+use super::vocoder::Vocoder;
 use crate::checkpoint::Value;
 use crate::weights::Weights;
 
@@ -207,6 +209,7 @@ fn sample_rate_from_json<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u
 pub(crate) fn effective_config(
     stated: &SynthesizerConfig,
     w: &Weights,
+    vocoder: Vocoder,
     mismatches: &mut Vec<String>,
 ) -> Result<SynthesizerConfig> {
     let source = w.source().display().to_string();
@@ -244,83 +247,7 @@ pub(crate) fn effective_config(
     let speakers = weight_shape(w, "emb_g", 2)?;
     take("spk_embed_dim", &mut config.spk_embed_dim, speakers[0]);
     take("gin_channels", &mut config.gin_channels, speakers[1]);
-    take(
-        "upsample_initial_channel",
-        &mut config.upsample_initial_channel,
-        weight_shape(w, "dec.conv_pre", 3)?[0],
-    );
-
-    let ups = layer_count(w, "dec.ups")?;
-    if ups == 0 || ups != config.upsample_rates.len() {
-        bail!(
-            "{source}: {} upsampling rates in the config for {ups} upsampling layers in the weights",
-            config.upsample_rates.len()
-        );
-    }
-    let up_kernels = (0..ups)
-        .map(|i| Ok(weight_shape(w, &format!("dec.ups.{i}"), 3)?[2]))
-        .collect::<Result<Vec<_>>>()?;
-    if config
-        .upsample_rates
-        .iter()
-        .zip(&up_kernels)
-        .any(|(&rate, &kernel)| rate <= 0 || rate > kernel)
-    {
-        bail!(
-            "{source}: upsampling rates {:?} must be positive and no longer than the kernels {up_kernels:?}",
-            config.upsample_rates
-        );
-    }
-    if config.upsample_kernel_sizes != up_kernels {
-        mismatches.push(format!(
-            "upsample_kernel_sizes: config {:?}, weights {up_kernels:?}",
-            config.upsample_kernel_sizes
-        ));
-        config.upsample_kernel_sizes = up_kernels;
-    }
-
-    let blocks = layer_count(w, "dec.resblocks")?;
-    if blocks == 0 || blocks % ups != 0 {
-        bail!(
-            "{source}: {blocks} residual blocks do not split evenly over {ups} upsampling layers"
-        );
-    }
-    let kernels_per_stage = blocks / ups;
-    let kind = if w.names().any(|n| n.starts_with("dec.resblocks.0.convs1.")) {
-        "1"
-    } else {
-        "2"
-    };
-    if config.resblock != kind {
-        mismatches.push(format!(
-            "resblock: config {:?}, weights {kind:?}",
-            config.resblock
-        ));
-        config.resblock = kind.to_string();
-    }
-    let first_conv = if kind == "1" { "convs1" } else { "convs" };
-    let block_kernels = (0..kernels_per_stage)
-        .map(|j| Ok(weight_shape(w, &format!("dec.resblocks.{j}.{first_conv}.0"), 3)?[2]))
-        .collect::<Result<Vec<_>>>()?;
-    if config.resblock_kernel_sizes != block_kernels {
-        mismatches.push(format!(
-            "resblock_kernel_sizes: config {:?}, weights {block_kernels:?}",
-            config.resblock_kernel_sizes
-        ));
-        config.resblock_kernel_sizes = block_kernels;
-    }
-    let convs_per_block = layer_count(w, &format!("dec.resblocks.0.{first_conv}"))?;
-    let dilations_fit = config.resblock_dilation_sizes.len() == kernels_per_stage
-        && config
-            .resblock_dilation_sizes
-            .iter()
-            .all(|d| d.len() == convs_per_block && d.iter().all(|&d| d > 0));
-    if !dilations_fit {
-        bail!(
-            "{source}: resblock_dilation_sizes {:?} do not fit {kernels_per_stage} residual blocks per stage of {convs_per_block} convolutions",
-            config.resblock_dilation_sizes
-        );
-    }
+    decoder_sizes::read(&mut config, w, vocoder, mismatches)?;
     Ok(config)
 }
 

@@ -1,19 +1,117 @@
 //! The HiFi-GAN decoder, with or without the NSF excitation: RVC-Project/Retrieval-based-Voice-
 //! Conversion-WebUI `infer/lib/infer_pack/models.py` `Generator` and `GeneratorNSF` with
 //! `modules.py` `ResBlock1`/`ResBlock2`. Odd upsampling rates follow IAHispano/Applio
-//! `rvc/lib/algorithm/generators/hifigan_nsf.py`, the only exporter that writes them.
+//! `rvc/lib/algorithm/generators/hifigan_nsf.py`, the only exporter that writes them. Applio's
+//! `hifigan_mrf.py` `HiFiGANMRFGenerator` computes the same stages (an `MRFLayer` is a
+//! `ResBlock1` pair; nine harmonics instead of one) under other names: [`Layout::Mrf`].
 
 use anyhow::{Result, bail};
 use tch::Tensor;
 
 use super::config::SynthesizerConfig;
-use super::shapes::{check_layer, check_weight, weight_shape};
+use super::shapes::{check_layer, check_weight, layer_count, weight_shape};
+use super::vocoder::Vocoder;
 use crate::layers::{Conv1d, ConvOptions, channels_last};
 use crate::weights::Weights;
 
 const LRELU_SLOPE: f64 = 0.1;
 /// `F.leaky_relu`'s default, which the reference uses before `conv_post`.
 const FINAL_LRELU_SLOPE: f64 = 0.01;
+
+/// Where a HiFi-GAN generator's layers are in the state dict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Layout {
+    /// RVC's: `dec.ups.i`, `dec.resblocks.{stage × blocks + j}.convs1.l` / `convs2.l` (or
+    /// `ResBlock2`'s `convs.l`).
+    Rvc,
+    /// MRF HiFi-GAN's: `dec.upsamples.i`, `dec.mrfs.{stage}.{j}.layers.l.conv1` / `conv2`.
+    Mrf,
+}
+
+impl Layout {
+    /// The layout of `vocoder`'s generator; None for one that is not a HiFi-GAN.
+    pub fn of(vocoder: Vocoder) -> Option<Self> {
+        match vocoder {
+            Vocoder::HifiGan => Some(Self::Rvc),
+            Vocoder::MrfHifiGan => Some(Self::Mrf),
+            Vocoder::RefineGan => None,
+        }
+    }
+
+    fn upsamples(self) -> &'static str {
+        match self {
+            Self::Rvc => "dec.ups",
+            Self::Mrf => "dec.upsamples",
+        }
+    }
+
+    pub fn upsample(self, stage: usize) -> String {
+        format!("{}.{stage}", self.upsamples())
+    }
+
+    /// Upsampling layers in `w`.
+    pub fn stages(self, w: &Weights) -> Result<usize> {
+        layer_count(w, self.upsamples())
+    }
+
+    /// Residual blocks per stage in `w`, which has `stages` of them.
+    pub fn blocks_per_stage(self, w: &Weights, stages: usize) -> Result<usize> {
+        let (blocks, per_stage) = match self {
+            Self::Rvc => {
+                let blocks = layer_count(w, "dec.resblocks")?;
+                (blocks, blocks / stages.max(1))
+            }
+            Self::Mrf => {
+                let per_stage = layer_count(w, "dec.mrfs.0")?;
+                (layer_count(w, "dec.mrfs")? * per_stage, per_stage)
+            }
+        };
+        if blocks == 0 || per_stage * stages != blocks {
+            bail!(
+                "{}: {blocks} residual blocks do not split evenly over {stages} upsampling layers",
+                w.source().display()
+            );
+        }
+        Ok(per_stage)
+    }
+
+    pub fn block(self, stage: usize, j: usize, per_stage: usize) -> String {
+        match self {
+            Self::Rvc => format!("dec.resblocks.{}", stage * per_stage + j),
+            Self::Mrf => format!("dec.mrfs.{stage}.{j}"),
+        }
+    }
+
+    /// The dilated and the plain convolution of step `l` of a `ResBlock1` block.
+    pub fn pair(self, block: &str, l: usize) -> (String, String) {
+        match self {
+            Self::Rvc => (format!("{block}.convs1.{l}"), format!("{block}.convs2.{l}")),
+            Self::Mrf => (
+                format!("{block}.layers.{l}.conv1"),
+                format!("{block}.layers.{l}.conv2"),
+            ),
+        }
+    }
+
+    /// The steps of block `block` (pairs, or RVC's `ResBlock2` singles).
+    pub fn steps(self, w: &Weights, block: &str, resblock: &str) -> Result<usize> {
+        match (self, resblock) {
+            (Self::Rvc, "1") => layer_count(w, &format!("{block}.convs1")),
+            (Self::Rvc, _) => layer_count(w, &format!("{block}.convs")),
+            (Self::Mrf, _) => layer_count(w, &format!("{block}.layers")),
+        }
+    }
+
+    /// `"1"` when block 0 of `w` is made of pairs, `"2"` of single convolutions.
+    pub fn resblock_kind(self, w: &Weights) -> &'static str {
+        let pairs = self.pair(&self.block(0, 0, 1), 0).0;
+        if self == Self::Mrf || w.names().any(|n| n.starts_with(&format!("{pairs}."))) {
+            "1"
+        } else {
+            "2"
+        }
+    }
+}
 
 /// `F.leaky_relu(x, slope)`: tch's `leaky_relu` has no slope, and `prelu` with one shared
 /// slope is the same single fused pass.
@@ -90,7 +188,8 @@ enum ResBlock {
 impl ResBlock {
     fn load(
         w: &Weights,
-        prefix: &str,
+        layout: Layout,
+        block: &str,
         kind: &str,
         channels: i64,
         kernel_size: i64,
@@ -112,18 +211,16 @@ impl ResBlock {
             Conv1d::load(w, &name, options)
         };
         Ok(if kind == "1" {
-            let pairs = dilations.iter().enumerate().map(|(i, &d)| {
-                Ok((
-                    conv(format!("{prefix}.convs1.{i}"), d)?,
-                    conv(format!("{prefix}.convs2.{i}"), 1)?,
-                ))
+            let pairs = dilations.iter().enumerate().map(|(l, &d)| {
+                let (dilated, plain) = layout.pair(block, l);
+                Ok((conv(dilated, d)?, conv(plain, 1)?))
             });
             Self::Pairs(pairs.collect::<Result<_>>()?)
         } else {
             let singles = dilations
                 .iter()
                 .enumerate()
-                .map(|(i, &d)| conv(format!("{prefix}.convs.{i}"), d));
+                .map(|(l, &d)| conv(format!("{block}.convs.{l}"), d));
             Self::Singles(singles.collect::<Result<_>>()?)
         })
     }
@@ -167,9 +264,16 @@ pub struct Generator {
 }
 
 impl Generator {
-    /// `prefix` is `dec`; `config` is the effective one (sizes checked against the weights).
-    /// With `nsf`, each stage also has the `noise_convs` that inject the excitation.
-    pub fn load(w: &Weights, prefix: &str, config: &SynthesizerConfig, nsf: bool) -> Result<Self> {
+    /// The generator under `dec` in `layout`; `config` is the effective one (sizes checked
+    /// against the weights). With `nsf`, each stage also has the `noise_convs` that inject the
+    /// excitation.
+    pub fn load(
+        w: &Weights,
+        layout: Layout,
+        config: &SynthesizerConfig,
+        nsf: bool,
+    ) -> Result<Self> {
+        let prefix = "dec";
         let initial = config.upsample_initial_channel;
         check_weight(
             w,
@@ -181,13 +285,7 @@ impl Generator {
         let mut channels = initial;
         for (i, &rate) in rates.iter().enumerate() {
             let out_channels = channels / 2;
-            let upsample = Upsample::load(
-                w,
-                &format!("{prefix}.ups.{i}"),
-                channels,
-                out_channels,
-                rate,
-            )?;
+            let upsample = Upsample::load(w, &layout.upsample(i), channels, out_channels, rate)?;
             let noise_conv = if nsf {
                 let name = format!("{prefix}.noise_convs.{i}");
                 let stride: i64 = rates[i + 1..].iter().product();
@@ -212,14 +310,14 @@ impl Generator {
                 .resblock_kernel_sizes
                 .iter()
                 .zip(&config.resblock_dilation_sizes);
+            let per_stage = config.resblock_kernel_sizes.len();
             let resblocks = kernels
                 .enumerate()
                 .map(|(j, (&kernel_size, dilations))| {
-                    let index = i * config.resblock_kernel_sizes.len() + j;
-                    let name = format!("{prefix}.resblocks.{index}");
                     ResBlock::load(
                         w,
-                        &name,
+                        layout,
+                        &layout.block(i, j, per_stage),
                         &config.resblock,
                         out_channels,
                         kernel_size,

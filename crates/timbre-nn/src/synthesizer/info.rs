@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::config::{SynthesizerConfig, effective_config};
 use super::shapes::weight_shape;
+use super::vocoder::Vocoder;
 use crate::checkpoint::Value;
 use crate::weights::Weights;
 
@@ -28,6 +29,10 @@ pub struct ModelInfo {
     pub feature_dim: i64,
     /// Output samples per feature frame.
     pub hop: i64,
+    /// The decoder, as its weights are laid out (info stored before vocoders were told apart
+    /// describes HiFi-GAN voices).
+    #[serde(default)]
+    pub vocoder: Vocoder,
     /// The config as the model uses it: sizes the weights determine come from the weights.
     pub config: SynthesizerConfig,
     /// Where the file's own `config`/`version`/`f0` disagree with its weights.
@@ -154,7 +159,16 @@ impl ModelInfo {
         let stated =
             SynthesizerConfig::from_list(items).map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
         let mut mismatches = Vec::new();
-        let config = effective_config(&stated, weights, &mut mismatches)?;
+        let vocoder = Vocoder::of_weights(weights)?;
+        let entry = root.get("vocoder").and_then(Value::as_str);
+        if let Some(named) = entry.and_then(Vocoder::from_entry)
+            && named != vocoder
+        {
+            mismatches.push(format!(
+                "vocoder: the file says {named}, its weights are {vocoder}'s"
+            ));
+        }
+        let config = effective_config(&stated, weights, vocoder, &mut mismatches)?;
 
         let feature_dim = weight_shape(weights, "enc_p.emb_phone", 2)?[1];
         let version_of_features = match feature_dim {
@@ -194,6 +208,7 @@ impl ModelInfo {
             speakers: config.spk_embed_dim,
             feature_dim,
             hop: config.hop(),
+            vocoder,
             config,
             config_mismatches: mismatches,
             metadata: Metadata::from_checkpoint(root),

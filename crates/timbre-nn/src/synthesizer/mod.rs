@@ -2,14 +2,15 @@
 //! RVC-Project/Retrieval-based-Voice-Conversion-WebUI `infer/lib/infer_pack/models.py`
 //! `SynthesizerTrnMs256NSFsid`, `SynthesizerTrnMs768NSFsid` and their `_nono` variants, loaded
 //! as `infer/modules/vc/modules.py` does (speaker count from `emb_g.weight`, class from
-//! `version` and `f0`), and IAHispano/Applio `rvc/lib/algorithm/synthesizers.py` files with the
-//! HiFi-GAN vocoder. The same modules train: [`TrainableSynthesizer`] keeps the generator's
-//! parameters under the reference's state-dict names and runs the training forward with the
-//! posterior encoder.
+//! `version` and `f0`), and IAHispano/Applio `rvc/lib/algorithm/synthesizers.py` files with each
+//! of its vocoders ([`Vocoder`]: HiFi-GAN, MRF HiFi-GAN, RefineGAN). The same modules train (the
+//! HiFi-GAN ones): [`TrainableSynthesizer`] keeps the generator's parameters under the
+//! reference's state-dict names and runs the training forward with the posterior encoder.
 
 mod attentions;
 mod checks;
 mod config;
+mod decoder_sizes;
 mod flow;
 mod generator;
 mod generator_checkpoint;
@@ -18,6 +19,7 @@ mod noise;
 mod nsf;
 mod parameters;
 mod posterior;
+mod refinegan;
 mod shapes;
 #[cfg(test)]
 mod tests;
@@ -25,6 +27,7 @@ mod text_encoder;
 mod training;
 #[cfg(test)]
 mod training_tests;
+mod vocoder;
 mod wavenet;
 
 use std::path::Path;
@@ -38,15 +41,17 @@ pub use generator_checkpoint::check_generator_checkpoint;
 pub use info::{Metadata, ModelInfo};
 pub use noise::{Noise, TrainingNoise};
 pub use training::{TrainableSynthesizer, TrainingBatch, TrainingOutput, slice_segments};
+pub use vocoder::Vocoder;
 
 use crate::checkpoint::{self, Value};
 use crate::layers::Embedding;
 use crate::weights::Weights;
 use attentions::EncoderSizes;
 use flow::ResidualCouplingBlock;
-use generator::Generator;
+use generator::{Generator, Layout};
 use noise::NoiseSource;
 use nsf::HarmonicSource;
+use refinegan::RefineGan;
 use text_encoder::TextEncoder;
 
 /// The prior's noise scale in RVC's `infer`.
@@ -69,14 +74,52 @@ pub struct Synthesizer {
     emb_g: Embedding,
     enc_p: TextEncoder,
     flow: ResidualCouplingBlock,
-    dec: Generator,
+    dec: Decoder,
     /// The NSF excitation, for models driven by pitch.
     source: Option<HarmonicSource>,
     device: Device,
 }
 
+/// The decoder of a [`Vocoder`]: a HiFi-GAN in either layout, or RefineGAN.
+enum Decoder {
+    HifiGan(Generator),
+    RefineGan(RefineGan),
+}
+
+impl Decoder {
+    fn load(w: &Weights, info: &ModelInfo, device: Device) -> Result<Self> {
+        let config = &info.config;
+        Ok(match Layout::of(info.vocoder) {
+            Some(layout) => Self::HifiGan(Generator::load(w, layout, config, info.f0)?),
+            None => Self::RefineGan(RefineGan::load(
+                w,
+                config.inter_channels,
+                config.gin_channels,
+                &config.upsample_rates,
+                device,
+            )?),
+        })
+    }
+
+    fn forward(
+        &self,
+        x: &Tensor,
+        g: &Tensor,
+        excitation: Option<&Tensor>,
+        noise: &mut NoiseSource,
+    ) -> Tensor {
+        match (self, excitation) {
+            (Self::HifiGan(generator), _) => generator.forward(x, Some(g), excitation),
+            (Self::RefineGan(generator), Some(excitation)) => {
+                generator.forward(x, excitation, Some(g), noise)
+            }
+            (Self::RefineGan(_), None) => unreachable!("RefineGAN voices are driven by pitch"),
+        }
+    }
+}
+
 /// Reads what the library shows about a voice model file, refusing files that are not RVC
-/// inference models with a HiFi-GAN vocoder.
+/// inference models with a vocoder this player implements.
 pub fn read_model_info(path: &Path) -> Result<ModelInfo> {
     let root = checkpoint::read_torch_file(path)?;
     let weights = model_weights(&root, path)?;
@@ -113,7 +156,7 @@ impl Synthesizer {
         };
         let enc_p = TextEncoder::load(weights, "enc_p", &sizes, config.inter_channels)?;
         let source_module = if info.f0 {
-            Some(HarmonicSource::load(weights, "dec.m_source", config.sr)?)
+            Some(HarmonicSource::load(weights, info.vocoder, config.sr)?)
         } else {
             None
         };
@@ -126,7 +169,7 @@ impl Synthesizer {
                 config.inter_channels,
                 config.gin_channels,
             )?,
-            dec: Generator::load(weights, "dec", config, info.f0)?,
+            dec: Decoder::load(weights, &info, device)?,
             source: source_module,
             device,
             info,
@@ -290,7 +333,7 @@ impl Synthesizer {
             decoder_input = stretch(&decoder_input, frames);
         }
         self.dec
-            .forward(&decoder_input, Some(&g), excitation.as_ref())
+            .forward(&decoder_input, &g, excitation.as_ref(), noise)
     }
 
     fn checked_inputs(
@@ -453,12 +496,16 @@ const CONTENTVEC_NAMES: [&str; 2] = ["contentvec", "hubert_base"];
 /// implement.
 fn check_supported(root: &Value, weights: &Weights) -> Result<()> {
     let file = weights.source().display();
-    if let Some(vocoder) = root.get("vocoder").and_then(Value::as_str)
-        && !vocoder.trim().eq_ignore_ascii_case("hifi-gan")
+    if let Some(entry) = root.get("vocoder").and_then(Value::as_str)
+        && Vocoder::from_entry(entry).is_none()
     {
         bail!(
-            "{file}: the model uses the {vocoder} vocoder; only models with RVC's HiFi-GAN vocoder are supported"
+            "{file}: the model uses the {entry} vocoder, which this player does not implement (it plays HiFi-GAN, MRF HiFi-GAN and RefineGAN voices)"
         );
+    }
+    let vocoder = Vocoder::of_weights(weights)?;
+    if vocoder != Vocoder::HifiGan && !weights.contains("enc_p.emb_pitch.weight") {
+        bail!("{file}: a {vocoder} voice without pitch guidance, which Applio cannot train either");
     }
     if let Some(embedder) = root.get("embedder_model").and_then(Value::as_str)
         && !CONTENTVEC_NAMES

@@ -240,15 +240,26 @@ fn wrong_inputs_are_explained() {
 }
 
 #[test]
-fn other_vocoders_embedders_and_energy_models_are_refused_by_name() {
-    let refine = tiny_checkpoint(256, true, vec![("vocoder", text("RefineGAN"))]);
-    let message = error_of(&refine);
+fn unknown_vocoders_other_embedders_and_energy_models_are_refused_by_name() {
+    let bigvgan = tiny_checkpoint(256, true, vec![("vocoder", text("BigVGAN"))]);
+    let message = error_of(&bigvgan);
     assert!(
-        message.contains("voice.pth") && message.contains("RefineGAN vocoder"),
+        message.contains("voice.pth") && message.contains("the BigVGAN vocoder"),
         "{message}"
     );
     let hifigan = tiny_checkpoint(256, true, vec![("vocoder", text("HiFi-GAN"))]);
     assert!(Synthesizer::from_checkpoint(&hifigan, Path::new("voice.pth"), Device::Cpu).is_ok());
+    // The weights decide what plays; an entry naming another known vocoder is noted.
+    let misnamed = tiny_checkpoint(256, true, vec![("vocoder", text("RefineGAN"))]);
+    let model = Synthesizer::from_checkpoint(&misnamed, Path::new("voice.pth"), Device::Cpu);
+    let info = model.unwrap().info().clone();
+    assert_eq!(info.vocoder, Vocoder::HifiGan);
+    assert!(
+        info.config_mismatches
+            .contains(&"vocoder: the file says RefineGAN, its weights are HiFi-GAN's".to_string()),
+        "{:?}",
+        info.config_mismatches
+    );
 
     let spin = tiny_checkpoint(256, true, vec![("embedder_model", text("spin"))]);
     let message = error_of(&spin);

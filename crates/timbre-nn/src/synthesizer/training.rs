@@ -16,7 +16,7 @@ use super::generator_checkpoint::{GeneratorKind, first_few, generator_state};
 use super::noise::{NoiseSource, TrainingNoise};
 use super::parameters::initial_parameters;
 use super::posterior::PosteriorEncoder;
-use super::{Inputs, Metadata, ModelInfo, Synthesizer, SynthesizerConfig};
+use super::{Inputs, Metadata, ModelInfo, Synthesizer, SynthesizerConfig, Vocoder};
 use crate::checkpoint::{self, Value};
 use crate::weights::Weights;
 
@@ -114,6 +114,7 @@ impl TrainableSynthesizer {
             speakers: config.spk_embed_dim,
             feature_dim,
             hop: config.hop(),
+            vocoder: Vocoder::HifiGan,
             config: config.clone(),
             config_mismatches: Vec::new(),
             metadata: Metadata::default(),
@@ -393,7 +394,7 @@ impl Synthesizer {
             }
             _ => None,
         };
-        let audio = self.dec.forward(&z_slice, Some(&g), excitation.as_ref());
+        let audio = self.dec.forward(&z_slice, &g, excitation.as_ref(), noise);
         TrainingOutput {
             audio,
             ids_slice,

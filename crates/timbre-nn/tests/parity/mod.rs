@@ -1,5 +1,6 @@
 //! Parity with the reference Python implementations on the fixture sets of `../shared/fixtures`
-//! (or the folders named by `RVC_PARITY_DIR` / `SEPARATION_PARITY_DIR`): every case of each
+//! (or the folders named by `RVC_PARITY_DIR` / `SEPARATION_PARITY_DIR`) and on the Applio set
+//! beside these tests (`tests/data/applio-parity`, or `APPLIO_PARITY_DIR`): every case of each
 //! manifest runs by its `kind` and prints what it measured against its tolerance. A case that
 //! cannot run fails the test, as does an unknown kind.
 
@@ -17,7 +18,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde_json::Value as Json;
 use timbre_nn::device::Precision;
-use timbre_test_support::{rvc_parity_fixtures, separation_fixtures};
+use timbre_test_support::{applio_parity_fixtures, rvc_parity_fixtures, separation_fixtures};
 
 /// One manifest case with its fixture folder, so checkers can resolve the files it names.
 pub struct Case<'a> {
@@ -175,6 +176,14 @@ fn rvc_checker(kind: &str) -> Option<Checker> {
 fn rvc_parity() {
     tch::set_num_threads(std::thread::available_parallelism().map_or(1, |n| n.get() as i32));
     run_manifest(&rvc_parity_fixtures(), rvc_checker, true);
+}
+
+/// Voices with Applio's other vocoders, made with Applio's own code by
+/// `tests/data/applio-parity/make_fixtures.py` in the rvc-parity format.
+#[test]
+fn applio_parity() {
+    tch::set_num_threads(std::thread::available_parallelism().map_or(1, |n| n.get() as i32));
+    run_manifest(&applio_parity_fixtures(), rvc_checker, true);
 }
 
 fn separation_checker(kind: &str) -> Option<Checker> {

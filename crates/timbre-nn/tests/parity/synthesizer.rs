@@ -27,6 +27,14 @@ pub fn check(case: &Case, _manifest: &Json) -> Result<String> {
             info.f0
         ));
     }
+    if let Some(vocoder) = case.json["vocoder"].as_str()
+        && vocoder != info.vocoder.name()
+    {
+        return super::fail(format!(
+            "the case says the {vocoder} vocoder, the model reads as {}",
+            info.vocoder
+        ));
+    }
     if let Some(version) = case.json["version"].as_str()
         && version != info.version
     {
@@ -54,8 +62,8 @@ pub fn check(case: &Case, _manifest: &Json) -> Result<String> {
     let snr = compare::snr_db(&audio, &expected)?;
     let (max_abs_tol, snr_min) = (case.tolerance("max_abs")?, case.tolerance("snr_db_min")?);
     let line = format!(
-        "{} {} Hz f0 {}: max_abs {max_abs:.2e} (tol {max_abs_tol:.0e}), snr {snr:.1} dB (min {snr_min})",
-        info.version, info.sample_rate, info.f0
+        "{} {} {} Hz f0 {}: max_abs {max_abs:.2e} (tol {max_abs_tol:.0e}), snr {snr:.1} dB (min {snr_min})",
+        info.version, info.vocoder, info.sample_rate, info.f0
     );
     if max_abs > max_abs_tol || snr < snr_min {
         super::fail(line)
