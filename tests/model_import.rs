@@ -13,6 +13,11 @@ const GOOD_MODEL: &str = "synth_v2_f0_40k/model.pth";
 /// The fixture model loaded and saved again by torch after `mutation` (Python run on
 /// `ckpt`, the loaded checkpoint, and `w`, its `weight` dict), as `name` in the sandbox.
 fn mutated_model(sb: &Sandbox, name: &str, mutation: &str) -> PathBuf {
+    mutated_fixture(sb, GOOD_MODEL, name, mutation)
+}
+
+/// [`mutated_model`] of the fixture voice `fixture`.
+fn mutated_fixture(sb: &Sandbox, fixture: &str, name: &str, mutation: &str) -> PathBuf {
     let path = sb.path(name);
     let script = format!(
         "import sys, torch\n\
@@ -24,7 +29,7 @@ fn mutated_model(sb: &Sandbox, name: &str, mutation: &str) -> PathBuf {
     let out = std::process::Command::new(reference_python())
         .arg("-c")
         .arg(script)
-        .arg(rvc_parity_fixtures().join(GOOD_MODEL))
+        .arg(rvc_parity_fixtures().join(fixture))
         .arg(&path)
         .output()
         .expect("running the venv's Python");
@@ -441,7 +446,7 @@ fn models_export_writes_edited_info_that_the_reference_reads() {
 }
 
 #[test]
-fn models_info_shows_the_vocoder_and_embedder_and_another_embedder_is_refused_by_name() {
+fn models_info_shows_the_vocoder_and_embedder_and_an_unknown_embedder_is_refused_by_name() {
     let sb = Sandbox::with_extractors(false);
     sb.import_fixture_voice(GOOD_MODEL, "plain");
     let plain = sb.json(&["models", "info", "plain"]);
@@ -472,10 +477,68 @@ fn models_info_shows_the_vocoder_and_embedder_and_another_embedder_is_refused_by
         assert!(text.contains(line), "{line}: {text}");
     }
 
-    let spin = mutated_model(&sb, "spin.pth", "ckpt['embedder_model'] = 'spin'");
-    let message = refusal(&sb, &spin);
+    let custom = mutated_model(&sb, "custom.pth", "ckpt['embedder_model'] = 'custom'");
+    let message = refusal(&sb, &custom);
     assert!(
-        message.contains("spin.pth") && message.contains("the spin embedder"),
+        message.contains("custom.pth") && message.contains("the custom embedder"),
         "{message}"
+    );
+}
+
+#[test]
+fn a_voice_of_another_embedder_names_it_until_it_is_there_and_converts_with_its_features() {
+    let sb = Sandbox::with_extractors(true);
+    // A v1 voice, whose 256-d features the tiny HuBERT gives (Applio's v1: from its last layer).
+    let v1 = "synth_v1_f0_40k/model.pth";
+    let voice = mutated_fixture(&sb, v1, "spin.pth", "ckpt['embedder_model'] = 'spin'");
+    let download = "timbre assets download embedder-spin embedder-spin-config";
+    let imported = import(&sb, &voice, &["--name", "spun"]);
+    assert!(imported.status.success());
+    let said = String::from_utf8_lossy(&imported.stderr);
+    assert!(said.contains(download), "{said}");
+    let info = sb.json(&["models", "info", "spun"]);
+    assert_eq!(info["embedder"], "spin", "{info}");
+
+    let tone = sb.path("tone.wav");
+    write_sine_wav(&tone, 1.0, 220.0);
+    let convert = || {
+        sb.cpu_run(&[
+            "--json",
+            "convert",
+            "--model",
+            "spun",
+            tone.to_str().unwrap(),
+        ])
+    };
+    let refused = convert();
+    let message = String::from_utf8_lossy(&refused.stdout).into_owned()
+        + &String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        message.contains("spun")
+            && message.contains("trained on the spin embedder's features")
+            && message.contains(download),
+        "{message}"
+    );
+
+    // Applio's layout: the embedder's transformers folder under embedders/.
+    let folder = sb.models_dir().join("embedders/spin");
+    std::fs::create_dir_all(&folder).unwrap();
+    for file in ["config.json", "model.safetensors"] {
+        std::fs::copy(
+            rvc_parity_fixtures().join("hubert_tiny/hf").join(file),
+            folder.join(file),
+        )
+        .unwrap();
+    }
+    let converted = sb.cpu_json(&["convert", "--model", "spun", tone.to_str().unwrap()]);
+    assert_eq!(converted[0]["ok"], true, "{}", converted[0]);
+    assert_eq!(converted[0]["result"]["analysis_cache"], "computed");
+    // A contentvec voice on the same input has analyses of its own.
+    sb.import_fixture_voice(v1, "plain");
+    let plain = sb.cpu_json(&["convert", "--model", "plain", tone.to_str().unwrap()]);
+    assert_eq!(
+        plain[0]["result"]["analysis_cache"], "computed",
+        "{}",
+        plain[0]
     );
 }

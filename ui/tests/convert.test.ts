@@ -12,11 +12,13 @@ import {
   essentialAssets,
   installFakeAudio,
   makeConversion,
+  makeAsset,
   makeJob,
   makeModel,
   makeTake,
   mockBackend,
 } from './helpers';
+import type { AssetStatus } from '../src/lib/api';
 
 const models = [
   makeModel({ id: 1, name: 'Ada', index_sha256: null }),
@@ -106,6 +108,48 @@ describe('Convert page', () => {
     expect((select.querySelector('option[value="rmvpe"]') as HTMLOptionElement).disabled).toBe(true);
     await waitFor(() => expect(select.value).toBe('pm'));
     expect(studio.options?.f0_method).toBe('pm');
+  });
+
+  it("offers the download of a chosen voice's embedder when it is missing, and shows its progress", async () => {
+    const spinVoice = makeModel({
+      id: 3,
+      name: 'Cy',
+      metadata: {
+        embedder: 'spin',
+        embedder_files: ['embedders/spin/pytorch_model.bin', 'embedders/spin/config.json'],
+      },
+    });
+    const spinAsset = (state: string, config = false) =>
+      makeAsset({
+        name: config ? 'embedder-spin-config' : 'embedder-spin',
+        role: 'content-features',
+        description: 'spin embedder, as Applio ships it.',
+        path: config ? 'embedders/spin/config.json' : 'embedders/spin/pytorch_model.bin',
+        size_bytes: null,
+        sha256: null,
+        essential: false,
+        state,
+      } as Partial<AssetStatus>);
+    const downloads: string[][] = [];
+    backend({
+      list_models: () => [...models, spinVoice],
+      list_assets: () => assetList([...essentialAssets(true, true), spinAsset('missing'), spinAsset('present', true)]),
+      download_assets: ({ names }: { names: string[] }) => {
+        downloads.push(names);
+        return names.map((name, i) => makeJob({ id: 90 + i, kind: 'download', state: 'queued', params: JSON.stringify({ asset: name }) }));
+      },
+    });
+    render(Convert);
+    await chooseModel('Ada');
+    expect(screen.queryByTestId('embedder-missing')).toBeNull();
+    await chooseModel('Cy');
+    const offers = await screen.findAllByTestId('missing-asset');
+    // Only the weights are missing; the config is there.
+    expect(offers.map((o) => o.dataset.name)).toEqual(['embedder-spin']);
+    expect(offers[0]).toHaveTextContent("The voice Cy, trained on the spin embedder's features, needs spin");
+    expect(offers[0]).toHaveTextContent('embedders/spin/pytorch_model.bin');
+    await fireEvent.click(within(offers[0]).getByTestId('missing-asset-download'));
+    expect(downloads).toEqual([['embedder-spin']]);
   });
 
   it('enables the index rate only for a model with an index, and the speaker for multi-speaker ones', async () => {

@@ -147,7 +147,7 @@ pub fn store_checked(
                 version: Some(info.version.clone()),
                 sample_rate: Some(info.sample_rate),
                 f0: Some(info.f0),
-                metadata: metadata(model.source, info),
+                metadata: metadata(model.source, info)?,
             },
         )?;
         models::require(conn, id)
@@ -338,13 +338,16 @@ pub(crate) fn composed(name: &str) -> String {
         .into_owned()
 }
 
-fn metadata(source: &str, info: &ModelInfo) -> serde_json::Value {
-    json!({
+fn metadata(source: &str, info: &ModelInfo) -> Result<serde_json::Value> {
+    let embedder = info.embedder()?;
+    Ok(json!({
         "source_path": source,
         "feature_dim": info.feature_dim,
         "speakers": info.speakers,
         "hop": info.hop,
         "vocoder": info.vocoder,
+        "embedder": embedder.name(),
+        "embedder_files": crate::models_folder::embedder_files(embedder),
         "file": info.metadata,
-    })
+    }))
 }

@@ -8,6 +8,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::library::Library;
+use timbre_nn::hubert::Embedder;
 
 /// The library's models folder, as an absolute path (see [`models_dir`]).
 pub fn of(library: &Library) -> Result<PathBuf> {
@@ -93,6 +94,68 @@ pub fn require_hubert(dir: &Path) -> Result<PathBuf> {
     })
 }
 
+/// The content-feature extractor a voice of `embedder` is converted with: contentvec's is
+/// [`find_hubert`]'s; the others are transformers folders where Applio keeps them,
+/// `embedders/<folder>/` with `config.json` and `pytorch_model.bin` (or `model.safetensors`).
+pub fn find_embedder(dir: &Path, embedder: Embedder) -> Option<PathBuf> {
+    if embedder == Embedder::Contentvec {
+        return find_hubert(dir);
+    }
+    let folder = dir.join("embedders").join(embedder.folder());
+    let weights = ["pytorch_model.bin", "model.safetensors"];
+    (folder.join("config.json").is_file() && weights.iter().any(|w| folder.join(w).is_file()))
+        .then_some(folder)
+}
+
+/// The catalogue files of `embedder` (relative to the models folder), which its voices need
+/// and the app offers to download; none for contentvec, whose HuBERT every conversion needs.
+pub fn embedder_files(embedder: Embedder) -> Vec<String> {
+    if embedder == Embedder::Contentvec {
+        return Vec::new();
+    }
+    ["pytorch_model.bin", "config.json"]
+        .iter()
+        .map(|file| format!("embedders/{}/{file}", embedder.folder()))
+        .collect()
+}
+
+/// The catalogue assets of `embedder`'s files (`embedder-<name>`, `embedder-<name>-config`).
+pub fn embedder_assets(embedder: Embedder) -> Vec<String> {
+    if embedder == Embedder::Contentvec {
+        return vec!["hubert".into()];
+    }
+    let name = format!("embedder-{}", embedder.name());
+    vec![name.clone(), format!("{name}-config")]
+}
+
+/// [`find_embedder`], or an error that names the embedder and how to get it.
+pub fn require_embedder(dir: &Path, embedder: Embedder) -> Result<PathBuf> {
+    if embedder == Embedder::Contentvec {
+        return require_hubert(dir);
+    }
+    find_embedder(dir, embedder).ok_or_else(|| {
+        crate::error::not_found(format!(
+            "the voice was trained on the {embedder} embedder's features, which are not in {}: \
+             download them (`timbre assets download {}`, or Download on the Convert page)",
+            dir.join("embedders").join(embedder.folder()).display(),
+            embedder_assets(embedder).join(" ")
+        ))
+    })
+}
+
+/// The embedder of a library voice, from the metadata import stored (`embedder`, else the
+/// file's `embedder_model`; none: contentvec).
+pub fn embedder_of(metadata: &serde_json::Value) -> Result<Embedder> {
+    let entry = metadata["embedder"]
+        .as_str()
+        .or(metadata["file"]["embedder_model"].as_str());
+    Embedder::of_entry(entry).map_err(|entry| {
+        crate::error::invalid_input(format!(
+            "the voice's embedder {entry} is not one this player knows"
+        ))
+    })
+}
+
 /// A RoFormer checkpoint and its config in the models folder.
 #[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
 pub struct SeparationModel {
@@ -130,6 +193,45 @@ pub fn separation_models(models_dir: &Path) -> Vec<SeparationModel> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_embedder_is_found_where_the_catalogue_downloads_it() {
+        let catalog = crate::assets::catalog::Catalog::read().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        for embedder in Embedder::ALL.into_iter().skip(1) {
+            let files = embedder_files(embedder);
+            let paths: Vec<String> = embedder_assets(embedder)
+                .iter()
+                .map(|name| catalog.find(name).unwrap().path.clone())
+                .collect();
+            assert_eq!(paths, files, "{embedder}");
+            let err = require_embedder(dir.path(), embedder)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(&embedder_assets(embedder).join(" ")), "{err}");
+            for file in &files {
+                let path = dir.path().join(file);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(path, "x").unwrap();
+            }
+            let folder = dir.path().join("embedders").join(embedder.folder());
+            assert_eq!(require_embedder(dir.path(), embedder).unwrap(), folder);
+        }
+        assert!(embedder_files(Embedder::Contentvec).is_empty());
+        assert!(require_embedder(dir.path(), Embedder::Contentvec).is_err());
+    }
+
+    #[test]
+    fn a_voice_s_embedder_is_read_from_what_import_stored() {
+        let stored = |metadata| embedder_of(&metadata).map_err(|e| e.to_string());
+        assert_eq!(stored(serde_json::json!({})), Ok(Embedder::Contentvec));
+        let file = serde_json::json!({ "file": { "embedder_model": "spin-v2" } });
+        assert_eq!(stored(file), Ok(Embedder::SpinV2));
+        let both = serde_json::json!({ "embedder": "spin", "file": { "embedder_model": "x" } });
+        assert_eq!(stored(both), Ok(Embedder::Spin));
+        let unknown = serde_json::json!({ "file": { "embedder_model": "whisper" } });
+        assert!(stored(unknown).unwrap_err().contains("whisper"));
+    }
 
     #[test]
     fn hubert_is_found_as_a_fairseq_file_or_a_transformers_folder() {

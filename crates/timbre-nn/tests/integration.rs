@@ -8,6 +8,7 @@ mod blend;
 mod checkpoint;
 mod checkpoint_write;
 mod crepe;
+mod embedders;
 mod fcpe;
 mod formant_parity;
 mod live_parity;

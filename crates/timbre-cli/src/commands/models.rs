@@ -236,21 +236,19 @@ struct ModelDetails<'a> {
 
 impl<'a> ModelDetails<'a> {
     fn of(model: &'a Model) -> Self {
-        let file = &model.metadata["file"];
-        let named = |key: &str, default: &str| {
-            file[key]
+        // What import stored (what the weights are), else the file's own entry (rows stored
+        // before: every one a HiFi-GAN voice, its embedder as the file names it).
+        let stored = |key: &str, file_key: &str, default: &str| {
+            model.metadata[key]
                 .as_str()
-                .map_or_else(|| default.to_owned(), str::to_owned)
+                .or(model.metadata["file"][file_key].as_str())
+                .unwrap_or(default)
+                .to_owned()
         };
         ModelDetails {
             model,
-            // What the weights are (stored since Applio's other vocoders play; every voice
-            // imported before was a HiFi-GAN one).
-            vocoder: model.metadata["vocoder"]
-                .as_str()
-                .unwrap_or("HiFi-GAN")
-                .to_owned(),
-            embedder: named("embedder_model", "contentvec"),
+            vocoder: stored("vocoder", "vocoder", "HiFi-GAN"),
+            embedder: stored("embedder", "embedder_model", "contentvec"),
         }
     }
 

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use timbre_audio::effects::EffectChain;
 use timbre_nn::pipeline::ConvertOptions;
@@ -108,15 +108,20 @@ pub fn check(library: &Library, request: &CoverRequest, pending_model: bool) -> 
         -60.0,
         24.0,
     )?;
-    if let Some(id) = settings.model_id {
-        models::require(&library.conn(), id)?;
-    }
+    let model = match settings.model_id {
+        Some(id) => Some(models::require(&library.conn(), id)?),
+        None => None,
+    };
     let models_dir = crate::models_folder::of(library)?;
     choose_model(&settings.separation, &models_dir)?;
     if let Some(name) = &settings.second_pass {
         choose_model(&IsolationMethod::Model(name.clone()), &models_dir)?;
     }
-    if settings.model_id.is_some() || pending_model {
+    if let Some(model) = &model {
+        let embedder = crate::models_folder::embedder_of(&model.metadata)?;
+        crate::models_folder::require_embedder(&models_dir, embedder)
+            .with_context(|| model.name.clone())?;
+    } else if pending_model {
         crate::models_folder::require_hubert(&models_dir)?;
     }
     input::check_all(library, &request.songs)

@@ -126,7 +126,9 @@ pub fn load_models(
     let f0_method = params.f0_method;
     let model = models::require(&library.conn(), voice.model_id)?;
     let models_dir = models_folder::of(library)?;
-    let hubert_path = models_folder::require_hubert(&models_dir)?;
+    let embedder = models_folder::embedder_of(&model.metadata)?;
+    let hubert_path = models_folder::require_embedder(&models_dir, embedder)
+        .with_context(|| model.name.clone())?;
     let weights_path = library
         .store()
         .object_path(&model.weights_sha256, models::WEIGHTS_EXT);

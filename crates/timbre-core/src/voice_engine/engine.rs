@@ -17,7 +17,7 @@ use anyhow::{Context, Result};
 use lru::LruCache;
 use tch::Device;
 use timbre_nn::device::Precision;
-use timbre_nn::hubert::FeatureVersion;
+use timbre_nn::hubert::{Embedder, FeatureVersion};
 use timbre_nn::pipeline::{self, Analysis, ConvertOptions, F0Method, OutputSink, Rendered};
 
 use crate::hashing;
@@ -118,14 +118,17 @@ impl Engine {
             )?;
         }
         drop(load_range);
-        let version = FeatureVersion::of_voice(info.feature_dim);
+        let (embedder, version) = (info.embedder()?, info.feature_version()?);
         let f0_method = info.f0.then_some(request.options.voice.f0_method);
         let started = Instant::now();
         let analysis_range = timbre_nn::profile::range("analysis");
-        let (key, analysis_cache, uncached) =
-            self.ensure_analysis(&request, audio_16k, version, f0_method, &mut |f| {
-                progress(0.6 * f)
-            })?;
+        let (key, analysis_cache, uncached) = self.ensure_analysis(
+            &request,
+            audio_16k,
+            (embedder, version),
+            f0_method,
+            &mut |f| progress(0.6 * f),
+        )?;
         drop(analysis_range);
         let analysis_secs = started.elapsed().as_secs_f64();
         let started = Instant::now();
@@ -165,11 +168,13 @@ impl Engine {
         &mut self,
         request: &Request,
         audio_16k: Vec<f32>,
-        version: FeatureVersion,
+        (embedder, version): (Embedder, FeatureVersion),
         f0_method: Option<F0Method>,
         progress: &mut dyn FnMut(f64) -> Result<()>,
     ) -> Result<(String, CacheUse, Option<Analysis>)> {
-        let hubert_path = crate::models_folder::require_hubert(request.models_dir)?;
+        // The embedder's file is in the key (by its identity): each has its own analyses.
+        let hubert_path = crate::models_folder::require_embedder(request.models_dir, embedder)
+            .with_context(|| request.voice.name.to_string())?;
         let hubert_identity = hashing::identity(&hubert_path)?;
         let pitch_file = match f0_method {
             Some(method) => pitch::model_file(request.models_dir, method)?,

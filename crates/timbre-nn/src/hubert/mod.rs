@@ -5,10 +5,11 @@
 //! (ConvFeatureExtractionModel, TransformerEncoder, TransformerSentenceEncoderLayer); the
 //! features are those of RVC-Project/Retrieval-based-Voice-Conversion-WebUI
 //! `infer/modules/vc/pipeline.py` and `infer/hubert.py`: v1 = final_proj(layer 9), v2 = the
-//! last layer.
+//! last layer; and Applio's v1 of its other embedders ([`Embedder`]), final_proj of the last.
 
 mod config;
 mod conv_layers;
+mod embedder;
 mod encoder;
 mod fairseq;
 mod network;
@@ -22,6 +23,7 @@ use tch::{Device, Kind, Tensor};
 use config::StatedConfig;
 pub use config::{FeatExtractNorm, HubertConfig};
 pub use conv_layers::{ConvLayerSpec, parse_conv_feature_layers};
+pub use embedder::Embedder;
 use fairseq::fairseq_parts;
 use network::Network;
 
@@ -33,6 +35,9 @@ use crate::weights::Weights;
 pub enum FeatureVersion {
     /// `final_proj` of encoder layer 9 (256 wide for the real models).
     V1,
+    /// `final_proj` of the last encoder layer: Applio's v1 (`rvc/infer/pipeline.py`), for the
+    /// v1 voices of its other embedders.
+    V1LastLayer,
     /// The last encoder layer (768 wide for the real models).
     V2,
 }
@@ -74,7 +79,7 @@ impl FeatureWidths {
     /// The width of `version`'s features; None for v1 when the file has no `final_proj`.
     pub fn of_version(&self, version: FeatureVersion) -> Option<i64> {
         match version {
-            FeatureVersion::V1 => self.v1,
+            FeatureVersion::V1 | FeatureVersion::V1LastLayer => self.v1,
             FeatureVersion::V2 => Some(self.v2),
         }
     }
@@ -242,16 +247,20 @@ impl Hubert {
     pub fn features(&self, audio: &Tensor, version: FeatureVersion) -> Result<Tensor> {
         // In float16 the last layer gives float16; callers and caches get the model's kind.
         let features = match version {
-            FeatureVersion::V1 => {
+            FeatureVersion::V1 | FeatureVersion::V1LastLayer => {
                 if self.network.final_proj.is_none() {
                     bail!(
                         "{}: has no final_proj, so it cannot give RVC v1 features",
                         self.source.display()
                     )
                 }
-                self.checked_audio(audio, V1_LAYER)?;
+                let layer = match version {
+                    FeatureVersion::V1 => V1_LAYER,
+                    _ => self.config.num_hidden_layers as usize,
+                };
+                self.checked_audio(audio, layer)?;
                 self.run(audio, |network, audio| {
-                    let hidden = network.hidden_states_at(audio, self.normalize_input, V1_LAYER);
+                    let hidden = network.hidden_states_at(audio, self.normalize_input, layer);
                     let final_proj = network.final_proj.as_ref().expect("checked above");
                     final_proj.forward(&hidden)
                 })?

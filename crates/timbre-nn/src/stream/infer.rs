@@ -67,7 +67,7 @@ pub fn convert(
     let hubert = models.hubert.lock();
     let index = models.index.as_ref().map(Shared::lock);
     let info = voice.info();
-    let version = FeatureVersion::of_voice(info.feature_dim);
+    let version = info.feature_version()?;
     let audio = Tensor::from_slice(audio_16k)
         .view([1, -1])
         .to_device(hubert.device());

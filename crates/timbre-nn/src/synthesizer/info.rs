@@ -12,6 +12,7 @@ use super::config::{SynthesizerConfig, effective_config};
 use super::shapes::weight_shape;
 use super::vocoder::Vocoder;
 use crate::checkpoint::Value;
+use crate::hubert::{Embedder, FeatureVersion};
 use crate::weights::Weights;
 
 /// What the library shows about a voice model, read without building it.
@@ -149,6 +150,19 @@ fn leading_int(value: &Value) -> Option<i64> {
 }
 
 impl ModelInfo {
+    /// The encoder whose features the voice was trained on; an error naming the entry when it
+    /// is none this player knows (which loading already refuses).
+    pub fn embedder(&self) -> Result<Embedder> {
+        Embedder::of_entry(self.metadata.embedder_model.as_deref()).map_err(|entry| {
+            anyhow::anyhow!("the voice's embedder {entry} is not one this player knows")
+        })
+    }
+
+    /// The content features the voice takes: its embedder's, v1 or v2 by their width.
+    pub fn feature_version(&self) -> Result<FeatureVersion> {
+        Ok(self.embedder()?.feature_version(self.feature_dim))
+    }
+
     /// The model's description from the checkpoint's entries and the shapes of its `weight`s.
     pub fn from_weights(root: &Value, weights: &Weights) -> Result<Self> {
         let source = weights.source().display().to_string();

@@ -44,6 +44,7 @@ pub use training::{TrainableSynthesizer, TrainingBatch, TrainingOutput, slice_se
 pub use vocoder::Vocoder;
 
 use crate::checkpoint::{self, Value};
+use crate::hubert::Embedder;
 use crate::layers::Embedding;
 use crate::weights::Weights;
 use attentions::EncoderSizes;
@@ -488,10 +489,6 @@ fn model_weights(root: &Value, source: &Path) -> Result<Weights> {
     )
 }
 
-/// The `embedder_model` entries of voices trained on the features RVC's hubert_base.pt gives:
-/// Applio's name for it, and the RVC name some forks write.
-const CONTENTVEC_NAMES: [&str; 2] = ["contentvec", "hubert_base"];
-
 /// Refuses models whose decoder, content features or conditioning this player does not
 /// implement.
 fn check_supported(root: &Value, weights: &Weights) -> Result<()> {
@@ -507,15 +504,12 @@ fn check_supported(root: &Value, weights: &Weights) -> Result<()> {
     if vocoder != Vocoder::HifiGan && !weights.contains("enc_p.emb_pitch.weight") {
         bail!("{file}: a {vocoder} voice without pitch guidance, which Applio cannot train either");
     }
-    if let Some(embedder) = root.get("embedder_model").and_then(Value::as_str)
-        && !CONTENTVEC_NAMES
-            .iter()
-            .any(|name| embedder.trim().eq_ignore_ascii_case(name))
-    {
+    if let Err(embedder) = Embedder::of_entry(root.get("embedder_model").and_then(Value::as_str)) {
         bail!(
-            "{file}: the model was trained on the features of the {embedder} embedder; only \
-             models trained on contentvec's (RVC's hubert_base.pt) are supported, and converting \
-             with those would make it sound wrong"
+            "{file}: the model was trained on the features of the {embedder} embedder, which this \
+             player does not know (it knows {}); converting with another's would make it sound \
+             wrong",
+            Embedder::ALL.map(Embedder::name).join(", ")
         );
     }
     if weights.names().any(|n| n.starts_with("enc_p.emb_energy.")) {

@@ -5,6 +5,7 @@ use std::path::Path;
 use tch::{Device, Kind, Tensor};
 
 use super::*;
+use crate::hubert::FeatureVersion;
 
 const HIDDEN: i64 = 4;
 const INTER: i64 = 4;
@@ -240,7 +241,7 @@ fn wrong_inputs_are_explained() {
 }
 
 #[test]
-fn unknown_vocoders_other_embedders_and_energy_models_are_refused_by_name() {
+fn unknown_vocoders_and_embedders_and_energy_models_are_refused_by_name() {
     let bigvgan = tiny_checkpoint(256, true, vec![("vocoder", text("BigVGAN"))]);
     let message = error_of(&bigvgan);
     assert!(
@@ -261,18 +262,28 @@ fn unknown_vocoders_other_embedders_and_energy_models_are_refused_by_name() {
         info.config_mismatches
     );
 
-    let spin = tiny_checkpoint(256, true, vec![("embedder_model", text("spin"))]);
-    let message = error_of(&spin);
+    let custom = tiny_checkpoint(256, true, vec![("embedder_model", text("custom"))]);
+    let message = error_of(&custom);
     assert!(
-        message.contains("voice.pth") && message.contains("the spin embedder"),
+        message.contains("voice.pth") && message.contains("the custom embedder"),
         "{message}"
     );
-    for contentvec in ["contentvec", "ContentVec", "hubert_base"] {
-        let voice = tiny_checkpoint(256, true, vec![("embedder_model", text(contentvec))]);
-        assert!(
-            Synthesizer::from_checkpoint(&voice, Path::new("voice.pth"), Device::Cpu).is_ok(),
-            "{contentvec}"
-        );
+    for (entry, embedder, features) in [
+        ("contentvec", Embedder::Contentvec, FeatureVersion::V1),
+        ("ContentVec", Embedder::Contentvec, FeatureVersion::V1),
+        ("hubert_base", Embedder::Contentvec, FeatureVersion::V1),
+        ("spin", Embedder::Spin, FeatureVersion::V1LastLayer),
+        (
+            "korean-hubert-base",
+            Embedder::KoreanHubertBase,
+            FeatureVersion::V1LastLayer,
+        ),
+    ] {
+        let voice = tiny_checkpoint(256, true, vec![("embedder_model", text(entry))]);
+        let model = Synthesizer::from_checkpoint(&voice, Path::new("voice.pth"), Device::Cpu);
+        let info = model.unwrap().info().clone();
+        assert_eq!(info.embedder().unwrap(), embedder, "{entry}");
+        assert_eq!(info.feature_version().unwrap(), features, "{entry}");
     }
 
     let Value::Dict(mut entries) = tiny_checkpoint(256, true, Vec::new()) else {
