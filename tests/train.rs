@@ -258,7 +258,8 @@ fn a_tiny_model_trains_stops_resumes_and_converts() {
 }
 
 /// A 20-second dataset at 32 kHz: a pretrained generator of another rate is refused with the
-/// trainer's message, then the dataset for its size, saying how much audio it holds.
+/// trainer's message, a community base for the dataset's version, then the dataset for its size,
+/// saying how much audio it holds.
 fn refusals(sb: &Sandbox, generator_40k: &Path) {
     let file = sb.write_speech("short.wav", 20.0);
     let id = sb.prepare_dataset("Short", "32k", &file).to_string();
@@ -287,6 +288,15 @@ fn refusals(sb: &Sandbox, generator_40k: &Path) {
                 "this is a v1 40k generator with pitch; the model being trained is a v1 32k \
                  generator with pitch"
             ),
+        "{stderr}"
+    );
+    // A community base is a v2 model with pitch; this dataset makes a v1 one.
+    let (ok_, _, stderr) = json(sb, &[&start[..], &["--base", "titan"]].concat());
+    assert!(!ok_);
+    assert!(
+        stderr.contains(
+            "the community bases are v2 models with pitch; this dataset makes a v1 model"
+        ),
         "{stderr}"
     );
     let (ok_, _, stderr) = json(sb, &start);

@@ -652,6 +652,46 @@ describe('Pretrained base models', () => {
     expect(screen.queryByTestId('pretrained-missing')).toBeNull();
   });
 
+  it('offers the community bases of the catalogue, downloads the chosen one for the rate and asks for it', async () => {
+    const base = (name: string, title: string, rate: number, network: 'g' | 'd', state: AssetStatus['state']) =>
+      makeAsset({
+        name: `base-${name}-${rate}k-${network}`,
+        role: network === 'g' ? 'community-generator' : 'community-discriminator',
+        description: `${title}, ${rate} kHz ${network === 'g' ? 'generator' : 'discriminator'}: a community training base.`,
+        path: `pretrained_community/${name}/${rate}k/${network.toUpperCase()}.pth`,
+        size_bytes: null,
+        sha256: null,
+        essential: false,
+        state,
+      });
+    const be = backend({
+      list_datasets: () => [makeDataset()],
+      list_assets: () =>
+        assetList([
+          ...pretrainedAssets('verified'),
+          base('titan', 'TITAN by blaise-tk', 32, 'g', 'missing'),
+          base('titan', 'TITAN by blaise-tk', 40, 'g', 'missing'),
+          base('titan', 'TITAN by blaise-tk', 40, 'd', 'present'),
+          base('rin-e3', 'RIN_E3 by MUSTAR', 40, 'g', 'present'),
+        ]),
+      download_assets: (a: { names: string[] }) =>
+        a.names.map((name, i) => makeJob({ id: 80 + i, kind: 'download', state: 'queued', params: { asset: name } })),
+      start_training: () => makeJob({ id: 90, kind: 'train', state: 'queued' }),
+    });
+    render(Train);
+    const select = (await screen.findByTestId('training-pretrained')) as HTMLSelectElement;
+    await waitFor(() => expect(select.querySelectorAll('optgroup option')).toHaveLength(2));
+    expect([...select.querySelectorAll('optgroup option')].map((o) => o.textContent)).toEqual(['TITAN by blaise-tk', 'RIN_E3 by MUSTAR']);
+    expect(screen.queryByTestId('pretrained-missing')).toBeNull();
+    await fireEvent.change(select, { target: { value: 'base:titan' } });
+    const notice = await screen.findByTestId('pretrained-missing');
+    expect(within(notice).getAllByTestId('pretrained-missing-file').map((f) => f.textContent)).toEqual(['pretrained_community/titan/40k/G.pth']);
+    expect(notice).toHaveTextContent('The titan base needs pretrained_community/titan/40k/G.pth in the models folder: download it to start this run.');
+    await fireEvent.click(screen.getByTestId('pretrained-download'));
+    await waitFor(() => expect(be.argsOf('download_assets')).toEqual([{ names: ['base-titan-40k-g'] }]));
+    expect(trainingRequest({ ...trainer.settings, name: 'A' }, 1).pretrained).toEqual({ community: { name: 'titan' } });
+  });
+
   it('names the files a catalogue without them cannot download, and says nothing when they are there', async () => {
     backend({
       list_datasets: () => [makeDataset({ id: 3, version: 'v1', sample_rate: 32000, f0_method: null }), makeDataset({ id: 4, name: 'Tenor' })],

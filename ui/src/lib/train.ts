@@ -77,7 +77,8 @@ export interface TrainingForm {
   keepCheckpoints: number | null;
   /** null: the largest batch that fits the device. */
   batchSize: number | null;
-  pretrained: 'auto' | 'none';
+  /** RVC's bases (`auto`), none, or a community base of the catalogue as `base:<name>`. */
+  pretrained: string;
   /** null: at every checkpoint. */
   previewEvery: number | null;
   /** Stop once the judge's recommended checkpoint has not changed for `patience` saves. */
@@ -133,11 +134,43 @@ export function trainingRequest(form: TrainingForm, datasetId: number): TrainReq
     save_every: saveEvery,
     keep_checkpoints: form.keepCheckpoints as number,
     batch_size: form.batchSize,
-    pretrained: form.pretrained,
+    pretrained: pretrainedChoice(form.pretrained),
     preview_every: form.previewEvery ?? saveEvery,
     patience_saves: form.stopEarly ? form.patience : null,
     judge_sources: form.judgeSources,
   };
+}
+
+/** The backend's `Pretrained` for the form's choice. */
+function pretrainedChoice(choice: string): TrainRequest['pretrained'] {
+  if (choice.startsWith('base:')) return { community: { name: choice.slice('base:'.length) } };
+  return choice === 'none' ? 'none' : 'auto';
+}
+
+/** A community training base of the catalogue: its name and its title ("TITAN by blaise-tk"). */
+export interface CommunityBase {
+  name: string;
+  title: string;
+}
+
+/** The community bases the catalogue lists (its `base-<name>-<rate>k-g` generators), once each. */
+export function communityBases(catalogue: readonly AssetStatus[]): CommunityBase[] {
+  const bases: CommunityBase[] = [];
+  for (const asset of catalogue) {
+    const name = asset.role === 'community-generator' ? /^base-(.+)-\d+k-g$/.exec(asset.name)?.[1] : undefined;
+    if (name && !bases.some((b) => b.name === name)) bases.push({ name, title: asset.description.split(',')[0] });
+  }
+  return bases;
+}
+
+/**
+ * The catalogue's files of the community base `name` for a dataset's rate (generator, then
+ * discriminator); none when the base has no version at that rate (the backend refuses it).
+ */
+export function communityBasePaths(name: string, dataset: DatasetRow, catalogue: readonly AssetStatus[]): string[] | null {
+  if (dataset.sample_rate === null) return null;
+  const rate = `${Math.floor(dataset.sample_rate / 1000)}k`;
+  return ['g', 'd'].flatMap((network) => catalogue.find((a) => a.name === `base-${name}-${rate}-${network}`)?.path ?? []);
 }
 
 /**

@@ -17,7 +17,7 @@ use timbre_core::train::{self, Pretrained, TrainRequest, TrainResult};
 #[derive(clap::Subcommand)]
 pub enum Command {
     /// Train a voice model on a prepared dataset (runs here, showing progress).
-    Start(StartArgs),
+    Start(Box<StartArgs>),
     /// List trainings.
     List,
     /// Show a training: where it is, its last losses, previews and folder.
@@ -61,6 +61,10 @@ pub struct StartArgs {
     /// auto (RVC's base models from the models folder), none, or G.pth,D.pth.
     #[arg(long, default_value = "auto")]
     pretrained: String,
+    /// A community base to start from instead (`titan`, `ov2super`, `klm4`, …: `timbre assets
+    /// list` names them `base-<NAME>-<rate>k-g`), downloaded for the dataset's rate.
+    #[arg(long, value_name = "NAME", conflicts_with = "pretrained")]
+    base: Option<String>,
     /// A model configuration (JSON: a generator's, and `discriminator_divisor`) instead of
     /// RVC's: for tests, which train tiny models.
     #[arg(long, hide = true, value_name = "FILE")]
@@ -87,7 +91,7 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
     match cmd {
         Command::Start(args) => {
             let system = open_jobs(data_dir)?;
-            let request = request(&system, args)?;
+            let request = request(&system, *args)?;
             let training = train::start_training(&system, request)?;
             run_training(&system, &training, out)
         }
@@ -172,10 +176,11 @@ fn request(system: &JobSystem, args: StartArgs) -> Result<TrainRequest> {
             timbre_core::error::not_found(format!("no dataset is named {:?}", args.dataset))
         })?,
     };
-    let pretrained = match args.pretrained.as_str() {
-        "auto" => Pretrained::Auto,
-        "none" => Pretrained::None,
-        files => match files.split_once(',') {
+    let pretrained = match (args.base, args.pretrained.as_str()) {
+        (Some(name), _) => Pretrained::Community { name },
+        (None, "auto") => Pretrained::Auto,
+        (None, "none") => Pretrained::None,
+        (None, files) => match files.split_once(',') {
             Some((generator, discriminator)) => Pretrained::Files {
                 generator: std::path::absolute(generator)?,
                 discriminator: std::path::absolute(discriminator)?,

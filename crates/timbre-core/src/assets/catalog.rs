@@ -275,9 +275,9 @@ mod tests {
         }
         for asset in &catalog.assets {
             assert!(!catalog.sources(asset).is_empty(), "{}", asset.name);
-            // Only the separation checkpoints and Applio's embedders come without a published
-            // hash (pinned at their first download).
-            let unpublished = ["separation/", "embedders/"];
+            // Only the separation checkpoints, Applio's embedders and the community bases come
+            // without a published hash (pinned at their first download).
+            let unpublished = ["separation/", "embedders/", "pretrained_community/"];
             assert!(
                 asset.sha256.is_some() || unpublished.iter().any(|p| asset.path.starts_with(p)),
                 "{}",

@@ -3,7 +3,11 @@
 /**
  * Where a training's starting weights come from.
  */
-export type Pretrained = "auto" | "none" | { "files": { 
+export type Pretrained = "auto" | "none" | { "community": { 
+/**
+ * The base's name in the catalogue's `base-<name>-<rate>k-g` entries.
+ */
+name: string, } } | { "files": { 
 /**
  * The generator (`G`) checkpoint.
  */
