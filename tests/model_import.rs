@@ -477,12 +477,76 @@ fn models_info_shows_the_vocoder_and_embedder_and_an_unknown_embedder_is_refused
         assert!(text.contains(line), "{line}: {text}");
     }
 
-    let custom = mutated_model(&sb, "custom.pth", "ckpt['embedder_model'] = 'custom'");
-    let message = refusal(&sb, &custom);
+    let whisper = mutated_model(&sb, "whisper.pth", "ckpt['embedder_model'] = 'whisper'");
+    let message = refusal(&sb, &whisper);
     assert!(
-        message.contains("custom.pth") && message.contains("the custom embedder"),
+        message.contains("whisper.pth") && message.contains("the whisper embedder"),
         "{message}"
     );
+}
+
+#[test]
+fn a_voice_of_a_custom_embedder_converts_once_its_folder_is_chosen() {
+    let sb = Sandbox::with_extractors(true);
+    let v1 = "synth_v1_f0_40k/model.pth";
+    let voice = mutated_fixture(&sb, v1, "custom.pth", "ckpt['embedder_model'] = 'custom'");
+    let imported = import(&sb, &voice, &["--name", "own"]);
+    assert!(imported.status.success());
+    let said = String::from_utf8_lossy(&imported.stderr);
+    assert!(
+        said.contains("`timbre models embedder own --folder DIR`"),
+        "{said}"
+    );
+
+    let tone = sb.path("tone.wav");
+    write_sine_wav(&tone, 1.0, 220.0);
+    let refused = sb.cpu_run(&[
+        "--json",
+        "convert",
+        "--model",
+        "own",
+        tone.to_str().unwrap(),
+    ]);
+    let message = String::from_utf8_lossy(&refused.stdout).into_owned()
+        + &String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        message.contains("own") && message.contains("trained on a custom embedder"),
+        "{message}"
+    );
+
+    let choose = |model: &str, folder: &Path| {
+        sb.cpu_run(&[
+            "models",
+            "embedder",
+            model,
+            "--folder",
+            folder.to_str().unwrap(),
+        ])
+    };
+    let stderr = |out: Output| String::from_utf8_lossy(&out.stderr).into_owned();
+    let empty = sb.path("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let message = stderr(choose("own", &empty));
+    assert!(message.contains("not an embedder folder"), "{message}");
+    let folder = rvc_parity_fixtures().join("hubert_tiny/hf");
+    sb.import_fixture_voice(v1, "plain");
+    let message = stderr(choose("plain", &folder));
+    assert!(
+        message.contains("plays with the contentvec embedder's features"),
+        "{message}"
+    );
+    // A v2 voice takes 768-d features, which the tiny HuBERT's 64-d last layer is not.
+    let wide = mutated_model(&sb, "wide.pth", "ckpt['embedder_model'] = 'custom'");
+    assert!(import(&sb, &wide, &["--name", "wide"]).status.success());
+    let message = stderr(choose("wide", &folder));
+    assert!(
+        message.contains("gives 64-d content features; wide takes 768-d ones"),
+        "{message}"
+    );
+
+    assert!(choose("own", &folder).status.success());
+    let converted = sb.cpu_json(&["convert", "--model", "own", tone.to_str().unwrap()]);
+    assert_eq!(converted[0]["ok"], true, "{}", converted[0]);
 }
 
 #[test]

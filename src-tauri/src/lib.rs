@@ -103,6 +103,7 @@ pub fn run() {
             commands::models::rename_model,
             commands::models::delete_model,
             commands::models::attach_model_index,
+            commands::models::choose_model_embedder,
             commands::models::blend_models,
             commands::models::export_model,
             commands::assets::list_assets,

@@ -60,6 +60,24 @@ describe('Models page', () => {
     expect(files[1]).toHaveTextContent('convert (rmvpe f0)');
   });
 
+  it("asks for a custom embedder's folder, sends the one picked and shows it", async () => {
+    const own = makeModel({ id: 4, name: 'Own', metadata: { embedder: 'custom', embedder_files: [] } });
+    const be = backend({
+      list_models: () => [ada, own],
+      'plugin:dialog|open': () => '/home/me/my-hubert',
+      choose_model_embedder: ({ id, folder }: { id: number; folder: string }) =>
+        makeModel({ id, name: 'Own', metadata: { embedder: 'custom', custom_embedder: folder } }),
+    });
+    render(Models);
+    await waitFor(() => expect(screen.getAllByTestId('model-row')).toHaveLength(2));
+    expect(within(row('Ada')).queryByTestId('model-custom-embedder')).toBeNull();
+    const note = within(row('Own')).getByTestId('model-custom-embedder');
+    expect(note).toHaveTextContent('Trained on a custom embedder: choose its folder');
+    await fireEvent.click(within(note).getByTestId('model-embedder-browse'));
+    await waitFor(() => expect(be.argsOf('choose_model_embedder')).toEqual([{ id: 4, folder: '/home/me/my-hubert' }]));
+    await waitFor(() => expect(within(row('Own')).getByTestId('model-custom-embedder')).toHaveTextContent('Custom embedder: /home/me/my-hubert'));
+  });
+
   it('imports what the Voice field is given (a link, a .zip, a .pth with its index) as voice_import jobs, and lists the models when one succeeds', async () => {
     let models = [ada, bo];
     const be = backend({

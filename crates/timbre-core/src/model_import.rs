@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use serde_json::json;
+use timbre_nn::hubert::{Embedder, FeatureWidths};
 use timbre_nn::index::IvfFlatIndex;
 use timbre_nn::synthesizer::{ModelInfo, check_model, read_model_info};
 
@@ -175,6 +176,42 @@ pub fn attach_index(library: &Library, model_id: i64, index: &Path) -> Result<Mo
         library.release_objects(&[ObjectKey::new(previous, INDEX_EXT)])?;
     }
     Ok(attached)
+}
+
+/// Remembers `folder` as the content-feature extractor of a voice trained on a `custom`
+/// embedder: a transformers HuBERT folder whose features have the width the voice takes.
+pub fn choose_custom_embedder(library: &Library, model_id: i64, folder: &Path) -> Result<Model> {
+    let model = models::require(&library.conn(), model_id)?;
+    let embedder = crate::models_folder::embedder_of(&model.metadata)?;
+    if embedder != Embedder::Custom {
+        return Err(crate::error::invalid_input(format!(
+            "{} plays with the {embedder} embedder's features; a folder is chosen only for voices \
+             trained on a custom one",
+            model.name
+        )));
+    }
+    let folder = std::path::absolute(folder)?;
+    crate::models_folder::check_embedder_folder(&folder)?;
+    let weights = library
+        .store()
+        .object_path(&model.weights_sha256, WEIGHTS_EXT);
+    let info = read_model_info(&weights)
+        .map_err(|e| name_stored_files(e, &[(&weights, describe_model(&model))]))?;
+    let widths = FeatureWidths::of_file(&folder)
+        .map_err(|e| crate::error::invalid_input(format!("{e:#}")))?;
+    let gives = widths.of_version(info.feature_version()?);
+    if gives != Some(info.feature_dim) {
+        return Err(crate::error::invalid_input(format!(
+            "{}: gives {} content features; {} takes {}-d ones",
+            folder.display(),
+            gives.map_or("no final_proj (v1)".to_string(), |d| format!("{d}-d")),
+            model.name,
+            info.feature_dim
+        )));
+    }
+    let mut metadata = model.metadata.clone();
+    metadata["custom_embedder"] = folder.display().to_string().into();
+    library.edit(|conn| models::set_metadata(conn, model_id, &metadata))
 }
 
 /// A v1 model (256-d features) needs a v1 index and a v2 model (768-d) a v2 one.

@@ -98,19 +98,57 @@ pub fn require_hubert(dir: &Path) -> Result<PathBuf> {
 /// [`find_hubert`]'s; the others are transformers folders where Applio keeps them,
 /// `embedders/<folder>/` with `config.json` and `pytorch_model.bin` (or `model.safetensors`).
 pub fn find_embedder(dir: &Path, embedder: Embedder) -> Option<PathBuf> {
-    if embedder == Embedder::Contentvec {
-        return find_hubert(dir);
+    match embedder {
+        Embedder::Contentvec => find_hubert(dir),
+        // Found through the voice's own choice (`require_voice_embedder`), not the models folder.
+        Embedder::Custom => None,
+        _ => {
+            let folder = dir.join("embedders").join(embedder.folder());
+            check_embedder_folder(&folder).is_ok().then_some(folder)
+        }
     }
-    let folder = dir.join("embedders").join(embedder.folder());
+}
+
+/// The content-feature extractor of a library voice (its `metadata` as import stored it): its
+/// embedder's from `dir` ([`require_embedder`]), or for a `custom` one the folder chosen for the
+/// voice (`custom_embedder`, [`check_embedder_folder`]); an error that says what to do otherwise.
+pub fn require_voice_embedder(dir: &Path, metadata: &serde_json::Value) -> Result<PathBuf> {
+    match embedder_of(metadata)? {
+        Embedder::Custom => {
+            let folder = metadata["custom_embedder"].as_str().ok_or_else(|| {
+                crate::error::not_found(
+                    "the voice was trained on a custom embedder, whose folder its file does not \
+                     name: choose it (a transformers HuBERT folder with config.json) with \
+                     `timbre models embedder NAME --folder DIR`",
+                )
+            })?;
+            let folder = PathBuf::from(folder);
+            check_embedder_folder(&folder)?;
+            Ok(folder)
+        }
+        embedder => require_embedder(dir, embedder),
+    }
+}
+
+/// Fails unless `folder` is a transformers folder: `config.json` beside `pytorch_model.bin` or
+/// `model.safetensors`.
+pub fn check_embedder_folder(folder: &Path) -> Result<()> {
     let weights = ["pytorch_model.bin", "model.safetensors"];
-    (folder.join("config.json").is_file() && weights.iter().any(|w| folder.join(w).is_file()))
-        .then_some(folder)
+    if folder.join("config.json").is_file() && weights.iter().any(|w| folder.join(w).is_file()) {
+        Ok(())
+    } else {
+        Err(crate::error::not_found(format!(
+            "{}: not an embedder folder (it needs config.json and pytorch_model.bin or \
+             model.safetensors)",
+            folder.display()
+        )))
+    }
 }
 
 /// The catalogue files of `embedder` (relative to the models folder), which its voices need
 /// and the app offers to download; none for contentvec, whose HuBERT every conversion needs.
 pub fn embedder_files(embedder: Embedder) -> Vec<String> {
-    if embedder == Embedder::Contentvec {
+    if matches!(embedder, Embedder::Contentvec | Embedder::Custom) {
         return Vec::new();
     }
     ["pytorch_model.bin", "config.json"]
@@ -121,15 +159,17 @@ pub fn embedder_files(embedder: Embedder) -> Vec<String> {
 
 /// The catalogue assets of `embedder`'s files (`embedder-<name>`, `embedder-<name>-config`).
 pub fn embedder_assets(embedder: Embedder) -> Vec<String> {
-    if embedder == Embedder::Contentvec {
-        return vec!["hubert".into()];
+    match embedder {
+        Embedder::Contentvec => return vec!["hubert".into()],
+        Embedder::Custom => return Vec::new(),
+        _ => {}
     }
     let name = format!("embedder-{}", embedder.name());
     vec![name.clone(), format!("{name}-config")]
 }
 
 /// [`find_embedder`], or an error that names the embedder and how to get it.
-pub fn require_embedder(dir: &Path, embedder: Embedder) -> Result<PathBuf> {
+fn require_embedder(dir: &Path, embedder: Embedder) -> Result<PathBuf> {
     if embedder == Embedder::Contentvec {
         return require_hubert(dir);
     }
@@ -231,6 +271,26 @@ mod tests {
         assert_eq!(stored(both), Ok(Embedder::Spin));
         let unknown = serde_json::json!({ "file": { "embedder_model": "whisper" } });
         assert!(stored(unknown).unwrap_err().contains("whisper"));
+
+        let dir = tempfile::tempdir().unwrap();
+        let custom = serde_json::json!({ "embedder": "custom" });
+        let err = require_voice_embedder(dir.path(), &custom)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("timbre models embedder NAME --folder DIR"),
+            "{err}"
+        );
+        let folder = dir.path().join("mine");
+        let chosen = serde_json::json!({ "embedder": "custom", "custom_embedder": folder });
+        let err = require_voice_embedder(dir.path(), &chosen)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not an embedder folder"), "{err}");
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(folder.join("config.json"), "{}").unwrap();
+        std::fs::write(folder.join("pytorch_model.bin"), "x").unwrap();
+        assert_eq!(require_voice_embedder(dir.path(), &chosen).unwrap(), folder);
     }
 
     #[test]

@@ -53,6 +53,22 @@ pub async fn attach_model_index(
     Ok(model)
 }
 
+/// Remembers the embedder folder of a voice trained on a custom embedder, after checking it gives
+/// the features the voice takes.
+#[tauri::command]
+pub async fn choose_model_embedder(
+    state: State<'_, AppState>,
+    id: i64,
+    folder: PathBuf,
+) -> CommandResult<Model> {
+    let jobs = Arc::clone(&state.jobs);
+    let model = tauri::async_runtime::spawn_blocking(move || {
+        model_import::choose_custom_embedder(jobs.library(), id, &folder)
+    })
+    .await??;
+    Ok(model)
+}
+
 /// A new model in the library: the weighted blend of compatible models (same version, rate and
 /// pitch guidance; others are refused naming the difference).
 #[tauri::command]

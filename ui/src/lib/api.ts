@@ -340,6 +340,7 @@ export const importVoice = (source: string, index: string | null) => {
 export const renameModel = (id: number, name: string) => call<VoiceModel>('rename_model', { id, name });
 export const deleteModel = (id: number) => call<null>('delete_model', { id });
 export const attachModelIndex = (id: number, index: string) => call<VoiceModel>('attach_model_index', { id, index });
+export const chooseModelEmbedder = (id: number, folder: string) => call<VoiceModel>('choose_model_embedder', { id, folder });
 
 // ---- downloadable assets (the models folder's shared weights) ----
 export const listAssets = () => call<AssetList>('list_assets');

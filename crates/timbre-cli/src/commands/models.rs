@@ -42,6 +42,13 @@ pub enum Command {
     },
     /// Attach or replace the index of a model.
     Index { model: String, index: PathBuf },
+    /// Choose the embedder folder of a voice trained on a custom one (Applio's `custom`): a
+    /// transformers HuBERT folder with config.json.
+    Embedder {
+        model: String,
+        #[arg(long, value_name = "DIR")]
+        folder: PathBuf,
+    },
     /// Remove a model from the library.
     Rm { model: String },
     /// A new model as the weighted blend of two or more compatible models (same version, sample
@@ -132,6 +139,13 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
             let id = models::find(&library.conn(), &model)?.id;
             let model = model_import::attach_index(&library, id, &index)?;
             out.print(&model, || format!("indexed   {}", model_line(&model)));
+        }
+        Command::Embedder { model, folder } => {
+            let id = models::find(&library.conn(), &model)?.id;
+            let model = model_import::choose_custom_embedder(&library, id, &folder)?;
+            out.print(&model, || {
+                format!("embedder  {} from {}", model_line(&model), folder.display())
+            });
         }
         Command::Rm { model } => {
             let id = models::find(&library.conn(), &model)?.id;

@@ -118,8 +118,7 @@ pub fn check(library: &Library, request: &CoverRequest, pending_model: bool) -> 
         choose_model(&IsolationMethod::Model(name.clone()), &models_dir)?;
     }
     if let Some(model) = &model {
-        let embedder = crate::models_folder::embedder_of(&model.metadata)?;
-        crate::models_folder::require_embedder(&models_dir, embedder)
+        crate::models_folder::require_voice_embedder(&models_dir, &model.metadata)
             .with_context(|| model.name.clone())?;
     } else if pending_model {
         crate::models_folder::require_hubert(&models_dir)?;

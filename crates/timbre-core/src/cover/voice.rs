@@ -38,8 +38,7 @@ pub(super) fn convert(
     };
     let library = stages.library();
     let model = models::require(&library.conn(), model_id)?;
-    let embedder = crate::models_folder::embedder_of(&model.metadata)?;
-    let hubert = crate::models_folder::require_embedder(models_dir, embedder)
+    let hubert = crate::models_folder::require_voice_embedder(models_dir, &model.metadata)
         .with_context(|| model.name.clone())?;
     let pitch = crate::pitch::model_file(models_dir, options.voice.f0_method)
         .ok()

@@ -126,8 +126,7 @@ pub fn load_models(
     let f0_method = params.f0_method;
     let model = models::require(&library.conn(), voice.model_id)?;
     let models_dir = models_folder::of(library)?;
-    let embedder = models_folder::embedder_of(&model.metadata)?;
-    let hubert_path = models_folder::require_embedder(&models_dir, embedder)
+    let hubert_path = models_folder::require_voice_embedder(&models_dir, &model.metadata)
         .with_context(|| model.name.clone())?;
     let weights_path = library
         .store()

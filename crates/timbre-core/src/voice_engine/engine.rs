@@ -17,7 +17,7 @@ use anyhow::{Context, Result};
 use lru::LruCache;
 use tch::Device;
 use timbre_nn::device::Precision;
-use timbre_nn::hubert::{Embedder, FeatureVersion};
+use timbre_nn::hubert::FeatureVersion;
 use timbre_nn::pipeline::{self, Analysis, ConvertOptions, F0Method, OutputSink, Rendered};
 
 use crate::hashing;
@@ -48,6 +48,8 @@ pub struct Request<'a> {
     pub index: Option<StoredFile<'a>>,
     pub options: &'a ConvertOptions,
     pub models_dir: &'a Path,
+    /// The content-feature extractor of the voice's embedder.
+    pub extractor: &'a Path,
 }
 
 pub struct Outcome {
@@ -118,17 +120,14 @@ impl Engine {
             )?;
         }
         drop(load_range);
-        let (embedder, version) = (info.embedder()?, info.feature_version()?);
+        let version = info.feature_version()?;
         let f0_method = info.f0.then_some(request.options.voice.f0_method);
         let started = Instant::now();
         let analysis_range = timbre_nn::profile::range("analysis");
-        let (key, analysis_cache, uncached) = self.ensure_analysis(
-            &request,
-            audio_16k,
-            (embedder, version),
-            f0_method,
-            &mut |f| progress(0.6 * f),
-        )?;
+        let (key, analysis_cache, uncached) =
+            self.ensure_analysis(&request, audio_16k, version, f0_method, &mut |f| {
+                progress(0.6 * f)
+            })?;
         drop(analysis_range);
         let analysis_secs = started.elapsed().as_secs_f64();
         let started = Instant::now();
@@ -168,14 +167,13 @@ impl Engine {
         &mut self,
         request: &Request,
         audio_16k: Vec<f32>,
-        (embedder, version): (Embedder, FeatureVersion),
+        version: FeatureVersion,
         f0_method: Option<F0Method>,
         progress: &mut dyn FnMut(f64) -> Result<()>,
     ) -> Result<(String, CacheUse, Option<Analysis>)> {
-        // The embedder's file is in the key (by its identity): each has its own analyses.
-        let hubert_path = crate::models_folder::require_embedder(request.models_dir, embedder)
-            .with_context(|| request.voice.name.to_string())?;
-        let hubert_identity = hashing::identity(&hubert_path)?;
+        // The extractor is in the key (by its identity): each embedder has its own analyses.
+        let hubert_path = request.extractor;
+        let hubert_identity = hashing::identity(hubert_path)?;
         let pitch_file = match f0_method {
             Some(method) => pitch::model_file(request.models_dir, method)?,
             None => None,
@@ -202,7 +200,7 @@ impl Engine {
         }
         // HuBERT before the pitch model, as every job takes them, so two jobs never wait on
         // each other.
-        let hubert = self.models.hubert(&hubert_path, self.device)?.0;
+        let hubert = self.models.hubert(hubert_path, self.device)?.0;
         let pitch_model = match (f0_method, &pitch_file) {
             (Some(method), Some(file)) => {
                 PitchModel::load(&self.models, method, file, self.device)?

@@ -165,6 +165,8 @@ pub(crate) fn run_engine(
         .index_sha256
         .as_ref()
         .map(|sha| library.store().object_path(sha, models::INDEX_EXT));
+    let extractor = crate::models_folder::require_voice_embedder(models_dir, &model.metadata)
+        .with_context(|| model.name.clone())?;
     let request = engine::Request {
         input_sha256: &input.sha256,
         audio_16k,
@@ -184,6 +186,7 @@ pub(crate) fn run_engine(
             }),
         options,
         models_dir,
+        extractor: &extractor,
     };
     engine.convert(request, sink, progress).map_err(|e| {
         // Typed before the paths are replaced, which keeps only the error's kind.

@@ -19,14 +19,19 @@ pub(super) fn embedder_warnings(models_dir: &Path, voices: &[(String, &ModelInfo
         .filter_map(|(name, info)| {
             let embedder = info.embedder().ok()?;
             let Some(extractor) = models_folder::find_embedder(models_dir, embedder) else {
-                return (embedder != Embedder::Contentvec).then(|| {
-                    format!(
+                return match embedder {
+                    Embedder::Contentvec => None,
+                    Embedder::Custom => Some(format!(
+                        "{name} was trained on a custom embedder: choose its folder (`timbre \
+                         models embedder {name} --folder DIR`) before converting with it"
+                    )),
+                    _ => Some(format!(
                         "{name} was trained on the {embedder} embedder's features: download them \
                          (`timbre assets download {}`, or Download on the Convert page) before \
                          converting with it",
                         models_folder::embedder_assets(embedder).join(" ")
-                    )
-                });
+                    )),
+                };
             };
             let widths = match FeatureWidths::of_file(&extractor) {
                 Ok(widths) => widths,

@@ -173,6 +173,15 @@ pub fn set_index(conn: &Connection, id: i64, index_sha256: Option<&str>) -> Resu
     require(conn, id)
 }
 
+/// Replaces the model's metadata; the updated model.
+pub fn set_metadata(conn: &Connection, id: i64, metadata: &serde_json::Value) -> Result<Model> {
+    conn.execute(
+        "UPDATE models SET metadata = ?2 WHERE id = ?1",
+        params![id, metadata.to_string()],
+    )?;
+    require(conn, id)
+}
+
 /// Renames the model (trimmed; an empty name is refused); the updated model.
 pub fn rename(conn: &Connection, id: i64, name: &str) -> Result<Model> {
     let name = name.trim();

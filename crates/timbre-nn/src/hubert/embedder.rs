@@ -23,10 +23,13 @@ pub enum Embedder {
     JapaneseHubertBase,
     /// team-lucid's korean hubert-base, as Applio ships it.
     KoreanHubertBase,
+    /// A transformers HuBERT-family folder the Applio user picked, which the voice does not
+    /// name: the library remembers the one chosen for the voice.
+    Custom,
 }
 
 impl Embedder {
-    /// Every embedder, in Applio's order.
+    /// Every embedder Applio names and ships, in its order (not `custom`).
     pub const ALL: [Embedder; 6] = [
         Self::Contentvec,
         Self::Spin,
@@ -45,6 +48,7 @@ impl Embedder {
             Self::ChineseHubertBase => "chinese-hubert-base",
             Self::JapaneseHubertBase => "japanese-hubert-base",
             Self::KoreanHubertBase => "korean-hubert-base",
+            Self::Custom => "custom",
         }
     }
 
@@ -58,18 +62,22 @@ impl Embedder {
             Self::ChineseHubertBase => "chinese_hubert_base",
             Self::JapaneseHubertBase => "japanese_hubert_base",
             Self::KoreanHubertBase => "korean_hubert_base",
+            Self::Custom => "embedders_custom",
         }
     }
 
     /// The embedder a voice's `embedder_model` entry names (none: contentvec, as for every RVC
     /// voice; `hubert_base` is RVC's name for contentvec); Err with the entry when it names one
-    /// this player does not know (Applio's `custom`, or a fork's).
+    /// this player does not know (a fork's).
     pub fn of_entry(entry: Option<&str>) -> Result<Self, String> {
         let Some(entry) = entry.map(str::trim) else {
             return Ok(Self::Contentvec);
         };
         if entry.eq_ignore_ascii_case("hubert_base") {
             return Ok(Self::Contentvec);
+        }
+        if entry.eq_ignore_ascii_case("custom") {
+            return Ok(Self::Custom);
         }
         Self::ALL
             .into_iter()
@@ -117,9 +125,10 @@ mod tests {
             Embedder::of_entry(Some("japanese_hubert_base")),
             Ok(Embedder::JapaneseHubertBase)
         );
+        assert_eq!(Embedder::of_entry(Some("custom")), Ok(Embedder::Custom));
         assert_eq!(
-            Embedder::of_entry(Some("custom")),
-            Err("custom".to_string())
+            Embedder::of_entry(Some("whisper")),
+            Err("whisper".to_string())
         );
     }
 

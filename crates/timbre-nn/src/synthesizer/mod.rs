@@ -507,8 +507,8 @@ fn check_supported(root: &Value, weights: &Weights) -> Result<()> {
     if let Err(embedder) = Embedder::of_entry(root.get("embedder_model").and_then(Value::as_str)) {
         bail!(
             "{file}: the model was trained on the features of the {embedder} embedder, which this \
-             player does not know (it knows {}); converting with another's would make it sound \
-             wrong",
+             player does not know (it knows {} and custom folders); converting with another's \
+             would make it sound wrong",
             Embedder::ALL.map(Embedder::name).join(", ")
         );
     }

@@ -262,10 +262,10 @@ fn unknown_vocoders_and_embedders_and_energy_models_are_refused_by_name() {
         info.config_mismatches
     );
 
-    let custom = tiny_checkpoint(256, true, vec![("embedder_model", text("custom"))]);
-    let message = error_of(&custom);
+    let whisper = tiny_checkpoint(256, true, vec![("embedder_model", text("whisper"))]);
+    let message = error_of(&whisper);
     assert!(
-        message.contains("voice.pth") && message.contains("the custom embedder"),
+        message.contains("voice.pth") && message.contains("the whisper embedder"),
         "{message}"
     );
     for (entry, embedder, features) in [
