@@ -265,7 +265,10 @@ impl ContentStore {
         let _lock = self.lock().context("locking the content store")?;
         let mut outcomes = Vec::with_capacity(keys.len());
         for key in keys {
-            let outcome = if users.in_library(key)? || self.pinned(key, users)? {
+            // The pins first: an ingest pins under this lock, then commits its row and unpins
+            // without it, so a row looked up first could be committed, and its pin gone, before
+            // the pins are read. Read in this order, an unpinned object's row is already there.
+            let outcome = if self.pinned(key, users)? || users.in_library(key)? {
                 Released::Kept
             } else if users.in_backups(key)? {
                 self.move_file(&self.key_path(key), &self.trash_path(key))?;
@@ -347,7 +350,9 @@ impl ContentStore {
                 let Some(key) = ObjectKey::from_file_name(&path) else {
                     continue;
                 };
-                if named.contains(&key) || self.pinned(&key, users)? {
+                // `named` was read before the lock: a row committed since, whose ingest has
+                // unpinned already, is found by asking again after the pins (see `release`).
+                if named.contains(&key) || self.pinned(&key, users)? || users.in_library(&key)? {
                     continue;
                 }
                 if users.in_backups(&key)? {
