@@ -58,8 +58,11 @@ function bestMatch(needle, haystack) {
     }
     return dot / (Math.sqrt(heard * played) || 1);
   };
+  // Every lag, on every fourth sample: stepping the lag by four too missed the match whenever
+  // the true lag was not a multiple of four, since the voice's output holds much energy near
+  // Nyquist, where a lag two samples off decorrelates.
   let best = { lag: 0, correlation: -1 };
-  for (let lag = 0; lag + needle.length <= haystack.length; lag += 4) {
+  for (let lag = 0; lag + needle.length <= haystack.length; lag++) {
     const c = at(lag, 4);
     if (c > best.correlation) best = { lag, correlation: c };
   }
