@@ -527,7 +527,10 @@ fn a_voice_of_a_custom_embedder_converts_once_its_folder_is_chosen() {
     let empty = sb.path("empty");
     std::fs::create_dir_all(&empty).unwrap();
     let message = stderr(choose("own", &empty));
-    assert!(message.contains("not an embedder folder"), "{message}");
+    assert!(
+        message.contains("not a transformers HuBERT folder"),
+        "{message}"
+    );
     let folder = rvc_parity_fixtures().join("hubert_tiny/hf");
     sb.import_fixture_voice(v1, "plain");
     let message = stderr(choose("plain", &folder));

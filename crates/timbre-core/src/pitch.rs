@@ -1,4 +1,4 @@
-//! The pitch methods that run a network (RMVPE, FCPE, CREPE): the file each needs in the models folder,
+//! The pitch methods that run a network (RMVPE, FCPE, CREPE, SwiftF0): the file each needs in the models folder,
 //! the model loaded through the process's model cache, and the tracker over it that conversion
 //! and dataset preparation use alike.
 
@@ -11,6 +11,7 @@ use timbre_nn::crepe::Crepe;
 use timbre_nn::fcpe::Fcpe;
 use timbre_nn::pipeline::{F0Method, PitchTracker};
 use timbre_nn::rmvpe::Rmvpe;
+use timbre_nn::swift_f0::SwiftF0;
 
 use crate::model_cache::{ModelCache, Shared};
 use crate::models_folder;
@@ -30,6 +31,11 @@ pub fn model_file(models_dir: &Path, method: F0Method) -> Result<Option<PathBuf>
             models_folder::find_crepe(models_dir, "tiny"),
             "crepe-tiny.pth",
             "crepe-tiny",
+        ),
+        F0Method::SwiftF0 => (
+            models_folder::find_swift_f0(models_dir),
+            "swift-f0.onnx",
+            "swift-f0",
         ),
         F0Method::Pm | F0Method::Yin => return Ok(None),
     };
@@ -51,6 +57,8 @@ pub enum PitchModel {
     Fcpe(Shared<Fcpe>),
     /// CREPE, for `crepe` and `crepe-tiny` (full or tiny, as its file is).
     Crepe(Shared<Crepe>),
+    /// SwiftF0, for `swiftf0`.
+    SwiftF0(Shared<SwiftF0>),
 }
 
 /// A pitch network held for one run.
@@ -61,6 +69,8 @@ pub enum HeldPitchModel<'a> {
     Fcpe(MutexGuard<'a, Fcpe>),
     /// CREPE, locked.
     Crepe(MutexGuard<'a, Crepe>),
+    /// SwiftF0, locked.
+    SwiftF0(MutexGuard<'a, SwiftF0>),
 }
 
 impl PitchModel {
@@ -77,6 +87,7 @@ impl PitchModel {
             F0Method::Crepe | F0Method::CrepeTiny => {
                 Some(PitchModel::Crepe(models.crepe(file, device)?.0))
             }
+            F0Method::SwiftF0 => Some(PitchModel::SwiftF0(models.swift_f0(file, device)?.0)),
             F0Method::Pm | F0Method::Yin => None,
         })
     }
@@ -87,6 +98,7 @@ impl PitchModel {
             PitchModel::Rmvpe(model) => HeldPitchModel::Rmvpe(model.lock()),
             PitchModel::Fcpe(model) => HeldPitchModel::Fcpe(model.lock()),
             PitchModel::Crepe(model) => HeldPitchModel::Crepe(model.lock()),
+            PitchModel::SwiftF0(model) => HeldPitchModel::SwiftF0(model.lock()),
         }
     }
 }
@@ -104,6 +116,7 @@ pub fn tracker<'a>(
         (F0Method::Crepe | F0Method::CrepeTiny, Some(HeldPitchModel::Crepe(model))) => {
             PitchTracker::Crepe(model)
         }
+        (F0Method::SwiftF0, Some(HeldPitchModel::SwiftF0(model))) => PitchTracker::SwiftF0(model),
         (method, _) => anyhow::bail!("the {} model is not loaded", method.name()),
     })
 }

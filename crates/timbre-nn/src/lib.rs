@@ -20,6 +20,7 @@ pub mod separation;
 mod shared;
 pub mod speaker_encoder;
 pub mod stream;
+pub mod swift_f0;
 pub mod synthesizer;
 pub mod train;
 pub mod voice;

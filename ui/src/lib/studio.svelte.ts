@@ -76,6 +76,11 @@ class StudioState {
     return assets.usableAt(`crepe/${capacity}.pth`);
   }
 
+  /** Whether SwiftF0's model, where the catalogue puts it, is usable; null until known. */
+  get swiftF0Present(): boolean | null {
+    return assets.usableAt('swift-f0/model.onnx');
+  }
+
   /** The options; unless set already, those saved at the last change over the backend's defaults. */
   async currentOptions(): Promise<ConvertOptions> {
     this.options ??= savedVoiceParams.restore((await defaults.load()).conversion);

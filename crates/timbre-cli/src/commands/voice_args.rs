@@ -15,8 +15,8 @@ pub struct VoiceArgs {
     #[arg(long, short = 't', default_value_t = defaults().transpose, allow_hyphen_values = true)]
     transpose: f32,
     /// rmvpe (needs models/rmvpe.pt), fcpe (needs models/fcpe.pt), crepe (needs
-    /// models/crepe-full.pth), crepe-tiny (needs models/crepe-tiny.pth), pm or yin (live:
-    /// rmvpe, fcpe, pm or yin).
+    /// models/crepe-full.pth), crepe-tiny (needs models/crepe-tiny.pth), swiftf0 (needs
+    /// models/swift-f0.onnx), pm or yin (live: rmvpe, fcpe, swiftf0, pm or yin).
     #[arg(long, default_value = defaults().f0_method.name())]
     f0_method: String,
     /// Share of the features taken from the index, 0..1.

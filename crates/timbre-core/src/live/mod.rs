@@ -172,17 +172,20 @@ pub fn load_models(
         },
         false => None,
     };
-    let (rmvpe, fcpe) = match pitch_model {
-        Some(PitchModel::Rmvpe(model)) => (Some(model), None),
-        Some(PitchModel::Fcpe(model)) => (None, Some(model)),
+    let (mut rmvpe, mut fcpe, mut swift_f0) = (None, None, None);
+    match pitch_model {
+        Some(PitchModel::Rmvpe(model)) => rmvpe = Some(model),
+        Some(PitchModel::Fcpe(model)) => fcpe = Some(model),
+        Some(PitchModel::SwiftF0(model)) => swift_f0 = Some(model),
         // Refused by `StreamParams::check` before any model loads.
-        Some(PitchModel::Crepe(_)) | None => (None, None),
-    };
+        Some(PitchModel::Crepe(_)) | None => {}
+    }
     Ok(StreamModels {
         hubert,
         voice: synthesizer,
         index,
         rmvpe,
         fcpe,
+        swift_f0,
     })
 }

@@ -13,6 +13,7 @@ use timbre_nn::hubert::Hubert;
 use timbre_nn::index::IvfFlatIndex;
 use timbre_nn::rmvpe::Rmvpe;
 use timbre_nn::separation::Separator;
+use timbre_nn::swift_f0::SwiftF0;
 use timbre_nn::synthesizer::Synthesizer;
 
 use super::{CacheUse, ModelCache, ModelKey, ModelKind, Shared};
@@ -67,6 +68,14 @@ impl ModelCache {
         let key = key(ModelKind::Fcpe, hashing::identity(path)?, device, "fp32");
         self.get_or_load(key, &file_name(path), || {
             Ok((Fcpe::load(path, device)?, hashing::disk_bytes(path)))
+        })
+    }
+
+    /// SwiftF0 from its ONNX file, kept while the file stays the same.
+    pub fn swift_f0(&self, path: &Path, device: Device) -> Result<(Shared<SwiftF0>, CacheUse)> {
+        let key = key(ModelKind::SwiftF0, hashing::identity(path)?, device, "fp32");
+        self.get_or_load(key, &file_name(path), || {
+            Ok((SwiftF0::load(path, device)?, hashing::disk_bytes(path)))
         })
     }
 

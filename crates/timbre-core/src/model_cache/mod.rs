@@ -57,6 +57,8 @@ pub enum ModelKind {
     Fcpe,
     /// A CREPE pitch network (full or tiny).
     Crepe,
+    /// A SwiftF0 pitch network.
+    SwiftF0,
     /// A voice's synthesizer (an RVC `.pth`).
     Voice,
     /// A voice's feature index (`.index`), searched on the CPU.

@@ -6,6 +6,7 @@ mod convert;
 mod graph;
 mod legacy;
 mod literals;
+pub mod onnx;
 mod pickle;
 mod pickle_writer;
 mod save;

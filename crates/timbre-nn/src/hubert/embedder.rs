@@ -28,6 +28,22 @@ pub enum Embedder {
     Custom,
 }
 
+/// A voice's `embedder_model` entry that names no embedder this player knows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownEmbedder(pub String);
+
+impl std::fmt::Display for UnknownEmbedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the voice's embedder {} is not one this player knows",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for UnknownEmbedder {}
+
 impl Embedder {
     /// Every embedder Applio names and ships, in its order (not `custom`).
     pub const ALL: [Embedder; 6] = [
@@ -69,7 +85,7 @@ impl Embedder {
     /// The embedder a voice's `embedder_model` entry names (none: contentvec, as for every RVC
     /// voice; `hubert_base` is RVC's name for contentvec); Err with the entry when it names one
     /// this player does not know (a fork's).
-    pub fn of_entry(entry: Option<&str>) -> Result<Self, String> {
+    pub fn of_entry(entry: Option<&str>) -> Result<Self, UnknownEmbedder> {
         let Some(entry) = entry.map(str::trim) else {
             return Ok(Self::Contentvec);
         };
@@ -84,7 +100,7 @@ impl Embedder {
             .find(|e| {
                 e.name().eq_ignore_ascii_case(entry) || e.folder().eq_ignore_ascii_case(entry)
             })
-            .ok_or_else(|| entry.to_string())
+            .ok_or_else(|| UnknownEmbedder(entry.to_string()))
     }
 
     /// The features a voice of this embedder whose `emb_phone` takes `feature_dim` wide ones
@@ -128,7 +144,7 @@ mod tests {
         assert_eq!(Embedder::of_entry(Some("custom")), Ok(Embedder::Custom));
         assert_eq!(
             Embedder::of_entry(Some("whisper")),
-            Err("whisper".to_string())
+            Err(UnknownEmbedder("whisper".to_string()))
         );
     }
 

@@ -17,13 +17,13 @@ mod network;
 use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, anyhow, bail, ensure};
 use tch::{Device, Kind, Tensor};
 
 use config::StatedConfig;
 pub use config::{FeatExtractNorm, HubertConfig};
 pub use conv_layers::{ConvLayerSpec, parse_conv_feature_layers};
-pub use embedder::Embedder;
+pub use embedder::{Embedder, UnknownEmbedder};
 use fairseq::fairseq_parts;
 use network::Network;
 
@@ -300,23 +300,28 @@ fn read_parts(path: &Path) -> Result<Parts> {
 }
 
 fn read_transformers_dir(dir: &Path) -> Result<Parts> {
-    let config_json = dir.join("config.json");
-    ensure!(
-        config_json.is_file(),
-        "{}: no config.json: not a transformers HuBERT folder",
-        dir.display()
-    );
-    let weights_file = ["model.safetensors", "pytorch_model.bin"]
+    let weights_file = transformers_weights_file(dir)?;
+    read_transformers(&dir.join("config.json"), &weights_file, dir)
+}
+
+/// The weights file of a transformers HuBERT-family folder (`model.safetensors`, else
+/// `pytorch_model.bin`, beside `config.json`), or an error naming the folder and what it lacks.
+pub fn transformers_weights_file(dir: &Path) -> Result<PathBuf> {
+    let lacks = |what: &str| {
+        anyhow!(
+            "{}: not a transformers HuBERT folder: it has no {what} (it needs config.json and \
+             model.safetensors or pytorch_model.bin)",
+            dir.display()
+        )
+    };
+    if !dir.join("config.json").is_file() {
+        return Err(lacks("config.json"));
+    }
+    ["model.safetensors", "pytorch_model.bin"]
         .iter()
         .map(|name| dir.join(name))
         .find(|p| p.is_file())
-        .with_context(|| {
-            format!(
-                "{}: neither model.safetensors nor pytorch_model.bin is there",
-                dir.display()
-            )
-        })?;
-    read_transformers(&config_json, &weights_file, dir)
+        .ok_or_else(|| lacks("weights file"))
 }
 
 fn read_transformers(config_json: &Path, weights_file: &Path, folder: &Path) -> Result<Parts> {

@@ -16,6 +16,7 @@ use crate::crepe::Crepe;
 use crate::fcpe::Fcpe;
 use crate::hubert::{FeatureVersion, Hubert};
 use crate::rmvpe::Rmvpe;
+use crate::swift_f0::SwiftF0;
 
 /// A source of pitch at the 10 ms grid.
 pub enum PitchTracker<'a> {
@@ -25,6 +26,8 @@ pub enum PitchTracker<'a> {
     Fcpe(&'a Fcpe),
     /// Full or tiny, as the model loaded.
     Crepe(&'a Crepe),
+    /// SwiftF0 over 50–1100 Hz, its 16 ms frames put on the 10 ms grid.
+    SwiftF0(&'a SwiftF0),
     /// Praat-style autocorrelation (RVC's `pm`) over 50–1100 Hz, without weights.
     Pm,
     /// YIN over 50–1100 Hz, without weights.
@@ -48,6 +51,9 @@ impl PitchTracker<'_> {
             }
             PitchTracker::Fcpe(model) => model.f0(audio_16k, crate::fcpe::THRESHOLD),
             PitchTracker::Crepe(model) => model.f0(audio_16k),
+            PitchTracker::SwiftF0(model) => {
+                model.f0(audio_16k, f64::from(F0_MIN), f64::from(F0_MAX))
+            }
             PitchTracker::Pm => Ok(timbre_audio::pitch::pm::track(audio_16k, F0_MIN, F0_MAX)),
             PitchTracker::Yin => Ok(timbre_audio::pitch::yin::track(audio_16k, F0_MIN, F0_MAX)),
         }

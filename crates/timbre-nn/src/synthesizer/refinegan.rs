@@ -7,7 +7,7 @@
 use std::f64::consts::PI;
 
 use anyhow::{Result, bail};
-use tch::{Device, Tensor};
+use tch::{Device, Kind, Tensor};
 
 use super::noise::NoiseSource;
 use super::shapes::{check_weight, layer_count, weight_shape};
@@ -37,7 +37,8 @@ struct Downsample {
 }
 
 impl Downsample {
-    fn new(factor: i64, device: Device) -> Self {
+    /// The kernel is made once in the kind the generator's weights have.
+    fn new(factor: i64, device: Device, kind: Kind) -> Self {
         let ratio = factor as f64;
         // base_freq = min(orig, new) · rolloff with new = 1.
         let width = (LOWPASS_FILTER_WIDTH * ratio / ROLLOFF).ceil() as i64;
@@ -53,7 +54,10 @@ impl Downsample {
                 (sinc * window * ROLLOFF / ratio) as f32
             })
             .collect();
-        let kernel = Tensor::from_slice(&taps).view([1, 1, -1]).to_device(device);
+        let kernel = Tensor::from_slice(&taps)
+            .view([1, 1, -1])
+            .to_device(device)
+            .to_kind(kind);
         Self {
             kernel,
             factor,
@@ -67,9 +71,8 @@ impl Downsample {
         let rows = x
             .reshape([batch * channels, 1, length])
             .constant_pad_nd([self.width, self.width + self.factor]);
-        let kernel = self.kernel.to_kind(x.kind());
         let out = (length + self.factor - 1) / self.factor;
-        rows.conv1d(&kernel, None::<&Tensor>, [self.factor], [0], [1], 1)
+        rows.conv1d(&self.kernel, None::<&Tensor>, [self.factor], [0], [1], 1)
             .narrow(2, 0, out)
             .reshape([batch, channels, out])
     }
@@ -155,6 +158,9 @@ impl AdaIn {
     }
 
     fn forward(&self, x: &Tensor, noise: &mut NoiseSource) -> Tensor {
+        if noise.is_zero() {
+            return leaky_relu(x);
+        }
         let gaussian = noise.normal(&x.size(), x.device()).to_kind(x.kind()) * &self.weight;
         leaky_relu(&(x + gaussian))
     }
@@ -233,6 +239,7 @@ impl RefineGan {
         device: Device,
     ) -> Result<Self> {
         let pre_conv = "dec.pre_conv";
+        let kind = w.weight(pre_conv)?.kind();
         let mut pitch_channels = weight_shape(w, pre_conv, 3)?[0];
         check_weight(w, pre_conv, &[pitch_channels, 1, 7])?;
         let mut levels = Vec::with_capacity(rates.len());
@@ -243,7 +250,7 @@ impl RefineGan {
             let out = weight_shape(w, &name, 3)?[0];
             check_weight(w, &name, &[out, pitch_channels, 7])?;
             downsamples.push((
-                Downsample::new(factor, device),
+                Downsample::new(factor, device, kind),
                 Conv1d::load(w, &name, ConvOptions::padding(3))?,
             ));
             pitch_channels = out;
@@ -312,7 +319,6 @@ impl RefineGan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tch::Kind;
 
     #[test]
     fn bessel_i0_matches_known_values() {
@@ -339,7 +345,7 @@ mod tests {
                 .collect();
             Tensor::from_slice(&samples).view([1, 1, -1])
         };
-        let downsample = Downsample::new(factor, Device::Cpu);
+        let downsample = Downsample::new(factor, Device::Cpu, Kind::Float);
         let rms = |x: &Tensor| {
             let middle = x.narrow(2, 100, x.size()[2] - 200);
             middle.square().mean(Kind::Double).sqrt().double_value(&[])
