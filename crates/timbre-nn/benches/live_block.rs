@@ -61,6 +61,7 @@ fn main() -> Result<()> {
         rmvpe: Some(Shared::new(Rmvpe::load(&models.join("rmvpe.pt"), device)?)),
         fcpe: None,
         swift_f0: None,
+        pesto: None,
     };
     let input = timbre_audio::decode_file(&dir.join("input.wav"), &DecodeOptions::default())?;
     let input = timbre_audio::resample(&input, RATE)?.channels.remove(0);

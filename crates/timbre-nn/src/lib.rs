@@ -14,6 +14,7 @@ pub mod hubert;
 pub mod index;
 pub mod layers;
 pub mod model_info;
+pub mod pesto;
 pub mod pipeline;
 pub mod rmvpe;
 pub mod separation;

@@ -14,6 +14,7 @@ mod formant_parity;
 mod live_parity;
 mod model_info;
 mod parity;
+mod pesto;
 mod pitch_inputs;
 mod speaker_encoder;
 mod swift_f0;

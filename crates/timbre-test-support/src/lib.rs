@@ -62,6 +62,12 @@ pub fn swift_f0_model() -> PathBuf {
     venv_asset("swift_f0/model.onnx")
 }
 
+/// PESTO's real checkpoint (`pesto/weights/mir-1k_g7.ckpt`), as pesto-pitch 2.0.1 ships it in
+/// the project venv (`scripts/setup.sh --test` installs it). Panics when it is missing.
+pub fn pesto_weights() -> PathBuf {
+    venv_asset("pesto/weights/mir-1k_g7.ckpt")
+}
+
 /// Resemblyzer's GE2E speaker encoder (`resemblyzer/pretrained.pt`) in the project venv.
 pub fn resemblyzer_weights() -> PathBuf {
     venv_asset("resemblyzer/pretrained.pt")

@@ -154,7 +154,7 @@ export const CANCELLABLE_STATES: readonly JobState[] = ['queued', 'running'];
 export const RETRYABLE_STATES: readonly JobState[] = ['failed', 'cancelled', 'interrupted'];
 
 /** Every pitch tracker the backend knows. */
-export const F0_METHODS: readonly F0Method[] = ['rmvpe', 'fcpe', 'crepe', 'crepe-tiny', 'swiftf0', 'pm', 'yin'];
+export const F0_METHODS: readonly F0Method[] = ['rmvpe', 'fcpe', 'crepe', 'crepe-tiny', 'swiftf0', 'pesto', 'pm', 'yin'];
 
 /** Every kind the backend reports (errorHints.ts says what each means and what to do). */
 const ERROR_KINDS: Record<ErrorKind, true> = {

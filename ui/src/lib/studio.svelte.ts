@@ -81,6 +81,11 @@ class StudioState {
     return assets.usableAt('swift-f0/model.onnx');
   }
 
+  /** Whether PESTO's checkpoint, where the catalogue puts it, is usable; null until known. */
+  get pestoPresent(): boolean | null {
+    return assets.usableAt('pesto/mir-1k_g7.ckpt');
+  }
+
   /** The options; unless set already, those saved at the last change over the backend's defaults. */
   async currentOptions(): Promise<ConvertOptions> {
     this.options ??= savedVoiceParams.restore((await defaults.load()).conversion);

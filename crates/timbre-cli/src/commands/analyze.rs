@@ -16,7 +16,8 @@ pub enum Command {
     Pitch {
         file: PathBuf,
         /// rmvpe (needs rmvpe.pt), fcpe (needs fcpe.pt), crepe (needs crepe-full.pth), crepe-tiny
-        /// (needs crepe-tiny.pth), swiftf0 (needs swift-f0.onnx), pm or yin.
+        /// (needs crepe-tiny.pth), swiftf0 (needs swift-f0.onnx), pesto (needs pesto.ckpt), pm or
+        /// yin.
         #[arg(long, default_value = "rmvpe")]
         f0_method: String,
     },

@@ -42,8 +42,8 @@ pub struct PrepareArgs {
     #[arg(long, value_enum, default_value = "v2")]
     version: VersionName,
     /// rmvpe (needs rmvpe.pt in the models folder), fcpe (needs fcpe.pt), crepe (needs
-    /// crepe-full.pth), crepe-tiny (needs crepe-tiny.pth), swiftf0 (needs swift-f0.onnx), pm or
-    /// yin.
+    /// crepe-full.pth), crepe-tiny (needs crepe-tiny.pth), swiftf0 (needs swift-f0.onnx), pesto
+    /// (needs pesto.ckpt), pm or yin.
     #[arg(long, default_value = "rmvpe")]
     f0_method: String,
     /// Isolate the voice of each input first: `--isolate` (the first separation model of the

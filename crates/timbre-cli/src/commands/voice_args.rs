@@ -16,7 +16,8 @@ pub struct VoiceArgs {
     transpose: f32,
     /// rmvpe (needs models/rmvpe.pt), fcpe (needs models/fcpe.pt), crepe (needs
     /// models/crepe-full.pth), crepe-tiny (needs models/crepe-tiny.pth), swiftf0 (needs
-    /// models/swift-f0.onnx), pm or yin (live: rmvpe, fcpe, swiftf0, pm or yin).
+    /// models/swift-f0.onnx), pesto (needs models/pesto.ckpt), pm or yin (live: rmvpe, fcpe,
+    /// swiftf0, pesto, pm or yin).
     #[arg(long, default_value = defaults().f0_method.name())]
     f0_method: String,
     /// Share of the features taken from the index, 0..1.

@@ -172,11 +172,12 @@ pub fn load_models(
         },
         false => None,
     };
-    let (mut rmvpe, mut fcpe, mut swift_f0) = (None, None, None);
+    let (mut rmvpe, mut fcpe, mut swift_f0, mut pesto) = (None, None, None, None);
     match pitch_model {
         Some(PitchModel::Rmvpe(model)) => rmvpe = Some(model),
         Some(PitchModel::Fcpe(model)) => fcpe = Some(model),
         Some(PitchModel::SwiftF0(model)) => swift_f0 = Some(model),
+        Some(PitchModel::Pesto(model)) => pesto = Some(model),
         // Refused by `StreamParams::check` before any model loads.
         Some(PitchModel::Crepe(_)) | None => {}
     }
@@ -187,5 +188,6 @@ pub fn load_models(
         rmvpe,
         fcpe,
         swift_f0,
+        pesto,
     })
 }

@@ -11,6 +11,7 @@ use timbre_nn::device::Precision;
 use timbre_nn::fcpe::Fcpe;
 use timbre_nn::hubert::Hubert;
 use timbre_nn::index::IvfFlatIndex;
+use timbre_nn::pesto::Pesto;
 use timbre_nn::rmvpe::Rmvpe;
 use timbre_nn::separation::Separator;
 use timbre_nn::swift_f0::SwiftF0;
@@ -76,6 +77,14 @@ impl ModelCache {
         let key = key(ModelKind::SwiftF0, hashing::identity(path)?, device, "fp32");
         self.get_or_load(key, &file_name(path), || {
             Ok((SwiftF0::load(path, device)?, hashing::disk_bytes(path)))
+        })
+    }
+
+    /// PESTO from its checkpoint, kept while the file stays the same.
+    pub fn pesto(&self, path: &Path, device: Device) -> Result<(Shared<Pesto>, CacheUse)> {
+        let key = key(ModelKind::Pesto, hashing::identity(path)?, device, "fp32");
+        self.get_or_load(key, &file_name(path), || {
+            Ok((Pesto::load(path, device)?, hashing::disk_bytes(path)))
         })
     }
 

@@ -59,6 +59,8 @@ pub enum ModelKind {
     Crepe,
     /// A SwiftF0 pitch network.
     SwiftF0,
+    /// A PESTO pitch network.
+    Pesto,
     /// A voice's synthesizer (an RVC `.pth`).
     Voice,
     /// A voice's feature index (`.index`), searched on the CPU.

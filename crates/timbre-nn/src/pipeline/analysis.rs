@@ -15,6 +15,7 @@ use super::store;
 use crate::crepe::Crepe;
 use crate::fcpe::Fcpe;
 use crate::hubert::{FeatureVersion, Hubert};
+use crate::pesto::Pesto;
 use crate::rmvpe::Rmvpe;
 use crate::swift_f0::SwiftF0;
 
@@ -28,6 +29,8 @@ pub enum PitchTracker<'a> {
     Crepe(&'a Crepe),
     /// SwiftF0 over 50–1100 Hz, its 16 ms frames put on the 10 ms grid.
     SwiftF0(&'a SwiftF0),
+    /// PESTO over 50–1100 Hz, voiced at a confidence of 0.5.
+    Pesto(&'a Pesto),
     /// Praat-style autocorrelation (RVC's `pm`) over 50–1100 Hz, without weights.
     Pm,
     /// YIN over 50–1100 Hz, without weights.
@@ -54,6 +57,7 @@ impl PitchTracker<'_> {
             PitchTracker::SwiftF0(model) => {
                 model.f0(audio_16k, f64::from(F0_MIN), f64::from(F0_MAX))
             }
+            PitchTracker::Pesto(model) => model.f0(audio_16k, F0_MIN, F0_MAX),
             PitchTracker::Pm => Ok(timbre_audio::pitch::pm::track(audio_16k, F0_MIN, F0_MAX)),
             PitchTracker::Yin => Ok(timbre_audio::pitch::yin::track(audio_16k, F0_MIN, F0_MAX)),
         }

@@ -23,6 +23,8 @@ pub enum F0Method {
     /// The SwiftF0 network (needs swift-f0's `model.onnx`): small and fast, live as well.
     #[serde(rename = "swiftf0")]
     SwiftF0,
+    /// The PESTO network (needs pesto-pitch's `mir-1k_g7.ckpt`): small and fast, live as well.
+    Pesto,
     /// Weight-free autocorrelation, close to Praat's (RVC's `pm`).
     Pm,
     /// Weight-free YIN.
@@ -38,6 +40,7 @@ impl F0Method {
             F0Method::Crepe => "crepe",
             F0Method::CrepeTiny => "crepe-tiny",
             F0Method::SwiftF0 => "swiftf0",
+            F0Method::Pesto => "pesto",
             F0Method::Pm => "pm",
             F0Method::Yin => "yin",
         }
@@ -51,10 +54,11 @@ impl F0Method {
             "crepe" => Ok(F0Method::Crepe),
             "crepe-tiny" => Ok(F0Method::CrepeTiny),
             "swiftf0" => Ok(F0Method::SwiftF0),
+            "pesto" => Ok(F0Method::Pesto),
             "pm" => Ok(F0Method::Pm),
             "yin" => Ok(F0Method::Yin),
             other => anyhow::bail!(
-                "unknown pitch method `{other}`: use rmvpe, fcpe, crepe, crepe-tiny, swiftf0, pm or yin"
+                "unknown pitch method `{other}`: use rmvpe, fcpe, crepe, crepe-tiny, swiftf0, pesto, pm or yin"
             ),
         }
     }

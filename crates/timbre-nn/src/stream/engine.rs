@@ -22,6 +22,7 @@ use crate::device::Precision;
 use crate::fcpe::Fcpe;
 use crate::hubert::Hubert;
 use crate::index::IvfFlatIndex;
+use crate::pesto::Pesto;
 use crate::rmvpe::Rmvpe;
 use crate::swift_f0::SwiftF0;
 use crate::synthesizer::{Noise, Synthesizer};
@@ -43,6 +44,8 @@ pub struct StreamModels {
     pub fcpe: Option<Shared<Fcpe>>,
     /// The SwiftF0 pitch model; None when not loaded (the swiftf0 method is then refused).
     pub swift_f0: Option<Shared<SwiftF0>>,
+    /// The PESTO pitch model; None when not loaded (the pesto method is then refused).
+    pub pesto: Option<Shared<Pesto>>,
 }
 
 /// The live converter: takes one block of mono device-rate input, returns one converted block.

@@ -150,7 +150,7 @@ impl StreamParams {
         ensure!(
             !matches!(self.voice.f0_method, F0Method::Crepe | F0Method::CrepeTiny),
             "the {} pitch method is for offline conversion; live conversion takes rmvpe, fcpe, \
-             swiftf0, pm or yin",
+             swiftf0, pesto, pm or yin",
             self.voice.f0_method.name()
         );
         Ok(())

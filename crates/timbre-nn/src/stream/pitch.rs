@@ -65,6 +65,12 @@ pub fn track(
                 bail!("the swiftf0 pitch method needs swift-f0's model.onnx, which is not loaded")
             }
         },
+        F0Method::Pesto => match &models.pesto {
+            Some(model) => PitchTracker::Pesto(&model.lock()).track(tail),
+            None => bail!(
+                "the pesto pitch method needs pesto-pitch's mir-1k_g7.ckpt, which is not loaded"
+            ),
+        },
         F0Method::Pm => Ok(realtime_pm(tail)),
         F0Method::Yin => PitchTracker::Yin.track(tail),
         // Refused by `StreamParams::check`.

@@ -138,6 +138,7 @@ fn models_of(setting: &Setting, fixtures: &Path) -> StreamModels {
         fcpe: (setting.f0_method == F0Method::Fcpe)
             .then(|| Shared::new(Fcpe::load(&fcpe_weights(), device).unwrap())),
         swift_f0: None,
+        pesto: None,
     }
 }
 

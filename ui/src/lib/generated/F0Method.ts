@@ -3,4 +3,4 @@
 /**
  * Which tracker gives the pitch.
  */
-export type F0Method = "rmvpe" | "fcpe" | "crepe" | "crepe-tiny" | "swiftf0" | "pm" | "yin";
+export type F0Method = "rmvpe" | "fcpe" | "crepe" | "crepe-tiny" | "swiftf0" | "pesto" | "pm" | "yin";

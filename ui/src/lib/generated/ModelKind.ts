@@ -3,4 +3,4 @@
 /**
  * What kind of model a cache entry holds.
  */
-export type ModelKind = "hubert" | "rmvpe" | "fcpe" | "crepe" | "swift_f0" | "voice" | "index" | "separator";
+export type ModelKind = "hubert" | "rmvpe" | "fcpe" | "crepe" | "swift_f0" | "pesto" | "voice" | "index" | "separator";
