@@ -14,6 +14,7 @@ mod dataset;
 mod doctor;
 mod effects_formats;
 mod interrupted_jobs;
+mod isolate_mdx23c;
 mod isolate_memory;
 mod judge;
 mod library_backups;

@@ -138,6 +138,26 @@ pub fn applio_parity_fixtures() -> PathBuf {
     )
 }
 
+/// The MDX23C fixture set (separators made with MSST's own code by
+/// `crates/timbre-nn/tests/data/mdx23c-parity/make_fixtures.py`): `MDX23C_PARITY_DIR`, else that
+/// folder.
+pub fn mdx23c_parity_fixtures() -> PathBuf {
+    std::env::var_os("MDX23C_PARITY_DIR").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../timbre-nn/tests/data/mdx23c-parity"),
+        PathBuf::from,
+    )
+}
+
+/// The energy fixture set (a Vietnamese-RVC energy-conditioned voice and the fork's energy curve,
+/// made with its code by `crates/timbre-nn/tests/data/energy-parity/make_fixtures.py`):
+/// `ENERGY_PARITY_DIR`, else that folder.
+pub fn energy_parity_fixtures() -> PathBuf {
+    std::env::var_os("ENERGY_PARITY_DIR").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../timbre-nn/tests/data/energy-parity"),
+        PathBuf::from,
+    )
+}
+
 /// The separation fixture set: `SEPARATION_PARITY_DIR`, else `../shared/fixtures/separation`.
 pub fn separation_fixtures() -> PathBuf {
     fixture_set("SEPARATION_PARITY_DIR", "separation")

@@ -1,7 +1,7 @@
 //! The separation models and the runs that use them, shared by the jobs that separate (isolate,
-//! cover, dataset preparation): which RoFormer checkpoints the models folder holds, which one a
-//! request means, and vocals and instrumental of a buffer by that model or by the weight-free
-//! rough preview; a file separated block by block into two files (`stream`).
+//! cover, dataset preparation): which checkpoints (RoFormer or MDX23C) the models folder holds,
+//! which one a request means, and vocals and instrumental of a buffer by that model or by the
+//! weight-free rough preview; a file separated block by block into two files (`stream`).
 
 pub(crate) mod stream;
 

@@ -1,10 +1,10 @@
 //! The YAML config of a RoFormer separation model, as ZFTurbo/Music-Source-Separation-Training
-//! writes it (`configs/viperx/*.yaml`, `configs/KimberleyJensen/*.yaml`): field names are the
-//! upstream ones and `!!python/tuple` sequences read as lists. Every `model:` key is either read,
-//! known not to change what inference computes ([`IGNORED_MODEL_KEYS`]), accepted only at the
-//! value that means the network we implement ([`FIXED_MODEL_KEYS`]), or refused by name: a
-//! config option we do not implement never plays silently wrong. The other sections keep only
-//! what separation needs.
+//! writes it (`configs/viperx/*.yaml`, `configs/KimberleyJensen/*.yaml`; MDX23C's is in
+//! `mdx23c/config.rs`): field names are the upstream ones and `!!python/tuple` sequences read as
+//! lists. Every `model:` key is either read, known not to change what inference computes
+//! ([`IGNORED_MODEL_KEYS`]), accepted only at the value that means the network we implement
+//! ([`FIXED_MODEL_KEYS`]), or refused by name: a config option we do not implement never plays
+//! silently wrong. The other sections keep only what separation needs.
 
 use std::path::Path;
 
@@ -122,6 +122,20 @@ pub struct InferenceConfig {
     /// Separate the mix scaled to zero mean and unit deviation, then scale the stems back.
     #[serde(default)]
     pub normalize: bool,
+}
+
+impl TrainingConfig {
+    /// The stems the model outputs, in order: the target instrument alone when one is named,
+    /// else every instrument (upstream `prefer_target_instrument`).
+    pub fn stems(&self) -> Result<Vec<String>> {
+        match &self.target_instrument {
+            Some(target) => Ok(vec![target.clone()]),
+            None if !self.instruments.is_empty() => Ok(self.instruments.clone()),
+            None => bail!(
+                "`training.instruments` is empty and no `training.target_instrument` is named"
+            ),
+        }
+    }
 }
 
 impl Default for InferenceConfig {
@@ -320,16 +334,9 @@ impl Config {
         Ok(())
     }
 
-    /// The stems the model outputs, in order: the target instrument alone when one is named,
-    /// else every instrument (upstream `prefer_target_instrument`).
+    /// The stems the model outputs, in order (see [`TrainingConfig::stems`]).
     pub fn stems(&self) -> Result<Vec<String>> {
-        match &self.training.target_instrument {
-            Some(target) => Ok(vec![target.clone()]),
-            None if !self.training.instruments.is_empty() => Ok(self.training.instruments.clone()),
-            None => bail!(
-                "`training.instruments` is empty and no `training.target_instrument` is named"
-            ),
-        }
+        self.training.stems()
     }
 
     /// Channels the model takes: 2 when `model.stereo`, else 1.

@@ -1,12 +1,15 @@
-//! Vocal separation with BS-RoFormer and Mel-Band RoFormer models in the format of
+//! Vocal separation with BS-RoFormer, Mel-Band RoFormer and MDX23C models in the format of
 //! ZFTurbo/Music-Source-Separation-Training: a `.ckpt` state dict plus its YAML config, run over
-//! a track by chunked overlap-add, whole or streamed block by block (`utils/model_utils.py` `demix`, and the optional
-//! `inference.normalize` of `inference.py`).
+//! a track by chunked overlap-add, whole or streamed block by block (`utils/model_utils.py`
+//! `demix`, and the optional `inference.normalize` of `inference.py`). The architecture comes
+//! from the config's keys and the checkpoint's tensor names (`architecture.rs`), which must agree.
 
+mod architecture;
 mod bands;
 mod bs_roformer;
 pub mod config;
 pub mod demix;
+pub mod mdx23c;
 mod mel_band_roformer;
 mod params;
 pub mod roformer;
@@ -19,22 +22,24 @@ use std::path::Path;
 use anyhow::{Context, Result, bail, ensure};
 use tch::{Device, Kind, Tensor};
 
+pub use architecture::{ModelType, Network, SeparationConfig};
 pub use config::Config;
 pub use demix::{DemixOptions, Demixer, demix};
+pub use mdx23c::{Mdx23c, Mdx23cConfig};
 pub use roformer::{Roformer, RoformerKind, load_state_dict, to_model_weights};
 pub use stream::{MixStats, Separated, SeparationStream};
 
-/// A RoFormer with its config, ready to separate whole tracks.
+/// A separation network with its config, ready to separate whole tracks.
 pub struct Separator {
-    model: Roformer,
-    config: Config,
+    model: Network,
+    config: SeparationConfig,
     stems: Vec<String>,
 }
 
 impl Separator {
     /// Loads on the CPU in float32. `kind`: the upstream model type, or None to tell it from the
-    /// checkpoint.
-    pub fn load(checkpoint: &Path, config: &Path, kind: Option<RoformerKind>) -> Result<Self> {
+    /// checkpoint; either way the config must be of that architecture.
+    pub fn load(checkpoint: &Path, config: &Path, kind: Option<ModelType>) -> Result<Self> {
         Self::load_on(checkpoint, config, kind, Device::Cpu, Kind::Float)
     }
 
@@ -42,17 +47,17 @@ impl Separator {
     pub fn load_on(
         checkpoint: &Path,
         config_path: &Path,
-        kind: Option<RoformerKind>,
+        kind: Option<ModelType>,
         device: Device,
         weight_kind: Kind,
     ) -> Result<Self> {
-        let config = Config::from_path(config_path)?;
+        let config = SeparationConfig::from_path(config_path)?;
         let weights = to_model_weights(&load_state_dict(checkpoint)?, device, weight_kind);
         let kind = match kind {
             Some(kind) => kind,
-            None => RoformerKind::detect(&weights)?,
+            None => ModelType::detect(&weights)?,
         };
-        let model = Roformer::load(kind, &config.model, &weights, config_path)?;
+        let model = Network::load(kind, &config, &weights, config_path)?;
         let stems = config
             .stems()
             .with_context(|| config_path.display().to_string())?;
@@ -73,12 +78,12 @@ impl Separator {
     }
 
     /// The loaded network.
-    pub fn model(&self) -> &Roformer {
+    pub fn model(&self) -> &Network {
         &self.model
     }
 
     /// The YAML config it was loaded with.
-    pub fn config(&self) -> &Config {
+    pub fn config(&self) -> &SeparationConfig {
         &self.config
     }
 
@@ -89,15 +94,7 @@ impl Separator {
 
     /// The rate the model expects its input at.
     pub fn sample_rate(&self) -> i64 {
-        self.config.audio.sample_rate
-    }
-
-    fn demix_options(&self) -> DemixOptions {
-        DemixOptions {
-            chunk_size: self.config.audio.chunk_size,
-            num_overlap: self.config.inference.num_overlap,
-            batch_size: self.config.inference.batch_size,
-        }
+        self.config.sample_rate()
     }
 
     /// Separates `mix` `[channels, samples]` at `sample_rate()` into `[stems, channels, samples]`.

@@ -102,6 +102,15 @@ impl<'a> Params<'a> {
         Ok(())
     }
 
+    /// Marks `name` as used if the checkpoint has it: a tensor inference does not read that
+    /// some checkpoints hold and others lack (BatchNorm's `num_batches_tracked`).
+    pub(super) fn skip_if_present(&self, name: &str) {
+        let full = self.full(name);
+        if self.weights.contains(&full) {
+            self.used.borrow_mut().insert(full);
+        }
+    }
+
     /// `nn.Linear(input, output, bias)` at `name`.
     pub(super) fn linear(&self, name: &str, input: i64, output: i64, bias: bool) -> Result<Linear> {
         let shapes = [("weight", vec![output, input]), ("bias", vec![output])];

@@ -348,7 +348,8 @@ pub fn to_model_weights(weights: &Weights, device: Device, kind: Kind) -> Weight
 }
 
 /// Loads a separation checkpoint's state dict: a `torch.save` file (`.ckpt`, `.pth`, `.pt`;
-/// the dict itself, or under `state_dict` / `state`) or a `.safetensors` file.
+/// the dict itself, or under `state_dict` / `state`, or under `model_state_dict` as upstream's
+/// training saves it) or a `.safetensors` file.
 pub fn load_state_dict(path: &Path) -> Result<Weights> {
     let is_safetensors = path
         .extension()
@@ -360,6 +361,7 @@ pub fn load_state_dict(path: &Path) -> Result<Weights> {
     let dict = value
         .get("state_dict")
         .or_else(|| value.get("state"))
+        .or_else(|| value.get("model_state_dict"))
         .unwrap_or(&value);
     let weights = crate::checkpoint::weights_from_dict(dict, path)?;
     ensure!(!weights.is_empty(), "{}: holds no tensors", path.display());

@@ -1,5 +1,5 @@
-//! The STFT pair the RoFormers wrap themselves in: `torch.stft`/`torch.istft` with a periodic
-//! Hann window of `win_length`, centred frames (reflect padding), one-sided, complex.
+//! The STFT pair the RoFormers and MDX23C wrap themselves in: `torch.stft`/`torch.istft` with a
+//! periodic Hann window of `win_length`, centred frames (reflect padding), one-sided, complex.
 
 use anyhow::{Context, Result};
 use tch::{Kind, Tensor};

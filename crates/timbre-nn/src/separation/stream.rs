@@ -72,7 +72,7 @@ impl Separator {
     /// Whether the config asks for the mix to be normalised (`inference.normalize`), which
     /// needs its statistics (`MixStats`, `normalization`) before separating.
     pub fn normalizes(&self) -> bool {
-        self.config.inference.normalize
+        self.config.normalize()
     }
 
     /// The `(mean, std)` to normalise a whole `mix` `[channels, samples]` with, if the config
@@ -111,7 +111,7 @@ impl Separator {
             );
         };
         let demixers = (0..passes)
-            .map(|_| Demixer::new(self.demix_options(), width, expected_length))
+            .map(|_| Demixer::new(self.config.demix_options(), width, expected_length))
             .collect::<Result<Vec<_>>>()?;
         Ok(SeparationStream {
             separator: self,

@@ -3,7 +3,7 @@ use std::path::Path;
 use super::*;
 use crate::checkpoint::{Value, write_torch_file};
 use crate::separation::config::Config;
-use crate::separation::{Roformer, RoformerKind};
+use crate::separation::{ModelType, Roformer, RoformerKind};
 
 const TINY_BS: &str = "
 audio: {chunk_size: 2048, n_fft: 256, hop_length: 64, num_channels: 2, sample_rate: 44100}
@@ -51,7 +51,7 @@ pub(crate) fn tiny_separator(
         .collect();
     let checkpoint = dir.join("tiny.ckpt");
     write_torch_file(&checkpoint, &Value::ordered_dict(entries)).unwrap();
-    Separator::load(&checkpoint, &config_path, Some(kind)).unwrap()
+    Separator::load(&checkpoint, &config_path, Some(ModelType::Roformer(kind))).unwrap()
 }
 
 fn noise(channels: i64, length: i64) -> Tensor {
@@ -108,6 +108,36 @@ fn streaming_over_blocks_equals_the_whole_track_demix() {
             assert!(
                 error < 1e-6,
                 "{kind:?} stereo {stereo} block {block}: {error}"
+            );
+            assert_eq!(max_diff(&given, &mix), 0.0);
+        }
+    }
+}
+
+/// MDX23C through the same stream: an MSST-made fixture of `tests/data/mdx23c-parity`, a stereo
+/// mix and a mono one (doubled through the stereo model).
+#[test]
+fn an_mdx23c_streams_as_it_separates_whole() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/mdx23c-parity/groupnorm_elu_two_stems");
+    let separator = Separator::load(
+        &fixture.join("model.ckpt"),
+        &fixture.join("config.yaml"),
+        None,
+    )
+    .unwrap();
+    assert_eq!(separator.model().model_type(), ModelType::Mdx23c);
+    assert_eq!(separator.stems(), ["vocals", "other"]);
+    for channels in [2, 1] {
+        let mix = noise(channels, 9_000);
+        let whole = separator.demix(&mix, |_, _| true).unwrap();
+        assert_eq!(whole.size(), [2, channels, 9_000]);
+        for block in [1000, 9_000] {
+            let (stems, given) = streamed(&separator, &mix, block);
+            let error = max_diff(&stems, &whole);
+            assert!(
+                error < 1e-6,
+                "{channels} channel(s), block {block}: {error}"
             );
             assert_eq!(max_diff(&given, &mix), 0.0);
         }

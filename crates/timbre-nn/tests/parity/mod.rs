@@ -1,12 +1,14 @@
 //! Parity with the reference Python implementations on the fixture sets of `../shared/fixtures`
-//! (or the folders named by `RVC_PARITY_DIR` / `SEPARATION_PARITY_DIR`) and on the Applio set
-//! beside these tests (`tests/data/applio-parity`, or `APPLIO_PARITY_DIR`): every case of each
-//! manifest runs by its `kind` and prints what it measured against its tolerance. A case that
-//! cannot run fails the test, as does an unknown kind.
+//! (or the folders named by `RVC_PARITY_DIR` / `SEPARATION_PARITY_DIR`) and on the Applio and
+//! MDX23C sets beside these tests (`tests/data/applio-parity`, `tests/data/mdx23c-parity`, or
+//! `APPLIO_PARITY_DIR`, `MDX23C_PARITY_DIR`): every case of each manifest runs by its `kind` and
+//! prints what it measured against its tolerance. A case that cannot run fails the test, as does
+//! an unknown kind.
 
 mod compare;
 mod hubert;
 mod index;
+mod mdx23c;
 mod pipeline;
 mod rmvpe;
 mod separation;
@@ -18,7 +20,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde_json::Value as Json;
 use timbre_nn::device::Precision;
-use timbre_test_support::{applio_parity_fixtures, rvc_parity_fixtures, separation_fixtures};
+use timbre_test_support::{
+    applio_parity_fixtures, mdx23c_parity_fixtures, rvc_parity_fixtures, separation_fixtures,
+};
 
 /// One manifest case with its fixture folder, so checkers can resolve the files it names.
 pub struct Case<'a> {
@@ -189,6 +193,7 @@ fn applio_parity() {
 fn separation_checker(kind: &str) -> Option<Checker> {
     Some(match kind {
         "bs_roformer" | "mel_band_roformer" => separation::check,
+        "mdx23c" => mdx23c::check,
         _ => return None,
     })
 }
@@ -197,6 +202,14 @@ fn separation_checker(kind: &str) -> Option<Checker> {
 fn separation_parity() {
     tch::set_num_threads(std::thread::available_parallelism().map_or(1, |n| n.get() as i32));
     run_manifest(&separation_fixtures(), separation_checker, false);
+}
+
+/// MDX23C separators made with MSST's own code by `tests/data/mdx23c-parity/make_fixtures.py`
+/// in the separation format.
+#[test]
+fn mdx23c_parity() {
+    tch::set_num_threads(std::thread::available_parallelism().map_or(1, |n| n.get() as i32));
+    run_manifest(&mdx23c_parity_fixtures(), separation_checker, false);
 }
 
 /// Keeps the result type of checkers in one place.

@@ -3,13 +3,13 @@
 
 use anyhow::{Context, Result};
 use serde_json::Value as Json;
-use timbre_nn::separation::{RoformerKind, Separator};
+use timbre_nn::separation::{ModelType, Separator};
 
 use super::Case;
 use super::compare::max_abs;
 
 pub fn check(case: &Case, _manifest: &Json) -> Result<String> {
-    let kind: RoformerKind = case.str("kind")?.parse()?;
+    let kind: ModelType = case.str("kind")?.parse()?;
     let device = super::device();
     let separator = Separator::load_on(
         &case.path("model")?,
@@ -22,7 +22,7 @@ pub fn check(case: &Case, _manifest: &Json) -> Result<String> {
     let io = case.io()?;
     let mix = io.get("mix")?;
 
-    let chunk_size = separator.config().audio.chunk_size.min(mix.size()[1]);
+    let chunk_size = separator.config().chunk_size().min(mix.size()[1]);
     let ours = separator
         .model()
         .forward(&mix.narrow(1, 0, chunk_size).unsqueeze(0).to_device(device))?;
