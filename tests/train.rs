@@ -473,3 +473,112 @@ fn killed_and_recovered(sb: &Sandbox, config: &str) {
     );
     assert!(!checkpoint_steps(&folder).is_empty(), "whole pairs only");
 }
+
+/// A dataset prepared with Applio's `spin` embedder (the fixture HuBERT in its folder) holds that
+/// embedder's features (Applio's v1: the last layer's projection, not RVC's layer 9), and the
+/// voice trained on it is exported naming it (`embedder_model`), shown by `models info` and
+/// converted with it; an unknown embedder and a missing folder are refused by name.
+#[test]
+fn a_voice_trained_on_another_embedder_names_it_and_converts_with_its_features() {
+    let sb = sandbox();
+    let file = sb.write_speech("speech.wav", 64.0);
+    let prepare = |name: &str, embedder: &str| {
+        json(
+            &sb,
+            &[
+                "dataset",
+                "prepare",
+                "--name",
+                name,
+                "--voice",
+                "Alto",
+                "--rate",
+                "40k",
+                "--version",
+                "v1",
+                "--f0-method",
+                "pm",
+                "--embedder",
+                embedder,
+                &file,
+            ],
+        )
+    };
+    let (ok_, _, stderr) = prepare("Whisper set", "whisper");
+    assert!(
+        !ok_ && stderr.contains("unknown embedder") && stderr.contains("whisper"),
+        "{stderr}"
+    );
+    let (ok_, out, stderr) = prepare("Spin set", "spin");
+    let said = format!("{out} {stderr}");
+    assert!(
+        !ok_ && said.contains("spin") && said.contains("timbre assets download embedder-spin"),
+        "{said}"
+    );
+    let spin = sb.models_dir().join("embedders/spin");
+    std::fs::create_dir_all(&spin).unwrap();
+    for name in ["config.json", "model.safetensors"] {
+        let from = timbre_test_support::rvc_parity_fixtures()
+            .join("hubert_tiny/hf")
+            .join(name);
+        std::fs::copy(from, spin.join(name)).unwrap();
+    }
+    let features_of = |prepared: &Value| {
+        let folder = PathBuf::from(prepared["result"]["folder"].as_str().unwrap());
+        let manifest: Value =
+            serde_json::from_slice(&std::fs::read(folder.join("dataset.json")).unwrap()).unwrap();
+        let first = folder.join(manifest["pieces"][0]["features"].as_str().unwrap());
+        (manifest, std::fs::read(first).unwrap())
+    };
+    let (ok_, spun, stderr) = prepare("Spin set", "spin");
+    assert!(ok_, "{stderr}");
+    let (manifest, spin_features) = features_of(&spun);
+    assert_eq!(manifest["embedder"], "spin", "{manifest}");
+    assert_eq!(manifest["feature_dim"], 256, "{manifest}");
+    let (ok_, plain, stderr) = prepare("Plain set", "contentvec");
+    assert!(ok_, "{stderr}");
+    let (manifest, plain_features) = features_of(&plain);
+    assert_eq!(manifest["embedder"], "contentvec", "{manifest}");
+    assert_ne!(
+        spin_features, plain_features,
+        "another embedder, other features"
+    );
+
+    let config = sb.path("tiny40k.json").display().to_string();
+    let trained = ok(
+        &sb,
+        &[
+            "train",
+            "start",
+            "--dataset",
+            "Spin set",
+            "--name",
+            "Spin tiny",
+            "--epochs",
+            "1",
+            "--save-every",
+            "1",
+            "--batch-size",
+            "16",
+            "--model-config",
+            &config,
+        ],
+    );
+    let model = &trained["job"]["result"]["model"];
+    let info = ok(&sb, &["models", "info", model["name"].as_str().unwrap()]);
+    assert_eq!(info["embedder"], "spin", "{info}");
+    let input = sb.write_speech("input.wav", 2.0);
+    let model_id = model["id"].as_i64().unwrap().to_string();
+    let convert = || {
+        json(
+            &sb,
+            &["convert", "--model", &model_id, "--f0-method", "pm", &input],
+        )
+    };
+    let (ok_, converted, stderr) = convert();
+    assert!(ok_ && converted[0]["ok"] == true, "{converted} {stderr}");
+    std::fs::remove_dir_all(&spin).unwrap();
+    let (ok_, refused, stderr) = convert();
+    let said = format!("{refused} {stderr}");
+    assert!(!ok_ && said.contains("spin embedder"), "{said}");
+}

@@ -123,11 +123,12 @@ describe('form → request', () => {
       sample_rate: 40000,
       version: 'v2',
       f0_method: 'rmvpe',
+      embedder: 'contentvec',
       isolate: null,
       enhance: 'training',
     });
-    const other = prepareParams({ ...form, pitch: 'none', isolation: { kind: 'model', name: 'bs_roformer' }, enhance: 'none', sampleRate: 48000, version: 'v1' });
-    expect(other).toMatchObject({ f0_method: null, isolate: { model: 'bs_roformer' }, enhance: null, sample_rate: 48000, version: 'v1' });
+    const other = prepareParams({ ...form, pitch: 'none', isolation: { kind: 'model', name: 'bs_roformer' }, enhance: 'none', sampleRate: 48000, version: 'v1', embedder: 'chinese-hubert-base' });
+    expect(other).toMatchObject({ f0_method: null, isolate: { model: 'bs_roformer' }, enhance: null, sample_rate: 48000, version: 'v1', embedder: 'chinese-hubert-base' });
     expect(prepareParams({ ...form, isolation: { kind: 'rough' } }).isolate).toBe('rough');
     expect(prepareProblem(defaultPrepareForm())).toMatch(/Name/);
     expect(prepareProblem({ ...defaultPrepareForm(), name: 'x' })).toMatch(/take or file/);
@@ -319,6 +320,7 @@ describe('Train page', () => {
     await waitFor(() => expect(screen.getAllByTestId('dataset-input')).toHaveLength(3));
     await fireEvent.change(screen.getByTestId('dataset-isolation'), { target: { value: 'model:bs_roformer' } });
     await fireEvent.change(screen.getByTestId('dataset-pitch'), { target: { value: 'pm' } });
+    await fireEvent.change(screen.getByTestId('dataset-embedder'), { target: { value: 'spin' } });
     await fireEvent.click(screen.getByTestId('dataset-submit'));
     await waitFor(() => expect(be.argsOf('prepare_dataset')).toHaveLength(1));
     expect(be.argsOf('prepare_dataset')[0]).toEqual({
@@ -329,6 +331,7 @@ describe('Train page', () => {
         sample_rate: 40000,
         version: 'v2',
         f0_method: 'pm',
+        embedder: 'spin',
         isolate: { model: 'bs_roformer' },
         enhance: 'training',
       },

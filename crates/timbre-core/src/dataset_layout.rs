@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use timbre_audio::{AudioBuffer, SampleFormat};
+use timbre_nn::hubert::Embedder;
 
 use crate::library::Library;
 
@@ -40,6 +41,10 @@ pub struct Manifest {
     pub version: String,
     /// The pitch method, `None` for a dataset without pitch.
     pub f0_method: Option<String>,
+    /// The content encoder of the features (contentvec in manifests written before it was
+    /// recorded, which were all contentvec's).
+    #[serde(default)]
+    pub embedder: Embedder,
     /// Width of each HuBERT feature frame: 256 for v1, 768 for v2.
     pub feature_dim: i64,
     /// Every piece trained on, in the order the inputs and their slices came.

@@ -180,7 +180,7 @@ pub fn embedder_assets(embedder: Embedder) -> Vec<String> {
 }
 
 /// [`find_embedder`], or an error that names the embedder and how to get it.
-fn require_embedder(dir: &Path, embedder: Embedder) -> Result<PathBuf> {
+pub fn require_embedder(dir: &Path, embedder: Embedder) -> Result<PathBuf> {
     if embedder == Embedder::Contentvec {
         return require_hubert(dir);
     }

@@ -10,6 +10,7 @@ use anyhow::{Result, bail};
 use tch::{Kind, Tensor};
 
 use crate::checkpoint::{Value, write_torch_file};
+use crate::hubert::Embedder;
 use crate::synthesizer::{SynthesizerConfig, parse_sample_rate};
 
 /// What RVC writes beside the weights.
@@ -25,6 +26,9 @@ pub struct RvcModelMeta<'a> {
     pub version: &'a str,
     /// RVC writes "<epoch>epoch".
     pub info: &'a str,
+    /// The content encoder the voice was trained on: beside contentvec (RVC's, which RVC's
+    /// files do not name), written as Applio's `embedder_model` entry.
+    pub embedder: Embedder,
 }
 
 /// Writes the inference model of the generator `state_dict` (names as the reference's
@@ -52,14 +56,18 @@ pub fn rvc_model_value(state_dict: &[(String, Tensor)], meta: &RvcModelMeta<'_>)
         })
         .collect::<Result<Vec<_>>>()?;
     let text = |s: &str| Value::Str(s.to_string());
-    Ok(Value::ordered_dict(vec![
+    let mut entries = vec![
         (text("weight"), Value::Dict(weight)),
         (text("config"), Value::List(config_list(meta.config))),
         (text("info"), text(meta.info)),
         (text("sr"), text(meta.sr)),
         (text("f0"), Value::Int(i64::from(meta.f0))),
         (text("version"), text(meta.version)),
-    ]))
+    ];
+    if meta.embedder != Embedder::Contentvec {
+        entries.push((text("embedder_model"), text(meta.embedder.name())));
+    }
+    Ok(Value::ordered_dict(entries))
 }
 
 /// The 18-item `config` list, in the order `SynthesizerConfig::from_list` reads it.

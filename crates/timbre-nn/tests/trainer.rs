@@ -71,6 +71,7 @@ fn tiny_config() -> TrainingConfig {
         },
         discriminator_width: DiscriminatorWidth::divided_by(16).unwrap(),
         version: "v2".into(),
+        embedder: timbre_nn::hubert::Embedder::Contentvec,
     }
 }
 

@@ -6,6 +6,7 @@ import type {
   AudioInput,
   DatasetReport,
   DatasetRow,
+  Embedder,
   EnhancePreset,
   F0Method,
   Job,
@@ -24,6 +25,16 @@ import { fixed, t, type MessageKey } from './i18n.svelte';
 
 export const SAMPLE_RATES: readonly TrainingSampleRate[] = [32000, 40000, 48000];
 
+/** The content encoders a dataset can be prepared with (not `custom`: a voice cannot name it). */
+export const TRAINABLE_EMBEDDERS: readonly Embedder[] = [
+  'contentvec',
+  'spin',
+  'spin-v2',
+  'chinese-hubert-base',
+  'japanese-hubert-base',
+  'korean-hubert-base',
+];
+
 /** The "Prepare dataset" form. */
 export interface PrepareForm {
   name: string;
@@ -32,6 +43,8 @@ export interface PrepareForm {
   sampleRate: TrainingSampleRate;
   version: ModelVersion;
   pitch: F0Method | 'none';
+  /** The content encoder of the features, Applio's name (`contentvec` for RVC's). */
+  embedder: Embedder;
   isolation: Isolation;
   enhance: EnhancePreset | 'none';
 }
@@ -44,6 +57,7 @@ export function defaultPrepareForm(): PrepareForm {
     sampleRate: 40000,
     version: 'v2',
     pitch: 'rmvpe',
+    embedder: 'contentvec',
     isolation: { kind: 'none' },
     enhance: 'training',
   };
@@ -64,6 +78,7 @@ export function prepareParams(form: PrepareForm): PrepareRequest {
     sample_rate: form.sampleRate,
     version: form.version,
     f0_method: form.pitch === 'none' ? null : form.pitch,
+    embedder: form.embedder,
     isolate: isolationMethod(form.isolation),
     enhance: form.enhance === 'none' ? null : form.enhance,
   };

@@ -11,6 +11,7 @@ use timbre_audio::enhance::Preset;
 use timbre_core::dataset::{self, ModelVersion, PrepareRequest, PrepareResult};
 use timbre_core::db::datasets::{self, Dataset};
 use timbre_core::separation::IsolationMethod;
+use timbre_nn::hubert::Embedder;
 use timbre_nn::pipeline::F0Method;
 
 #[derive(clap::Subcommand)]
@@ -46,6 +47,11 @@ pub struct PrepareArgs {
     /// (needs pesto.ckpt), pm or yin.
     #[arg(long, default_value = "rmvpe")]
     f0_method: String,
+    /// The content encoder the features come from, and so the one the voice converts with:
+    /// contentvec, or Applio's spin, spin-v2, chinese-hubert-base, japanese-hubert-base or
+    /// korean-hubert-base (from embedders/<name>/ of the models folder).
+    #[arg(long, default_value = "contentvec")]
+    embedder: String,
     /// Isolate the voice of each input first: `--isolate` (the first separation model of the
     /// models folder, else the rough preview), `--isolate=rough` or `--isolate=NAME`.
     #[arg(
@@ -137,6 +143,13 @@ fn prepare(data_dir: Option<&Path>, out: &Output, args: PrepareArgs) -> Result<E
         }
     };
     let f0_method = F0Method::parse(&args.f0_method).map_err(|e| invalid(e.to_string()))?;
+    let embedder = Embedder::of_entry(Some(&args.embedder)).map_err(|unknown| {
+        invalid(format!(
+            "unknown embedder {:?}: use {}",
+            unknown.0,
+            Embedder::ALL.map(Embedder::name).join(", ")
+        ))
+    })?;
     let inputs = args.inputs.iter().map(|a| super::audio_input(a)).collect();
     let system = open_jobs(data_dir)?;
     let voice_id = system.library().resolve_voice(args.voice.as_deref())?;
@@ -150,6 +163,7 @@ fn prepare(data_dir: Option<&Path>, out: &Output, args: PrepareArgs) -> Result<E
             VersionName::V2 => ModelVersion::V2,
         },
         f0_method: Some(f0_method),
+        embedder,
         isolate: args.isolate.as_deref().map(|name| match name {
             "auto" => IsolationMethod::Auto,
             "rough" => IsolationMethod::Rough,

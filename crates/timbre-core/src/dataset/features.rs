@@ -12,7 +12,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 use tch::{Device, Kind, Tensor};
-use timbre_nn::hubert::{FeatureVersion, Hubert};
+use timbre_nn::hubert::{Embedder, FeatureVersion, Hubert};
 use timbre_nn::pipeline::pitch::coarse;
 use timbre_nn::pipeline::{F0Method, PitchTracker};
 
@@ -27,7 +27,8 @@ const CACHE_FORMAT: &str = "dataset-features-1";
 /// The extractor files a preparation uses and their content hashes.
 #[derive(Debug, Clone)]
 pub struct ExtractorFiles {
-    /// The HuBERT checkpoint (`hubert_base.pt`) or ContentVec folder in the models folder.
+    /// The content encoder: the HuBERT checkpoint (`hubert_base.pt`) or ContentVec folder, or
+    /// another embedder's folder, in the models folder.
     pub hubert: PathBuf,
     /// Content hash of the HuBERT file (or of the folder's files), part of every cache key.
     pub hubert_sha256: String,
@@ -56,9 +57,23 @@ impl Extractors {
         }
     }
 
-    /// Finds the files the method needs in `models_dir`, refusing clearly when one is missing.
-    pub fn files(&mut self, models_dir: &Path, method: Option<F0Method>) -> Result<ExtractorFiles> {
-        let hubert = models_folder::require_hubert(models_dir)?;
+    /// Finds the files the pitch method and `embedder` need in `models_dir`, refusing clearly
+    /// when one is missing (a custom embedder is not one to train on: the voice could not name
+    /// it).
+    pub fn files(
+        &mut self,
+        models_dir: &Path,
+        method: Option<F0Method>,
+        embedder: Embedder,
+    ) -> Result<ExtractorFiles> {
+        if embedder == Embedder::Custom {
+            return Err(crate::error::invalid_input(
+                "a dataset cannot be prepared with a custom embedder: choose contentvec or one \
+                 of Applio's (spin, spin-v2, chinese-hubert-base, japanese-hubert-base, \
+                 korean-hubert-base)",
+            ));
+        }
+        let hubert = models_folder::require_embedder(models_dir, embedder)?;
         let pitch_model = match method {
             Some(method) => pitch::model_file(models_dir, method)?,
             None => None,

@@ -21,7 +21,7 @@ use serde_json::Value;
 use timbre_audio::dataset::{DatasetPreparer, DatasetReport, PrepareConfig};
 use timbre_audio::enhance::Preset;
 use timbre_audio::{AudioBuffer, DecodeOptions};
-use timbre_nn::hubert::FeatureVersion;
+use timbre_nn::hubert::{Embedder, FeatureVersion};
 use timbre_nn::pipeline::F0Method;
 
 use crate::dataset_layout::{Layout, Manifest, ManifestPiece};
@@ -55,12 +55,14 @@ pub enum ModelVersion {
 }
 
 impl ModelVersion {
-    /// The HuBERT feature version this model generation trains on.
-    pub fn features(self) -> FeatureVersion {
-        match self {
-            ModelVersion::V1 => FeatureVersion::V1,
-            ModelVersion::V2 => FeatureVersion::V2,
-        }
+    /// The content features this model generation trains on, of `embedder`: v2 its last
+    /// layer; v1 RVC's layer 9 of contentvec, Applio's last layer of the others.
+    pub fn features(self, embedder: Embedder) -> FeatureVersion {
+        let width = match self {
+            ModelVersion::V1 => 256,
+            ModelVersion::V2 => 768,
+        };
+        embedder.feature_version(width)
     }
 
     /// `v1` or `v2`, as the manifest and the params write it.
@@ -88,6 +90,11 @@ pub struct PrepareRequest {
     /// Which features to extract; v2 when absent.
     #[serde(default)]
     pub version: ModelVersion,
+    /// The content encoder whose features the dataset holds, and so the one the voice trained
+    /// on it converts with: contentvec when absent, else one of Applio's from its folder
+    /// (`embedders/<name>/` of the models folder); not `custom`.
+    #[serde(default)]
+    pub embedder: Embedder,
     /// None: a dataset for a model without pitch.
     #[serde(default = "default_f0")]
     pub f0_method: Option<F0Method>,
@@ -236,7 +243,7 @@ pub fn prepare(
     extractors.use_device(crate::devices::Devices::of(&settings)?.extraction);
     extractors.models().set_budget_mb(settings.model_cache_mb);
     let models_dir = crate::models_folder::of(library)?;
-    let files = extractors.files(&models_dir, params.f0_method)?;
+    let files = extractors.files(&models_dir, params.f0_method, params.embedder)?;
     let isolation = params
         .isolate
         .as_ref()
@@ -372,7 +379,7 @@ fn run(
         }
     }
     f0s.resize(todo.len(), None);
-    let version = params.version.features();
+    let version = params.version.features(params.embedder);
     let hubert = match todo.is_empty() {
         true => None,
         false => Some(extractors.hubert(files)?),
@@ -406,6 +413,7 @@ fn run(
         sample_rate: params.sample_rate,
         version: params.version.name().into(),
         f0_method: params.f0_method.map(|m| m.name().into()),
+        embedder: params.embedder,
         feature_dim,
         pieces,
         held_out,
@@ -501,7 +509,7 @@ fn slice(
             let key = features::cache_key(
                 &features::samples_sha256(&piece.audio_16k),
                 files,
-                params.version.features(),
+                params.version.features(params.embedder),
                 params.f0_method,
             );
             let entry = ManifestPiece {

@@ -30,6 +30,7 @@ fn params(audio: &Path, version: ModelVersion) -> PrepareRequest {
         sample_rate: 40_000,
         version,
         f0_method: Some(F0Method::Pm),
+        embedder: Default::default(),
         isolate: None,
         enhance: None,
     }

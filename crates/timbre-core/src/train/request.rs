@@ -3,6 +3,7 @@
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
+use timbre_nn::hubert::Embedder;
 use timbre_nn::synthesizer::check_generator_checkpoint;
 use timbre_nn::train::config::{ModelConfig, TrainingConfig};
 
@@ -114,6 +115,10 @@ pub struct TrainingPlan {
     pub sample_rate: u32,
     /// Whether the dataset has pitch, and so the model is trained with it.
     pub f0: bool,
+    /// The content encoder of the dataset's features (contentvec for plans made before it was
+    /// recorded), written into the exported model.
+    #[serde(default)]
+    pub embedder: Embedder,
 }
 
 impl TrainingPlan {
@@ -131,12 +136,14 @@ impl TrainingPlan {
             version: manifest.version.clone(),
             sample_rate: manifest.sample_rate,
             f0: manifest.f0_method.is_some(),
+            embedder: manifest.embedder,
         }
     }
 
     /// RVC's configuration for this model, with the request's generator when it has one.
     pub fn config(&self) -> Result<TrainingConfig> {
-        let config = TrainingConfig::rvc(&self.version, self.sample_rate)?;
+        let mut config = TrainingConfig::rvc(&self.version, self.sample_rate)?;
+        config.embedder = self.embedder;
         match &self.request.model_config {
             Some(model) => config
                 .with_model(model.clone())
@@ -467,6 +474,7 @@ mod tests {
             sample_rate: 40_000,
             version: "v2".into(),
             f0_method: Some("rmvpe".into()),
+            embedder: Default::default(),
             feature_dim: 768,
             pieces: seconds
                 .iter()

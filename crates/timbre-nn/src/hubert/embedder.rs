@@ -7,8 +7,12 @@ use std::fmt;
 
 use super::FeatureVersion;
 
-/// The encoder a voice's content features come from.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// The encoder a voice's content features come from; serde and the UI spell it as Applio's
+/// `embedder_model` entry ([`Embedder::name`]).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, ts_rs::TS,
+)]
+#[serde(rename_all = "kebab-case")]
 pub enum Embedder {
     /// RVC's HuBERT base / ContentVec, the features of every RVC voice.
     #[default]

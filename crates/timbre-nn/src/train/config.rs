@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::discriminator::DiscriminatorWidth;
 use super::spectrogram::SpectrogramConfig;
+use crate::hubert::Embedder;
 use crate::synthesizer::SynthesizerConfig;
 
 /// The `train` section.
@@ -45,6 +46,9 @@ pub struct TrainingConfig {
     pub discriminator_width: DiscriminatorWidth,
     /// "v1" or "v2".
     pub version: String,
+    /// The content encoder the dataset's features come from, written into the exported model
+    /// when it is not contentvec.
+    pub embedder: Embedder,
 }
 
 /// Another model than RVC's, as tests train them (`timbre train --model-config`): a generator's
@@ -146,6 +150,7 @@ impl TrainingConfig {
             },
             discriminator_width: DiscriminatorWidth::RVC,
             version: version.to_string(),
+            embedder: Embedder::Contentvec,
         })
     }
 

@@ -448,6 +448,7 @@ fn export_generator(
             f0,
             version: &config.version,
             info: &info,
+            embedder: config.embedder,
         },
     )
 }

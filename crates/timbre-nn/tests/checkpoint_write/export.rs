@@ -9,6 +9,7 @@ use serde_json::Value as Json;
 use tch::{Device, Kind, Tensor};
 use timbre_nn::checkpoint::{Value, read_torch_file, write_torch_file};
 use timbre_nn::export::{RvcModelMeta, export_rvc_model};
+use timbre_nn::hubert::Embedder;
 use timbre_nn::synthesizer::{Noise, Synthesizer, SynthesizerConfig, read_model_info};
 
 use timbre_test_support::rvc_parity_fixtures;
@@ -32,6 +33,7 @@ impl Fixture {
             f0: get("f0").as_i64().unwrap() != 0,
             version: get("version").as_str().unwrap(),
             info: get("info").as_str().unwrap(),
+            embedder: Embedder::Contentvec,
         }
     }
 

@@ -31,6 +31,7 @@ export type { DownloadRequest } from './DownloadRequest';
 export type { Effect } from './Effect';
 export type { EffectChain } from './EffectChain';
 export type { EffectPreset } from './EffectPreset';
+export type { Embedder } from './Embedder';
 export type { EnhanceOptions } from './EnhanceOptions';
 export type { EnhancePreset } from './EnhancePreset';
 export type { EnhancePresets } from './EnhancePresets';

@@ -30,7 +30,6 @@ use std::thread::{Scope, ScopedJoinHandle};
 use anyhow::{Context, Result};
 use serde_json::json;
 use tch::Device;
-use timbre_nn::hubert::FeatureVersion;
 use timbre_nn::pipeline::{F0Method, PitchTracker};
 use timbre_nn::speaker_encoder::SpeakerEncoder;
 use timbre_nn::train::config::TrainingConfig;
@@ -269,15 +268,12 @@ fn read_sources(
     material: &Material,
     pitch: Option<&(F0Method, Option<PitchModel>)>,
 ) -> Result<Vec<material::Piece>> {
-    let hubert_file = crate::models_folder::find_hubert(&setup.models_dir).ok_or_else(|| {
-        crate::error::not_found(format!(
-            "converting the judge's source takes needs HuBERT in {}",
-            setup.models_dir.display()
-        ))
-    })?;
+    let embedder = setup.manifest.embedder;
+    let hubert_file = crate::models_folder::require_embedder(&setup.models_dir, embedder)
+        .context("converting the judge's source takes")?;
     let (hubert, _) = setup.models.hubert(&hubert_file, setup.device)?;
     let hubert = hubert.lock();
-    let version = FeatureVersion::of_voice(setup.manifest.feature_dim);
+    let version = embedder.feature_version(setup.manifest.feature_dim);
     let median = sources::median_voiced(
         material
             .held_out
