@@ -13,6 +13,7 @@ mod cuda_runtime;
 mod dataset;
 mod doctor;
 mod effects_formats;
+mod energy;
 mod interrupted_jobs;
 mod isolate_mdx23c;
 mod isolate_memory;

@@ -383,6 +383,7 @@ fn metadata(source: &str, info: &ModelInfo) -> Result<serde_json::Value> {
         "speakers": info.speakers,
         "hop": info.hop,
         "vocoder": info.vocoder,
+        "energy": info.energy,
         "embedder": embedder.name(),
         "embedder_files": crate::models_folder::embedder_files(embedder),
         "file": info.metadata,

@@ -9,6 +9,7 @@ mod checkpoint;
 mod checkpoint_write;
 mod crepe;
 mod embedders;
+mod energy_parity;
 mod fcpe;
 mod formant_parity;
 mod live_parity;

@@ -239,13 +239,14 @@ pub fn model_line(m: &Model) -> String {
 }
 
 /// `models info`: the row, and the vocoder and embedder it plays with (RVC's where the file
-/// names none).
+/// names none), and whether it is conditioned on energy.
 #[derive(serde::Serialize)]
 struct ModelDetails<'a> {
     #[serde(flatten)]
     model: &'a Model,
     vocoder: String,
     embedder: String,
+    energy: bool,
 }
 
 impl<'a> ModelDetails<'a> {
@@ -263,6 +264,8 @@ impl<'a> ModelDetails<'a> {
             model,
             vocoder: stored("vocoder", "vocoder", "HiFi-GAN"),
             embedder: stored("embedder", "embedder_model", "contentvec"),
+            // Rows stored before voices could be: none is.
+            energy: model.metadata["energy"].as_bool().unwrap_or(false),
         }
     }
 
@@ -280,6 +283,12 @@ impl<'a> ModelDetails<'a> {
             format!("  vocoder   {}", self.vocoder),
             format!("  embedder  {}", self.embedder),
         ];
+        if self.energy {
+            lines.push(
+                "  energy    conditioned on the input's loudness (Vietnamese-RVC's emb_energy)"
+                    .into(),
+            );
+        }
         if let Some(entries) = m.metadata["file"].as_object() {
             let skip = ["vocoder", "embedder_model", "other"];
             for (key, value) in entries {
@@ -296,6 +305,10 @@ impl<'a> ModelDetails<'a> {
             }
             if let Some(other) = entries.get("other").and_then(|o| o.as_object()) {
                 for (key, value) in other {
+                    // The file's own flag, when the line above already says it.
+                    if key == "energy" && self.energy {
+                        continue;
+                    }
                     let text = value.as_str().unwrap_or_default();
                     lines.push(format!(
                         "  {key:<9} {}",

@@ -124,10 +124,14 @@ impl Engine {
         let f0_method = info.f0.then_some(request.options.voice.f0_method);
         let started = Instant::now();
         let analysis_range = timbre_nn::profile::range("analysis");
-        let (key, analysis_cache, uncached) =
-            self.ensure_analysis(&request, audio_16k, version, f0_method, &mut |f| {
-                progress(0.6 * f)
-            })?;
+        let (key, analysis_cache, uncached) = self.ensure_analysis(
+            &request,
+            audio_16k,
+            version,
+            f0_method,
+            info.energy,
+            &mut |f| progress(0.6 * f),
+        )?;
         drop(analysis_range);
         let analysis_secs = started.elapsed().as_secs_f64();
         let started = Instant::now();
@@ -162,13 +166,16 @@ impl Engine {
     }
 
     /// Finds or computes the analysis of the request's input; returns its key, and the analysis
-    /// itself when it is too big to stay in the memory cache.
+    /// itself when it is too big to stay in the memory cache. An energy voice (`energy`) never
+    /// takes a cached analysis without the energy curve (one saved before analyses held it): the
+    /// input is analysed again, and the new analysis replaces it under the same key.
     fn ensure_analysis(
         &mut self,
         request: &Request,
         audio_16k: Vec<f32>,
         version: FeatureVersion,
         f0_method: Option<F0Method>,
+        energy: bool,
         progress: &mut dyn FnMut(f64) -> Result<()>,
     ) -> Result<(String, CacheUse, Option<Analysis>)> {
         // The extractor is in the key (by its identity): each embedder has its own analyses.
@@ -190,11 +197,14 @@ impl Engine {
             // Features computed on another device or precision differ in their last bits.
             &format!("{:?} {}", self.device, self.precision.name()),
         ]);
-        if self.analyses.get(&key).is_some() {
+        let serves = |analysis: &Analysis| !energy || analysis.energy.is_some();
+        if self.analyses.get(&key).is_some_and(serves) {
             return Ok((key, CacheUse::Memory, None));
         }
         let disk_path = self.analysis_dir.join(format!("{key}.safetensors"));
-        if let Ok(analysis) = Analysis::load(&disk_path) {
+        if let Ok(analysis) = Analysis::load(&disk_path)
+            && serves(&analysis)
+        {
             let uncached = self.keep_analysis(&key, analysis);
             return Ok((key, CacheUse::Disk, uncached));
         }

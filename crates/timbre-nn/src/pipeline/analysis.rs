@@ -1,5 +1,6 @@
 //! The model-independent half of a conversion: high-passed input, segments, HuBERT features per
-//! segment and the pitch over the whole padded input. One analysis serves every voice model of
+//! segment, and the pitch and the energy (Vietnamese-RVC's, see `energy`) over the whole padded
+//! input. One analysis serves every voice model of
 //! the same feature size, which is what makes A/B between models instant. It is saved as
 //! safetensors for the feature cache, segment by segment, and read back one segment at a time
 //! (`store`), so a long input never needs all its features in memory.
@@ -9,6 +10,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail, ensure};
 use tch::{Kind, Tensor};
 
+use super::energy;
 use super::pitch;
 use super::segments::{self, Chunking, Segment, WINDOW};
 use super::store;
@@ -89,6 +91,10 @@ pub struct Analysis {
     /// Pitch over the padded input in Hz, one value per 10 ms frame, unvoiced frames filled,
     /// not transposed. None when analysed for models without pitch.
     pub f0: Option<Vec<f32>>,
+    /// Vietnamese-RVC's energy over the padded input, one RMS value per 10 ms frame as the pitch
+    /// is laid out, for energy-conditioned voices. Every analysis computes it; None only in one
+    /// saved before it was (which such a voice cannot use).
+    pub energy: Option<Vec<f32>>,
     feature_dim: i64,
     features: Features,
 }
@@ -168,7 +174,7 @@ pub fn analyze_to_file(
 }
 
 /// Tensors of a saved analysis besides the features.
-const META_TENSORS: usize = 5;
+const META_TENSORS: usize = 6;
 
 /// Inputs up to this many pitch frames (5 minutes) are tracked whole, as the reference tracks
 /// them; longer ones piece by piece, so the trackers' work buffers (RMVPE's spectrogram alone is
@@ -237,6 +243,7 @@ fn run(
         None => None,
     };
     drop(pitch_range);
+    let energy = energy::frames(&padded, frames);
     timbre_audio::memory::release_free_memory();
     progress(0.2)?;
     let _guard = tch::no_grad_guard();
@@ -259,6 +266,7 @@ fn run(
         chunking,
         segments,
         f0,
+        energy: Some(energy),
         feature_dim: 0,
         features: Features::Memory(Vec::new()),
     })
@@ -290,6 +298,7 @@ impl Analysis {
         features
             + self.input_rms.len() as u64 * 8
             + self.f0.as_ref().map_or(0, |f| f.len() as u64 * 4)
+            + self.energy.as_ref().map_or(0, |e| e.len() as u64 * 4)
             + self.segments.len() as u64 * 16
     }
 
@@ -325,6 +334,9 @@ impl Analysis {
         if let Some(f0) = &self.f0 {
             writer.add("f0", &Tensor::from_slice(f0))?;
         }
+        if let Some(energy) = &self.energy {
+            writer.add("energy", &Tensor::from_slice(energy))?;
+        }
         Ok(())
     }
 
@@ -356,11 +368,13 @@ impl Analysis {
             .shape("features.0")
             .and_then(|s| s.get(2).copied())
             .unwrap_or(0);
-        let f0 = if reader.has("f0") {
-            Some(Vec::<f32>::try_from(reader.read("f0")?)?)
-        } else {
-            None
+        let curve = |name: &str| -> Result<Option<Vec<f32>>> {
+            match reader.has(name) {
+                true => Ok(Some(Vec::<f32>::try_from(reader.read(name)?)?)),
+                false => Ok(None),
+            }
         };
+        let (f0, energy) = (curve("f0")?, curve("energy")?);
         Ok(Analysis {
             input_len: input_len[0] as usize,
             input_rms,
@@ -372,6 +386,7 @@ impl Analysis {
             },
             segments,
             f0,
+            energy,
             feature_dim,
             features: Features::Disk(reader),
         })

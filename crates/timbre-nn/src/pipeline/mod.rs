@@ -2,7 +2,8 @@
 //! Conversion-WebUI `infer/vc/pipeline.py`, the 2026 layout): 48 Hz high-pass, reflect padding,
 //! segments cut at quiet points, pitch once over the whole input (in pieces past five minutes),
 //! HuBERT features per segment, index retrieval, ×2 feature upsampling, protect, synthesis, RMS
-//! mix, resample, peak-safe output. A long input is held once, as 16 kHz samples filtered and
+//! mix, resample, peak-safe output; an energy-conditioned voice is also given the energy
+//! Vietnamese-RVC's pipeline gives it (`energy`). A long input is held once, as 16 kHz samples filtered and
 //! padded in place, and never whole as features or output: features are saved and read per
 //! segment, and the output goes through a scratch file to a sink ([`render_to`]).
 //!
@@ -12,6 +13,7 @@
 
 mod analysis;
 pub mod autotune;
+pub(crate) mod energy;
 pub(crate) mod formant;
 mod output;
 pub mod pitch;
@@ -27,6 +29,7 @@ use crate::voice::VoiceParams;
 
 pub use analysis::{Analysis, PitchTracker, analyze, analyze_to_file, pitch_curve};
 pub use autotune::{Autotune, Scale};
+pub use energy::energy_curve;
 pub use pitch::F0Method;
 pub use render::{Converted, OutputSink, Rendered, render, render_to};
 pub use segments::Chunking;

@@ -1,6 +1,8 @@
 //! The model-dependent half of a conversion: per segment, index retrieval, ×2 upsampling,
 //! protect and synthesis; the pieces go to a scratch file, and `output` finishes them (RMS mix,
 //! resample, peak-safe scaling) into a sink, so memory holds one segment, not the whole output.
+//! An energy-conditioned voice takes each segment's frames of the energy curve as it takes the
+//! pitch's (Vietnamese-RVC `pipeline.py`: `energy[:, start:end]`, then `energy[:p_len]`).
 
 use anyhow::{Result, ensure};
 use tch::{Kind, Tensor};
@@ -101,6 +103,14 @@ pub fn render_to(
             anyhow::bail!("this model needs pitch but the input was analysed without it")
         }
     };
+    let energy = match (info.energy, &analysis.energy) {
+        (false, _) => None,
+        (true, Some(energy)) => Some(energy.as_slice()),
+        (true, None) => anyhow::bail!(
+            "this voice is conditioned on energy (Vietnamese-RVC) but the input's analysis was \
+             saved without it: analyse the input again"
+        ),
+    };
     let rate = info.sample_rate;
     let pad_tgt = options.chunking.pad_samples_at(rate);
     let mut scratch = Scratch::new(sink.scratch_dir())?;
@@ -110,15 +120,20 @@ pub fn render_to(
     for (i, segment) in analysis.segments.iter().enumerate() {
         let frame_start = segment.start / segments::WINDOW;
         let frame_end = segment.end / segments::WINDOW;
+        let frames = |len: usize| {
+            let end = frame_end.min(len);
+            frame_start.min(end)..end
+        };
         let segment_pitch = pitch.as_ref().map(|(coarse, hz)| {
-            let end = frame_end.min(coarse.len());
-            let start = frame_start.min(end);
-            (&coarse[start..end], &hz[start..end])
+            let span = frames(coarse.len());
+            (&coarse[span.clone()], &hz[span])
         });
+        let segment_energy = energy.map(|energy| &energy[frames(energy.len())]);
         let audio = synthesize_segment(
             &analysis.features(i)?,
             segment.end - segment.start,
             segment_pitch,
+            segment_energy,
             model,
             index,
             options,
@@ -138,6 +153,7 @@ pub(super) fn synthesize_segment(
     features: &Tensor,
     segment_samples: usize,
     pitch: Option<(&[i64], &[f32])>,
+    energy: Option<&[f32]>,
     model: &Synthesizer,
     index: Option<&IvfFlatIndex>,
     options: &ConvertOptions,
@@ -168,7 +184,13 @@ pub(super) fn synthesize_segment(
     let mut phone = upsample(&retrieved);
     let frames = (phone.size()[1] as usize).min(segment_samples / segments::WINDOW);
     let frames = pitch.map_or(frames, |(coarse, _)| frames.min(coarse.len()));
+    let frames = energy.map_or(frames, |energy| frames.min(energy.len()));
     phone = phone.narrow(1, 0, frames as i64);
+    let energy = energy.map(|energy| {
+        Tensor::from_slice(&energy[..frames])
+            .view([1, -1])
+            .to_device(device)
+    });
     let pitch_tensors = pitch.map(|(coarse, hz)| {
         let coarse = Tensor::from_slice(&coarse[..frames])
             .view([1, -1])
@@ -200,6 +222,7 @@ pub(super) fn synthesize_segment(
         &lengths,
         pitch_tensors.as_ref().map(|(c, _)| c),
         pitch_tensors.as_ref().map(|(_, h)| h),
+        energy.as_ref(),
         options.voice.speaker_id,
         options.voice.seed.map_or(Noise::None, Noise::Seeded),
         None,

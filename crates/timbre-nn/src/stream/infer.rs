@@ -4,7 +4,10 @@
 //! neighbour is missing), pitch on the tail into the cache, ×2 nearest upsampling, protect when
 //! `unvoiced` asks for it, and `skip_head`/`return_length` synthesis (with no random draws
 //! unless the parameters carry a seed), stretched to `return_length2` frames and resampled back
-//! for a formant shift.
+//! for a formant shift. An energy-conditioned voice also takes the RMS of the context's first
+//! `p_len` frames, as PhamHuynhAnh16/Vietnamese-RVC's realtime `Pipeline.execute` gives it
+//! (395f6a7 `main/inference/realtime/pipeline.py`: `rms(audio)[:audio_feats_len]`, the frames
+//! the features take).
 
 use anyhow::Result;
 use tch::{Kind, Tensor};
@@ -16,7 +19,7 @@ use crate::Shared;
 use crate::graphed::GraphedStage;
 use crate::hubert::{FeatureVersion, Hubert};
 use crate::index::IvfFlatIndex;
-use crate::pipeline::formant;
+use crate::pipeline::{energy, formant};
 use crate::rmvpe::Rmvpe;
 use crate::synthesizer::{Noise, Window};
 
@@ -128,6 +131,11 @@ pub fn convert(
             .to_device(phone.device());
         phone = &phone * &mask + upsample(&unretrieved) * (mask.ones_like() - &mask);
     }
+    let energy = info.energy.then(|| {
+        Tensor::from_slice(&energy::frames(audio_16k, p_len))
+            .view([1, -1])
+            .to_device(voice.device())
+    });
     let speaker = params.voice.speaker_id.clamp(0, (info.speakers - 1).max(0));
     let lengths = Tensor::from_slice(&[p_len as i64]);
     let shift = formant::Shift::new(
@@ -140,6 +148,7 @@ pub fn convert(
         &lengths,
         pitch.as_ref().map(|(coarse, _)| coarse),
         pitch.as_ref().map(|(_, hz)| shift.scale_pitch(hz)).as_ref(),
+        energy.as_ref(),
         speaker,
         noise,
         Some(Window {

@@ -1,7 +1,9 @@
 //! What the library shows about a voice model: the model's version, rate, pitch use, speakers
 //! and sizes, and the metadata RVC (`info`) and IAHispano/Applio
 //! (`rvc/train/process/extract_model.py`: epoch, step, model_name, author, embedder_model,
-//! vocoder, …) write beside the weights.
+//! vocoder, …) write beside the weights. Whether a voice is conditioned on energy is decided as
+//! PhamHuynhAnh16/Vietnamese-RVC's `main/inference/conversion/convert.py` decides it: by the
+//! checkpoint's `energy` entry (`rms_extract` in the files of bf78e6f, which read that name).
 
 use std::collections::BTreeMap;
 
@@ -34,6 +36,11 @@ pub struct ModelInfo {
     /// describes HiFi-GAN voices).
     #[serde(default)]
     pub vocoder: Vocoder,
+    /// Whether the prior encoder takes each frame's RMS (Vietnamese-RVC's `emb_energy`): the
+    /// file's `energy` entry is true and it has the weights. Weights without a true entry are
+    /// left unused, as the fork leaves them (noted in `config_mismatches`).
+    #[serde(default)]
+    pub energy: bool,
     /// The config as the model uses it: sizes the weights determine come from the weights.
     pub config: SynthesizerConfig,
     /// Where the file's own `config`/`version`/`f0` disagree with its weights.
@@ -213,6 +220,8 @@ impl ModelInfo {
             ));
         }
 
+        let energy = energy_conditioned(root, weights, &mut mismatches)?;
+
         Ok(Self {
             version,
             sample_rate: config.sr,
@@ -221,10 +230,58 @@ impl ModelInfo {
             feature_dim,
             hop: config.hop(),
             vocoder,
+            energy,
             config,
             config_mismatches: mismatches,
             metadata: Metadata::from_checkpoint(root),
         })
+    }
+}
+
+/// Vietnamese-RVC's `energy = cpt.get("energy", False)` (bf78e6f: `"rms_extract"`), its
+/// truthiness as Python's; the weights must be there for a true entry, where the fork would
+/// build the embedding at random (`load_state_dict(strict=False)`).
+fn energy_conditioned(
+    root: &Value,
+    weights: &Weights,
+    mismatches: &mut Vec<String>,
+) -> Result<bool> {
+    let entry = root.get("energy").or(root.get("rms_extract"));
+    let stated = entry.is_some_and(truthy);
+    let has_weights = weights.contains("enc_p.emb_energy.weight");
+    if stated && !has_weights {
+        bail!(
+            "{}: the `energy` entry says the model is conditioned on energy (Vietnamese-RVC), but \
+             it has no `enc_p.emb_energy` weights: the file is incomplete",
+            weights.source().display()
+        );
+    }
+    if has_weights && !stated {
+        mismatches.push(format!(
+            "energy: the file has `enc_p.emb_energy` weights but {}; it converts without \
+             energy, as Vietnamese-RVC converts it",
+            if entry.is_some() {
+                "its `energy` entry is false"
+            } else {
+                "no `energy` entry"
+            }
+        ));
+    }
+    Ok(stated)
+}
+
+/// Python's `bool(value)` for the scalars and containers a checkpoint entry holds.
+fn truthy(value: &Value) -> bool {
+    match value {
+        Value::None => false,
+        Value::Bool(b) => *b,
+        Value::Int(i) => *i != 0,
+        Value::Float(f) => *f != 0.0,
+        Value::Str(s) => !s.is_empty(),
+        Value::Bytes(b) => !b.is_empty(),
+        Value::List(items) | Value::Tuple(items) => !items.is_empty(),
+        Value::Dict(entries) => !entries.is_empty(),
+        Value::Tensor(_) | Value::Object { .. } | Value::Global(_) => true,
     }
 }
 

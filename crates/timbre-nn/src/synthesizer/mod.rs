@@ -2,8 +2,10 @@
 //! RVC-Project/Retrieval-based-Voice-Conversion-WebUI `infer/lib/infer_pack/models.py`
 //! `SynthesizerTrnMs256NSFsid`, `SynthesizerTrnMs768NSFsid` and their `_nono` variants, loaded
 //! as `infer/modules/vc/modules.py` does (speaker count from `emb_g.weight`, class from
-//! `version` and `f0`), and IAHispano/Applio `rvc/lib/algorithm/synthesizers.py` files with each
-//! of its vocoders ([`Vocoder`]: HiFi-GAN, MRF HiFi-GAN, RefineGAN). The same modules train (the
+//! `version` and `f0`), IAHispano/Applio `rvc/lib/algorithm/synthesizers.py` files with each
+//! of its vocoders ([`Vocoder`]: HiFi-GAN, MRF HiFi-GAN, RefineGAN), and PhamHuynhAnh16/
+//! Vietnamese-RVC's energy-conditioned ones (`main/library/algorithm/synthesizers.py`
+//! `Synthesizer(energy=True)`, see [`ModelInfo::energy`]). The same modules train (the
 //! HiFi-GAN ones): [`TrainableSynthesizer`] keeps the generator's parameters under the
 //! reference's state-dict names and runs the training forward with the posterior encoder.
 
@@ -15,6 +17,7 @@ mod flow;
 mod generator;
 mod generator_checkpoint;
 mod info;
+mod inputs;
 mod noise;
 mod nsf;
 mod parameters;
@@ -50,6 +53,7 @@ use crate::weights::Weights;
 use attentions::EncoderSizes;
 use flow::ResidualCouplingBlock;
 use generator::{Generator, Layout};
+use inputs::Inputs;
 use noise::NoiseSource;
 use nsf::HarmonicSource;
 use refinegan::RefineGan;
@@ -155,7 +159,8 @@ impl Synthesizer {
             n_layers: config.n_layers,
             kernel_size: config.kernel_size,
         };
-        let enc_p = TextEncoder::load(weights, "enc_p", &sizes, config.inter_channels)?;
+        let enc_p =
+            TextEncoder::load(weights, "enc_p", &sizes, config.inter_channels, info.energy)?;
         let source_module = if info.f0 {
             Some(HarmonicSource::load(weights, info.vocoder, config.sr)?)
         } else {
@@ -191,7 +196,8 @@ impl Synthesizer {
     /// `phone_lengths` `[batch]`, and for a pitch model the coarse pitch classes `pitch`
     /// `[batch, frames]` and the f0 `pitchf` `[batch, frames]` in Hz (0 = unvoiced), speaker
     /// `sid` → audio `[batch, 1, frames × hop]` at the model's sample rate. Pitch inputs given
-    /// to a model without pitch are ignored.
+    /// to a model without pitch are ignored. An energy-conditioned model needs
+    /// [`Synthesizer::infer_stretched`], which takes the energy.
     pub fn infer(
         &self,
         phone: &Tensor,
@@ -225,6 +231,7 @@ impl Synthesizer {
             phone_lengths,
             pitch,
             pitchf,
+            None,
             sid,
             noise,
             window,
@@ -235,7 +242,9 @@ impl Synthesizer {
     /// [`Synthesizer::infer_window`] with the decoder's input and the pitch excitation
     /// stretched by linear interpolation to `decoder_frames` frames, as RVC's
     /// `infer(…, return_length2)` does for the formant shift: audio
-    /// `[batch, 1, decoder_frames × hop]`. `None` stretches nothing.
+    /// `[batch, 1, decoder_frames × hop]`. `None` stretches nothing. `energy` `[batch, frames]`
+    /// is each frame's RMS for an energy-conditioned model (Vietnamese-RVC's
+    /// `infer(…, energy)`), ignored by the others.
     #[expect(clippy::too_many_arguments)]
     pub fn infer_stretched(
         &self,
@@ -243,6 +252,7 @@ impl Synthesizer {
         phone_lengths: &Tensor,
         pitch: Option<&Tensor>,
         pitchf: Option<&Tensor>,
+        energy: Option<&Tensor>,
         sid: i64,
         noise: Noise,
         window: Option<Window>,
@@ -260,7 +270,8 @@ impl Synthesizer {
                 self.info.speakers
             );
         }
-        let inputs = self.checked_inputs(phone, phone_lengths, pitch, pitchf)?;
+        let mut inputs = self.checked_inputs(phone, phone_lengths, pitch, pitchf)?;
+        inputs.energy = self.checked_energy(energy, &inputs)?;
         if let Some(window) = window {
             let frames = inputs.phone.size()[1];
             if window.skip_head < 0
@@ -297,9 +308,12 @@ impl Synthesizer {
         let batch = inputs.phone.size()[0];
         let speaker = Tensor::full([batch], sid, (Kind::Int64, device));
         let g = self.emb_g.forward(&speaker).unsqueeze(-1);
-        let (mut mean, mut log_scale, mut x_mask) =
-            self.enc_p
-                .forward(&inputs.phone, inputs.pitch.as_ref(), &inputs.lengths);
+        let (mut mean, mut log_scale, mut x_mask) = self.enc_p.forward(
+            &inputs.phone,
+            inputs.pitch.as_ref(),
+            inputs.energy.as_ref(),
+            &inputs.lengths,
+        );
         let mut pitchf = inputs.pitchf.as_ref().map(Tensor::shallow_clone);
         // The flow sees FLOW_CONTEXT frames before the window; the decoder only the window.
         let flow_head = window.map_or(0, |w| (w.skip_head - FLOW_CONTEXT).max(0));
@@ -336,98 +350,6 @@ impl Synthesizer {
         self.dec
             .forward(&decoder_input, &g, excitation.as_ref(), noise)
     }
-
-    fn checked_inputs(
-        &self,
-        phone: &Tensor,
-        phone_lengths: &Tensor,
-        pitch: Option<&Tensor>,
-        pitchf: Option<&Tensor>,
-    ) -> Result<Inputs> {
-        let info = &self.info;
-        let shape = phone.size();
-        if shape.len() != 3 {
-            bail!(
-                "phone features must be [batch, frames, {}]; got shape {shape:?}",
-                info.feature_dim
-            );
-        }
-        let (batch, frames) = (shape[0], shape[1]);
-        if shape[2] != info.feature_dim {
-            bail!(
-                "this is a {} model ({}-d features); the features given are {}-d",
-                info.version,
-                info.feature_dim,
-                shape[2]
-            );
-        }
-        if batch == 0 || frames == 0 {
-            bail!("phone features of shape {shape:?} hold no frames");
-        }
-        let lengths = phone_lengths
-            .to_device(self.device)
-            .to_kind(Kind::Int64)
-            .reshape([-1]);
-        if lengths.size() != [batch] {
-            bail!(
-                "phone_lengths must hold one length per batch item ({batch}); got shape {:?}",
-                phone_lengths.size()
-            );
-        }
-        let (shortest, longest) = (
-            lengths.min().int64_value(&[]),
-            lengths.max().int64_value(&[]),
-        );
-        if shortest < 0 || longest > frames {
-            bail!("phone_lengths must lie in 0..={frames}; got {shortest}..={longest}");
-        }
-        let phone = phone.to_device(self.device).to_kind(Kind::Float);
-        if !bool::try_from(phone.isfinite().all())? {
-            bail!("the phone features contain NaN or infinite values");
-        }
-        let (pitch, pitchf) = match self.enc_p.pitch_classes() {
-            None => (None, None),
-            Some(classes) => {
-                let (Some(pitch), Some(pitchf)) = (pitch, pitchf) else {
-                    bail!(
-                        "this model is driven by pitch: give both the coarse pitch and the f0 in Hz"
-                    );
-                };
-                for (name, tensor) in [("pitch", pitch), ("pitchf", pitchf)] {
-                    if tensor.size() != [batch, frames] {
-                        bail!(
-                            "{name} must be [{batch}, {frames}] like the features; got shape {:?}",
-                            tensor.size()
-                        );
-                    }
-                }
-                let pitch = pitch.to_device(self.device).to_kind(Kind::Int64);
-                let (lowest, highest) =
-                    (pitch.min().int64_value(&[]), pitch.max().int64_value(&[]));
-                if lowest < 0 || highest >= classes {
-                    bail!("coarse pitch must lie in 0..{classes}; got {lowest}..={highest}");
-                }
-                let pitchf = pitchf.to_device(self.device).to_kind(Kind::Float);
-                if !bool::try_from(pitchf.isfinite().all())? {
-                    bail!("the f0 contains NaN or infinite values");
-                }
-                (Some(pitch), Some(pitchf))
-            }
-        };
-        Ok(Inputs {
-            phone,
-            lengths,
-            pitch,
-            pitchf,
-        })
-    }
-}
-
-struct Inputs {
-    phone: Tensor,
-    lengths: Tensor,
-    pitch: Option<Tensor>,
-    pitchf: Option<Tensor>,
 }
 
 /// The `weight` dict of an RVC inference model, or an error saying what the file is instead.
@@ -489,8 +411,7 @@ fn model_weights(root: &Value, source: &Path) -> Result<Weights> {
     )
 }
 
-/// Refuses models whose decoder, content features or conditioning this player does not
-/// implement.
+/// Refuses models whose decoder or content features this player does not implement.
 fn check_supported(root: &Value, weights: &Weights) -> Result<()> {
     let file = weights.source().display();
     if let Some(entry) = root.get("vocoder").and_then(Value::as_str)
@@ -512,11 +433,6 @@ fn check_supported(root: &Value, weights: &Weights) -> Result<()> {
              player does not know (it knows {} and custom folders); converting with another's \
              would make it sound wrong",
             Embedder::ALL.map(Embedder::name).join(", ")
-        );
-    }
-    if weights.names().any(|n| n.starts_with("enc_p.emb_energy.")) {
-        bail!(
-            "{file}: the model is conditioned on energy (a fork's extension), which is not supported"
         );
     }
     Ok(())

@@ -241,7 +241,7 @@ fn wrong_inputs_are_explained() {
 }
 
 #[test]
-fn unknown_vocoders_and_embedders_and_energy_models_are_refused_by_name() {
+fn unknown_vocoders_and_embedders_are_refused_by_name() {
     let bigvgan = tiny_checkpoint(256, true, vec![("vocoder", text("BigVGAN"))]);
     let message = error_of(&bigvgan);
     assert!(
@@ -286,19 +286,107 @@ fn unknown_vocoders_and_embedders_and_energy_models_are_refused_by_name() {
         assert_eq!(info.feature_version().unwrap(), features, "{entry}");
     }
 
-    let Value::Dict(mut entries) = tiny_checkpoint(256, true, Vec::new()) else {
+    // Vietnamese-RVC names its HiFi-GAN `Default`.
+    let fork = tiny_checkpoint(256, true, vec![("vocoder", text("Default"))]);
+    let model = Synthesizer::from_checkpoint(&fork, Path::new("voice.pth"), Device::Cpu);
+    let info = model.unwrap().info().clone();
+    assert_eq!(info.vocoder, Vocoder::HifiGan);
+    assert!(
+        info.config_mismatches
+            .iter()
+            .all(|m| !m.starts_with("vocoder"))
+    );
+}
+
+/// `tiny_checkpoint` with Vietnamese-RVC's energy embedding (`Linear(1, hidden)`) in its weights.
+fn energy_checkpoint(extra: Vec<(&str, Value)>) -> Value {
+    let Value::Dict(mut entries) = tiny_checkpoint(256, true, extra) else {
         unreachable!()
     };
     if let Some((_, Value::Dict(weights))) = entries
         .iter_mut()
         .find(|(k, _)| k.as_str() == Some("weight"))
     {
-        weights.push((
-            text("enc_p.emb_energy.weight"),
-            Value::Tensor(Tensor::zeros([HIDDEN, 1], (Kind::Half, Device::Cpu))),
-        ));
+        for (name, shape) in [("weight", [HIDDEN, 1].as_slice()), ("bias", &[HIDDEN])] {
+            let tensor =
+                (Tensor::randn(shape, (Kind::Float, Device::Cpu)) * 2.0).to_kind(Kind::Half);
+            weights.push((
+                text(&format!("enc_p.emb_energy.{name}")),
+                Value::Tensor(tensor),
+            ));
+        }
     }
-    assert!(error_of(&Value::Dict(entries)).contains("conditioned on energy"));
+    Value::Dict(entries)
+}
+
+#[test]
+fn energy_models_take_each_frames_rms_as_their_energy_entry_says() {
+    let load =
+        |root: &Value| Synthesizer::from_checkpoint(root, Path::new("voice.pth"), Device::Cpu);
+    let model = load(&energy_checkpoint(vec![("energy", Value::Bool(true))])).unwrap();
+    assert!(model.info().energy);
+    let frames = 10;
+    let phone = features(frames, 256);
+    let lengths = Tensor::from_slice(&[frames]);
+    let pitch = Tensor::full([1, frames], 60, (Kind::Int64, Device::Cpu));
+    let f0 = Tensor::full([1, frames], 220.0, (Kind::Float, Device::Cpu));
+    let render = |model: &Synthesizer, energy: Option<&Tensor>| {
+        model.infer_stretched(
+            &phone,
+            &lengths,
+            Some(&pitch),
+            Some(&f0),
+            energy,
+            0,
+            Noise::None,
+            None,
+            None,
+        )
+    };
+    let energy = Tensor::linspace(0.01, 0.4, frames, (Kind::Float, Device::Cpu)).view([1, -1]);
+    let loud = render(&model, Some(&energy)).unwrap();
+    assert_eq!(loud.size(), [1, 1, frames * 4]);
+    assert!(!loud.equal(&render(&model, Some(&energy.zeros_like())).unwrap()));
+    let missing = format!("{:#}", render(&model, None).unwrap_err());
+    assert!(missing.contains("conditioned on energy"), "{missing}");
+    let short = format!(
+        "{:#}",
+        render(&model, Some(&energy.narrow(1, 0, 4))).unwrap_err()
+    );
+    assert!(short.contains("energy must be [1, 10]"), "{short}");
+    let broken = format!("{:#}", render(&model, Some(&(&energy / 0.0))).unwrap_err());
+    assert!(broken.contains("NaN or infinite"), "{broken}");
+
+    // Weights without a true entry are left unused, as the fork's `cpt.get("energy", False)`
+    // leaves them: the voice plays as the same file without them, bit for bit.
+    for extra in [vec![], vec![("energy", Value::Bool(false))]] {
+        let unused = load(&energy_checkpoint(extra)).unwrap();
+        assert!(!unused.info().energy);
+        assert!(
+            unused
+                .info()
+                .config_mismatches
+                .iter()
+                .any(|m| m.starts_with("energy: the file has")),
+            "{:?}",
+            unused.info().config_mismatches
+        );
+        let with = render(&unused, Some(&energy)).unwrap();
+        assert!(with.equal(&render(&unused, None).unwrap()));
+    }
+    // bf78e6f wrote the flag as `rms_extract`.
+    assert!(
+        load(&energy_checkpoint(vec![("rms_extract", Value::Bool(true))]))
+            .unwrap()
+            .info()
+            .energy
+    );
+    let incomplete = tiny_checkpoint(256, true, vec![("energy", Value::Bool(true))]);
+    let message = error_of(&incomplete);
+    assert!(
+        message.contains("voice.pth") && message.contains("no `enc_p.emb_energy` weights"),
+        "{message}"
+    );
 }
 
 #[test]

@@ -1,6 +1,9 @@
 //! The prior encoder: content features (+ coarse pitch) → the mean and log-scale of the latent,
 //! as RVC-Project/Retrieval-based-Voice-Conversion-WebUI `infer/lib/infer_pack/models.py`
-//! `TextEncoder256`/`TextEncoder768` (the feature width is the only difference).
+//! `TextEncoder256`/`TextEncoder768` (the feature width is the only difference), and with
+//! PhamHuynhAnh16/Vietnamese-RVC's energy embedding (`main/library/algorithm/encoders.py`
+//! `TextEncoder(energy=True)`: `emb_energy = Linear(1, hidden)` of each frame's RMS, added after
+//! the pitch embedding).
 
 use anyhow::{Result, bail};
 use tch::{Kind, Tensor};
@@ -18,6 +21,7 @@ const FEATURE_DIMS: [i64; 2] = [256, 768];
 pub struct TextEncoder {
     emb_phone: Linear,
     emb_pitch: Option<Embedding>,
+    emb_energy: Option<Linear>,
     encoder: Encoder,
     proj: Conv1d,
     hidden_channels: i64,
@@ -25,12 +29,14 @@ pub struct TextEncoder {
 }
 
 impl TextEncoder {
-    /// `prefix` is `enc_p`; the pitch embedding is loaded when the weights have one.
+    /// `prefix` is `enc_p`; the pitch embedding is loaded when the weights have one, the energy
+    /// embedding when `energy` (the model is conditioned on energy; see `ModelInfo::energy`).
     pub fn load(
         w: &Weights,
         prefix: &str,
         sizes: &EncoderSizes,
         out_channels: i64,
+        energy: bool,
     ) -> Result<Self> {
         let hidden = sizes.hidden_channels;
         let phone_name = format!("{prefix}.emb_phone");
@@ -52,9 +58,17 @@ impl TextEncoder {
         } else {
             None
         };
+        let emb_energy = if energy {
+            let energy_name = format!("{prefix}.emb_energy");
+            check_layer(w, &energy_name, &[hidden, 1], hidden)?;
+            Some(Linear::load(w, &energy_name)?)
+        } else {
+            None
+        };
         Ok(Self {
             emb_phone: Linear::load(w, &phone_name)?,
             emb_pitch,
+            emb_energy,
             encoder: Encoder::load(w, &format!("{prefix}.encoder"), sizes)?,
             proj: Conv1d::load(w, &format!("{prefix}.proj"), ConvOptions::default())?,
             hidden_channels: hidden,
@@ -67,17 +81,27 @@ impl TextEncoder {
         self.emb_pitch.as_ref().map(Embedding::num_embeddings)
     }
 
-    /// `phone` `[batch, time, features]`, `pitch` `[batch, time]` classes, `lengths` `[batch]`
-    /// → (mean, log-scale) `[batch, out, time]` and the mask `[batch, 1, time]`.
+    /// Whether the encoder takes each frame's energy.
+    pub fn takes_energy(&self) -> bool {
+        self.emb_energy.is_some()
+    }
+
+    /// `phone` `[batch, time, features]`, `pitch` `[batch, time]` classes, `energy`
+    /// `[batch, time]` RMS values, `lengths` `[batch]` → (mean, log-scale) `[batch, out, time]`
+    /// and the mask `[batch, 1, time]`.
     pub fn forward(
         &self,
         phone: &Tensor,
         pitch: Option<&Tensor>,
+        energy: Option<&Tensor>,
         lengths: &Tensor,
     ) -> (Tensor, Tensor, Tensor) {
         let mut x = self.emb_phone.forward(phone);
         if let (Some(emb_pitch), Some(pitch)) = (&self.emb_pitch, pitch) {
             x += emb_pitch.forward(pitch);
+        }
+        if let (Some(emb_energy), Some(energy)) = (&self.emb_energy, energy) {
+            x += emb_energy.forward(&energy.unsqueeze(-1));
         }
         let x = x * (self.hidden_channels as f64).sqrt();
         let x = x.maximum(&(&x * 0.1)).transpose(1, -1);

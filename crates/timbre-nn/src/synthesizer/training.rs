@@ -115,6 +115,7 @@ impl TrainableSynthesizer {
             feature_dim,
             hop: config.hop(),
             vocoder: Vocoder::HifiGan,
+            energy: false,
             config: config.clone(),
             config_mismatches: Vec::new(),
             metadata: Metadata::default(),
@@ -381,7 +382,7 @@ impl Synthesizer {
         let g = self.emb_g.forward(sid).unsqueeze(-1);
         let (m_p, logs_p, x_mask) =
             self.enc_p
-                .forward(&inputs.phone, inputs.pitch.as_ref(), &inputs.lengths);
+                .forward(&inputs.phone, inputs.pitch.as_ref(), None, &inputs.lengths);
         let posterior = posterior_encoder.forward(spec, spec_lengths, Some(&g), noise);
         let z_p = self.flow.forward(&posterior.z, &posterior.mask, Some(&g));
         let segment = self.info.config.segment_size;

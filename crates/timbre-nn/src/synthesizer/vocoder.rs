@@ -37,7 +37,8 @@ impl Vocoder {
         }
     }
 
-    /// The vocoder an entry names, spelled as Applio writes it or loosely ("mrf-hifigan").
+    /// The vocoder an entry names, spelled as Applio writes it or loosely ("mrf-hifigan"), or
+    /// Vietnamese-RVC's `Default`, its HiFi-GAN (NSF with pitch, plain without).
     pub fn from_entry(entry: &str) -> Option<Self> {
         let letters = |text: &str| -> String {
             text.chars()
@@ -45,6 +46,9 @@ impl Vocoder {
                 .map(|c| c.to_ascii_lowercase())
                 .collect()
         };
+        if letters(entry) == "default" {
+            return Some(Self::HifiGan);
+        }
         Self::ALL
             .into_iter()
             .find(|vocoder| letters(vocoder.name()) == letters(entry))
@@ -91,6 +95,7 @@ mod tests {
             Some(Vocoder::MrfHifiGan)
         );
         assert_eq!(Vocoder::from_entry("RefineGAN"), Some(Vocoder::RefineGan));
+        assert_eq!(Vocoder::from_entry("Default"), Some(Vocoder::HifiGan));
         assert_eq!(Vocoder::from_entry("BigVGAN"), None);
         for vocoder in Vocoder::ALL {
             let json = serde_json::to_string(&vocoder).unwrap();
