@@ -17,6 +17,7 @@ mod energy;
 mod interrupted_jobs;
 mod isolate_mdx23c;
 mod isolate_memory;
+mod isolate_scnet;
 mod judge;
 mod library_backups;
 mod library_export;

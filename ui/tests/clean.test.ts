@@ -60,7 +60,7 @@ function backend(extra: Record<string, (a: any) => unknown> = {}) {
   app.takes = [makeTake({ id: 7, name: 'Verse' }), makeTake({ id: 8, name: 'Chorus' })];
   return mockBackend({
     list_enhance_presets: () => presets,
-    list_isolation_models: () => ({ dir: '/m', models: [{ name: 'bs_roformer', checkpoint: '/m/separation/bs_roformer.ckpt', config: '/m/separation/bs_roformer.yaml' }] }),
+    list_isolation_models: () => ({ dir: '/m', models: [{ name: 'bs_roformer', checkpoint: '/m/separation/bs_roformer.ckpt', config: '/m/separation/bs_roformer.yaml', stems: ['vocals'], task: 'vocals' }, { name: 'dereverb', checkpoint: '/m/separation/dereverb.ckpt', config: '/m/separation/dereverb.yaml', stems: ['noreverb'], task: 'de_reverb' }] }),
     ...extra,
   });
 }
@@ -74,6 +74,9 @@ describe('Clean page', () => {
     await waitFor(() => expect(screen.getAllByTestId('clean-input')).toHaveLength(2));
     await waitFor(() => expect(screen.getByTestId('clean-submit')).toBeEnabled());
     expect(screen.getByTestId('clean-isolation')).toHaveTextContent('Rough preview (no model)');
+    // A de-reverb model does not isolate vocals from a mix: it is not offered.
+    await waitFor(() => expect(screen.getByTestId('clean-isolation')).toHaveTextContent('bs_roformer'));
+    expect(screen.getByTestId('clean-isolation')).not.toHaveTextContent('dereverb');
     await fireEvent.change(screen.getByTestId('clean-isolation'), { target: { value: 'model:bs_roformer' } });
     await fireEvent.click(screen.getByTestId('clean-preset-training'));
     await fireEvent.click(screen.getByTestId('clean-submit'));

@@ -105,7 +105,7 @@ describe('Cover page', () => {
     app.takes = [makeTake({ id: 7, name: 'Song' })];
     const be = mockBackend({
       list_models: () => [makeModel({ id: 1, name: 'Ada' }), makeModel({ id: 2, name: 'Bo' })],
-      list_isolation_models: () => ({ dir: '/m', models: [{ name: 'bs_roformer', checkpoint: '/m/s.ckpt', config: '/m/s.yaml' }] }),
+      list_isolation_models: () => ({ dir: '/m', models: [{ name: 'dereverb', checkpoint: '/m/d.ckpt', config: '/m/d.yaml', stems: ['noreverb'], task: 'de_reverb' }, { name: 'bs_roformer', checkpoint: '/m/s.ckpt', config: '/m/s.yaml', stems: ['vocals'], task: 'vocals' }] }),
       list_assets: () => ({ models_dir: '/m', assets: [] }),
       submit_covers: () => [51, 52],
     });
@@ -115,6 +115,14 @@ describe('Cover page', () => {
     await waitFor(() => expect(screen.getAllByTestId('cover-song-input')).toHaveLength(2));
     // The first separation model is chosen when there is one.
     await waitFor(() => expect(screen.getByTestId('cover-separation')).toHaveValue('bs_roformer'));
+    // Isolation offers the vocals models only; the second pass every voice model, by task.
+    const options = (id: string) => [...screen.getByTestId(id).querySelectorAll('option')].map((o) => o.value);
+    expect(options('cover-separation')).toEqual(['', 'bs_roformer']);
+    const groups = [...screen.getByTestId('cover-second-pass').querySelectorAll('optgroup')];
+    expect(groups.map((g) => [g.label, [...g.querySelectorAll('option')].map((o) => o.value)])).toEqual([
+      ['Vocals from a mix', ['bs_roformer']],
+      ['Remove reverb', ['dereverb']],
+    ]);
     await waitFor(() => expect(studio.models).toHaveLength(2));
     await fireEvent.change(screen.getByTestId('cover-voice'), { target: { value: '2' } });
     await fireEvent.input(screen.getByTestId('cover-vocal-gain'), { target: { value: '-3' } });

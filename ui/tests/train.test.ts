@@ -284,7 +284,7 @@ function backend(extra: Record<string, (a: any) => unknown> = {}) {
   app.takes = [makeTake({ id: 7, name: 'Verse', voice_id: 2 }), makeTake({ id: 8, name: 'Chorus', voice_id: 2 })];
   app.voices = [makeVoice({ id: 2, name: 'Alto' })];
   return mockBackend({
-    list_isolation_models: () => ({ dir: '/m', models: [{ name: 'bs_roformer', checkpoint: '', config: '' }] }),
+    list_isolation_models: () => ({ dir: '/m', models: [{ name: 'bs_roformer', checkpoint: '', config: '', stems: ['vocals'], task: 'vocals' }] }),
     list_datasets: () => [],
     list_trainings: () => [],
     list_training_metrics: () => [],

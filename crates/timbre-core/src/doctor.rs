@@ -178,11 +178,12 @@ fn readiness(
                     .to_string()
             }),
             Need::SeparationModel => models_folder::separation_models(models_dir)
-                .is_empty()
+                .iter()
+                .all(|m| m.task != Some(timbre_nn::separation::VoiceTask::Vocals))
                 .then(|| {
-                    "a RoFormer .ckpt + .yaml in separation/ (timbre assets download \
-                     bs-roformer-ep317 bs-roformer-ep317-config); without one only the rough \
-                     preview runs"
+                    "a vocals separation model, .ckpt + .yaml in separation/ (timbre assets \
+                     download bs-roformer-ep317 bs-roformer-ep317-config); without one only the \
+                     rough preview runs"
                         .to_string()
                 }),
             Need::SpeakerEncoder => models_folder::find_speaker_encoder(models_dir)
@@ -239,7 +240,7 @@ mod tests {
             assert!(lacking.lacks[0].contains("hubert_base.pt"), "{lacking:?}");
             assert!(lacking.would_use[0].contains("RMVPE"), "{lacking:?}");
         }
-        assert!(of(JobKind::Cover).would_use[1].contains("RoFormer"));
+        assert!(of(JobKind::Cover).would_use[1].contains("vocals separation model"));
         std::fs::write(dir.path().join("hubert_base.pt"), "x").unwrap();
         let ready = [
             JobKind::Convert,

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::library::Library;
 use timbre_nn::hubert::{Embedder, transformers_weights_file};
+use timbre_nn::separation::VoiceTask;
 
 /// The library's models folder, as an absolute path (see [`models_dir`]).
 pub fn of(library: &Library) -> Result<PathBuf> {
@@ -203,7 +204,7 @@ pub fn embedder_of(metadata: &serde_json::Value) -> Result<Embedder> {
     Embedder::of_entry(entry).map_err(|unknown| crate::error::invalid_input(unknown.to_string()))
 }
 
-/// A RoFormer checkpoint and its config in the models folder.
+/// A separation checkpoint (RoFormer, MDX23C) and its config in the models folder.
 #[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
 pub struct SeparationModel {
     /// The checkpoint's file stem, by which requests name the model.
@@ -212,6 +213,12 @@ pub struct SeparationModel {
     pub checkpoint: PathBuf,
     /// The `.yaml` configuration beside the checkpoint, of the same stem.
     pub config: PathBuf,
+    /// The stems the config names, in output order; empty when the config cannot be read
+    /// (using the model then says why).
+    pub stems: Vec<String>,
+    /// The voice it outputs, by its stems: only `vocals` models isolate a voice from a mix
+    /// (karaoke and de-reverb models take a vocal stem); None when no stem is a voice.
+    pub task: Option<VoiceTask>,
 }
 
 /// The `.ckpt` files of `<models dir>/separation` that have a `.yaml` beside them, by name.
@@ -226,9 +233,17 @@ pub fn separation_models(models_dir: &Path) -> Vec<SeparationModel> {
         .filter_map(|checkpoint| {
             let config = checkpoint.with_extension("yaml");
             let name = checkpoint.file_stem()?.to_string_lossy().into_owned();
-            config.is_file().then_some(SeparationModel {
+            if !config.is_file() {
+                return None;
+            }
+            let stems = timbre_nn::separation::SeparationConfig::from_path(&config)
+                .and_then(|c| c.stems())
+                .unwrap_or_default();
+            Some(SeparationModel {
                 name,
                 checkpoint,
+                task: VoiceTask::of_stems(&stems).map(|(task, _)| task),
+                stems,
                 config,
             })
         })

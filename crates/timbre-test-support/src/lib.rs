@@ -148,6 +148,16 @@ pub fn mdx23c_parity_fixtures() -> PathBuf {
     )
 }
 
+/// The SCNet fixture set (separators made with MSST's own code by
+/// `crates/timbre-nn/tests/data/scnet-parity/make_fixtures.py`): `SCNET_PARITY_DIR`, else that
+/// folder.
+pub fn scnet_parity_fixtures() -> PathBuf {
+    std::env::var_os("SCNET_PARITY_DIR").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../timbre-nn/tests/data/scnet-parity"),
+        PathBuf::from,
+    )
+}
+
 /// The energy fixture set (a Vietnamese-RVC energy-conditioned voice and the fork's energy curve,
 /// made with its code by `crates/timbre-nn/tests/data/energy-parity/make_fixtures.py`):
 /// `ENERGY_PARITY_DIR`, else that folder.

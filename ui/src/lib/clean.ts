@@ -1,5 +1,5 @@
 // The Clean page's choices turned into what the backend takes, and its results grouped by source.
-import { jobJson, type EnhanceResult, type IsolateResult, type EnhanceOptions, type EnhancePresets, type IsolationMethod, type Job } from './api';
+import { jobJson, type EnhanceResult, type IsolateResult, type EnhanceOptions, type EnhancePresets, type IsolationMethod, type Job, type SeparationModel, type VoiceTask } from './api';
 import { t, type MessageKey } from './i18n.svelte';
 
 export type StepKey = 'mono' | 'high_pass' | 'declick' | 'denoise' | 'trim' | 'loudness' | 'limit';
@@ -96,6 +96,29 @@ export function enhanceOptions(choice: Enhancement, presets: EnhancePresets | nu
 }
 
 /** The isolation method to send; null for none. */
+/** The models that isolate vocals from a mix (a `vocals` stem): what isolation offers. */
+export function vocalsModels(models: readonly SeparationModel[]): SeparationModel[] {
+  return models.filter((m) => m.task === 'vocals');
+}
+
+/** Models whose stems hold a voice, by task in a fixed order: a second pass over vocals offers them. */
+export function modelsByTask(models: readonly SeparationModel[]): { task: VoiceTask; models: SeparationModel[] }[] {
+  const tasks: VoiceTask[] = ['vocals', 'lead_vocal', 'de_reverb'];
+  return tasks
+    .map((task) => ({ task, models: models.filter((m) => m.task === task) }))
+    .filter((group) => group.models.length > 0);
+}
+
+/** The label of a model task's group. */
+export function taskLabel(task: VoiceTask): string {
+  const keys: Record<VoiceTask, MessageKey> = {
+    vocals: 'clean.task_vocals',
+    lead_vocal: 'clean.task_lead_vocal',
+    de_reverb: 'clean.task_de_reverb',
+  };
+  return t(keys[task]);
+}
+
 export function isolationMethod(choice: Isolation): IsolationMethod | null {
   if (choice.kind === 'none') return null;
   if (choice.kind === 'rough') return 'rough';

@@ -1,5 +1,6 @@
 // The Cover page's songs, choices and jobs (Svelte 5 runes), kept here so they survive switching
 // pages and so a drop on the page can add songs.
+import { modelsByTask, vocalsModels } from './clean';
 import * as api from './api';
 import type { AudioInput, EffectPreset, IsolationModels } from './api';
 import { app } from './stores.svelte';
@@ -36,13 +37,14 @@ class CovererState {
   async load(): Promise<void> {
     try {
       [this.models, this.presets] = await Promise.all([api.listIsolationModels(), api.listEffectPresets()]);
-      const names = this.models.models.map((m) => m.name);
+      const names = vocalsModels(this.models.models).map((m) => m.name);
+      const passes = modelsByTask(this.models.models).flatMap((group) => group.models.map((m) => m.name));
       const { separation, secondPass } = this.form;
-      // The best separation there is: the first RoFormer, else the rough preview.
+      // The best separation there is: the first vocals model, else the rough preview.
       if (separation.kind === 'model' ? !names.includes(separation.name) : names.length > 0 && this.jobIds.length === 0) {
         this.form.separation = names.length > 0 ? { kind: 'model', name: names[0] } : { kind: 'rough' };
       }
-      if (secondPass !== null && !names.includes(secondPass)) this.form.secondPass = null;
+      if (secondPass !== null && !passes.includes(secondPass)) this.form.secondPass = null;
       // The chosen chain as one of the presets just read, which the drop-down shows by identity
       // (a deleted preset's chain no longer applies).
       const chosen = this.form.effects && JSON.stringify(this.form.effects);

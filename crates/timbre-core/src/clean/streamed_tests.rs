@@ -71,6 +71,8 @@ fn setup() -> (tempfile::TempDir, Arc<JobSystem>, SeparationModel) {
         name: "tiny".into(),
         checkpoint,
         config,
+        stems: vec!["vocals".into()],
+        task: Some(timbre_nn::separation::VoiceTask::Vocals),
     };
     (dir, system, model)
 }

@@ -199,6 +199,101 @@ fn separation_models_are_found_by_name() {
 }
 
 #[test]
+fn a_model_is_for_the_task_its_stems_say_and_only_vocals_models_isolate() {
+    use crate::separation::{IsolationMethod, choose_model, choose_second_pass};
+    use timbre_nn::separation::VoiceTask;
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("separation");
+    std::fs::create_dir(&folder).unwrap();
+    let fixture = timbre_test_support::separation_fixtures().join("bs_roformer_tiny");
+    let config = std::fs::read_to_string(fixture.join("config.yaml")).unwrap();
+    let stems = "  - vocals\n  - other\n  target_instrument: vocals\n";
+    assert!(config.contains(stems), "the fixture's stems changed");
+    for (name, replaced) in [
+        (
+            "a_dereverb",
+            "  - noreverb\n  - reverb\n  target_instrument: noreverb\n",
+        ),
+        (
+            "b_karaoke",
+            "  - karaoke\n  - other\n  target_instrument: karaoke\n",
+        ),
+        ("c_vocals", stems),
+    ] {
+        std::fs::copy(
+            fixture.join("model.ckpt"),
+            folder.join(format!("{name}.ckpt")),
+        )
+        .unwrap();
+        std::fs::write(
+            folder.join(format!("{name}.yaml")),
+            config.replace(stems, replaced),
+        )
+        .unwrap();
+    }
+    let tasks: Vec<(String, Option<VoiceTask>, Vec<String>)> =
+        crate::models_folder::separation_models(dir.path())
+            .into_iter()
+            .map(|m| (m.name, m.task, m.stems))
+            .collect();
+    assert_eq!(
+        tasks,
+        [
+            (
+                "a_dereverb".into(),
+                Some(VoiceTask::DeReverb),
+                vec!["noreverb".into()]
+            ),
+            (
+                "b_karaoke".into(),
+                Some(VoiceTask::LeadVocal),
+                vec!["karaoke".into()]
+            ),
+            (
+                "c_vocals".into(),
+                Some(VoiceTask::Vocals),
+                vec!["vocals".into()]
+            ),
+        ]
+    );
+    let chosen = choose_model(&IsolationMethod::Auto, dir.path())
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        chosen.name, "c_vocals",
+        "the first vocals model, not the first model"
+    );
+    let err = choose_model(&IsolationMethod::Model("a_dereverb".into()), dir.path())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("a_dereverb.yaml") && err.contains("outputs noreverb, not vocals"),
+        "{err}"
+    );
+    assert_eq!(
+        choose_second_pass("a_dereverb", dir.path()).unwrap().name,
+        "a_dereverb"
+    );
+    std::fs::write(
+        folder.join("c_vocals.yaml"),
+        config.replace(
+            stems,
+            "  - instrumental\n  - other\n  target_instrument: instrumental\n",
+        ),
+    )
+    .unwrap();
+    assert!(
+        choose_model(&IsolationMethod::Auto, dir.path())
+            .unwrap()
+            .is_none()
+    );
+    let err = choose_second_pass("c_vocals", dir.path())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("outputs instrumental, not a voice"), "{err}");
+}
+
+#[test]
 fn the_loudest_stretch_is_found_and_excerpts_stay_inside() {
     let rate = 1000;
     let mut samples = vec![0.01f32; 30 * rate];

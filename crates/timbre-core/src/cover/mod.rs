@@ -146,10 +146,7 @@ impl CoverHandler {
         let separators = Separators::new(self.engine.models(), engine.device());
         let separation = separation::choose_model(&settings.separation, &models_dir)?;
         let second_pass = match &settings.second_pass {
-            Some(name) => separation::choose_model(
-                &separation::IsolationMethod::Model(name.clone()),
-                &models_dir,
-            )?,
+            Some(name) => Some(separation::choose_second_pass(name, &models_dir)?),
             None => None,
         };
         let song = song::song_take(library, &params.song)?;

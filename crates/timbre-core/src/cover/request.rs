@@ -16,7 +16,7 @@ use crate::input::{self, AudioInput};
 use crate::jobs::JobSystem;
 use crate::library::Library;
 use crate::output_format::OutputFormat;
-use crate::separation::{IsolationMethod, choose_model};
+use crate::separation::{IsolationMethod, choose_model, choose_second_pass};
 
 /// How every song of a request is covered.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
@@ -115,7 +115,7 @@ pub fn check(library: &Library, request: &CoverRequest, pending_model: bool) -> 
     let models_dir = crate::models_folder::of(library)?;
     choose_model(&settings.separation, &models_dir)?;
     if let Some(name) = &settings.second_pass {
-        choose_model(&IsolationMethod::Model(name.clone()), &models_dir)?;
+        choose_second_pass(name, &models_dir)?;
     }
     if let Some(model) = &model {
         crate::models_folder::require_voice_embedder(&models_dir, &model.metadata)

@@ -16,6 +16,7 @@ use timbre_nn::separation::{Separator, instrumental};
 use crate::model_cache::{ModelCache, Shared};
 use crate::models_folder::{SeparationModel, separation_models};
 use crate::progress::ProgressBridge;
+use timbre_nn::separation::VoiceTask;
 
 /// Which separator to use.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, ts_rs::TS)]
@@ -70,35 +71,73 @@ pub(crate) fn separate_audio(
     }
 }
 
-/// The model `method` asks for, or None for the rough preview.
+/// The model `method` asks for to isolate the vocals of a mix, or None for the rough preview:
+/// `Auto` takes the first model with a `vocals` stem; a named one must have one (a karaoke or
+/// de-reverb model takes a vocal stem, not a mix).
 pub(crate) fn choose_model(
     method: &IsolationMethod,
     dir: &Path,
 ) -> Result<Option<SeparationModel>> {
-    let available = separation_models(dir);
     match method {
         IsolationMethod::Rough => Ok(None),
-        IsolationMethod::Auto => Ok(available.into_iter().next()),
+        IsolationMethod::Auto => Ok(separation_models(dir)
+            .into_iter()
+            .find(|m| m.task == Some(VoiceTask::Vocals))),
         IsolationMethod::Model(name) => {
-            let names: Vec<String> = available.iter().map(|m| m.name.clone()).collect();
-            available
-                .into_iter()
-                .find(|m| &m.name == name)
-                .map(Some)
-                .ok_or_else(|| {
-                    crate::error::not_found(format!(
-                        "no separation model {name:?} in {}: put {name}.ckpt and {name}.yaml \
-                         there (found: {})",
-                        dir.join("separation").display(),
-                        if names.is_empty() {
-                            "none".to_string()
-                        } else {
-                            names.join(", ")
-                        }
-                    ))
-                })
+            let model = named_model(name, dir)?;
+            if model.task != Some(VoiceTask::Vocals) {
+                return Err(wrong_stems(
+                    &model,
+                    "vocals, so it cannot isolate a voice from a mix",
+                ));
+            }
+            Ok(Some(model))
         }
     }
+}
+
+/// The model of a second pass over isolated vocals (karaoke, de-reverb, or another vocals
+/// model): any whose stems hold a voice.
+pub(crate) fn choose_second_pass(name: &str, dir: &Path) -> Result<SeparationModel> {
+    let model = named_model(name, dir)?;
+    if model.task.is_none() {
+        return Err(wrong_stems(&model, "a voice (vocals, karaoke or noreverb)"));
+    }
+    Ok(model)
+}
+
+fn named_model(name: &str, dir: &Path) -> Result<SeparationModel> {
+    let available = separation_models(dir);
+    let names: Vec<String> = available.iter().map(|m| m.name.clone()).collect();
+    available
+        .into_iter()
+        .find(|m| m.name == name)
+        .ok_or_else(|| {
+            crate::error::not_found(format!(
+                "no separation model {name:?} in {}: put {name}.ckpt and {name}.yaml there (found: \
+             {})",
+                dir.join("separation").display(),
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                }
+            ))
+        })
+}
+
+/// The refusal of `model`, whose stems are not `wanted`.
+fn wrong_stems(model: &SeparationModel, wanted: &str) -> anyhow::Error {
+    let stems = if model.stems.is_empty() {
+        "stems its config does not name (or an unreadable config)".to_string()
+    } else {
+        model.stems.join(" and ")
+    };
+    crate::error::invalid_input(format!(
+        "{}: the separation model {:?} outputs {stems}, not {wanted}",
+        model.config.display(),
+        model.name
+    ))
 }
 
 /// A separated tensor (channels × samples) as audio at `rate`.

@@ -1,6 +1,6 @@
 //! The architectures one `Separator` runs: which one a YAML config describes (an MDX23C config
-//! has U-Net keys a RoFormer's lacks), which one a checkpoint holds (told from its tensor names),
-//! and the network of either, loaded once the two agree.
+//! has U-Net keys a RoFormer's lacks, an SCNet config band keys), which one a checkpoint holds
+//! (told from its tensor names), and the network of any, loaded once the two agree.
 
 use std::fmt;
 use std::path::Path;
@@ -13,6 +13,7 @@ use super::config::Config;
 use super::demix::DemixOptions;
 use super::mdx23c::{Mdx23c, Mdx23cConfig};
 use super::roformer::{Roformer, RoformerKind};
+use super::scnet::{Scnet, ScnetConfig};
 use crate::weights::Weights;
 
 /// The model types of the upstream training code that we run (its `--model_type`).
@@ -22,6 +23,8 @@ pub enum ModelType {
     Roformer(RoformerKind),
     /// MDX23C's TFC-TDF U-Net (`mdx23c`).
     Mdx23c,
+    /// SCNet (`scnet`; not `scnet_unofficial`, `scnet_tran` or `scnet_masked`).
+    Scnet,
 }
 
 impl FromStr for ModelType {
@@ -31,11 +34,16 @@ impl FromStr for ModelType {
     fn from_str(name: &str) -> Result<Self> {
         match name {
             "mdx23c" => Ok(Self::Mdx23c),
+            "scnet" => Ok(Self::Scnet),
+            "scnet_unofficial" | "scnet_tran" | "scnet_masked" => bail!(
+                "separation model type `{name}` is a different network from SCNet (`scnet`), \
+                 which this player does not implement"
+            ),
             _ => match name.parse() {
                 Ok(kind) => Ok(Self::Roformer(kind)),
                 Err(_) => bail!(
                     "unknown separation model type `{name}`: expected bs_roformer, \
-                     mel_band_roformer or mdx23c"
+                     mel_band_roformer, mdx23c or scnet"
                 ),
             },
         }
@@ -49,6 +57,7 @@ impl fmt::Display for ModelType {
             Self::Roformer(RoformerKind::BsRoformer) => "a BS-RoFormer",
             Self::Roformer(RoformerKind::MelBandRoformer) => "a Mel-Band RoFormer",
             Self::Mdx23c => "an MDX23C",
+            Self::Scnet => "an SCNet",
         })
     }
 }
@@ -56,6 +65,10 @@ impl fmt::Display for ModelType {
 impl ModelType {
     /// Tells the type from the checkpoint's tensors.
     pub fn detect(weights: &Weights) -> Result<Self> {
+        Scnet::refuse_other_scnets(weights)?;
+        if Scnet::is_checkpoint(weights) {
+            return Ok(Self::Scnet);
+        }
         if Mdx23c::is_checkpoint(weights) {
             return Ok(Self::Mdx23c);
         }
@@ -63,7 +76,8 @@ impl ModelType {
             .map(Self::Roformer)
             .map_err(|_| {
                 anyhow::anyhow!(
-                    "{}: neither a BS-RoFormer, a Mel-Band RoFormer nor an MDX23C checkpoint",
+                    "{}: neither a BS-RoFormer, a Mel-Band RoFormer, an MDX23C nor an SCNet \
+                     checkpoint",
                     weights.source().display()
                 )
             })
@@ -79,13 +93,40 @@ const MDX23C_ONLY_KEYS: [&str; 5] = [
     "growth",
 ];
 
-/// A separation model's YAML config, of either architecture.
+/// `model:` keys only an SCNet config has: a config with any of them is read as one.
+const SCNET_ONLY_KEYS: [&str; 5] = [
+    "band_SR",
+    "band_stride",
+    "band_kernel",
+    "conv_depths",
+    "num_dplayer",
+];
+
+/// `model:` keys of MSST's `scnet_unofficial`, a different network: refused by name.
+const SCNET_UNOFFICIAL_KEYS: [&str; 5] = [
+    "bandsplit_ratios",
+    "downsample_strides",
+    "n_conv_modules",
+    "n_rnn_layers",
+    "rnn_hidden_dim",
+];
+
+/// The architecture family whose keys a config's `model:` has.
+enum Family {
+    Roformer,
+    Mdx23c,
+    Scnet,
+}
+
+/// A separation model's YAML config, of any architecture.
 #[derive(Debug, Clone)]
 pub enum SeparationConfig {
     /// A BS- or Mel-Band RoFormer's.
     Roformer(Config),
     /// An MDX23C's.
     Mdx23c(Mdx23cConfig),
+    /// An SCNet's.
+    Scnet(ScnetConfig),
 }
 
 impl SeparationConfig {
@@ -93,25 +134,30 @@ impl SeparationConfig {
     pub fn from_path(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("{}: cannot read the config", path.display()))?;
-        if describes_mdx23c(&text) {
-            let config = Mdx23cConfig::from_yaml(&text)
-                .with_context(|| format!("{}: not a usable MDX23C config", path.display()))?;
-            Ok(Self::Mdx23c(config))
-        } else {
-            let config = Config::from_yaml(&text)
-                .with_context(|| format!("{}: not a usable RoFormer config", path.display()))?;
-            Ok(Self::Roformer(config))
-        }
+        let family = family_of(&text).with_context(|| path.display().to_string())?;
+        let usable = |what: &str| format!("{}: not a usable {what} config", path.display());
+        Ok(match family {
+            Family::Mdx23c => {
+                Self::Mdx23c(Mdx23cConfig::from_yaml(&text).with_context(|| usable("MDX23C"))?)
+            }
+            Family::Scnet => {
+                Self::Scnet(ScnetConfig::from_yaml(&text).with_context(|| usable("SCNet"))?)
+            }
+            Family::Roformer => {
+                Self::Roformer(Config::from_yaml(&text).with_context(|| usable("RoFormer"))?)
+            }
+        })
     }
 
-    /// Parses a YAML config: an MDX23C one when its `model:` has MDX23C keys, else a RoFormer
-    /// one, each checked as its own `from_yaml` checks it.
+    /// Parses a YAML config: an MDX23C or SCNet one when its `model:` has that architecture's
+    /// keys, else a RoFormer one, each checked as its own `from_yaml` checks it. An
+    /// `scnet_unofficial` config is refused by name.
     pub fn from_yaml(text: &str) -> Result<Self> {
-        if describes_mdx23c(text) {
-            Ok(Self::Mdx23c(Mdx23cConfig::from_yaml(text)?))
-        } else {
-            Ok(Self::Roformer(Config::from_yaml(text)?))
-        }
+        Ok(match family_of(text)? {
+            Family::Mdx23c => Self::Mdx23c(Mdx23cConfig::from_yaml(text)?),
+            Family::Scnet => Self::Scnet(ScnetConfig::from_yaml(text)?),
+            Family::Roformer => Self::Roformer(Config::from_yaml(text)?),
+        })
     }
 
     /// The architecture family the config describes, for messages: "an MDX23C".
@@ -119,6 +165,7 @@ impl SeparationConfig {
         match self {
             Self::Roformer(_) => "a RoFormer",
             Self::Mdx23c(_) => "an MDX23C",
+            Self::Scnet(_) => "an SCNet",
         }
     }
 
@@ -127,6 +174,7 @@ impl SeparationConfig {
         match self {
             Self::Roformer(config) => config.stems(),
             Self::Mdx23c(config) => config.training.stems(),
+            Self::Scnet(config) => config.training.stems(),
         }
     }
 
@@ -135,6 +183,7 @@ impl SeparationConfig {
         match self {
             Self::Roformer(config) => config.audio.sample_rate,
             Self::Mdx23c(config) => config.audio.sample_rate,
+            Self::Scnet(config) => config.audio.sample_rate,
         }
     }
 
@@ -143,6 +192,7 @@ impl SeparationConfig {
         match self {
             Self::Roformer(config) => config.audio.chunk_size,
             Self::Mdx23c(config) => config.chunk_size(),
+            Self::Scnet(config) => config.chunk_size(),
         }
     }
 
@@ -151,6 +201,7 @@ impl SeparationConfig {
         let (num_overlap, batch_size) = match self {
             Self::Roformer(c) => (c.inference.num_overlap, c.inference.batch_size),
             Self::Mdx23c(c) => (c.inference.num_overlap, c.inference.batch_size),
+            Self::Scnet(c) => (c.inference.num_overlap, c.inference.batch_size),
         };
         DemixOptions {
             chunk_size: self.chunk_size(),
@@ -164,32 +215,47 @@ impl SeparationConfig {
         match self {
             Self::Roformer(config) => config.inference.normalize,
             Self::Mdx23c(config) => config.inference.normalize,
+            Self::Scnet(config) => config.inference.normalize,
         }
     }
 }
 
-/// Whether `text` is YAML whose `model:` has a key only MDX23C configs have. Text that is not
-/// YAML is not: the RoFormer parser then says what is wrong with it, as it always has.
-fn describes_mdx23c(text: &str) -> bool {
+/// The family whose keys the `model:` of YAML `text` has: MDX23C or SCNet when it has a key only
+/// their configs have, else RoFormer (text that is not YAML too: the RoFormer parser then says
+/// what is wrong with it, as it always has). An `scnet_unofficial` config fails naming it.
+fn family_of(text: &str) -> Result<Family> {
     let Ok(root) = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(text) else {
-        return false;
+        return Ok(Family::Roformer);
     };
-    root.get("model")
+    let keys: Vec<&str> = root
+        .get("model")
         .and_then(|model| model.as_mapping())
-        .is_some_and(|model| {
-            model
-                .keys()
-                .filter_map(|key| key.as_str())
-                .any(|key| MDX23C_ONLY_KEYS.contains(&key))
-        })
+        .map(|model| model.keys().filter_map(|key| key.as_str()).collect())
+        .unwrap_or_default();
+    let has = |names: &[&str]| keys.iter().find(|key| names.contains(key)).copied();
+    if let Some(key) = has(&SCNET_UNOFFICIAL_KEYS) {
+        bail!(
+            "`model.{key}` makes this a config of MSST's scnet_unofficial, a different network \
+             from SCNet (`--model_type scnet`) that this player does not implement"
+        );
+    }
+    Ok(if has(&MDX23C_ONLY_KEYS).is_some() {
+        Family::Mdx23c
+    } else if has(&SCNET_ONLY_KEYS).is_some() {
+        Family::Scnet
+    } else {
+        Family::Roformer
+    })
 }
 
-/// A loaded separation network of either architecture.
+/// A loaded separation network of any architecture.
 pub enum Network {
     /// A BS- or Mel-Band RoFormer.
     Roformer(Roformer),
     /// An MDX23C.
     Mdx23c(Mdx23c),
+    /// An SCNet.
+    Scnet(Scnet),
 }
 
 impl Network {
@@ -208,6 +274,9 @@ impl Network {
             (ModelType::Mdx23c, SeparationConfig::Mdx23c(config)) => {
                 Ok(Self::Mdx23c(Mdx23c::load(config, weights, config_path)?))
             }
+            (ModelType::Scnet, SeparationConfig::Scnet(config)) => {
+                Ok(Self::Scnet(Scnet::load(config, weights, config_path)?))
+            }
             (kind, config) => bail!(
                 "{} is {} config, but {} holds {kind}: the two files belong to different models",
                 config_path.display(),
@@ -222,6 +291,7 @@ impl Network {
         match self {
             Self::Roformer(model) => ModelType::Roformer(model.kind()),
             Self::Mdx23c(_) => ModelType::Mdx23c,
+            Self::Scnet(_) => ModelType::Scnet,
         }
     }
 
@@ -230,6 +300,7 @@ impl Network {
         match self {
             Self::Roformer(model) => model.audio_channels(),
             Self::Mdx23c(model) => model.audio_channels(),
+            Self::Scnet(model) => model.audio_channels(),
         }
     }
 
@@ -238,6 +309,7 @@ impl Network {
         match self {
             Self::Roformer(model) => model.num_stems(),
             Self::Mdx23c(model) => model.num_stems(),
+            Self::Scnet(model) => model.num_stems(),
         }
     }
 
@@ -246,6 +318,7 @@ impl Network {
         match self {
             Self::Roformer(model) => model.device(),
             Self::Mdx23c(model) => model.device(),
+            Self::Scnet(model) => model.device(),
         }
     }
 
@@ -255,77 +328,11 @@ impl Network {
         match self {
             Self::Roformer(model) => model.forward(audio),
             Self::Mdx23c(model) => model.forward(audio),
+            Self::Scnet(model) => model.forward(audio),
         }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use std::collections::HashMap;
-
-    use super::*;
-
-    const TINY_MDX23C: &str = "
-audio: {chunk_size: 1984, dim_f: 128, hop_length: 64, n_fft: 256, num_channels: 2}
-model:
-  act: gelu
-  bottleneck_factor: 2
-  growth: 4
-  norm: InstanceNorm
-  num_blocks_per_scale: 1
-  num_channels: 4
-  num_scales: 2
-  num_subbands: 2
-  scale: [2, 2]
-training: {instruments: [vocals, other], target_instrument: vocals}
-inference: {batch_size: 2, num_overlap: 4}
-";
-
-    #[test]
-    fn tells_the_architecture_from_the_config_keys() {
-        let config = SeparationConfig::from_yaml(TINY_MDX23C).unwrap();
-        assert!(matches!(config, SeparationConfig::Mdx23c(_)));
-        assert_eq!(config.stems().unwrap(), ["vocals"]);
-        let options = config.demix_options();
-        assert_eq!((options.chunk_size, options.batch_size), (1984, 2));
-        let roformer = "model:\n  dim: 4\n  depth: 1\naudio: {chunk_size: 4096}\n\
-                        training: {instruments: [vocals]}\n";
-        let config = SeparationConfig::from_yaml(roformer).unwrap();
-        assert!(matches!(config, SeparationConfig::Roformer(_)));
-        // A RoFormer key in an MDX23C config is refused by name, as any unknown key.
-        let text = TINY_MDX23C.replace("  growth: 4\n", "  growth: 4\n  depth: 2\n");
-        let error = SeparationConfig::from_yaml(&text).unwrap_err().to_string();
-        assert!(error.contains("`model.depth`"), "{error}");
-    }
-
-    #[test]
-    fn tells_the_architecture_from_the_checkpoint_and_refuses_a_mismatch() {
-        let weights = |names: &[&str]| {
-            let tensors = names
-                .iter()
-                .map(|n| (n.to_string(), Tensor::ones([1], tch::kind::FLOAT_CPU)))
-                .collect::<HashMap<_, _>>();
-            Weights::new(tensors, "model.ckpt")
-        };
-        let mdx = weights(&["first_conv.weight", "final_conv.0.weight"]);
-        assert_eq!(ModelType::detect(&mdx).unwrap(), ModelType::Mdx23c);
-        let bs = weights(&["final_norm.gamma"]);
-        let kind = ModelType::detect(&bs).unwrap();
-        assert_eq!(kind, ModelType::Roformer(RoformerKind::BsRoformer));
-        let error = ModelType::detect(&weights(&["conv.weight"])).unwrap_err();
-        assert!(error.to_string().contains("MDX23C"), "{error}");
-
-        let config = SeparationConfig::from_yaml(TINY_MDX23C).unwrap();
-        let error = Network::load(kind, &config, &bs, Path::new("tiny.yaml"))
-            .err()
-            .unwrap()
-            .to_string();
-        assert!(
-            error.contains("tiny.yaml is an MDX23C config")
-                && error.contains("model.ckpt holds a BS-RoFormer"),
-            "{error}"
-        );
-        assert_eq!("mdx23c".parse::<ModelType>().unwrap(), ModelType::Mdx23c);
-        assert!("htdemucs".parse::<ModelType>().is_err());
-    }
-}
+#[path = "architecture_tests.rs"]
+mod tests;

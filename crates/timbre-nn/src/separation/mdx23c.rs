@@ -20,7 +20,7 @@ pub use config::{Act, MODEL_KEYS, Mdx23cAudio, Mdx23cConfig, Mdx23cInference, Md
 use blocks::{Design, Op, Step, TfcTdf};
 
 use super::params::Params;
-use super::stft::Stft;
+use super::stft::{Stft, Window};
 use crate::weights::Weights;
 
 /// A loaded MDX23C: stereo mix audio in, the estimate of every stem out.
@@ -124,6 +124,7 @@ impl Mdx23c {
                 hop_length: a.hop_length,
                 win_length: a.n_fft,
                 normalized: false,
+                window: Window::Hann,
             },
             dim_f: a.dim_f,
             subbands: m.num_subbands,

@@ -1,4 +1,4 @@
-//! Vocal separation with BS-RoFormer, Mel-Band RoFormer and MDX23C models in the format of
+//! Vocal separation with BS-RoFormer, Mel-Band RoFormer, MDX23C and SCNet models in the format of
 //! ZFTurbo/Music-Source-Separation-Training: a `.ckpt` state dict plus its YAML config, run over
 //! a track by chunked overlap-add, whole or streamed block by block (`utils/model_utils.py`
 //! `demix`, and the optional `inference.normalize` of `inference.py`). The architecture comes
@@ -13,8 +13,10 @@ pub mod mdx23c;
 mod mel_band_roformer;
 mod params;
 pub mod roformer;
+pub mod scnet;
 mod stft;
 mod stream;
+mod task;
 mod transformer;
 
 use std::path::Path;
@@ -27,7 +29,9 @@ pub use config::Config;
 pub use demix::{DemixOptions, Demixer, demix};
 pub use mdx23c::{Mdx23c, Mdx23cConfig};
 pub use roformer::{Roformer, RoformerKind, load_state_dict, to_model_weights};
+pub use scnet::{Scnet, ScnetConfig};
 pub use stream::{MixStats, Separated, SeparationStream};
+pub use task::VoiceTask;
 
 /// A separation network with its config, ready to separate whole tracks.
 pub struct Separator {
@@ -119,15 +123,22 @@ impl Separator {
         Ok(Tensor::cat(&stems, 2))
     }
 
-    /// Where the vocals are among `stems()`.
+    /// Where the voice is among `stems()`: the vocals, or for a karaoke model the lead vocal,
+    /// for a de-reverb model the dry voice ([`VoiceTask`]).
     pub fn vocals_index(&self) -> Result<usize> {
-        self.stems
-            .iter()
-            .position(|stem| stem.eq_ignore_ascii_case("vocals"))
-            .with_context(|| format!("this model separates {}, not vocals", self.stems.join(", ")))
+        VoiceTask::of_stems(&self.stems)
+            .map(|(_, index)| index)
+            .with_context(|| {
+                format!(
+                    "this model separates {}, and none of them is a voice (vocals, karaoke or \
+                     noreverb)",
+                    self.stems.join(", ")
+                )
+            })
     }
 
-    /// The vocals of `mix` `[channels, samples]`, as `[channels, samples]`.
+    /// The voice of `mix` `[channels, samples]` ([`Separator::vocals_index`]), as
+    /// `[channels, samples]`.
     pub fn vocals(
         &self,
         mix: &Tensor,

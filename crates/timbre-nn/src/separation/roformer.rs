@@ -19,7 +19,7 @@ use super::bs_roformer;
 use super::config::ModelConfig;
 use super::mel_band_roformer::MelBands;
 use super::params::Params;
-use super::stft::Stft;
+use super::stft::{Stft, Window};
 use super::transformer::{Dims, RmsNorm};
 use crate::weights::Weights;
 
@@ -135,6 +135,7 @@ impl Roformer {
             hop_length: model.stft_hop_length,
             win_length: model.stft_win_length,
             normalized: model.stft_normalized,
+            window: Window::Hann,
         };
         let dims = Dims {
             dim: model.dim,

@@ -1,5 +1,6 @@
-//! The STFT pair the RoFormers and MDX23C wrap themselves in: `torch.stft`/`torch.istft` with a
-//! periodic Hann window of `win_length`, centred frames (reflect padding), one-sided, complex.
+//! The STFT pair the separators wrap themselves in: `torch.stft`/`torch.istft` with a window of
+//! `win_length` (periodic Hann for the RoFormers and MDX23C; SCNet passes none, which torch takes
+//! as ones), centred frames (reflect padding), one-sided, complex.
 
 use anyhow::{Context, Result};
 use tch::{Kind, Tensor};
@@ -9,6 +10,16 @@ pub(super) struct Stft {
     pub hop_length: i64,
     pub win_length: i64,
     pub normalized: bool,
+    pub window: Window,
+}
+
+/// The analysis and synthesis window, `win_length` long (torch centres a shorter one in `n_fft`).
+#[derive(Clone, Copy)]
+pub(super) enum Window {
+    /// `torch.hann_window(win_length)`, periodic.
+    Hann,
+    /// No window passed: torch's default of ones.
+    Rectangular,
 }
 
 impl Stft {
@@ -17,7 +28,11 @@ impl Stft {
     }
 
     fn window(&self, signal: &Tensor) -> Tensor {
-        Tensor::hann_window_periodic(self.win_length, true, (Kind::Float, signal.device()))
+        let options = (Kind::Float, signal.device());
+        match self.window {
+            Window::Hann => Tensor::hann_window_periodic(self.win_length, true, options),
+            Window::Rectangular => Tensor::ones([self.win_length], options),
+        }
     }
 
     /// `[n, samples]` (float) → complex `[n, bins, frames]`.

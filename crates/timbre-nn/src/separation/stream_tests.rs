@@ -144,6 +144,40 @@ fn an_mdx23c_streams_as_it_separates_whole() {
     }
 }
 
+/// SCNet through the same stream: MSST-made fixtures of `tests/data/scnet-parity`, a stereo
+/// model (a stereo mix, and a mono one doubled) and a mono model (a stereo mix one channel at a
+/// time).
+#[test]
+fn an_scnet_streams_as_it_separates_whole() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/scnet-parity");
+    for (case, stems, channels) in [
+        ("vocals_other_stereo", 2, 2),
+        ("vocals_other_stereo", 2, 1),
+        ("mono_target_vocals", 1, 2),
+    ] {
+        let fixture = fixtures.join(case);
+        let separator = Separator::load(
+            &fixture.join("model.ckpt"),
+            &fixture.join("config.yaml"),
+            None,
+        )
+        .unwrap();
+        assert_eq!(separator.model().model_type(), ModelType::Scnet);
+        let mix = noise(channels, 7_000);
+        let whole = separator.demix(&mix, |_, _| true).unwrap();
+        assert_eq!(whole.size(), [stems, channels, 7_000]);
+        for block in [999, 7_000] {
+            let (stems, given) = streamed(&separator, &mix, block);
+            let error = max_diff(&stems, &whole);
+            assert!(
+                error < 1e-6,
+                "{case}, {channels} channel(s), block {block}: {error}"
+            );
+            assert_eq!(max_diff(&given, &mix), 0.0);
+        }
+    }
+}
+
 #[test]
 fn mix_stats_match_torch() {
     let mix = noise(2, 5000) + 0.1;

@@ -1,6 +1,7 @@
-//! MDX23C: one forward pass on the first chunk of the mix (`chunk_output`) and MSST's overlap-add
-//! separation of the whole mix into every stem (`demix`), each as a signal-to-noise ratio against
-//! MSST's own output. The architecture is told from the files, as the app tells it.
+//! MDX23C and SCNet: one forward pass on the first chunk of the mix (`chunk_output`) and MSST's
+//! overlap-add separation of the whole mix into every stem (`demix`), each as a signal-to-noise
+//! ratio against MSST's own output. The architecture is told from the files, as the app tells it,
+//! and must be the case's `kind`.
 
 use anyhow::{Context, Result};
 use serde_json::Value as Json;

@@ -1,7 +1,8 @@
 //! Parity with the reference Python implementations on the fixture sets of `../shared/fixtures`
-//! (or the folders named by `RVC_PARITY_DIR` / `SEPARATION_PARITY_DIR`) and on the Applio and
-//! MDX23C sets beside these tests (`tests/data/applio-parity`, `tests/data/mdx23c-parity`, or
-//! `APPLIO_PARITY_DIR`, `MDX23C_PARITY_DIR`): every case of each manifest runs by its `kind` and
+//! (or the folders named by `RVC_PARITY_DIR` / `SEPARATION_PARITY_DIR`) and on the Applio,
+//! MDX23C and SCNet sets beside these tests (`tests/data/applio-parity`,
+//! `tests/data/mdx23c-parity`, `tests/data/scnet-parity`, or `APPLIO_PARITY_DIR`,
+//! `MDX23C_PARITY_DIR`, `SCNET_PARITY_DIR`): every case of each manifest runs by its `kind` and
 //! prints what it measured against its tolerance. A case that cannot run fails the test, as does
 //! an unknown kind.
 
@@ -21,7 +22,8 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value as Json;
 use timbre_nn::device::Precision;
 use timbre_test_support::{
-    applio_parity_fixtures, mdx23c_parity_fixtures, rvc_parity_fixtures, separation_fixtures,
+    applio_parity_fixtures, mdx23c_parity_fixtures, rvc_parity_fixtures, scnet_parity_fixtures,
+    separation_fixtures,
 };
 
 /// One manifest case with its fixture folder, so checkers can resolve the files it names.
@@ -193,7 +195,7 @@ fn applio_parity() {
 fn separation_checker(kind: &str) -> Option<Checker> {
     Some(match kind {
         "bs_roformer" | "mel_band_roformer" => separation::check,
-        "mdx23c" => mdx23c::check,
+        "mdx23c" | "scnet" => mdx23c::check,
         _ => return None,
     })
 }
@@ -210,6 +212,14 @@ fn separation_parity() {
 fn mdx23c_parity() {
     tch::set_num_threads(std::thread::available_parallelism().map_or(1, |n| n.get() as i32));
     run_manifest(&mdx23c_parity_fixtures(), separation_checker, false);
+}
+
+/// SCNet separators made with MSST's own code by `tests/data/scnet-parity/make_fixtures.py` in
+/// the separation format.
+#[test]
+fn scnet_parity() {
+    tch::set_num_threads(std::thread::available_parallelism().map_or(1, |n| n.get() as i32));
+    run_manifest(&scnet_parity_fixtures(), separation_checker, false);
 }
 
 /// Keeps the result type of checkers in one place.

@@ -136,4 +136,5 @@ export type { VoiceImportRequest } from './VoiceImportRequest';
 export type { VoiceModel } from './VoiceModel';
 export type { VoiceParams } from './VoiceParams';
 export type { VoiceRanges } from './VoiceRanges';
+export type { VoiceTask } from './VoiceTask';
 export type { JsonValue } from './serde_json/JsonValue';
