@@ -284,6 +284,35 @@ mod tests {
     }
 
     #[test]
+    fn every_separation_checkpoint_of_the_catalogue_downloads_beside_its_config() {
+        let catalog = crate::assets::catalog::Catalog::read().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let checkpoints: Vec<&str> = catalog
+            .assets
+            .iter()
+            .filter(|a| a.role == "separation")
+            .map(|a| a.path.as_str())
+            .collect();
+        assert!(checkpoints.len() >= 6, "{checkpoints:?}");
+        for asset in catalog
+            .assets
+            .iter()
+            .filter(|a| a.role.starts_with("separation"))
+        {
+            let path = dir.path().join(&asset.path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "x").unwrap();
+        }
+        let found: Vec<String> = separation_models(dir.path())
+            .iter()
+            .map(|m| format!("separation/{}.ckpt", m.name))
+            .collect();
+        let mut wanted: Vec<String> = checkpoints.iter().map(|p| p.to_string()).collect();
+        wanted.sort();
+        assert_eq!(found, wanted, "each checkpoint has a config of its stem");
+    }
+
+    #[test]
     fn a_voice_s_embedder_is_read_from_what_import_stored() {
         let stored = |metadata| embedder_of(&metadata).map_err(|e| e.to_string());
         assert_eq!(stored(serde_json::json!({})), Ok(Embedder::Contentvec));

@@ -68,6 +68,12 @@ pub fn pesto_weights() -> PathBuf {
     venv_asset("pesto/weights/mir-1k_g7.ckpt")
 }
 
+/// A YAML config rvc-next 0.2.16 ships for the separation models it offers
+/// (`rvc_next/engine/separate/configs/<name>`: the viperx, anvuew and aufr33 RoFormers' own).
+pub fn rvc_next_separation_config(name: &str) -> PathBuf {
+    venv_asset(&format!("rvc_next/engine/separate/configs/{name}"))
+}
+
 /// Resemblyzer's GE2E speaker encoder (`resemblyzer/pretrained.pt`) in the project venv.
 pub fn resemblyzer_weights() -> PathBuf {
     venv_asset("resemblyzer/pretrained.pt")

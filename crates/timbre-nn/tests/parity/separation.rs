@@ -46,3 +46,37 @@ pub fn check(case: &Case, _manifest: &Json) -> Result<String> {
     }
     Ok(measured)
 }
+
+/// The configs of the vocals, karaoke and de-reverb RoFormers people use (as rvc-next ships them)
+/// pass every check of ours, and their stems say their task.
+#[test]
+fn the_community_roformer_configs_load_with_their_tasks() {
+    use timbre_nn::separation::{SeparationConfig, VoiceTask};
+    for (file, task) in [
+        (
+            "model_bs_roformer_ep_317_sdr_12.9755.yaml",
+            VoiceTask::Vocals,
+        ),
+        (
+            "model_bs_roformer_ep_368_sdr_12.9628.yaml",
+            VoiceTask::Vocals,
+        ),
+        (
+            "config_mel_band_roformer_karaoke.yaml",
+            VoiceTask::LeadVocal,
+        ),
+        (
+            "dereverb_mel_band_roformer_anvuew.yaml",
+            VoiceTask::DeReverb,
+        ),
+    ] {
+        let path = timbre_test_support::rvc_next_separation_config(file);
+        let config = SeparationConfig::from_path(&path).unwrap_or_else(|e| panic!("{file}: {e:#}"));
+        let stems = config.stems().unwrap();
+        assert_eq!(
+            VoiceTask::of_stems(&stems).map(|(t, _)| t),
+            Some(task),
+            "{file}: {stems:?}"
+        );
+    }
+}
