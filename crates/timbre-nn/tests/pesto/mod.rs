@@ -4,14 +4,12 @@
 //! it measured.
 
 use std::path::Path;
-use std::process::Command;
 
-use tch::{Kind, Tensor};
-use timbre_audio::{AudioBuffer, SampleFormat};
+use tch::Kind;
 use timbre_nn::pesto::{Pesto, VOICED_CONFIDENCE};
-use timbre_test_support::{pesto_weights, reference_python};
+use timbre_test_support::pesto_weights;
 
-use crate::pitch_inputs::{RATE, speech, tone};
+use crate::pitch_inputs::{Reference, speech, tone};
 
 /// Largest difference of the network's output (softmax probabilities) allowed.
 const ACTIVATION_MAX_ABS: f64 = 1e-4;
@@ -57,38 +55,10 @@ fn max_abs(a: &[f32], b: &[f32]) -> f64 {
 fn pesto_parity_with_pesto_pitch_on_speech_and_tones() {
     let dir = tempfile::tempdir().unwrap();
     let inputs = inputs(dir.path());
-    for (input, audio) in &inputs {
-        let buffer = AudioBuffer::new(RATE, vec![audio.clone()]);
-        let wav = dir.path().join(format!("{input}.wav"));
-        timbre_audio::write_wav(&wav, &buffer, SampleFormat::Float32).unwrap();
-    }
-    let output = Command::new(reference_python())
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pesto/reference.py"))
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "the reference failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let printed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    let weights = Path::new(printed["weights"].as_str().unwrap());
-    assert_eq!(
-        weights.canonicalize().unwrap(),
-        pesto_weights().canonicalize().unwrap(),
-        "the reference and this test read the same checkpoint"
-    );
-    let model = Pesto::load(weights, tch::Device::Cpu).unwrap();
-    let reference: Vec<(String, Tensor)> =
-        Tensor::read_safetensors(dir.path().join("reference.safetensors")).unwrap();
-    let get = |key: String| {
-        reference
-            .iter()
-            .find(|(n, _)| *n == key)
-            .map(|(_, t)| t.shallow_clone())
-            .unwrap_or_else(|| panic!("{key} missing from the reference"))
-    };
+    let reference = Reference::run(dir.path(), &inputs, "pesto/reference.py", &[]);
+    let weights = reference.read_file("weights", &pesto_weights());
+    let model = Pesto::load(&weights, tch::Device::Cpu).unwrap();
+    let get = |key: String| reference.get(&key);
     for (input, audio) in &inputs {
         let (pitch, confidence) = model.predict(audio).unwrap();
         let activations = model.activations(audio).unwrap();

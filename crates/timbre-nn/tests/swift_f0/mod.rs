@@ -4,14 +4,11 @@
 //! frame and the voicing. Prints what it measured.
 
 use std::path::Path;
-use std::process::Command;
 
-use tch::Tensor;
-use timbre_audio::{AudioBuffer, SampleFormat};
 use timbre_nn::swift_f0::{self, SwiftF0, VOICED_CONFIDENCE};
-use timbre_test_support::{reference_python, swift_f0_model};
+use timbre_test_support::swift_f0_model;
 
-use crate::pitch_inputs::{RATE, speech, tone};
+use crate::pitch_inputs::{Reference, speech, tone};
 
 /// Largest differences of a voiced frame's pitch (cents) and of a frame's confidence allowed on
 /// inputs with a noise floor (speech, a noisy tone), where every band has signal.
@@ -53,39 +50,15 @@ fn cents(a: f64, b: f64) -> f64 {
 fn parity(fmin: f64, fmax: f64) {
     let dir = tempfile::tempdir().unwrap();
     let inputs = inputs(dir.path());
-    for (input, audio) in &inputs {
-        let buffer = AudioBuffer::new(RATE, vec![audio.clone()]);
-        let wav = dir.path().join(format!("{input}.wav"));
-        timbre_audio::write_wav(&wav, &buffer, SampleFormat::Float32).unwrap();
-    }
-    let output = Command::new(reference_python())
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/swift_f0/reference.py"))
-        .arg(dir.path())
-        .args([fmin.to_string(), fmax.to_string()])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "the reference failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
+    let reference = Reference::run(
+        dir.path(),
+        &inputs,
+        "swift_f0/reference.py",
+        &[fmin.to_string(), fmax.to_string()],
     );
-    let printed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    let model_path = Path::new(printed["model"].as_str().unwrap());
-    assert_eq!(
-        model_path.canonicalize().unwrap(),
-        swift_f0_model().canonicalize().unwrap(),
-        "the reference and this test read the same model"
-    );
-    let model = SwiftF0::load(model_path, tch::Device::Cpu).unwrap();
-    let reference: Vec<(String, Tensor)> =
-        Tensor::read_safetensors(dir.path().join("reference.safetensors")).unwrap();
-    let get = |key: String| {
-        reference
-            .iter()
-            .find(|(n, _)| *n == key)
-            .map(|(_, t)| t.shallow_clone())
-            .unwrap_or_else(|| panic!("{key} missing from the reference"))
-    };
+    let model_path = reference.read_file("model", &swift_f0_model());
+    let model = SwiftF0::load(&model_path, tch::Device::Cpu).unwrap();
+    let get = |key: String| reference.get(&key);
     for (input, audio) in &inputs {
         let ours = model.detect(audio, fmin, fmax).unwrap();
         let pitch: Vec<f64> = Vec::try_from(get(format!("{input}.pitch"))).unwrap();

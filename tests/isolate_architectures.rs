@@ -1,14 +1,14 @@
-//! `timbre isolate` with an SCNet model dropped into the models folder as a user would: its
-//! `.ckpt` and YAML config (a tiny random-weight one made with MSST's own code, from
-//! `crates/timbre-nn/tests/data/scnet-parity`, stands in for a real one such as SCNet XL). The
-//! architecture is told from the files; an SCNet config beside a checkpoint of another
+//! `timbre isolate` with MDX23C and SCNet models dropped into the models folder as a user would:
+//! each `.ckpt` and YAML config (tiny random-weight ones made with MSST's own code, from
+//! `crates/timbre-nn/tests/data/mdx23c-parity` and `scnet-parity`, stand in for real ones such as
+//! SCNet XL). The architecture is told from the files; a config beside a checkpoint of another
 //! architecture is refused naming both.
 
 use std::path::Path;
 
 use timbre_audio::signal::backing_track;
 use timbre_audio::{AudioBuffer, SampleFormat};
-use timbre_integration_tests::Sandbox;
+use timbre_integration_tests::{Sandbox, separation_fixtures};
 use timbre_test_support::{mdx23c_parity_fixtures, scnet_parity_fixtures};
 
 const RATE: u32 = 44_100;
@@ -18,13 +18,48 @@ fn decode(path: &Path) -> AudioBuffer {
 }
 
 #[test]
+fn an_mdx23c_model_in_the_models_folder_isolates_a_file() {
+    isolates_then_refuses_another_architecture(
+        "mdx",
+        &mdx23c_parity_fixtures().join("instancenorm_relu_four_stems"),
+        &separation_fixtures().join("bs_roformer_tiny/model.ckpt"),
+        "mdx.yaml is an MDX23C config",
+        "mdx.ckpt holds a BS-RoFormer",
+    );
+}
+
+#[test]
 fn an_scnet_model_in_the_models_folder_isolates_a_file() {
+    isolates_then_refuses_another_architecture(
+        "scnet",
+        &scnet_parity_fixtures().join("vocals_other_stereo"),
+        &mdx23c_parity_fixtures().join("groupnorm_elu_two_stems/model.ckpt"),
+        "scnet.yaml is an SCNet config",
+        "scnet.ckpt holds an MDX23C",
+    );
+}
+
+/// A model of `fixture` (a fixture case folder with `model.ckpt` and `config.yaml`) dropped into
+/// the models folder as `name` isolates a file; then with `other_checkpoint` (another
+/// architecture's) beside the same config it is refused, the job saying `config_says` and
+/// `checkpoint_says`.
+fn isolates_then_refuses_another_architecture(
+    name: &str,
+    fixture: &Path,
+    other_checkpoint: &Path,
+    config_says: &str,
+    checkpoint_says: &str,
+) {
     let sb = Sandbox::new();
     let separation = sb.path("models/separation");
     std::fs::create_dir_all(&separation).unwrap();
-    let fixture = scnet_parity_fixtures().join("vocals_other_stereo");
-    std::fs::copy(fixture.join("model.ckpt"), separation.join("scnet.ckpt")).unwrap();
-    std::fs::copy(fixture.join("config.yaml"), separation.join("scnet.yaml")).unwrap();
+    let checkpoint = separation.join(format!("{name}.ckpt"));
+    std::fs::copy(fixture.join("model.ckpt"), &checkpoint).unwrap();
+    std::fs::copy(
+        fixture.join("config.yaml"),
+        separation.join(format!("{name}.yaml")),
+    )
+    .unwrap();
     let mix_path = sb.path("mix.wav");
     timbre_audio::write_wav(&mix_path, &backing_track(RATE, 1.5), SampleFormat::Float32).unwrap();
     let out_dir = sb.path("out");
@@ -36,7 +71,7 @@ fn an_scnet_model_in_the_models_folder_isolates_a_file() {
             "--json",
             "isolate",
             "--model",
-            "scnet",
+            name,
             mix_path.to_str().unwrap(),
         ])
         .arg("--out")
@@ -50,7 +85,7 @@ fn an_scnet_model_in_the_models_folder_isolates_a_file() {
     );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let result = &json[0]["result"];
-    assert_eq!(result["method"]["model"], "scnet", "{result}");
+    assert_eq!(result["method"]["model"], name, "{result}");
     assert_eq!(result["rough_preview"], false);
     let names: Vec<&str> = (0..2)
         .map(|i| result["takes"][i]["take"]["name"].as_str().unwrap())
@@ -77,22 +112,20 @@ fn an_scnet_model_in_the_models_folder_isolates_a_file() {
     assert!(rms > 1e-3, "the vocals are silent: rms {rms}");
     assert!(vocals.channels != mix.channels, "the vocals are the mix");
 
-    // The SCNet config beside an MDX23C checkpoint: refused, naming both files.
-    let mdx = mdx23c_parity_fixtures().join("groupnorm_elu_two_stems/model.ckpt");
-    std::fs::copy(mdx, separation.join("scnet.ckpt")).unwrap();
+    // The config beside another architecture's checkpoint: refused, naming both files.
+    std::fs::copy(other_checkpoint, &checkpoint).unwrap();
     let out = sb
         .command()
         .env("TIMBRE_MODELS_DIR", sb.path("models"))
         .env("TIMBRE_DEVICE", "cpu")
-        .args(["isolate", "--model", "scnet", mix_path.to_str().unwrap()])
+        .args(["isolate", "--model", name, mix_path.to_str().unwrap()])
         .output()
         .unwrap();
     assert!(!out.status.success());
     // The job's failure is on stdout, the progress on stderr.
     let said = String::from_utf8_lossy(&[out.stdout, out.stderr].concat()).into_owned();
     assert!(
-        said.contains("scnet.yaml is an SCNet config")
-            && said.contains("scnet.ckpt holds an MDX23C"),
+        said.contains(config_says) && said.contains(checkpoint_says),
         "{said}"
     );
 }
