@@ -205,14 +205,8 @@ pub const FIXED_MODEL_KEYS: [(&str, &str); 4] = [
 /// Fails naming the first `model:` key of `text` that is neither read, ignored nor at its fixed
 /// value.
 fn check_model_keys(text: &str) -> Result<()> {
-    let root: serde_yaml_ng::Value = serde_yaml_ng::from_str(text)?;
-    let Some(model) = root.get("model").and_then(|m| m.as_mapping()) else {
-        return Ok(());
-    };
-    for (key, value) in model {
-        let Some(key) = key.as_str() else {
-            bail!("`model:` has a key that is not a name: {key:?}");
-        };
+    for (key, value) in model_entries(text)? {
+        let key = key.as_str();
         if READ_MODEL_KEYS.contains(&key) || IGNORED_MODEL_KEYS.contains(&key) {
             continue;
         }
@@ -233,6 +227,38 @@ fn check_model_keys(text: &str) -> Result<()> {
             bail!("`model.{key}`: a Conformer model, which this player does not implement");
         }
         bail!("`model.{key}` is an option this player does not implement");
+    }
+    Ok(())
+}
+
+/// The `model:` section of a YAML config, key by key (none when it has no such section); a key
+/// that is not a name is refused. Each architecture's config checks its keys from these.
+pub(super) fn model_entries(text: &str) -> Result<Vec<(String, serde_yaml_ng::Value)>> {
+    let root: serde_yaml_ng::Value = serde_yaml_ng::from_str(text)?;
+    let Some(model) = root.get("model").and_then(|m| m.as_mapping()) else {
+        return Ok(Vec::new());
+    };
+    model
+        .iter()
+        .map(|(key, value)| match key.as_str() {
+            Some(name) => Ok((name.to_string(), value.clone())),
+            None => bail!("`model:` has a key that is not a name: {key:?}"),
+        })
+        .collect()
+}
+
+/// Fails naming the first of `values` (a config entry's name and value) that is not positive.
+pub(super) fn ensure_positive(values: &[(&str, i64)]) -> Result<()> {
+    for (name, value) in values {
+        ensure!(*value > 0, "`{name}` is {value}: it must be positive");
+    }
+    Ok(())
+}
+
+/// Fails naming the first of `values` that is negative.
+pub(super) fn ensure_not_negative(values: &[(&str, i64)]) -> Result<()> {
+    for (name, value) in values {
+        ensure!(*value >= 0, "`{name}` is {value}: it must not be negative");
     }
     Ok(())
 }
@@ -290,7 +316,7 @@ impl Config {
 
     fn validate(&self) -> Result<()> {
         let m = &self.model;
-        for (name, value) in [
+        ensure_positive(&[
             ("model.dim", m.dim),
             ("model.depth", m.depth),
             ("model.num_stems", m.num_stems),
@@ -303,16 +329,12 @@ impl Config {
             ("audio.chunk_size", self.audio.chunk_size),
             ("inference.batch_size", self.inference.batch_size),
             ("inference.num_overlap", self.inference.num_overlap),
-        ] {
-            ensure!(value > 0, "`{name}` is {value}: it must be positive");
-        }
-        for (name, value) in [
+        ])?;
+        ensure_not_negative(&[
             ("model.time_transformer_depth", m.time_transformer_depth),
             ("model.freq_transformer_depth", m.freq_transformer_depth),
             ("model.linear_transformer_depth", m.linear_transformer_depth),
-        ] {
-            ensure!(value >= 0, "`{name}` is {value}: it must not be negative");
-        }
+        ])?;
         ensure!(
             m.stft_win_length <= m.stft_n_fft,
             "`model.stft_win_length` {} is longer than `model.stft_n_fft` {}",

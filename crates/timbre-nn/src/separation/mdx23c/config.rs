@@ -4,6 +4,7 @@
 //! option we do not implement never plays silently wrong; the values are checked against what
 //! the network can be built from, as upstream's constructor and forward would find out.
 
+use crate::separation::config::{ensure_not_negative, ensure_positive, model_entries};
 use anyhow::{Result, bail, ensure};
 use serde::Deserialize;
 
@@ -209,7 +210,7 @@ impl Mdx23cConfig {
 
     fn validate(&self) -> Result<()> {
         let (a, m) = (&self.audio, &self.model);
-        for (name, value) in [
+        ensure_positive(&[
             ("audio.chunk_size", self.chunk_size()),
             ("audio.dim_f", a.dim_f),
             ("audio.hop_length", a.hop_length),
@@ -219,16 +220,12 @@ impl Mdx23cConfig {
             ("model.num_subbands", m.num_subbands),
             ("inference.batch_size", self.inference.batch_size),
             ("inference.num_overlap", self.inference.num_overlap),
-        ] {
-            ensure!(value > 0, "`{name}` is {value}: it must be positive");
-        }
-        for (name, value) in [
+        ])?;
+        ensure_not_negative(&[
             ("model.growth", m.growth),
             ("model.num_blocks_per_scale", m.num_blocks_per_scale),
             ("model.num_scales", m.num_scales),
-        ] {
-            ensure!(value >= 0, "`{name}` is {value}: it must not be negative");
-        }
+        ])?;
         ensure!(
             a.num_channels == 2,
             "`audio.num_channels` is {}: upstream's MDX23C separates stereo audio only",
@@ -305,14 +302,8 @@ impl Mdx23cConfig {
 
 /// Fails naming the first `model:` key of `text` that [`MODEL_KEYS`] lacks.
 fn check_model_keys(text: &str) -> Result<()> {
-    let root: serde_yaml_ng::Value = serde_yaml_ng::from_str(text)?;
-    let Some(model) = root.get("model").and_then(|m| m.as_mapping()) else {
-        return Ok(());
-    };
-    for key in model.keys() {
-        let Some(key) = key.as_str() else {
-            bail!("`model:` has a key that is not a name: {key:?}");
-        };
+    for (key, _) in model_entries(text)? {
+        let key = key.as_str();
         ensure!(
             MODEL_KEYS.contains(&key),
             "`model.{key}` is an option this player's MDX23C does not implement"

@@ -5,6 +5,7 @@
 //! and the values are checked against what the network can be built from: the band plan of every
 //! SD block (`Band`) is worked out here, where upstream's forward would find a mismatch.
 
+use crate::separation::config::{ensure_positive, model_entries};
 use anyhow::{Result, bail, ensure};
 use serde::Deserialize;
 
@@ -235,7 +236,7 @@ impl ScnetConfig {
 
     fn validate(&self) -> Result<()> {
         let m = &self.model;
-        for (name, value) in [
+        ensure_positive(&[
             ("audio.chunk_size", self.chunk_size()),
             ("model.audio_channels", m.audio_channels),
             ("model.nfft", m.nfft),
@@ -245,9 +246,7 @@ impl ScnetConfig {
             ("model.expand", m.expand),
             ("inference.batch_size", self.inference.batch_size),
             ("inference.num_overlap", self.inference.num_overlap),
-        ] {
-            ensure!(value > 0, "`{name}` is {value}: it must be positive");
-        }
+        ])?;
         ensure!(!m.sources.is_empty(), "`model.sources` is empty");
         ensure!(
             m.dims.len() >= 2 && m.dims.iter().all(|&d| d > 0),
@@ -319,14 +318,8 @@ impl ScnetConfig {
 
 /// Fails naming the first `model:` key of `text` that [`MODEL_KEYS`] lacks.
 fn check_model_keys(text: &str) -> Result<()> {
-    let root: serde_yaml_ng::Value = serde_yaml_ng::from_str(text)?;
-    let Some(model) = root.get("model").and_then(|m| m.as_mapping()) else {
-        return Ok(());
-    };
-    for key in model.keys() {
-        let Some(key) = key.as_str() else {
-            bail!("`model:` has a key that is not a name: {key:?}");
-        };
+    for (key, _) in model_entries(text)? {
+        let key = key.as_str();
         if key.starts_with("tran_") {
             bail!(
                 "`model.{key}` is an option of MSST's scnet_tran (SCNet with transformers in \
