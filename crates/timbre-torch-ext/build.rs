@@ -35,13 +35,30 @@ fn main() {
             .file(file);
         build
     };
-    compiler("src/shim.cpp").compile("timbre_torch_ext");
+    compiler("src/shim.cpp")
+        .file("src/distributed.cpp")
+        .include("third_party/gloo")
+        .define("USE_C10D_GLOO", None)
+        .compile("timbre_torch_ext");
     println!("cargo::rustc-check-cfg=cfg(timbre_cuda_graph)");
+    println!("cargo::rustc-check-cfg=cfg(timbre_nccl)");
     let cuda_headers = cuda_includes(root);
     let has_libtorch_cuda = lib.join("libtorch_cuda.so").exists();
     if !cuda_headers.is_empty() && has_libtorch_cuda {
         let mut build = compiler("src/cuda_graph.cpp");
         build.includes(&cuda_headers);
+        let nccl = nccl_include(root);
+        if let Some(nccl) = &nccl {
+            build
+                .file("src/cuda_nccl.cpp")
+                .include(nccl)
+                .define("USE_C10D_NCCL", None);
+            println!("cargo:rustc-cfg=timbre_nccl");
+        } else {
+            println!(
+                "cargo:warning=timbre-torch-ext: built without NCCL groups (nccl.h or CUDA's nv/target not found)"
+            );
+        }
         let objects = build.compile_intermediates();
         let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
         let shared = out.join("libtimbre_cuda_graph.so");
@@ -80,6 +97,8 @@ fn main() {
     println!("cargo:rerun-if-changed=src/shim.cpp");
     println!("cargo:rerun-if-changed=src/shim_error.h");
     println!("cargo:rerun-if-changed=src/cuda_graph.cpp");
+    println!("cargo:rerun-if-changed=src/distributed.cpp");
+    println!("cargo:rerun-if-changed=src/cuda_nccl.cpp");
     println!("cargo:rerun-if-env-changed=CUDA_HOME");
     println!("cargo:rerun-if-env-changed=LIBTORCH_CXX11_ABI");
 }
@@ -118,6 +137,16 @@ fn cuda_includes(torch_root: &Path) -> Vec<PathBuf> {
     } else {
         vec![runtime, host_config]
     }
+}
+
+/// NCCL's header folder beside a PyPI torch (the nvidia-nccl wheel), when CUDA's C++ core
+/// headers that nccl.h reaches (`nv/target`, which the nvidia-cuda-cccl wheel puts in CUDA 13's
+/// include folder) are there too.
+fn nccl_include(torch_root: &Path) -> Option<PathBuf> {
+    let site = torch_root.parent()?;
+    let nccl = site.join("nvidia/nccl/include");
+    (nccl.join("nccl.h").exists() && site.join("nvidia/cu13/include/nv/target").exists())
+        .then_some(nccl)
 }
 
 /// The libtorch's version: PyPI torch's `version.py` (`__version__ = '2.11.0+cu130'`), else a

@@ -16,26 +16,11 @@ use tch::TchError;
 use crate::db::jobs::Lane;
 use crate::jobs::{JobContext, JobHandler, JobKind, Needs};
 use crate::settings::Settings;
-
-/// How libtorch words an allocation it could not make: CUDA's caching allocator, the CUDA
-/// runtime, cuBLAS and cuDNN, and the CPU allocator.
-const OUT_OF_MEMORY_REPORTS: [&str; 6] = [
-    "CUDA out of memory",
-    "CUDA error: out of memory",
-    "CUBLAS_STATUS_ALLOC_FAILED",
-    "CUDNN_STATUS_ALLOC_FAILED",
-    "DefaultCPUAllocator: can't allocate memory",
-    "DefaultCPUAllocator: not enough memory",
-];
+use timbre_nn::device::reports_out_of_memory;
+use timbre_nn::train::trainer::PeerFailure;
 
 /// tch's panics carry the `Debug` of its error: `…: Torch("<message>\n<stack trace>")`.
 const TORCH_PANIC: &str = "Torch(\"";
-
-fn reports_out_of_memory(torch_message: &str) -> bool {
-    OUT_OF_MEMORY_REPORTS
-        .iter()
-        .any(|report| torch_message.contains(report))
-}
 
 /// The first line of a libtorch message: what it says, without the C++ stack trace after it.
 fn first_line(message: &str) -> &str {
@@ -43,8 +28,16 @@ fn first_line(message: &str) -> &str {
 }
 
 /// `err` typed as out of memory when a libtorch error in its chain reports one (its message
-/// keeps the contexts around it); any other error as it is.
+/// keeps the contexts around it), or another rank's did; any other error as it is.
 pub fn typed(err: anyhow::Error) -> anyhow::Error {
+    // Another rank of a data-parallel training ran out of memory in this step: this one retries
+    // with the smaller batch too.
+    if err
+        .downcast_ref::<PeerFailure>()
+        .is_some_and(|failure| failure.out_of_memory)
+    {
+        return crate::error::out_of_memory(format!("{err:#}"));
+    }
     let torch_position = err.chain().position(|cause| {
         matches!(cause.downcast_ref::<TchError>(),
             Some(TchError::Torch(message)) if reports_out_of_memory(message))

@@ -2,6 +2,10 @@
 //! a saved run resumes to the same state and continues identically, old checkpoints are pruned,
 //! and the exported model converts. A test binary of its own, its tests one at a time: they
 //! draw from libtorch's global generator, which tests on other threads would also draw from.
+//! Data-parallel training over Gloo is tested in `data_parallel`.
+
+#[path = "trainer/data_parallel.rs"]
+mod data_parallel;
 
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};

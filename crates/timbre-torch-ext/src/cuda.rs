@@ -35,6 +35,7 @@ pub struct Backend {
     /// Why none was, or why the one found did not load (the loader's message).
     pub problem: Option<String>,
     graphs: Option<GraphFns>,
+    nccl: Option<NcclNew>,
 }
 
 impl Backend {
@@ -56,6 +57,9 @@ type GraphCapture = unsafe extern "C" fn(
     *mut c_void,
 ) -> ErrorText;
 type GraphReplay = unsafe extern "C" fn(*mut c_void) -> ErrorText;
+/// `timbre_cuda_nccl_new(store, rank, world, timeout_ms, device, out)` of cuda_nccl.cpp.
+pub(crate) type NcclNew =
+    unsafe extern "C" fn(*mut c_void, c_int, c_int, i64, c_int, *mut *mut c_void) -> ErrorText;
 
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct GraphFns {
@@ -82,6 +86,11 @@ pub fn backend() -> &'static Backend {
 
 pub(crate) fn graph_fns() -> Option<GraphFns> {
     backend().graphs
+}
+
+/// The NCCL group's constructor, where the CUDA half was built with NCCL and loaded.
+pub(crate) fn nccl_new() -> Option<NcclNew> {
+    backend().nccl
 }
 
 /// Where installed runtimes live: `TIMBRE_RUNTIME_DIR`, else `<XDG data dir>/timbre-studio/runtime`.
@@ -124,6 +133,7 @@ fn load() -> Backend {
                     .map_or_else(|| "a runtime folder".into(), |f| f.display().to_string())
             )),
             graphs: None,
+            nccl: None,
         };
     };
     if let Err(problem) = open(&library, libc::RTLD_NOW | libc::RTLD_GLOBAL) {
@@ -131,16 +141,18 @@ fn load() -> Backend {
             library: None,
             problem: Some(format!("{}: {problem}", library.display())),
             graphs: None,
+            nccl: None,
         };
     }
-    let (graphs, problem) = match load_graphs() {
-        Ok(graphs) => (graphs, None),
-        Err(problem) => (None, Some(format!("CUDA graphs: {problem}"))),
+    let ((graphs, nccl), problem) = match load_cuda_half() {
+        Ok(half) => (half, None),
+        Err(problem) => ((None, None), Some(format!("CUDA graphs: {problem}"))),
     };
     Backend {
         library: Some(library),
         problem,
         graphs,
+        nccl,
     }
 }
 
@@ -168,8 +180,10 @@ fn open(path: &Path, flags: c_int) -> Result<*mut c_void, String> {
     }
 }
 
+/// The CUDA half's graph functions and, where it was built with NCCL, the NCCL group's
+/// constructor.
 #[cfg(timbre_cuda_graph)]
-fn load_graphs() -> Result<Option<GraphFns>, String> {
+fn load_cuda_half() -> Result<(Option<GraphFns>, Option<NcclNew>), String> {
     use std::io::Write;
     use std::os::fd::{AsRawFd, FromRawFd};
     static LIBRARY: &[u8] = include_bytes!(env!("TIMBRE_CUDA_GRAPH_LIB"));
@@ -199,9 +213,16 @@ fn load_graphs() -> Result<Option<GraphFns>, String> {
             Ok(address)
         }
     };
+    #[cfg(timbre_nccl)]
+    // SAFETY: the extern "C" function of cuda_nccl.cpp with this signature.
+    let nccl = Some(unsafe {
+        std::mem::transmute::<*mut c_void, NcclNew>(symbol(c"timbre_cuda_nccl_new")?)
+    });
+    #[cfg(not(timbre_nccl))]
+    let nccl = None;
     // SAFETY: each symbol is the extern "C" function of cuda_graph.cpp with this signature.
-    unsafe {
-        Ok(Some(GraphFns {
+    let graphs = unsafe {
+        GraphFns {
             new: std::mem::transmute::<*mut c_void, GraphNew>(symbol(c"timbre_cuda_graph_new")?),
             free: std::mem::transmute::<*mut c_void, GraphFree>(symbol(c"timbre_cuda_graph_free")?),
             capture: std::mem::transmute::<*mut c_void, GraphCapture>(symbol(
@@ -210,13 +231,14 @@ fn load_graphs() -> Result<Option<GraphFns>, String> {
             replay: std::mem::transmute::<*mut c_void, GraphReplay>(symbol(
                 c"timbre_cuda_graph_replay",
             )?),
-        }))
-    }
+        }
+    };
+    Ok((Some(graphs), nccl))
 }
 
 #[cfg(not(timbre_cuda_graph))]
-fn load_graphs() -> Result<Option<GraphFns>, String> {
-    Ok(None)
+fn load_cuda_half() -> Result<(Option<GraphFns>, Option<NcclNew>), String> {
+    Ok((None, None))
 }
 
 /// The path of the libtorch_cpu.so this process loaded, from the loader's list of objects.

@@ -1,7 +1,8 @@
 //! The libtorch ops tch 0.24 does not bind, reached through a small C++ shim (src/shim.cpp,
 //! compiled by build.rs against the same libtorch's headers, with torch-sys's flags):
 //! torch's fused AdamW kernel, the multi-tensor (`_foreach_*`) ops a loss scaler needs, CUDA
-//! graphs (`at::cuda::CUDAGraph`) and torch's profiler ([`profile`]).
+//! graphs (`at::cuda::CUDAGraph`), torch's profiler ([`profile`]) and torch.distributed's process
+//! groups ([`distributed`]).
 //!
 //! CUDA graphs live in a library of their own (src/cuda_graph.cpp), built only where CUDA's
 //! runtime headers and libtorch_cuda are there at build time (the PyPI torch brings both: the
@@ -53,6 +54,7 @@ unsafe extern "C" {
 }
 
 pub mod cuda;
+pub mod distributed;
 pub mod profile;
 
 /// Turns the shim's error string (NULL on success) into a `Result`, freeing it.

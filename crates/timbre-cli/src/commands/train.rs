@@ -13,6 +13,7 @@ use timbre_core::db::trainings::{self, Training};
 use timbre_core::db::{training_metrics, training_previews};
 use timbre_core::jobs::JobSystem;
 use timbre_core::train::{self, Pretrained, TrainRequest, TrainResult};
+use timbre_torch_ext::distributed::Rendezvous;
 
 #[derive(clap::Subcommand)]
 pub enum Command {
@@ -25,7 +26,23 @@ pub enum Command {
     /// Stop a training; it saves a checkpoint first.
     Stop { id: i64 },
     /// Continue a stopped or failed training from its last checkpoint (runs here).
-    Resume { id: i64 },
+    Resume {
+        id: i64,
+        /// Resume on these devices instead (another number of them is fine).
+        #[arg(long, value_delimiter = ',', value_name = "DEVICE,...")]
+        devices: Option<Vec<String>>,
+    },
+    /// One rank of a data-parallel training, as torchrun or SLURM starts it on every rank
+    /// (MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK): rank 0 runs the training's job
+    /// here, the others step on their shares.
+    Worker {
+        /// The training (queued, stopped or failed), in a data folder every rank reads.
+        #[arg(long)]
+        training: i64,
+        /// This rank's device (default: cuda:LOCAL_RANK where there is CUDA, else the CPU).
+        #[arg(long)]
+        device: Option<String>,
+    },
 }
 
 #[derive(clap::Args)]
@@ -44,9 +61,17 @@ pub struct StartArgs {
     /// Checkpoints kept.
     #[arg(long, default_value_t = TrainRequest::DEFAULT_KEEP_CHECKPOINTS, value_name = "K")]
     keep: i64,
-    /// Pieces per step (default: from the GPU's free memory, 4 on the CPU).
+    /// Pieces per step on each device (default: from the GPU's free memory, 4 on the CPU).
     #[arg(long)]
     batch_size: Option<i64>,
+    /// Train on these devices together, one worker process each (`cuda:0,cuda:1`); default:
+    /// the `device` setting's.
+    #[arg(long, value_delimiter = ',', value_name = "DEVICE,...")]
+    devices: Vec<String>,
+    /// Queue the training and return instead of running it here (the app's worker, `timbre jobs
+    /// run` or `timbre train worker` on a cluster runs it).
+    #[arg(long)]
+    queue: bool,
     /// Render a preview every N epochs (default: --save-every).
     #[arg(long, value_name = "N")]
     preview_every: Option<i64>,
@@ -91,8 +116,13 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
     match cmd {
         Command::Start(args) => {
             let system = open_jobs(data_dir)?;
+            let queue = args.queue;
             let request = request(&system, *args)?;
             let training = train::start_training(&system, request)?;
+            if queue {
+                out.print(&training, || line(&training));
+                return Ok(ExitCode::SUCCESS);
+            }
             run_training(&system, &training, out)
         }
         Command::List => {
@@ -142,11 +172,15 @@ pub fn run(data_dir: Option<&Path>, out: &Output, cmd: Command) -> Result<ExitCo
             out.print(&training, || line(&training));
             Ok(ExitCode::SUCCESS)
         }
-        Command::Resume { id } => {
+        Command::Resume { id, devices } => {
             let system = open_jobs(data_dir)?;
+            if let Some(devices) = devices {
+                train::ranks::set_training_devices(system.library(), id, devices)?;
+            }
             let training = train::resume_training(&system, id)?;
             run_training(&system, &training, out)
         }
+        Command::Worker { training, device } => worker(data_dir, out, training, device),
     }
 }
 
@@ -207,6 +241,7 @@ fn request(system: &JobSystem, args: StartArgs) -> Result<TrainRequest> {
         save_every: args.save_every,
         keep_checkpoints: args.keep,
         batch_size: args.batch_size,
+        devices: args.devices,
         pretrained,
         preview_every: args.preview_every,
         patience_saves: args.patience,
@@ -218,6 +253,30 @@ fn request(system: &JobSystem, args: StartArgs) -> Result<TrainRequest> {
         model_config,
         ..TrainRequest::new(dataset.id)
     })
+}
+
+/// `timbre train worker`: rank 0 runs the training's job here as the group's rank 0; the
+/// other ranks train beside it.
+fn worker(
+    data_dir: Option<&Path>,
+    out: &Output,
+    id: i64,
+    device: Option<String>,
+) -> Result<ExitCode> {
+    let rendezvous = Rendezvous::from_env()?;
+    let device = train::ranks::rank_device(&rendezvous, device.as_deref())?;
+    if rendezvous.rank > 0 {
+        train::worker::run(&*open_library(data_dir)?, id, &rendezvous, device)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    train::ranks::launched_as(rendezvous, device);
+    let system = open_jobs(data_dir)?;
+    let training = trainings::require(&system.library().conn(), id)?;
+    let training = match training.status.as_str() {
+        trainings::STOPPED | trainings::FAILED => train::resume_training(&system, id)?,
+        _ => training,
+    };
+    run_training(&system, &training, out)
 }
 
 /// Runs the training's job here and prints how it ended.

@@ -166,13 +166,19 @@ impl TrainingData {
             .collect()
     }
 
-    /// The batches of epoch `epoch` (1 for the first, as RVC counts), as piece indices: the
-    /// file list shuffled with `seed`, then bucketed and shuffled by the sampler.
-    pub fn epoch_batches(&self, epoch: u64, batch_size: usize, seed: u64) -> Vec<Vec<usize>> {
+    /// This shard's batches of epoch `epoch` (1 for the first, as RVC counts), as piece
+    /// indices: the file list shuffled with `seed`, then bucketed and shuffled by the sampler.
+    pub fn epoch_batches(
+        &self,
+        epoch: u64,
+        batch_size: usize,
+        seed: u64,
+        shard: sampler::Shard,
+    ) -> Vec<Vec<usize>> {
         let mut order = self.file_list.clone();
         sampler::shuffle_file_list(&mut order, seed);
         let lengths: Vec<u64> = order.iter().map(|&i| self.lengths[i]).collect();
-        sampler::bucket_batches(&lengths, batch_size, epoch)
+        sampler::bucket_batches(&lengths, batch_size, epoch, shard)
             .into_iter()
             .map(|batch| batch.into_iter().map(|i| order[i]).collect())
             .collect()

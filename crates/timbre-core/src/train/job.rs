@@ -22,8 +22,10 @@ use super::data::TrainingData;
 use super::export;
 use super::files::TrainingFiles;
 use super::judge::{Judge, JudgeSetup};
+use super::ranks::{self, Ranks};
 use super::request::{KIND, TrainParams, check_amount, plan_of, ready_dataset};
 use super::session::{Ending, EpochProfile, Session, Setup, TRAINING_SHARE};
+use super::worker;
 use crate::db::job_events::Level;
 use crate::db::jobs::Lane;
 use crate::db::models::Model;
@@ -34,7 +36,7 @@ use crate::jobs::{Failure, JobContext, JobHandler, JobKind, Need, Needs, classif
 use crate::model_cache::ModelCache;
 
 /// Single-speaker models, as RVC trains them.
-const SPEAKER_ID: i64 = 0;
+pub(super) const SPEAKER_ID: i64 = 0;
 
 /// Runs `train` jobs on the GPU lane; a cut-off one resumes from its newest checkpoint.
 pub struct TrainHandler {
@@ -127,7 +129,8 @@ fn train(ctx: &JobContext, models: &Arc<ModelCache>, id: i64) -> Result<TrainRes
     let config = plan.config()?;
     let dataset_dir = crate::dataset_layout::folder(library, dataset.id);
     let devices = Devices::of(&library.settings()?)?;
-    let device = devices.main;
+    let training_devices = ranks::devices_of(&plan.request.devices)?;
+    let device = training_devices.first().copied().unwrap_or(devices.main);
     let data = Arc::new(
         TrainingData::open_with(&dataset_dir, SPEAKER_ID, config.data)?
             .compute_spectrograms_on(devices.extraction),
@@ -138,8 +141,15 @@ fn train(ctx: &JobContext, models: &Arc<ModelCache>, id: i64) -> Result<TrainRes
         ctx.event(Level::Info, "devices", &data)?;
     }
     let precision = Precision::default_for(device)?;
-    library
-        .edit(|conn| trainings::set_running(conn, id, &devices::name(device), precision.name()))?;
+    let device_names = match training_devices.len() {
+        0 | 1 => devices::name(device),
+        _ => training_devices
+            .iter()
+            .map(|&d| devices::name(d))
+            .collect::<Vec<_>>()
+            .join(","),
+    };
+    library.edit(|conn| trainings::set_running(conn, id, &device_names, precision.name()))?;
     let pretrained = plan.pretrained_files(library)?;
     if !pretrained.missing.is_empty() {
         let message = "no pretrained base model: training from scratch needs many more epochs \
@@ -163,6 +173,15 @@ fn train(ctx: &JobContext, models: &Arc<ModelCache>, id: i64) -> Result<TrainRes
     };
     library.edit(|conn| trainings::set_batch_size(conn, id, batch_size))?;
     let files = TrainingFiles::new(library.data_dir(), id, &training.name);
+    let ranks = Ranks::start(library.data_dir(), id, &training_devices, &files)?;
+    let batch_size = match &ranks {
+        Some(ranks) => worker::share_batch_size(ranks.group(), device, batch_size)?,
+        None => batch_size,
+    };
+    if let Some(ranks) = &ranks {
+        let data = json!({ "ranks": ranks.group().world(), "devices": device_names });
+        ctx.event(Level::Info, "data_parallel", &data)?;
+    }
     let judge_setup = JudgeSetup {
         library,
         job_id: ctx.job_id(),
@@ -195,8 +214,13 @@ fn train(ctx: &JobContext, models: &Arc<ModelCache>, id: i64) -> Result<TrainRes
             precision,
             pretrained: &pretrained,
             judge: &judge,
+            group: ranks.as_ref().map(Ranks::group),
         };
-        let (trainer, converged) = run_sessions(&setup, &training, batch_size)?;
+        let (trainer, converged) =
+            run_sessions(&setup, &training, batch_size).map_err(|error| match &ranks {
+                Some(ranks) => ranks.explain(error),
+                None => error,
+            })?;
         judge.wait();
         let end = End {
             training: &training,

@@ -8,6 +8,7 @@ use tch::Tensor;
 use timbre_test_support::reference_python;
 
 use super::data::{TrainingData, collate};
+use super::sampler::Shard;
 use super::tests::{PIECES, many_pieces, write_dataset};
 
 const SCRIPT: &str = include_str!("reference_data.py");
@@ -20,6 +21,8 @@ const SPEAKER: i64 = 5;
 struct Reference {
     /// Per epoch, the piece names of each batch.
     epochs: Vec<Vec<Vec<String>>>,
+    /// Each of two replicas' batches, epoch by epoch.
+    shards: Vec<Vec<Vec<Vec<String>>>>,
     tensors: Vec<(String, Tensor)>,
 }
 
@@ -52,6 +55,7 @@ fn reference(python: &Path, dataset: &Path, out: &Path) -> Reference {
     let printed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     Reference {
         epochs: serde_json::from_value(printed["epochs"].clone()).unwrap(),
+        shards: serde_json::from_value(printed["shards"].clone()).unwrap(),
         tensors: Tensor::read_safetensors(out.join("reference.safetensors")).unwrap(),
     }
 }
@@ -82,11 +86,21 @@ fn check_against_the_reference(with_pitch: bool) {
     let name = |piece: usize| pieces[piece].name.to_string();
     for (epoch, theirs) in (1..=EPOCHS).zip(&reference.epochs) {
         let ours: Vec<Vec<String>> = data
-            .epoch_batches(epoch, BATCH_SIZE, SEED)
+            .epoch_batches(epoch, BATCH_SIZE, SEED, Shard::ALONE)
             .into_iter()
             .map(|batch| batch.into_iter().map(name).collect())
             .collect();
         assert_eq!(&ours, theirs, "epoch {epoch}");
+    }
+    for (rank, shard) in reference.shards.iter().enumerate() {
+        for (epoch, theirs) in (1..=EPOCHS).zip(shard) {
+            let ours: Vec<Vec<String>> = data
+                .epoch_batches(epoch, BATCH_SIZE, SEED, Shard { rank, replicas: 2 })
+                .into_iter()
+                .map(|batch| batch.into_iter().map(name).collect())
+                .collect();
+            assert_eq!(&ours, theirs, "epoch {epoch}, rank {rank} of 2");
+        }
     }
 
     let loader = data.loader();
@@ -106,7 +120,11 @@ fn check_against_the_reference(with_pitch: bool) {
             }
         }
     }
-    for (k, batch) in data.epoch_batches(1, BATCH_SIZE, SEED).iter().enumerate() {
+    for (k, batch) in data
+        .epoch_batches(1, BATCH_SIZE, SEED, Shard::ALONE)
+        .iter()
+        .enumerate()
+    {
         let ours = collate(batch.iter().map(|&i| &items[i]), SPEAKER);
         let fields = [
             ("phone", Some(&ours.phone)),

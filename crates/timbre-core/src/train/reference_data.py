@@ -87,8 +87,17 @@ def main() -> None:
             for k, batch in enumerate(batches):
                 for field, tensor in zip(fields, collate([loader[i] for i in batch])):
                     saved[f"batch.{k}.{field}"] = tensor.contiguous()
+    # Two data-parallel replicas: each rank's share of every epoch.
+    shards = []
+    for rank in range(2):
+        replica = DistributedBucketSampler(loader, batch_size, list(BOUNDARIES), num_replicas=2, rank=rank, shuffle=True)
+        epochs_of_rank = []
+        for epoch in range(1, epochs + 1):
+            replica.set_epoch(epoch)
+            epochs_of_rank.append([[names[i] for i in batch] for batch in replica])
+        shards.append(epochs_of_rank)
     save_file(saved, str(out / "reference.safetensors"))
-    print(json.dumps({"epochs": order}))
+    print(json.dumps({"epochs": order, "shards": shards}))
 
 
 if __name__ == "__main__":

@@ -63,6 +63,10 @@ pub struct TrainRequest {
     /// converts with every checkpoint, for `source_similarity`; none by default.
     #[serde(default)]
     pub judge_sources: Vec<crate::input::AudioInput>,
+    /// The devices to train on together (`cuda:0`, `cuda:1`, …), one worker process each; none:
+    /// the `device` setting's.
+    #[serde(default)]
+    pub devices: Vec<String>,
     /// Another model than RVC's (tests train tiny ones): its generator's `sr` and
     /// `spec_channels` must be the dataset's, its upsampling one hop per frame; the training
     /// slice is its `segment_size` frames. Not offered in the app or the CLI.
@@ -268,6 +272,7 @@ pub fn start_training(system: &JobSystem, mut request: TrainRequest) -> Result<T
         request.model_config = model_from_env()?;
     }
     check_numbers(&request)?;
+    super::ranks::training_devices(&request.devices)?;
     crate::input::check_all(library, &request.judge_sources)?;
     request.judge_sources = std::mem::take(&mut request.judge_sources)
         .into_iter()

@@ -1,8 +1,8 @@
-//! RVC's `DistributedBucketSampler` on one process (rvc_next 0.2.16 `engine/train/dataset.py`)
-//! and the file-list shuffle before it (`filelist.py`), with the generators they draw from
-//! reproduced, so an epoch's batches are the reference's for the same seed and epoch: the
-//! file list is shuffled by Python's `random.Random(seed)`, and each epoch's batches by a torch
-//! CPU generator seeded with the epoch number.
+//! RVC's `DistributedBucketSampler` (rvc_next 0.2.16 `engine/train/dataset.py`) and the
+//! file-list shuffle before it (`filelist.py`), with the generators they draw from reproduced,
+//! so an epoch's batches are the reference's for the same seed, epoch and rank: the file list
+//! is shuffled by Python's `random.Random(seed)`, and each epoch's batches by a torch CPU
+//! generator seeded with the epoch number, the same on every rank of a data-parallel run.
 
 /// The sampler's bucket boundaries (`loop.py`): an item of estimated length `l` falls in the
 /// bucket `b` with `BOUNDARIES[b] < l <= BOUNDARIES[b + 1]`; the others are left out.
@@ -31,10 +31,34 @@ pub fn shuffle_file_list<T>(lines: &mut [T], seed: u64) {
     }
 }
 
-/// `DistributedBucketSampler.__iter__` with one replica, shuffling, for `set_epoch(epoch)`:
-/// batches of indices into `lengths` (the items in file-list order).
-pub fn bucket_batches(lengths: &[u64], batch_size: usize, epoch: u64) -> Vec<Vec<usize>> {
+/// One rank's share of an epoch: `rank` of `replicas` data-parallel processes (0 of 1 alone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// This process's rank, from 0.
+    pub rank: usize,
+    /// The processes training together.
+    pub replicas: usize,
+}
+
+impl Shard {
+    /// One process training alone.
+    pub const ALONE: Shard = Shard {
+        rank: 0,
+        replicas: 1,
+    };
+}
+
+/// `DistributedBucketSampler.__iter__` with shuffling, for `set_epoch(epoch)`: this shard's
+/// batches of indices into `lengths` (the items in file-list order). Every rank gets as many
+/// batches, and step k's batches of all ranks together are the combined batch of that step.
+pub fn bucket_batches(
+    lengths: &[u64],
+    batch_size: usize,
+    epoch: u64,
+    shard: Shard,
+) -> Vec<Vec<usize>> {
     assert!(batch_size > 0, "a batch holds at least one item");
+    assert!(shard.rank < shard.replicas, "rank {shard:?} out of range");
     let mut buckets = vec![Vec::new(); BOUNDARIES.len() - 1];
     for (index, &length) in lengths.iter().enumerate() {
         if let Some(bucket) = bucket_of(length) {
@@ -48,14 +72,18 @@ pub fn bucket_batches(lengths: &[u64], batch_size: usize, epoch: u64) -> Vec<Vec
         .iter()
         .map(|bucket| rng.torch_randperm(bucket.len()))
         .collect();
+    let total_batch = batch_size * shard.replicas;
     let mut batches = Vec::new();
     for (bucket, order) in buckets.iter().zip(&orders) {
-        // Each bucket is filled up to a whole number of batches by repeating its order.
-        let padding = (batch_size - bucket.len() % batch_size) % batch_size;
+        // Each bucket is filled up to a whole number of combined batches by repeating its
+        // order; rank r takes every `replicas`-th item from the r-th.
+        let padding = (total_batch - bucket.len() % total_batch) % total_batch;
         let ids: Vec<usize> = order
             .iter()
             .cycle()
             .take(bucket.len() + padding)
+            .skip(shard.rank)
+            .step_by(shard.replicas)
             .map(|&i| bucket[i])
             .collect();
         batches.extend(ids.chunks(batch_size).map(<[usize]>::to_vec));
@@ -204,7 +232,7 @@ mod tests {
     #[test]
     fn every_bucketed_item_appears_and_batches_fill_up() {
         let lengths = [150, 160, 170, 450, 50, 460, 470, 480, 490, 2000];
-        let batches = bucket_batches(&lengths, 2, 3);
+        let batches = bucket_batches(&lengths, 2, 3, Shard::ALONE);
         assert!(batches.iter().all(|batch| batch.len() == 2));
         let mut seen: Vec<usize> = batches.concat();
         seen.sort_unstable();
@@ -215,5 +243,27 @@ mod tests {
         for batch in &batches {
             assert_eq!(bucket_of(lengths[batch[0]]), bucket_of(lengths[batch[1]]));
         }
+    }
+
+    #[test]
+    fn ranks_share_each_epoch_without_overlap() {
+        let lengths: Vec<u64> = (0..23).map(|i| 150 + 40 * (i % 9)).collect();
+        let shard = |rank| Shard { rank, replicas: 2 };
+        let (first, second) = (
+            bucket_batches(&lengths, 3, 5, shard(0)),
+            bucket_batches(&lengths, 3, 5, shard(1)),
+        );
+        assert_eq!(first.len(), second.len());
+        let combined = bucket_batches(&lengths, 6, 5, Shard::ALONE);
+        assert_eq!(first.len(), combined.len());
+        for (a, b) in first.iter().zip(&second) {
+            assert_eq!(a.len(), 3);
+            assert_eq!(bucket_of(lengths[a[0]]), bucket_of(lengths[b[0]]));
+        }
+        // Over an epoch the ranks see every item, as the one process does at the combined size.
+        let mut seen: Vec<usize> = first.concat().into_iter().chain(second.concat()).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen, (0..23).collect::<Vec<_>>());
     }
 }

@@ -15,6 +15,7 @@ use tch::Device;
 use timbre_nn::device::Precision;
 use timbre_nn::train::config::TrainingConfig;
 use timbre_nn::train::trainer::{StepLosses, Trainer};
+use timbre_torch_ext::distributed::ProcessGroup;
 
 use super::batch_size::is_out_of_memory;
 use super::data::TrainingData;
@@ -23,6 +24,8 @@ use super::judge::{Judge, recommend};
 use super::pretrained::PretrainedFiles;
 use super::producer::{BatchProducer, ProducerOptions, Profile};
 use super::request::TrainingPlan;
+use super::sampler::Shard;
+use super::worker::shard_of;
 use crate::Notification;
 use crate::db::job_events::Level;
 use crate::db::training_metrics::{self, TrainingMetric};
@@ -61,6 +64,14 @@ pub struct Setup<'a> {
     pub pretrained: &'a PretrainedFiles,
     /// Scores every checkpoint saved.
     pub judge: &'a Judge<'a>,
+    /// The process group when this is rank 0 of a data-parallel training.
+    pub group: Option<&'a Arc<ProcessGroup>>,
+}
+
+impl Setup<'_> {
+    fn shard(&self) -> Shard {
+        self.group.map_or(Shard::ALONE, |group| shard_of(group))
+    }
 }
 
 /// How a session that did not fail came to its end.
@@ -143,7 +154,7 @@ impl<'a> Session<'a> {
         )?;
         let steps_per_epoch = setup
             .data
-            .epoch_batches(1, batch_size as usize, seed(setup))
+            .epoch_batches(1, batch_size as usize, seed(setup), setup.shard())
             .len();
         let checkpoints = setup.files.checkpoints();
         let resumed = trainer.resume(&checkpoints, steps_per_epoch as i64)?;
@@ -152,6 +163,11 @@ impl<'a> Session<'a> {
                 setup.pretrained.generator.as_deref(),
                 setup.pretrained.discriminator.as_deref(),
             )?;
+        }
+        if let Some(group) = setup.group {
+            // The other ranks resume from the checkpoints folder once it is settled.
+            group.barrier(setup.device)?;
+            trainer.join_group(Arc::clone(group))?;
         }
         let (epoch, step) = (trainer.epoch(), trainer.global_step());
         // What a previous run recorded beyond this point is trained again.
@@ -214,9 +230,12 @@ impl<'a> Session<'a> {
 
     fn epoch(&mut self, epoch: i64) -> Result<Option<Ending>> {
         let setup = self.setup;
-        let plan = setup
-            .data
-            .epoch_batches(epoch as u64, self.batch_size as usize, seed(setup));
+        let plan = setup.data.epoch_batches(
+            epoch as u64,
+            self.batch_size as usize,
+            seed(setup),
+            setup.shard(),
+        );
         let batches = plan.len();
         let profile = Profile::default();
         let producer = BatchProducer::start(
@@ -238,7 +257,7 @@ impl<'a> Session<'a> {
             let batch = batch?.to_device(setup.device);
             timing.to_device += copy_started.elapsed();
             let step_started = Instant::now();
-            let losses = match self.step(&batch) {
+            let losses = match guarded_step(&mut self.trainer, &batch) {
                 Ok(losses) => losses,
                 Err(error) if is_out_of_memory(&error) => {
                     return Ok(Some(Ending::OutOfMemory(error)));
@@ -291,29 +310,11 @@ impl<'a> Session<'a> {
             if let Some(best) = recommend::converged(&scores, &weights, patience) {
                 let data = json!({ "step": best.step, "epoch": best.epoch, "patience": patience });
                 setup.ctx.event(Level::Info, "converged", &data)?;
+                self.trainer.end_run()?;
                 return Ok(Some(Ending::Converged { step: best.step }));
             }
         }
         Ok(None)
-    }
-
-    /// A training step; libtorch's failures (out of memory among them) come as panics from
-    /// tch's infallible calls and become errors here, without libtorch's stack trace.
-    fn step(&mut self, batch: &timbre_nn::train::batch::Batch) -> Result<StepLosses> {
-        match catch_unwind(AssertUnwindSafe(|| self.trainer.step(batch))) {
-            Ok(losses) => losses.map_err(crate::torch_errors::typed),
-            Err(panic) => {
-                let error = crate::torch_errors::from_panic(&*panic).unwrap_or_else(|| {
-                    let text = panic
-                        .downcast_ref::<String>()
-                        .map(String::as_str)
-                        .or_else(|| panic.downcast_ref::<&str>().copied())
-                        .unwrap_or("a panic");
-                    anyhow!("{text}")
-                });
-                Err(error.context("the training step failed"))
-            }
-        }
     }
 
     fn record(&self, epoch: i64, losses: &StepLosses) -> Result<()> {
@@ -419,9 +420,10 @@ impl<'a> Session<'a> {
         Ok(())
     }
 
-    /// A stop (or a failure to ask whether to stop): the state so far is saved first.
+    /// A stop (or a failure to ask whether to stop): the state so far is saved first, then
+    /// the other ranks end theirs.
     fn stop(&mut self, reason: anyhow::Error) -> anyhow::Error {
-        match self.save() {
+        match self.save().and_then(|()| self.trainer.end_run()) {
             Ok(()) => reason,
             Err(error) => error.context("stopping"),
         }
@@ -435,8 +437,30 @@ impl<'a> Session<'a> {
 
 /// Threads loading batches: half the cores, 2 to 8. At batch 256 on an H100 two threads kept
 /// the GPU waiting 15 % of an epoch.
-fn producer_threads() -> usize {
+pub(super) fn producer_threads() -> usize {
     std::thread::available_parallelism().map_or(2, |n| (n.get() / 2).clamp(2, 8))
+}
+
+/// A training step; libtorch's failures (out of memory among them) come as panics from tch's
+/// infallible calls and become errors here, without libtorch's stack trace.
+pub(super) fn guarded_step(
+    trainer: &mut Trainer,
+    batch: &timbre_nn::train::batch::Batch,
+) -> Result<StepLosses> {
+    match catch_unwind(AssertUnwindSafe(|| trainer.step(batch))) {
+        Ok(losses) => losses.map_err(crate::torch_errors::typed),
+        Err(panic) => {
+            let error = crate::torch_errors::from_panic(&*panic).unwrap_or_else(|| {
+                let text = panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("a panic");
+                anyhow!("{text}")
+            });
+            Err(error.context("the training step failed"))
+        }
+    }
 }
 
 /// The seed of the file list's shuffle (RVC's `filelist.py`), the configuration's.

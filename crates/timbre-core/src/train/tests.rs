@@ -7,7 +7,7 @@ use tch::{Kind, Tensor};
 
 use super::data::{TrainingData, collate};
 use super::producer::{BatchProducer, ProducerOptions};
-use super::sampler;
+use super::sampler::{self, Shard};
 use crate::dataset_layout::{Layout, Manifest, ManifestPiece};
 
 const RATE: u32 = 40_000;
@@ -240,14 +240,14 @@ fn every_piece_appears_once_an_epoch_in_an_order_set_by_epoch_and_seed() {
     let root = write_dataset(dir.path(), &PIECES, true);
     let data = TrainingData::open(&root, 0).unwrap();
     assert_eq!(data.left_out(), [index_of("d-short"), index_of("e-capped")]);
-    let mut seen = data.epoch_batches(1, 1, 7).concat();
+    let mut seen = data.epoch_batches(1, 1, 7, Shard::ALONE).concat();
     seen.sort_unstable();
     assert_eq!(seen, [0, 1, 2, 5]);
 
     let dir = tempfile::tempdir().unwrap();
     let root = write_dataset(dir.path(), &many_pieces(), true);
     let data = TrainingData::open(&root, 0).unwrap();
-    let epoch = |epoch, seed| data.epoch_batches(epoch, 2, seed);
+    let epoch = |epoch, seed| data.epoch_batches(epoch, 2, seed, Shard::ALONE);
     for batches in [epoch(1, 0), epoch(2, 0), epoch(1, 5)] {
         assert_eq!(batches.len(), 6);
         let mut seen = batches.concat();
@@ -265,7 +265,7 @@ fn every_piece_appears_once_an_epoch_in_an_order_set_by_epoch_and_seed() {
     assert_ne!(epoch(1, 0), epoch(2, 0));
     assert_ne!(epoch(1, 0), epoch(1, 5));
     // Odd buckets are filled up with pieces of their own.
-    let batches = data.epoch_batches(1, 3, 0);
+    let batches = data.epoch_batches(1, 3, 0, Shard::ALONE);
     assert!(batches.iter().all(|batch| batch.len() == 3));
     assert_eq!(batches.len(), 6);
 }
@@ -356,7 +356,7 @@ fn the_producer_gives_the_planned_batches_in_order_and_profiles_them() {
     let data =
         Arc::new(TrainingData::open(&write_dataset(dir.path(), &many_pieces(), true), 2).unwrap());
     let plan: Vec<Vec<usize>> = (1..=3)
-        .flat_map(|epoch| data.epoch_batches(epoch, 2, 9))
+        .flat_map(|epoch| data.epoch_batches(epoch, 2, 9, Shard::ALONE))
         .collect();
     let options = ProducerOptions {
         threads: 3,

@@ -221,6 +221,16 @@ pub fn set_batch_size(conn: &Connection, id: i64, batch_size: i64) -> Result<()>
     Ok(())
 }
 
+/// Replaces the training's parameters (its request and plan), as a resume on other devices
+/// does.
+pub fn set_params(conn: &Connection, id: i64, params: &Value) -> Result<()> {
+    conn.execute(
+        "UPDATE trainings SET params = ?2, updated_at = ?3 WHERE id = ?1",
+        params![id, params.to_string(), super::now()],
+    )?;
+    Ok(())
+}
+
 /// Records the per-epoch profile (stage and step times) as JSON.
 pub fn set_profile(conn: &Connection, id: i64, profile: &Value) -> Result<()> {
     conn.execute(

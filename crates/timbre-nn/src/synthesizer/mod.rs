@@ -42,7 +42,7 @@ pub use checks::check_model;
 pub use config::{SynthesizerConfig, parse_sample_rate};
 pub use generator_checkpoint::check_generator_checkpoint;
 pub use info::{Metadata, ModelInfo};
-pub use noise::{Noise, TrainingNoise};
+pub use noise::{Noise, TrainingDraw, TrainingNoise};
 pub use training::{TrainableSynthesizer, TrainingBatch, TrainingOutput, slice_segments};
 pub use vocoder::Vocoder;
 

@@ -31,6 +31,17 @@ pub enum TrainingNoise {
     Given(Vec<Tensor>),
 }
 
+/// One random draw of a training forward.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrainingDraw {
+    /// Its shape.
+    pub shape: Vec<i64>,
+    /// Standard normal, else uniform in [0, 1).
+    pub normal: bool,
+    /// One row per batch item along the first dimension, else shared by the batch.
+    pub per_item: bool,
+}
+
 /// The random draws of one forward, made in the order the reference makes them.
 pub(crate) enum NoiseSource {
     Zero,

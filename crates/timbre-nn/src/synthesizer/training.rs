@@ -13,7 +13,7 @@ use anyhow::{Result, bail};
 use tch::{Device, Kind, Tensor, nn};
 
 use super::generator_checkpoint::{GeneratorKind, first_few, generator_state};
-use super::noise::{NoiseSource, TrainingNoise};
+use super::noise::{NoiseSource, TrainingDraw, TrainingNoise};
 use super::parameters::initial_parameters;
 use super::posterior::PosteriorEncoder;
 use super::{Inputs, Metadata, ModelInfo, Synthesizer, SynthesizerConfig, Vocoder};
@@ -242,17 +242,11 @@ impl TrainableSynthesizer {
         let inputs =
             model.checked_inputs(batch.phone, batch.phone_lengths, batch.pitch, batch.pitchf)?;
         let (spec, spec_lengths, sid) = self.checked_training_inputs(batch, &inputs)?;
-        let config = &self.info.config;
-        let batch_size = spec.size()[0];
-        let mut shapes = vec![
-            vec![batch_size, config.inter_channels, spec.size()[2]],
-            vec![batch_size],
-        ];
-        if let Some(source) = &model.source {
-            let samples = config.segment_size * self.info.hop;
-            shapes.push(vec![1, 1, source.harmonics()]);
-            shapes.push(vec![batch_size, samples, source.harmonics()]);
-        }
+        let shapes: Vec<Vec<i64>> = self
+            .training_draws(spec.size()[0], spec.size()[2])
+            .into_iter()
+            .map(|draw| draw.shape)
+            .collect();
         let mut noise = NoiseSource::training(noise, &shapes)?;
         Ok(model.train_forward(
             &posterior_encoder,
@@ -262,6 +256,44 @@ impl TrainableSynthesizer {
             &sid,
             &mut noise,
         ))
+    }
+
+    /// The random draws a training forward of `batch_size` items padded to `spec_frames` makes,
+    /// in order (see [`TrainingNoise::Given`]).
+    pub fn training_draws(&self, batch_size: i64, spec_frames: i64) -> Vec<TrainingDraw> {
+        let config = &self.info.config;
+        let mut draws = vec![
+            TrainingDraw {
+                shape: vec![batch_size, config.inter_channels, spec_frames],
+                normal: true,
+                per_item: true,
+            },
+            TrainingDraw {
+                shape: vec![batch_size],
+                normal: false,
+                per_item: true,
+            },
+        ];
+        // A pitch model's harmonic source, whose layer's inputs are its sines.
+        let source = self
+            .parameters
+            .iter()
+            .find(|(name, _)| name == "dec.m_source.l_linear.weight");
+        if let Some((_, weight)) = source {
+            let harmonics = weight.size()[1];
+            let samples = config.segment_size * self.info.hop;
+            draws.push(TrainingDraw {
+                shape: vec![1, 1, harmonics],
+                normal: false,
+                per_item: false,
+            });
+            draws.push(TrainingDraw {
+                shape: vec![batch_size, samples, harmonics],
+                normal: true,
+                per_item: true,
+            });
+        }
+        draws
     }
 
     /// An inference model on a copy of the current weights (for previews).

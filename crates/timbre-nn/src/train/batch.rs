@@ -49,6 +49,34 @@ impl Batch {
         }
     }
 
+    /// The same items zero-padded to `phone_frames` feature frames, `spec_frames` spectrogram
+    /// frames and `wave_samples` samples (none shorter than the batch's own), as if collated
+    /// beside longer items.
+    pub fn padded_to(&self, phone_frames: i64, spec_frames: i64, wave_samples: i64) -> Batch {
+        let pad = |t: &Tensor, dim: usize, length: i64| {
+            let mut shape = t.size();
+            let missing = length - shape[dim];
+            assert!(missing >= 0, "padding never shortens a batch");
+            if missing == 0 {
+                return t.shallow_clone();
+            }
+            shape[dim] = missing;
+            let zeros = Tensor::zeros(&shape, (t.kind(), t.device()));
+            Tensor::cat(&[t.shallow_clone(), zeros], dim as i64)
+        };
+        Batch {
+            phone: pad(&self.phone, 1, phone_frames),
+            phone_lengths: self.phone_lengths.shallow_clone(),
+            pitch: self.pitch.as_ref().map(|t| pad(t, 1, phone_frames)),
+            pitchf: self.pitchf.as_ref().map(|t| pad(t, 1, phone_frames)),
+            spec: pad(&self.spec, 2, spec_frames),
+            spec_lengths: self.spec_lengths.shallow_clone(),
+            wave: pad(&self.wave, 2, wave_samples),
+            wave_lengths: self.wave_lengths.shallow_clone(),
+            sid: self.sid.shallow_clone(),
+        }
+    }
+
     /// Shapes agree with one another (a producer's bug shows here, not deep in a forward).
     pub fn check(&self) -> Result<()> {
         let b = self.size();

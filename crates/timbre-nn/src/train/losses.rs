@@ -80,17 +80,25 @@ pub fn kl_loss(
     logs_p: &Tensor,
     z_mask: &Tensor,
 ) -> Tensor {
+    let frames = z_mask.sum(Kind::Float);
+    kl_loss_over(z_p, logs_q, m_p, logs_p, z_mask, &frames)
+}
+
+/// [`kl_loss`] normalised by `frames` rather than the mask's own frames: a data-parallel rank's
+/// share of the combined batch's loss.
+pub fn kl_loss_over(
+    z_p: &Tensor,
+    logs_q: &Tensor,
+    m_p: &Tensor,
+    logs_p: &Tensor,
+    z_mask: &Tensor,
+    frames: &Tensor,
+) -> Tensor {
     let float = |t: &Tensor| t.to_kind(Kind::Float);
-    let (z_p, logs_q, m_p, logs_p, z_mask) = (
-        float(z_p),
-        float(logs_q),
-        float(m_p),
-        float(logs_p),
-        float(z_mask),
-    );
-    let kl = &logs_p - logs_q - 0.5;
-    let kl = kl + (z_p - m_p).square() * 0.5 * (&logs_p * -2.0).exp();
-    (kl * &z_mask).sum(Kind::Float) / z_mask.sum(Kind::Float)
+    let (logs_p, z_mask) = (float(logs_p), float(z_mask));
+    let kl = &logs_p - float(logs_q) - 0.5;
+    let kl = kl + (float(z_p) - float(m_p)).square() * 0.5 * (&logs_p * -2.0).exp();
+    (kl * &z_mask).sum(Kind::Float) / frames
 }
 
 /// The reference's `loss = 0; loss += term`: the first term itself, then sums in order.

@@ -6,6 +6,7 @@ pub mod batch;
 pub mod checkpoint;
 mod checkpoint_pairs;
 pub mod config;
+mod data_parallel;
 pub mod discriminator;
 pub mod losses;
 pub mod optimizer;

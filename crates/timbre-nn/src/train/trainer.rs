@@ -5,27 +5,27 @@
 //! adversarial loss. Checkpoints are RVC's `G_<step>.pth` / `D_<step>.pth`, so RVC resumes ours
 //! and we resume RVC's.
 
+mod step;
+
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use tch::{Device, Reduction, Tensor, nn};
+use tch::{Device, Tensor, nn};
 
-use super::batch::Batch;
 use super::checkpoint::{read_training_checkpoint, write_training_checkpoint};
 pub use super::checkpoint_pairs::{checkpoint_steps, generator_checkpoint};
 use super::checkpoint_pairs::{latest_checkpoint_pair, remove_unfinished_saves};
 use super::config::TrainingConfig;
+use super::data_parallel::DataParallel;
+pub use super::data_parallel::{PeerFailure, RunEnded};
 use super::discriminator::{DiscriminatorVersion, MultiPeriodDiscriminator};
-use super::losses::{discriminator_loss, feature_loss, generator_loss, kl_loss};
 use super::optimizer::{AdamW, AdamWConfig, AdamWKernel, ExponentialLr};
 use super::scaler::GradScaler;
 use super::spectrogram::Spectrograms;
 use crate::checkpoint::{Value, read_torch_file};
 use crate::device::Precision;
 use crate::export::{RvcModelMeta, export_rvc_model};
-use crate::synthesizer::{
-    Synthesizer, TrainableSynthesizer, TrainingBatch, TrainingNoise, slice_segments,
-};
+use crate::synthesizer::{Synthesizer, TrainableSynthesizer};
 
 /// The losses of one step (as rvc-next logs them) and the gradients' norms.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, ts_rs::TS)]
@@ -71,6 +71,8 @@ pub struct Trainer {
     global_step: i64,
     /// A checkpoint step that pruning keeps however old (the judge's recommended one).
     kept_step: Option<i64>,
+    /// The process group, when this is one rank of a data-parallel run.
+    parallel: Option<DataParallel>,
 }
 
 impl Trainer {
@@ -130,6 +132,7 @@ impl Trainer {
             epoch: 0,
             global_step: 0,
             kept_step: None,
+            parallel: None,
         })
     }
 
@@ -231,95 +234,6 @@ impl Trainer {
             .and_then(Value::as_i64)
             .unwrap_or(epoch * steps_per_epoch);
         Ok(Some(epoch))
-    }
-
-    /// One optimizer step of each network on `batch` (already on the trainer's device).
-    pub fn step(&mut self, batch: &Batch) -> Result<StepLosses> {
-        let precision = self.precision;
-        let segment_frames = self.config.segment_frames();
-        let hop = self.config.data.hop_length;
-        let range = crate::profile::range("generator forward");
-        let (output, y_mel, y_hat_mel, wave) = precision.autocast(|| {
-            let output = self.generator.forward(
-                &TrainingBatch {
-                    phone: &batch.phone,
-                    phone_lengths: &batch.phone_lengths,
-                    pitch: batch.pitch.as_ref().filter(|_| self.f0),
-                    pitchf: batch.pitchf.as_ref().filter(|_| self.f0),
-                    spec: &batch.spec,
-                    spec_lengths: &batch.spec_lengths,
-                    sid: &batch.sid,
-                },
-                TrainingNoise::Torch,
-            )?;
-            let mel = self.spectrograms.mel_of_linear(&batch.spec);
-            let y_mel = slice_segments(&mel, &output.ids_slice, segment_frames);
-            let y_hat_mel = self.spectrograms.mel(&output.audio.squeeze_dim(1));
-            let wave = slice_segments(
-                &batch.wave,
-                &(&output.ids_slice * hop),
-                self.config.train.segment_size,
-            );
-            Ok((output, y_mel, y_hat_mel, wave))
-        })?;
-        drop(range);
-
-        let range = crate::profile::range("discriminator step");
-        let scores =
-            precision.autocast(|| Ok(self.discriminator.forward(&wave, &output.audio.detach())))?;
-        let discriminator = discriminator_loss(&scores.real_scores, &scores.generated_scores);
-        let grads_d = Tensor::run_backward(
-            &[self.scaler.scale_loss(&discriminator.total)],
-            &self.discriminator.parameters(),
-            false,
-            false,
-        );
-        let grad_norm_d = self.scaler.step(&mut self.optimizer_d, &grads_d)?;
-        drop(range);
-        let range = crate::profile::range("generator losses");
-
-        let judged = precision.autocast(|| Ok(self.discriminator.forward(&wave, &output.audio)))?;
-        let mel = y_mel.l1_loss(&y_hat_mel, Reduction::Mean) * self.config.train.c_mel;
-        let kl = kl_loss(
-            &output.z_p,
-            &output.logs_q,
-            &output.m_p,
-            &output.logs_p,
-            &output.y_mask,
-        ) * self.config.train.c_kl;
-        let fm = feature_loss(&judged.real_features, &judged.generated_features);
-        let (adversarial, _) = generator_loss(&judged.generated_scores);
-        let g_total = &adversarial + &fm + &mel + &kl;
-        drop(range);
-        let range = crate::profile::range("generator backward and step");
-        let generator_parameters: Vec<Tensor> = self
-            .generator
-            .parameters()
-            .iter()
-            .map(|(_, t)| t.shallow_clone())
-            .collect();
-        let grads_g = Tensor::run_backward(
-            &[self.scaler.scale_loss(&g_total)],
-            &generator_parameters,
-            false,
-            false,
-        );
-        let grad_norm_g = self.scaler.step(&mut self.optimizer_g, &grads_g)?;
-        self.scaler.update();
-        self.global_step += 1;
-        drop(range);
-        let _range = crate::profile::range("losses to the host");
-        let value = |t: &Tensor| t.double_value(&[]);
-        Ok(StepLosses {
-            g_total: value(&g_total),
-            d_total: value(&discriminator.total),
-            mel: value(&mel),
-            kl: value(&kl),
-            fm: value(&fm),
-            adversarial: value(&adversarial),
-            grad_norm_g: value(&grad_norm_g),
-            grad_norm_d: value(&grad_norm_d),
-        })
     }
 
     /// The end of an epoch: the learning rates decay.

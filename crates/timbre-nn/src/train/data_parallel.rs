@@ -1,0 +1,301 @@
+//! Data-parallel training over a c10d process group (`timbre_torch_ext::distributed`), with the
+//! semantics of torch's `DistributedDataParallel` as RVC's `train.py` uses it and the numbers of
+//! one process training the combined batch: each rank steps on its share of every batch, padded
+//! to the combined batch's lengths; the random draws are those of the combined batch (every
+//! rank draws them all from the same seeded generator and keeps its own rows); the KL loss is
+//! normalised by the combined batch's frames; gradients are averaged in buckets of at most
+//! 25 MB (DDP's `bucket_cap_mb`), after the backward pass rather than overlapped with it (tch's
+//! `run_backward` has no per-parameter hooks; docs/PERFORMANCE.md measures the all-reduce's
+//! share of the step). A rank's failure in a phase of the step is announced to the others
+//! before they all-reduce, so that every rank ends the step together: an out-of-memory one
+//! lowers the batch on all of them.
+
+use std::any::Any;
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::sync::Arc;
+
+use anyhow::{Result, ensure};
+use tch::{Device, Kind, Tensor};
+use timbre_torch_ext::distributed::ProcessGroup;
+
+use super::batch::Batch;
+use crate::device::reports_out_of_memory;
+use crate::synthesizer::{TrainableSynthesizer, TrainingNoise};
+
+/// Gradients travel in flat buckets of at most this many bytes.
+const BUCKET_BYTES: i64 = 25 << 20;
+
+/// The failure codes a rank announces after a phase of the step.
+const SUCCEEDED: f64 = 0.0;
+const FAILED: f64 = 1.0;
+const OUT_OF_MEMORY: f64 = 2.0;
+
+/// Another rank failed in this step, so this one ended the step too.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerFailure {
+    /// The failed rank.
+    pub rank: usize,
+    /// It ran out of memory (every rank then retries with a smaller batch).
+    pub out_of_memory: bool,
+}
+
+impl fmt::Display for PeerFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.out_of_memory {
+            true => write!(f, "rank {} ran out of memory in this step", self.rank),
+            false => write!(f, "rank {} failed in this step", self.rank),
+        }
+    }
+}
+
+impl std::error::Error for PeerFailure {}
+
+/// Rank 0 ended the run (stopped, finished early or failed outside a step): the other ranks
+/// end theirs without an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunEnded;
+
+impl fmt::Display for RunEnded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "rank 0 ended the run")
+    }
+}
+
+impl std::error::Error for RunEnded {}
+
+/// A trainer's place in a process group.
+pub struct DataParallel {
+    group: Arc<ProcessGroup>,
+    device: Device,
+}
+
+/// What every rank learns at the start of a step.
+pub(super) struct StepPlan {
+    /// This rank's batch, padded to the combined batch's lengths.
+    pub batch: Batch,
+    /// The combined batch's random draws, this rank's rows of them.
+    pub noise: TrainingNoise,
+    /// The combined batch's spectrogram frames over the ranks: the KL loss's denominator, so
+    /// that the ranks' average is the combined batch's loss.
+    pub kl_frames: Tensor,
+}
+
+impl DataParallel {
+    /// A trainer on `device` in `group`.
+    pub fn new(group: Arc<ProcessGroup>, device: Device) -> Self {
+        Self { group, device }
+    }
+
+    /// This process's rank.
+    pub fn rank(&self) -> usize {
+        self.group.rank()
+    }
+
+    fn world(&self) -> usize {
+        self.group.world()
+    }
+
+    /// Every rank's `parameters` become rank 0's, as DDP does at its construction.
+    pub(super) fn broadcast_parameters(&self, parameters: &[Tensor]) -> Result<()> {
+        tch::no_grad(|| {
+            for bucket in buckets(parameters) {
+                let flat = flatten(bucket);
+                self.group.broadcast_(&flat, 0)?;
+                unflatten(&flat, bucket);
+            }
+            Ok(())
+        })
+    }
+
+    /// The exchange that starts a step: every rank's lengths, and whether rank 0 ended the run.
+    /// `batch` is None on rank 0 when it ends the run ([`RunEnded`] on the others).
+    fn exchange_lengths(&self, batch: Option<&Batch>) -> Result<Vec<[i64; 5]>> {
+        let (rank, world) = (self.rank(), self.world());
+        let mine = match batch {
+            Some(batch) => [
+                1,
+                batch.size(),
+                batch.phone.size()[1],
+                batch.spec.size()[2],
+                batch.wave.size()[2],
+            ],
+            None => [0; 5],
+        };
+        let mut slots = vec![0i64; 5 * world];
+        slots[5 * rank..5 * rank + 5].copy_from_slice(&mine);
+        let exchanged = Tensor::from_slice(&slots).to_device(self.device);
+        self.group.sum_(&exchanged)?;
+        let slots = Vec::<i64>::try_from(exchanged.to_device(Device::Cpu))?;
+        let ranks: Vec<[i64; 5]> = slots
+            .chunks(5)
+            .map(|c| [c[0], c[1], c[2], c[3], c[4]])
+            .collect();
+        if ranks[0][0] == 0 {
+            return Err(RunEnded.into());
+        }
+        Ok(ranks)
+    }
+
+    /// Rank 0's end of the run, which the other ranks learn at the start of their next step.
+    pub fn end_run(&self) -> Result<()> {
+        match self.exchange_lengths(None) {
+            Err(error) if error.is::<RunEnded>() => Ok(()),
+            other => other.map(|_| ()),
+        }
+    }
+
+    /// Learns the combined batch's shape and pads this rank's batch to it; draws the combined
+    /// batch's noise.
+    pub(super) fn plan_step(
+        &self,
+        batch: &Batch,
+        generator: &TrainableSynthesizer,
+    ) -> Result<StepPlan> {
+        let ranks = self.exchange_lengths(Some(batch))?;
+        let longest = |field: usize| ranks.iter().map(|r| r[field]).max().unwrap_or(0);
+        let sizes: Vec<i64> = ranks.iter().map(|r| r[1]).collect();
+        ensure!(
+            sizes.iter().all(|&size| size == sizes[0]),
+            "the ranks' batches differ in size ({sizes:?}): their samplers disagree"
+        );
+        let (phone_frames, spec_frames, wave_samples) = (longest(2), longest(3), longest(4));
+        let batch = batch.padded_to(phone_frames, spec_frames, wave_samples);
+        let local = batch.size();
+        let combined = local * self.world() as i64;
+        let start = local * self.rank() as i64;
+        let device = batch.spec.device();
+        let draws = generator
+            .training_draws(combined, spec_frames)
+            .into_iter()
+            .map(|draw| {
+                let options = (Kind::Float, device);
+                let all = match draw.normal {
+                    true => Tensor::randn(&draw.shape, options),
+                    false => Tensor::rand(&draw.shape, options),
+                };
+                match draw.per_item {
+                    true => all.narrow(0, start, local),
+                    false => all,
+                }
+            })
+            .collect();
+        let frames = batch.spec_lengths.sum(Kind::Float).view([1]);
+        self.group.sum_(&frames)?;
+        let kl_frames = frames.squeeze() / self.world() as f64;
+        Ok(StepPlan {
+            batch,
+            noise: TrainingNoise::Given(draws),
+            kl_frames,
+        })
+    }
+
+    /// Runs `phase` on this rank, then tells every rank how it went on each, with the average
+    /// over the ranks of the `count` values `values` reads from its result. A rank that failed
+    /// fails here as it did; the others fail with [`PeerFailure`].
+    pub(super) fn phase<T>(
+        &self,
+        count: usize,
+        phase: impl FnOnce() -> Result<T>,
+        values: impl FnOnce(&T) -> Vec<f64>,
+    ) -> Result<(T, Vec<f64>)> {
+        let outcome = catch_unwind(AssertUnwindSafe(phase));
+        let (rank, world) = (self.rank(), self.world());
+        let mut slots = vec![0.0; world + count];
+        slots[rank] = match &outcome {
+            Ok(Ok(result)) => {
+                let values = values(result);
+                assert_eq!(values.len(), count, "a phase reports its count of values");
+                slots[world..].copy_from_slice(&values);
+                SUCCEEDED
+            }
+            Ok(Err(error)) if error_is_out_of_memory(error) => OUT_OF_MEMORY,
+            Err(panic) if panic_is_out_of_memory(&**panic) => OUT_OF_MEMORY,
+            _ => FAILED,
+        };
+        let exchanged = Tensor::from_slice(&slots).to_device(self.device);
+        self.group.sum_(&exchanged)?;
+        let slots = Vec::<f64>::try_from(exchanged.to_device(Device::Cpu))?;
+        let result = match outcome {
+            Ok(result) => result?,
+            Err(panic) => resume_unwind(panic),
+        };
+        if let Some(failed) = slots[..world].iter().position(|&code| code != SUCCEEDED) {
+            return Err(PeerFailure {
+                rank: failed,
+                out_of_memory: slots[failed] == OUT_OF_MEMORY,
+            }
+            .into());
+        }
+        let averages = slots[world..].iter().map(|v| v / world as f64).collect();
+        Ok((result, averages))
+    }
+
+    /// Every rank's gradients become their average over the ranks.
+    pub(super) fn average_gradients(&self, gradients: &[Tensor]) -> Result<()> {
+        let defined: Vec<Tensor> = gradients
+            .iter()
+            .filter(|g| g.defined())
+            .map(Tensor::shallow_clone)
+            .collect();
+        tch::no_grad(|| {
+            for bucket in buckets(&defined) {
+                let mut flat = flatten(bucket);
+                self.group.sum_(&flat)?;
+                let _ = flat.g_div_scalar_(self.world() as f64);
+                unflatten(&flat, bucket);
+            }
+            Ok(())
+        })
+    }
+}
+
+fn error_is_out_of_memory(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        matches!(cause.downcast_ref::<tch::TchError>(),
+            Some(tch::TchError::Torch(message)) if reports_out_of_memory(message))
+    })
+}
+
+fn panic_is_out_of_memory(panic: &(dyn Any + Send)) -> bool {
+    let text = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied());
+    text.is_some_and(reports_out_of_memory)
+}
+
+/// Consecutive runs of `tensors` of one kind, each at most [`BUCKET_BYTES`] (or one tensor).
+fn buckets(tensors: &[Tensor]) -> Vec<&[Tensor]> {
+    let mut buckets = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, tensor) in tensors.iter().enumerate() {
+        let size = tensor.numel() as i64 * tensor.kind().elt_size_in_bytes() as i64;
+        let other_kind = i > start && tensor.kind() != tensors[start].kind();
+        if i > start && (bytes + size > BUCKET_BYTES || other_kind) {
+            buckets.push(&tensors[start..i]);
+            (start, bytes) = (i, 0);
+        }
+        bytes += size;
+    }
+    if start < tensors.len() {
+        buckets.push(&tensors[start..]);
+    }
+    buckets
+}
+
+fn flatten(bucket: &[Tensor]) -> Tensor {
+    let flat: Vec<Tensor> = bucket.iter().map(|t| t.reshape([-1])).collect();
+    Tensor::cat(&flat, 0)
+}
+
+fn unflatten(flat: &Tensor, bucket: &[Tensor]) {
+    let mut offset = 0;
+    for tensor in bucket {
+        let count = tensor.numel() as i64;
+        tensor
+            .shallow_clone()
+            .copy_(&flat.narrow(0, offset, count).view_as(tensor));
+        offset += count;
+    }
+}
