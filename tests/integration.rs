@@ -28,5 +28,6 @@ mod pitch;
 mod shared_files;
 mod temp_files;
 mod train;
+mod train_devices;
 mod train_full_disk;
 mod voice_import;

@@ -22,7 +22,7 @@ const TINY_32K: &str = r#"{"spec_channels": 513, "segment_size": 3, "inter_chann
     "spk_embed_dim": 1, "gin_channels": 8, "sr": 32000}"#;
 
 /// A sandbox whose models folder holds the fixture HuBERT, and the tiny configurations.
-fn sandbox() -> Sandbox {
+pub(crate) fn sandbox() -> Sandbox {
     let sb = Sandbox::with_extractors(false);
     std::fs::write(
         sb.path("tiny40k.json"),
@@ -41,7 +41,7 @@ fn narrow_discriminator(generator: &str) -> String {
     config.to_string()
 }
 
-fn command(sb: &Sandbox, args: &[&str]) -> Command {
+pub(crate) fn command(sb: &Sandbox, args: &[&str]) -> Command {
     let mut cmd = sb.cpu_command();
     cmd.args(args);
     cmd
@@ -52,26 +52,26 @@ fn timbre(sb: &Sandbox, args: &[&str]) -> Output {
 }
 
 /// Runs with `--json`: whether it succeeded, stdout as JSON, stderr as text.
-fn json(sb: &Sandbox, args: &[&str]) -> (bool, Value, String) {
+pub(crate) fn json(sb: &Sandbox, args: &[&str]) -> (bool, Value, String) {
     let out = timbre(sb, &[&["--json"], args].concat());
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     (out.status.success(), value, stderr)
 }
 
-fn ok(sb: &Sandbox, args: &[&str]) -> Value {
+pub(crate) fn ok(sb: &Sandbox, args: &[&str]) -> Value {
     let (ok, value, stderr) = json(sb, args);
     assert!(ok, "timbre {args:?} failed: {value} {stderr}");
     value
 }
 
-fn training_row(sb: &Sandbox, id: i64) -> Value {
+pub(crate) fn training_row(sb: &Sandbox, id: i64) -> Value {
     ok(sb, &["train", "show", &id.to_string()])
 }
 
 /// Steps of the `G_<step>.pth` files in the training's checkpoints folder (none before it
 /// exists), ascending.
-fn generator_steps(folder: &Path) -> Vec<i64> {
+pub(crate) fn generator_steps(folder: &Path) -> Vec<i64> {
     let mut steps: Vec<i64> = std::fs::read_dir(folder.join("checkpoints"))
         .map(|entries| {
             entries
@@ -88,7 +88,7 @@ fn generator_steps(folder: &Path) -> Vec<i64> {
 }
 
 /// The checkpoint steps, each a whole G and D pair.
-fn checkpoint_steps(folder: &Path) -> Vec<i64> {
+pub(crate) fn checkpoint_steps(folder: &Path) -> Vec<i64> {
     let steps = generator_steps(folder);
     for step in &steps {
         assert!(folder.join(format!("checkpoints/D_{step}.pth")).is_file());

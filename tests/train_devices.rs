@@ -1,0 +1,159 @@
+//! `timbre train start --devices cpu,cpu`: the job runs rank 0 and starts a `timbre train
+//! worker` process for rank 1, both on the CPU over Gloo; rank 0 alone writes the checkpoints,
+//! the metrics and the model. Then a worker killed mid-run: the job fails at once naming the
+//! rank, its last checkpoint stays whole, and the training resumes from it on one device.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::train::{checkpoint_steps, command, json, ok, sandbox, training_row};
+
+/// The command lines of this user's processes that run `timbre train worker` for `training`.
+fn worker_pids(training: i64) -> Vec<u32> {
+    let wanted = format!("train\0worker\0--training\0{training}\0");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            String::from_utf8_lossy(&cmdline)
+                .contains(&wanted)
+                .then_some(pid)
+        })
+        .collect()
+}
+
+#[test]
+fn two_cpu_ranks_train_and_a_killed_worker_ends_the_run_resumably() {
+    let sb = sandbox();
+    let file = sb.write_speech("speech.wav", 64.0);
+    sb.prepare_dataset("Alto set", "40k", &file);
+    let config = sb.path("tiny40k.json").display().to_string();
+    let start = |name: &str, epochs: &str| {
+        vec![
+            "train".to_string(),
+            "start".into(),
+            "--dataset".into(),
+            "Alto set".into(),
+            "--name".into(),
+            name.into(),
+            "--epochs".into(),
+            epochs.into(),
+            "--save-every".into(),
+            "1".into(),
+            "--batch-size".into(),
+            "4".into(),
+            "--pretrained".into(),
+            "none".into(),
+            "--devices".into(),
+            "cpu,cpu".into(),
+            "--model-config".into(),
+            config.clone(),
+        ]
+    };
+
+    let args = start("Two ranks", "2");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let trained = ok(&sb, &args);
+    let training = &trained["training"];
+    assert_eq!(training["status"], "done", "{trained}");
+    assert_eq!(training["device"], "cpu,cpu");
+    let id = training["id"].as_i64().unwrap();
+    let shown = training_row(&sb, id);
+    let folder = PathBuf::from(shown["folder"].as_str().unwrap());
+    assert_eq!(checkpoint_steps(&folder).len(), 2, "one pair an epoch");
+    assert!(folder.join("worker-1.log").is_file());
+    let job = ok(&sb, &["jobs", "show", &training["job_id"].to_string()]);
+    let events = job["events"].as_array().unwrap();
+    let parallel = events.iter().find(|e| e["kind"] == "data_parallel");
+    assert_eq!(parallel.unwrap()["data"]["ranks"], 2, "{events:?}");
+    assert!(worker_pids(id).is_empty(), "the worker ended with the run");
+
+    // A long run whose worker is killed after the first checkpoint.
+    let args = start("Killed worker", "400");
+    let mut cli = command(&sb, &args.iter().map(String::as_str).collect::<Vec<_>>())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let (id, folder) = loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no checkpoint"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        let (_, list, _) = json(&sb, &["train", "list"]);
+        let Some(row) = list
+            .as_array()
+            .and_then(|rows| rows.iter().find(|r| r["name"] == "Killed worker"))
+        else {
+            continue;
+        };
+        let id = row["id"].as_i64().unwrap();
+        let folder = PathBuf::from(training_row(&sb, id)["folder"].as_str().unwrap());
+        if !checkpoint_steps(&folder).is_empty() {
+            break (id, folder);
+        }
+    };
+    let workers = worker_pids(id);
+    assert_eq!(workers.len(), 1, "one worker for rank 1");
+    let killed = Instant::now();
+    let status = std::process::Command::new("kill")
+        .args(["-9", &workers[0].to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = cli.wait().unwrap();
+    let ended_in = killed.elapsed();
+    assert!(!exit.success(), "the run failed");
+    assert!(ended_in < Duration::from_secs(30), "it took {ended_in:?}");
+    let row = training_row(&sb, id)["training"].clone();
+    assert_eq!(row["status"], "failed", "{row}");
+    let error = row["error"].as_str().unwrap();
+    assert!(
+        error.contains("rank 1 (cpu) was killed") && error.contains("worker-1.log"),
+        "{error}"
+    );
+    let saved = checkpoint_steps(&folder);
+    assert!(!saved.is_empty());
+
+    // On one device it goes on from the last checkpoint (then it is stopped: its epochs are
+    // many).
+    let mut resumed = command(
+        &sb,
+        &["train", "resume", &id.to_string(), "--devices", "cpu"],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let last_saved = *saved.last().unwrap();
+    let started = Instant::now();
+    loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no step after resuming"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        let row = training_row(&sb, id)["training"].clone();
+        if row["status"] == "running" && row["global_step"].as_i64().unwrap() > last_saved {
+            assert_eq!(row["device"], "cpu", "{row}");
+            break;
+        }
+    }
+    ok(&sb, &["train", "stop", &id.to_string()]);
+    resumed.wait().unwrap();
+    let row = training_row(&sb, id)["training"].clone();
+    assert_eq!(row["status"], "stopped", "{row}");
+    let job = ok(&sb, &["jobs", "show", &row["job_id"].to_string()]);
+    let events = job["events"].as_array().unwrap();
+    let resumed_at = events.iter().find(|e| e["kind"] == "resumed").unwrap();
+    assert_eq!(
+        resumed_at["data"]["step"].as_i64(),
+        Some(last_saved),
+        "{events:?}"
+    );
+}
