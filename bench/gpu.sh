@@ -19,7 +19,10 @@
 #  (e) the profiles' summaries;
 #  (f) vocal isolation: full-size random-weight BS- and Mel-Band RoFormers separating 60 s, ours
 #      (the separation bench) and ZFTurbo's MSST (bench/isolate_reference.py, its sources in
-#      .gpu/msst) on the same checkpoints, fp16.
+#      .gpu/msst) on the same checkpoints, fp16;
+#  (g) data-parallel training's collectives on the GPU: the training step at batch 8 as one rank of
+#      an NCCL group and of a Gloo group with CUDA tensors, the gradients' all-reduce time and
+#      volume per step (one GPU: the collectives run, nothing to average).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-target/gpu-out}
@@ -44,8 +47,8 @@ mkdir -p /tmp/gpu && tar -C /tmp/gpu -xJf "$carry/bin.tar.xz" || { summary "unpa
 bin=/tmp/gpu/bin
 # libopus (the Opus export's) is not in the GPU machine's image: gpu_build.sh carries it.
 export LD_LIBRARY_PATH=$bin:$LD_LIBRARY_PATH
-# GPU_PARTS picks parts (default all): check, train, convert, live, isolate.
-parts=${GPU_PARTS:-check,train,convert,live,isolate}
+# GPU_PARTS picks parts (default all): check, train, convert, live, dist, isolate.
+parts=${GPU_PARTS:-check,train,convert,live,dist,isolate}
 wants() { [[ ",$parts," == *",$1,"* ]]; }
 
 # nvidia-smi's utilisation every 50 ms while PHASE runs COMMAND; its mean (all samples, and the
@@ -126,6 +129,15 @@ done > "$out/profiles.txt" 2>&1
 cat "$out/profiles.txt" >&2
 XZ_OPT=-T0 tar -C "$traces" -cJf "$out/traces.tar.xz" . && ls -l "$out/traces.tar.xz" >&2
 
+if wants dist; then
+echo "== (g) data-parallel: one-rank NCCL and Gloo groups, the training step at batch 8"
+BENCH_GROUP=nccl BENCH_BATCHES=8 BENCH_STEPS=3 BENCH_THREADS=$threads \
+  phase dist_nccl 90 "$bin/train_step" | tee /tmp/dist.txt
+BENCH_GROUP=gloo BENCH_BATCHES=8 BENCH_STEPS=3 BENCH_THREADS=$threads \
+  phase dist_gloo_cuda 90 "$bin/train_step" | tee -a /tmp/dist.txt
+grep -h "ranks\|batch \|all-reduce" /tmp/dist.txt | tee -a "$out/summary.txt"
+
+fi
 if wants isolate; then
 echo "== (f) isolation: BS- and Mel-Band RoFormer, 60 s, ours and MSST's, fp16"
 mkdir -p /tmp/separators

@@ -148,6 +148,7 @@ describe('form → request', () => {
       preview_every: save_every,
       patience_saves: null,
       judge_sources: [],
+      devices: [],
     });
     const custom = { ...trainingForm(BACKEND_DEFAULTS.get_training_defaults, 'A'), saveEvery: 5, batchSize: 12, previewEvery: 20, pretrained: 'none' as const };
     expect(trainingRequest(custom, 1)).toMatchObject({ save_every: 5, batch_size: 12, preview_every: 20, pretrained: 'none' });
@@ -415,6 +416,7 @@ describe('Train page', () => {
         preview_every: BACKEND_DEFAULTS.get_training_defaults.save_every,
         patience_saves: null,
         judge_sources: [],
+        devices: [],
       },
     });
     const run = await screen.findByTestId('training-run');
@@ -724,6 +726,36 @@ describe('Devices on the Train page', () => {
     expect(screen.queryByTestId('device-settings')).toBeNull();
     await fireEvent.click(screen.getByTestId('device-summary-settings'));
     expect(app.page).toBe('settings');
+  });
+
+  it('trains on the GPUs ticked together, and offers none to tick on a machine with one', async () => {
+    const be = backend({
+      list_datasets: () => [makeDataset()],
+      get_device_report: () => deviceReport({ available: ['cpu', 'cuda:0', 'cuda:1', 'cuda:2'] }),
+      start_training: () => makeRun({ id: 12, status: 'queued', epoch: 0, global_step: 0 }),
+    });
+    render(Train);
+    const picker = await screen.findByTestId('training-devices');
+    expect(picker).toHaveTextContent('Tick two or more to train on them together');
+    const boxes = within(picker).getAllByTestId('training-device');
+    expect(boxes.map((b) => (b as HTMLInputElement).value)).toEqual(['cuda:0', 'cuda:1', 'cuda:2']);
+    await fireEvent.click(boxes[2]);
+    await fireEvent.click(boxes[0]);
+    await fireEvent.click(boxes[1]);
+    await fireEvent.click(boxes[1]);
+    await waitFor(() => expect(screen.getByTestId('training-dataset')).toHaveTextContent('Alto spoken'));
+    await fireEvent.click(screen.getByTestId('training-start'));
+    await waitFor(() => expect(be.argsOf('start_training')).toHaveLength(1));
+    // In the report's order, whatever the order of the ticks.
+    expect(be.argsOf('start_training')[0].request.devices).toEqual(['cuda:0', 'cuda:2']);
+  });
+
+  it('offers no GPUs to tick with fewer than two', async () => {
+    backend({ list_datasets: () => [makeDataset()], get_device_report: () => deviceReport({ available: ['cpu', 'cuda:0'] }) });
+    render(Train);
+    await screen.findByTestId('device-summary');
+    await waitFor(() => expect(screen.getByTestId('device-summary')).toHaveTextContent('cuda:0'));
+    expect(screen.queryByTestId('training-devices')).toBeNull();
   });
 
   it('shows a missing device', async () => {

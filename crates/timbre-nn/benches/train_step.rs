@@ -6,7 +6,12 @@
 //! `bench/train_reference.py` runs rvc-next's step on the same shapes for the ratio.
 //! `BENCH_PROFILE=TRACE`: then three more steps of the last batch size under torch's profiler,
 //! each a named range, their Chrome trace to TRACE (`bench/profile_summary.py` reads it).
+//! `BENCH_RANKS=N`: data-parallel over N processes of this benchmark on this machine (each a
+//! batch of the size given, `BENCH_THREADS / N` threads on the CPU, `cuda:<rank>` on CUDA), and
+//! the gradients' all-reduce time and volume per step; `BENCH_GROUP=gloo|nccl` picks the
+//! collective library (default: NCCL on CUDA, Gloo on the CPU), which also runs with one rank.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Result;
@@ -16,6 +21,7 @@ use timbre_nn::train::batch::Batch;
 use timbre_nn::train::config::TrainingConfig;
 use timbre_nn::train::spectrogram::Spectrograms;
 use timbre_nn::train::trainer::Trainer;
+use timbre_torch_ext::distributed::{GroupBackend, ProcessGroup, Rendezvous};
 
 const PIECE_FRAMES: i64 = 370;
 
@@ -70,18 +76,88 @@ fn batch(config: &TrainingConfig, size: i64, device: Device) -> Batch {
     .to_device(device)
 }
 
+/// Starts `ranks` processes of this benchmark as the ranks of one group and waits for them.
+fn run_ranks(ranks: usize) -> Result<()> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let threads = (env_or("BENCH_THREADS", 2) / ranks).max(1);
+    let children: Vec<_> = (0..ranks)
+        .map(|rank| {
+            let rendezvous = Rendezvous {
+                host: "127.0.0.1".into(),
+                port,
+                rank,
+                world: ranks,
+                local_rank: rank,
+                agent_store: false,
+                timeout: std::time::Duration::from_secs(600),
+                interface: None,
+            };
+            std::process::Command::new(std::env::current_exe()?)
+                .envs(rendezvous.env_vars())
+                .env("BENCH_THREADS", threads.to_string())
+                .spawn()
+        })
+        .collect::<std::io::Result<_>>()?;
+    for mut child in children {
+        anyhow::ensure!(child.wait()?.success(), "a rank failed");
+    }
+    Ok(())
+}
+
+/// This process's group, when it is one rank of `BENCH_RANKS` or `BENCH_GROUP` asks for one.
+fn group(device: Device) -> Result<Option<Arc<ProcessGroup>>> {
+    let rendezvous = match Rendezvous::from_env() {
+        Ok(rendezvous) => rendezvous,
+        Err(_) if std::env::var("BENCH_GROUP").is_ok() => Rendezvous {
+            host: "127.0.0.1".into(),
+            port: std::net::TcpListener::bind("127.0.0.1:0")?
+                .local_addr()?
+                .port(),
+            rank: 0,
+            world: 1,
+            local_rank: 0,
+            agent_store: false,
+            timeout: std::time::Duration::from_secs(600),
+            interface: None,
+        },
+        Err(_) => return Ok(None),
+    };
+    let backend = match std::env::var("BENCH_GROUP").as_deref() {
+        Ok("gloo") => GroupBackend::Gloo,
+        Ok("nccl") => GroupBackend::Nccl(rendezvous.local_rank),
+        _ => GroupBackend::for_device(device),
+    };
+    Ok(Some(Arc::new(ProcessGroup::join(&rendezvous, backend)?)))
+}
+
 fn main() -> Result<()> {
     // SAFETY: first thing in `main`, while the process has one thread.
     unsafe { timbre_nn::device::set_cpu_kernel_options() };
+    let ranks: usize = env_or("BENCH_RANKS", 1);
+    if ranks > 1 && std::env::var("RANK").is_err() {
+        return run_ranks(ranks);
+    }
     let steps: usize = env_or("BENCH_STEPS", 5);
     let batches: String = env_or("BENCH_BATCHES", "4,8".to_string());
     tch::set_num_threads(env_or("BENCH_THREADS", 2));
-    let device = default_device()?;
+    let mut device = default_device()?;
+    if let (Device::Cuda(_), Ok(rendezvous)) = (device, Rendezvous::from_env()) {
+        device = Device::Cuda(rendezvous.local_rank);
+    }
     let precision = Precision::default_for(device)?;
-    println!(
-        "training step benchmark: v2 40k with pitch, {PIECE_FRAMES}-frame pieces, {device:?}, {}",
-        precision.name()
-    );
+    let group = group(device)?;
+    let rank = group.as_ref().map_or(0, |g| g.rank());
+    if rank == 0 {
+        println!(
+            "training step benchmark: v2 40k with pitch, {PIECE_FRAMES}-frame pieces, {device:?}, {}{}",
+            precision.name(),
+            group
+                .as_ref()
+                .map_or(String::new(), |g| format!(", {} ranks", g.world()))
+        );
+    }
     let mut last_trainer = None;
     for size in batches
         .split(',')
@@ -89,8 +165,12 @@ fn main() -> Result<()> {
     {
         let config = TrainingConfig::rvc("v2", 40000)?;
         let mut trainer = Trainer::new(config.clone(), true, device, precision)?;
+        if let Some(group) = &group {
+            trainer.join_group(Arc::clone(group))?;
+        }
         let batch = batch(&config, size, device);
         trainer.step(&batch)?;
+        let before = trainer.all_reduced().unwrap_or_default();
         let started = Instant::now();
         let mut last = None;
         for _ in 0..steps {
@@ -98,6 +178,18 @@ fn main() -> Result<()> {
         }
         let per_step = started.elapsed().as_secs_f64() / steps as f64;
         let losses = last.unwrap_or_default();
+        if let Some(after) = trainer.all_reduced() {
+            let seconds = (after.seconds - before.seconds) / steps as f64;
+            let mib = (after.bytes - before.bytes) as f64 / steps as f64 / (1 << 20) as f64;
+            println!(
+                "  rank {rank}, batch {size} a rank: gradients' all-reduce {seconds:.3} s a step \
+                 ({:.1} % of it), {mib:.1} MiB a step",
+                100.0 * seconds / per_step
+            );
+        }
+        if rank > 0 {
+            continue;
+        }
         println!(
             "  batch {size}: {per_step:.3} s per step ({:.1} pieces/s), mel {:.1}, g {:.1}, d {:.2}; \
              peak RSS {:.0} MiB",
@@ -109,8 +201,9 @@ fn main() -> Result<()> {
         );
         last_trainer = Some((trainer, batch));
     }
-    if let (Ok(trace), Some((mut trainer, batch))) = (std::env::var("BENCH_PROFILE"), last_trainer)
-    {
+    // Alone only: the other ranks do not take these steps.
+    let profiled = last_trainer.filter(|_| ranks == 1);
+    if let (Ok(trace), Some((mut trainer, batch))) = (std::env::var("BENCH_PROFILE"), profiled) {
         let profiler = timbre_nn::profile::Profiler::start(device.is_cuda())?;
         for _ in 0..3 {
             let _range = timbre_nn::profile::range("training step");

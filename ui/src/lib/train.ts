@@ -2,6 +2,7 @@
 // into what the page shows.
 import { CANCELLABLE_STATES, jobJson } from './api';
 import type {
+  DeviceReport,
   AssetStatus,
   AudioInput,
   DatasetReport,
@@ -101,6 +102,8 @@ export interface TrainingForm {
   patience: number | null;
   /** Takes or files of another speaker the checkpoint judge converts with every checkpoint. */
   judgeSources: AudioInput[];
+  /** The GPUs to train on together (`cuda:0`, …); none: the device in Settings. */
+  devices: string[];
 }
 
 /** Saves without a better checkpoint before a run that stops early stops, unless changed. */
@@ -120,6 +123,7 @@ export function trainingForm(defaults: TrainingDefaults | null, name = ''): Trai
     stopEarly: false,
     patience: DEFAULT_PATIENCE,
     judgeSources: [],
+    devices: [],
   };
 }
 
@@ -153,7 +157,15 @@ export function trainingRequest(form: TrainingForm, datasetId: number): TrainReq
     preview_every: form.previewEvery ?? saveEvery,
     patience_saves: form.stopEarly ? form.patience : null,
     judge_sources: form.judgeSources,
+    devices: form.devices,
   };
+}
+
+/** The GPUs a training can be spread over: the CUDA devices of the device report, when there
+ * are two or more. */
+export function trainingGpus(report: DeviceReport | null): string[] {
+  const gpus = (report?.available ?? []).filter((d) => d.startsWith('cuda:'));
+  return gpus.length > 1 ? gpus : [];
 }
 
 /** The backend's `Pretrained` for the form's choice. */

@@ -18,6 +18,7 @@ pub mod ranks;
 pub mod request;
 pub mod sampler;
 pub mod session;
+mod step;
 pub mod worker;
 
 pub use job::{TrainHandler, TrainResult};

@@ -4,11 +4,10 @@
 //! current state first; a step that runs out of memory ends the session so that the job can
 //! start another with a smaller batch from the last checkpoint.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result};
 use serde::Serialize;
 use serde_json::json;
 use tch::Device;
@@ -22,9 +21,10 @@ use super::data::TrainingData;
 use super::files::TrainingFiles;
 use super::judge::{Judge, recommend};
 use super::pretrained::PretrainedFiles;
-use super::producer::{BatchProducer, ProducerOptions, Profile};
+use super::producer::{BatchProducer, ProducerOptions, Profile, training_threads};
 use super::request::TrainingPlan;
 use super::sampler::Shard;
+use super::step::guarded_step;
 use super::worker::shard_of;
 use crate::Notification;
 use crate::db::job_events::Level;
@@ -242,7 +242,7 @@ impl<'a> Session<'a> {
             Arc::clone(setup.data),
             plan,
             ProducerOptions {
-                threads: producer_threads(),
+                threads: training_threads(),
                 profile: profile.clone(),
                 ..ProducerOptions::default()
             },
@@ -432,34 +432,6 @@ impl<'a> Session<'a> {
     /// The trainer, once the epochs have run, to export from.
     pub fn into_trainer(self) -> Trainer {
         self.trainer
-    }
-}
-
-/// Threads loading batches: half the cores, 2 to 8. At batch 256 on an H100 two threads kept
-/// the GPU waiting 15 % of an epoch.
-pub(super) fn producer_threads() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| (n.get() / 2).clamp(2, 8))
-}
-
-/// A training step; libtorch's failures (out of memory among them) come as panics from tch's
-/// infallible calls and become errors here, without libtorch's stack trace.
-pub(super) fn guarded_step(
-    trainer: &mut Trainer,
-    batch: &timbre_nn::train::batch::Batch,
-) -> Result<StepLosses> {
-    match catch_unwind(AssertUnwindSafe(|| trainer.step(batch))) {
-        Ok(losses) => losses.map_err(crate::torch_errors::typed),
-        Err(panic) => {
-            let error = crate::torch_errors::from_panic(&*panic).unwrap_or_else(|| {
-                let text = panic
-                    .downcast_ref::<String>()
-                    .map(String::as_str)
-                    .or_else(|| panic.downcast_ref::<&str>().copied())
-                    .unwrap_or("a panic");
-                anyhow!("{text}")
-            });
-            Err(error.context("the training step failed"))
-        }
     }
 }
 

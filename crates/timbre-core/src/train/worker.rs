@@ -15,10 +15,10 @@ use timbre_torch_ext::distributed::{GroupBackend, ProcessGroup, Rendezvous};
 use super::batch_size::{halved, is_out_of_memory};
 use super::data::TrainingData;
 use super::files::TrainingFiles;
-use super::producer::{BatchProducer, ProducerOptions};
+use super::producer::{BatchProducer, ProducerOptions, training_threads};
 use super::request::plan_of;
 use super::sampler::Shard;
-use super::session::{guarded_step, producer_threads};
+use super::step::guarded_step;
 use crate::db::trainings;
 use crate::library::Library;
 
@@ -77,7 +77,7 @@ pub fn run(
             for epoch in trainer.epoch() + 1..=plan.request.epochs {
                 let batches = data.epoch_batches(epoch as u64, batch_size as usize, seed, shard);
                 let options = ProducerOptions {
-                    threads: producer_threads(),
+                    threads: training_threads(),
                     ..ProducerOptions::default()
                 };
                 for batch in BatchProducer::start(Arc::clone(&data), batches, options) {

@@ -11,9 +11,11 @@
 //! lowers the batch on all of them.
 
 use std::any::Any;
+use std::cell::Cell;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::Arc;
+use std::time::Instant;
 
 use anyhow::{Result, ensure};
 use tch::{Device, Kind, Tensor};
@@ -68,6 +70,16 @@ impl std::error::Error for RunEnded {}
 pub struct DataParallel {
     group: Arc<ProcessGroup>,
     device: Device,
+    all_reduced: Cell<AllReduced>,
+}
+
+/// What the gradients' all-reduces cost since the trainer joined its group.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct AllReduced {
+    /// Seconds in them.
+    pub seconds: f64,
+    /// Bytes of gradients they averaged.
+    pub bytes: u64,
 }
 
 /// What every rank learns at the start of a step.
@@ -84,7 +96,11 @@ pub(super) struct StepPlan {
 impl DataParallel {
     /// A trainer on `device` in `group`.
     pub fn new(group: Arc<ProcessGroup>, device: Device) -> Self {
-        Self { group, device }
+        Self {
+            group,
+            device,
+            all_reduced: Cell::new(AllReduced::default()),
+        }
     }
 
     /// This process's rank.
@@ -231,8 +247,14 @@ impl DataParallel {
         Ok((result, averages))
     }
 
+    /// What the gradients' all-reduces cost so far.
+    pub fn all_reduced(&self) -> AllReduced {
+        self.all_reduced.get()
+    }
+
     /// Every rank's gradients become their average over the ranks.
     pub(super) fn average_gradients(&self, gradients: &[Tensor]) -> Result<()> {
+        let started = Instant::now();
         let defined: Vec<Tensor> = gradients
             .iter()
             .filter(|g| g.defined())
@@ -245,8 +267,18 @@ impl DataParallel {
                 let _ = flat.g_div_scalar_(self.world() as f64);
                 unflatten(&flat, bucket);
             }
-            Ok(())
-        })
+            Ok::<_, anyhow::Error>(())
+        })?;
+        let bytes: i64 = defined
+            .iter()
+            .map(|g| g.numel() as i64 * g.kind().elt_size_in_bytes() as i64)
+            .sum();
+        let so_far = self.all_reduced.get();
+        self.all_reduced.set(AllReduced {
+            seconds: so_far.seconds + started.elapsed().as_secs_f64(),
+            bytes: so_far.bytes + bytes as u64,
+        });
+        Ok(())
     }
 }
 

@@ -17,7 +17,7 @@ pub use super::checkpoint_pairs::{checkpoint_steps, generator_checkpoint};
 use super::checkpoint_pairs::{latest_checkpoint_pair, remove_unfinished_saves};
 use super::config::TrainingConfig;
 use super::data_parallel::DataParallel;
-pub use super::data_parallel::{PeerFailure, RunEnded};
+pub use super::data_parallel::{AllReduced, PeerFailure, RunEnded};
 use super::discriminator::{DiscriminatorVersion, MultiPeriodDiscriminator};
 use super::optimizer::{AdamW, AdamWConfig, AdamWKernel, ExponentialLr};
 use super::scaler::GradScaler;

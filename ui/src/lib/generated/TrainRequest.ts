@@ -48,4 +48,9 @@ patience_saves: number | null,
  * Takes or files of another speaker (the user's own voice, say) that the checkpoint judge
  * converts with every checkpoint, for `source_similarity`; none by default.
  */
-judge_sources: Array<AudioInput>, };
+judge_sources: Array<AudioInput>, 
+/**
+ * The devices to train on together (`cuda:0`, `cuda:1`, …), one worker process each; none:
+ * the `device` setting's.
+ */
+devices: Array<string>, };

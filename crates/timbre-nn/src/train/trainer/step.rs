@@ -9,7 +9,7 @@ use timbre_torch_ext::distributed::ProcessGroup;
 use super::{StepLosses, Trainer};
 use crate::synthesizer::{TrainingBatch, TrainingNoise, TrainingOutput, slice_segments};
 use crate::train::batch::Batch;
-use crate::train::data_parallel::{DataParallel, StepPlan};
+use crate::train::data_parallel::{AllReduced, DataParallel, StepPlan};
 use crate::train::losses::{
     discriminator_loss, feature_loss, generator_loss, kl_loss, kl_loss_over,
 };
@@ -29,6 +29,11 @@ impl Trainer {
         parallel.broadcast_parameters(&parameters)?;
         self.parallel = Some(parallel);
         Ok(())
+    }
+
+    /// What the gradients' all-reduces cost since the trainer joined its group; None alone.
+    pub fn all_reduced(&self) -> Option<AllReduced> {
+        self.parallel.as_ref().map(DataParallel::all_reduced)
     }
 
     /// Rank 0's end of a data-parallel run, which ends the other ranks' runs at their next
