@@ -1,6 +1,7 @@
 //! `timbre train start --devices cpu,cpu`: the job runs rank 0 and starts a `timbre train
 //! worker` process for rank 1, both on the CPU over Gloo; rank 0 alone writes the checkpoints,
-//! the metrics and the model. Then a worker killed mid-run: the job fails at once naming the
+//! the metrics and the model. A worker started by hand without a rendezvous, or at a port
+//! nobody serves, says so. Then a worker killed mid-run: the job fails at once naming the
 //! rank, its last checkpoint stays whole, and the training resumes from it on one device.
 
 use std::path::PathBuf;
@@ -70,6 +71,35 @@ fn two_cpu_ranks_train_and_a_killed_worker_ends_the_run_resumably() {
     let parallel = events.iter().find(|e| e["kind"] == "data_parallel");
     assert_eq!(parallel.unwrap()["data"]["ranks"], 2, "{events:?}");
     assert!(worker_pids(id).is_empty(), "the worker ended with the run");
+
+    // A worker started by hand: without torchrun's variables, and at a port nobody serves.
+    let (ok_alone, _, stderr) = json(&sb, &["train", "worker", "--training", &id.to_string()]);
+    assert!(!ok_alone && stderr.contains("MASTER_ADDR is not set"), "{stderr}");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let started = Instant::now();
+    let out = command(&sb, &["train", "worker", "--training", &id.to_string()])
+        .envs([
+            ("MASTER_ADDR", "127.0.0.1".to_string()),
+            ("MASTER_PORT", port.to_string()),
+            ("WORLD_SIZE", "2".into()),
+            ("RANK", "1".into()),
+            ("TIMBRE_COLLECTIVE_TIMEOUT_SECS", "2".into()),
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains(&format!(
+            "joining the rendezvous at 127.0.0.1:{port} (MASTER_ADDR, MASTER_PORT) as rank 1 of 2"
+        )),
+        "{stderr}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
 
     // A long run whose worker is killed after the first checkpoint.
     let args = start("Killed worker", "400");

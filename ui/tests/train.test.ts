@@ -748,6 +748,7 @@ describe('Devices on the Train page', () => {
     await waitFor(() => expect(be.argsOf('start_training')).toHaveLength(1));
     // In the report's order, whatever the order of the ticks.
     expect(be.argsOf('start_training')[0].request.devices).toEqual(['cuda:0', 'cuda:2']);
+    expect(screen.getByTestId('device-summary')).toHaveTextContent('Trains on cuda:0, cuda:2.');
   });
 
   it('offers no GPUs to tick with fewer than two', async () => {
