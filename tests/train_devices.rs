@@ -74,7 +74,10 @@ fn two_cpu_ranks_train_and_a_killed_worker_ends_the_run_resumably() {
 
     // A worker started by hand: without torchrun's variables, and at a port nobody serves.
     let (ok_alone, _, stderr) = json(&sb, &["train", "worker", "--training", &id.to_string()]);
-    assert!(!ok_alone && stderr.contains("MASTER_ADDR is not set"), "{stderr}");
+    assert!(
+        !ok_alone && stderr.contains("MASTER_ADDR is not set"),
+        "{stderr}"
+    );
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -99,7 +102,11 @@ fn two_cpu_ranks_train_and_a_killed_worker_ends_the_run_resumably() {
         )),
         "{stderr}"
     );
-    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
 
     // A long run whose worker is killed after the first checkpoint.
     let args = start("Killed worker", "400");

@@ -10,6 +10,7 @@
 //! batch of the size given, `BENCH_THREADS / N` threads on the CPU, `cuda:<rank>` on CUDA), and
 //! the gradients' all-reduce time and volume per step; `BENCH_GROUP=gloo|nccl` picks the
 //! collective library (default: NCCL on CUDA, Gloo on the CPU), which also runs with one rank.
+//! Pieces per second count every rank's.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -190,10 +191,11 @@ fn main() -> Result<()> {
         if rank > 0 {
             continue;
         }
+        let world = group.as_ref().map_or(1, |g| g.world());
         println!(
             "  batch {size}: {per_step:.3} s per step ({:.1} pieces/s), mel {:.1}, g {:.1}, d {:.2}; \
              peak RSS {:.0} MiB",
-            size as f64 / per_step,
+            (size * world as i64) as f64 / per_step,
             losses.mel,
             losses.g_total,
             losses.d_total,

@@ -421,9 +421,12 @@ impl<'a> Session<'a> {
     }
 
     /// A stop (or a failure to ask whether to stop): the state so far is saved first, then
-    /// the other ranks end theirs.
+    /// the other ranks of a data-parallel run end theirs.
     fn stop(&mut self, reason: anyhow::Error) -> anyhow::Error {
-        match self.save().and_then(|()| self.trainer.end_run()) {
+        let saved = self.save();
+        // Best effort: ranks that are gone already (a worker that died) need no telling.
+        let _ = self.trainer.end_run();
+        match saved {
             Ok(()) => reason,
             Err(error) => error.context("stopping"),
         }
