@@ -160,6 +160,24 @@ mod tests {
     }
 
     #[test]
+    fn another_ranks_out_of_memory_is_typed_so_every_rank_halves_its_batch() {
+        let peer = |out_of_memory| {
+            anyhow::Error::new(PeerFailure {
+                rank: 1,
+                out_of_memory,
+            })
+            .context("the training step failed")
+        };
+        let typed_peer = typed(peer(true));
+        assert_eq!(kind_of(&typed_peer), ErrorKind::OutOfMemory);
+        assert_eq!(
+            format!("{typed_peer:#}"),
+            "the training step failed: rank 1 ran out of memory in this step"
+        );
+        assert_eq!(kind_of(&typed(peer(false))), ErrorKind::Internal);
+    }
+
+    #[test]
     fn text_that_only_mentions_memory_is_not_typed() {
         let named = crate::error::invalid_input("/home/ada/CUDA out of memory.wav: not audio");
         assert_eq!(kind_of(&typed(named)), ErrorKind::InvalidInput);

@@ -331,3 +331,124 @@ fn unflatten(flat: &Tensor, bucket: &[Tensor]) {
         offset += count;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::net::TcpListener;
+    use std::time::Duration;
+
+    use timbre_torch_ext::distributed::{GroupBackend, Rendezvous};
+
+    use super::*;
+
+    /// Two ranks on threads (these collectives draw nothing from libtorch's generator).
+    fn two_ranks<T: Send + 'static>(
+        rank_does: impl Fn(DataParallel) -> T + Send + Sync + 'static,
+    ) -> Vec<T> {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let rank_does = Arc::new(rank_does);
+        let threads: Vec<_> = (0..2)
+            .map(|rank| {
+                let rank_does = Arc::clone(&rank_does);
+                std::thread::spawn(move || {
+                    let rendezvous = Rendezvous {
+                        host: "127.0.0.1".into(),
+                        port,
+                        rank,
+                        world: 2,
+                        local_rank: rank,
+                        agent_store: false,
+                        timeout: Duration::from_secs(20),
+                        interface: None,
+                    };
+                    let group = ProcessGroup::join(&rendezvous, GroupBackend::Gloo).unwrap();
+                    rank_does(DataParallel::new(Arc::new(group), Device::Cpu))
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
+    }
+
+    #[test]
+    fn an_out_of_memory_rank_ends_the_phase_on_every_rank_and_the_others_average() {
+        let outcomes = two_ranks(|parallel| {
+            let rank = parallel.rank();
+            let outcome = catch_unwind(AssertUnwindSafe(|| {
+                parallel.phase(
+                    2,
+                    || {
+                        if rank == 1 {
+                            // What tch's infallible calls panic with when libtorch's allocator fails.
+                            panic!("Torch(\"CUDA out of memory. Tried to allocate 2.00 GiB\")");
+                        }
+                        Ok(rank)
+                    },
+                    |_| vec![1.0, 3.0],
+                )
+            }));
+            // The phase after it: every rank averages again, none waits on a failed one.
+            let next = parallel
+                .phase(1, || Ok(()), |_| vec![rank as f64])
+                .unwrap()
+                .1;
+            (outcome, next)
+        });
+        let (zero, one) = (&outcomes[0], &outcomes[1]);
+        let peer = zero.0.as_ref().unwrap().as_ref().unwrap_err();
+        assert_eq!(
+            peer.downcast_ref::<PeerFailure>(),
+            Some(&PeerFailure {
+                rank: 1,
+                out_of_memory: true
+            })
+        );
+        assert_eq!(peer.to_string(), "rank 1 ran out of memory in this step");
+        assert!(one.0.is_err(), "rank 1's own panic goes on unwinding");
+        assert_eq!((zero.1.clone(), one.1.clone()), (vec![0.5], vec![0.5]));
+    }
+
+    #[test]
+    fn rank_zeros_end_of_the_run_reaches_the_others_next_step() {
+        let outcomes = two_ranks(|parallel| match parallel.rank() {
+            0 => parallel.end_run().map(|()| "ended".to_string()),
+            _ => {
+                let zeros = |shape: &[i64]| Tensor::zeros(shape, (Kind::Float, Device::Cpu));
+                let lengths = Tensor::from_slice(&[4i64]);
+                let batch = Batch {
+                    phone: zeros(&[1, 4, 768]),
+                    phone_lengths: lengths.copy(),
+                    pitch: None,
+                    pitchf: None,
+                    spec: zeros(&[1, 257, 4]),
+                    spec_lengths: lengths.copy(),
+                    wave: zeros(&[1, 1, 640]),
+                    wave_lengths: lengths * 160,
+                    sid: Tensor::zeros([1], (Kind::Int64, Device::Cpu)),
+                };
+                let stepped = parallel.exchange_lengths(Some(&batch));
+                stepped.map(|_| "stepped".to_string())
+            }
+        });
+        assert_eq!(outcomes[0].as_ref().unwrap(), "ended");
+        let other = outcomes[1].as_ref().unwrap_err();
+        assert!(other.downcast_ref::<RunEnded>().is_some(), "{other:#}");
+    }
+
+    #[test]
+    fn buckets_hold_at_most_25_mb_of_one_kind() {
+        let tensors = [
+            Tensor::zeros([4 << 20], (Kind::Float, Device::Cpu)),
+            Tensor::zeros([2 << 20], (Kind::Float, Device::Cpu)),
+            Tensor::zeros([1 << 20], (Kind::Float, Device::Cpu)),
+            Tensor::zeros([8], (Kind::Double, Device::Cpu)),
+            Tensor::zeros([8 << 20], (Kind::Float, Device::Cpu)),
+        ];
+        let sizes: Vec<usize> = buckets(&tensors).iter().map(|b| b.len()).collect();
+        // 16 + 8 MB, then 4 MB alone before the other kind, the double, then the 32 MB one alone.
+        assert_eq!(sizes, [2, 1, 1, 1]);
+    }
+}
