@@ -78,11 +78,7 @@ fn two_cpu_ranks_train_and_a_killed_worker_ends_the_run_resumably() {
         !ok_alone && stderr.contains("MASTER_ADDR is not set"),
         "{stderr}"
     );
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = timbre_test_support::free_port();
     let started = Instant::now();
     let out = command(&sb, &["train", "worker", "--training", &id.to_string()])
         .envs([

@@ -17,7 +17,7 @@ use timbre_nn::synthesizer::{Noise, Synthesizer, SynthesizerConfig};
 use timbre_nn::train::batch::Batch;
 use timbre_nn::train::config::{TrainSection, TrainingConfig};
 use timbre_nn::train::discriminator::DiscriminatorWidth;
-use timbre_nn::train::spectrogram::{SpectrogramConfig, Spectrograms};
+use timbre_nn::train::spectrogram::SpectrogramConfig;
 use timbre_nn::train::trainer::{Trainer, export_checkpoint, generator_checkpoint};
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -79,31 +79,57 @@ fn tiny_config() -> TrainingConfig {
     }
 }
 
-/// Two half-second sawtooth "voices" at 150 and 220 Hz with fixed random features.
+/// Two half-second sawtooth "voices" at 150 and 220 Hz.
 fn fixed_batch(config: &TrainingConfig) -> Batch {
-    let samples = FRAMES * HOP;
-    let time = Tensor::arange(samples, (Kind::Float, Device::Cpu)) / f64::from(RATE);
-    let saw = |hz: f64| ((&time * hz).frac() * 2.0 - 1.0) * 0.3;
-    let wave = Tensor::stack(&[saw(150.0), saw(220.0)], 0);
-    let spec = Spectrograms::new(config.data, Device::Cpu).linear(&wave);
-    let hz = Tensor::from_slice(&[150.0f32, 220.0])
-        .unsqueeze(1)
-        .expand([2, FRAMES], false)
-        .contiguous();
-    let pitch =
-        ((hz.log() - 50f64.ln()) / (1100f64.ln() - 50f64.ln()) * 254.0 + 1.0).to_kind(Kind::Int64);
-    tch::manual_seed(7);
-    let lengths = Tensor::from_slice(&[FRAMES, FRAMES]);
+    voices_batch(config, &[(150.0, FRAMES), (220.0, FRAMES)], 7)
+}
+
+/// Sawtooth voices `(hz, frames)` with features of their own, zero-padded to the longest as
+/// RVC collates them. Nothing is drawn from libtorch's generator, whose state the step's noise
+/// depends on.
+fn voices_batch(config: &TrainingConfig, voices: &[(f64, i64)], seed: i64) -> Batch {
+    let longest = voices.iter().map(|v| v.1).max().unwrap();
+    let n = voices.len() as i64;
+    let cpu = (Kind::Float, Device::Cpu);
+    let time = Tensor::arange(longest * HOP, cpu) / f64::from(config.data.sampling_rate);
+    let within = |frames: i64, per: i64| {
+        Tensor::arange(longest * per, cpu)
+            .lt(frames * per)
+            .to_kind(Kind::Float)
+    };
+    let stack = |f: &dyn Fn(f64, i64) -> Tensor| {
+        Tensor::stack(
+            &voices
+                .iter()
+                .map(|&(hz, frames)| f(hz, frames))
+                .collect::<Vec<_>>(),
+            0,
+        )
+    };
+    let wave = stack(&|hz, frames| ((&time * hz).frac() * 2.0 - 1.0) * 0.3 * within(frames, HOP));
+    let frames_mask = stack(&|_, frames| within(frames, 1));
+    let spectrograms = timbre_nn::train::spectrogram::Spectrograms::new(config.data, Device::Cpu);
+    let spec = spectrograms.linear(&wave).narrow(2, 0, longest) * frames_mask.unsqueeze(1);
+    let hz = stack(&|hz, frames| within(frames, 1) * hz);
+    let pitch = ((hz.clamp_min(50.0).log() - 50f64.ln()) / (1100f64.ln() - 50f64.ln()) * 254.0
+        + 1.0)
+        .to_kind(Kind::Int64)
+        * frames_mask.to_kind(Kind::Int64);
+    let phone = (Tensor::arange(n * longest * 768, cpu).view([n, longest, 768]) * 0.618
+        + seed as f64)
+        .sin()
+        * frames_mask.unsqueeze(2);
+    let lengths = Tensor::from_slice(&voices.iter().map(|v| v.1).collect::<Vec<_>>());
     Batch {
-        phone: Tensor::randn([2, FRAMES, 768], (Kind::Float, Device::Cpu)),
+        phone,
         phone_lengths: lengths.copy(),
         pitch: Some(pitch),
         pitchf: Some(hz),
         spec,
         spec_lengths: lengths.copy(),
         wave: wave.unsqueeze(1),
-        wave_lengths: Tensor::from_slice(&[samples, samples]),
-        sid: Tensor::from_slice(&[0i64, 1]),
+        wave_lengths: &lengths * HOP,
+        sid: Tensor::arange(n, (Kind::Int64, Device::Cpu)),
     }
 }
 

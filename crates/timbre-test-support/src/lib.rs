@@ -31,6 +31,14 @@ pub fn run_in_fake_audio_home(
     (child.status.success(), log)
 }
 
+/// A TCP port of 127.0.0.1 free at the moment of asking: a rendezvous for a test's ranks.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("binding a port of 127.0.0.1")
+        .port()
+}
+
 /// `.venv/bin/python` beside the workspace. Panics when it is missing, so that a parity test
 /// never passes without having compared anything.
 pub fn reference_python() -> PathBuf {

@@ -334,7 +334,6 @@ fn unflatten(flat: &Tensor, bucket: &[Tensor]) {
 
 #[cfg(test)]
 mod tests {
-    use std::net::TcpListener;
     use std::time::Duration;
 
     use timbre_torch_ext::distributed::{GroupBackend, Rendezvous};
@@ -345,11 +344,7 @@ mod tests {
     fn two_ranks<T: Send + 'static>(
         rank_does: impl Fn(DataParallel) -> T + Send + Sync + 'static,
     ) -> Vec<T> {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = timbre_test_support::free_port();
         let rank_does = Arc::new(rank_does);
         let threads: Vec<_> = (0..2)
             .map(|rank| {

@@ -4,19 +4,19 @@
 //! with an error at once, the last checkpoint stays whole, and one process resumes from it as a
 //! run on one process would have.
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tch::{Device, Kind, Tensor};
+use tch::{Kind, Tensor};
 use timbre_nn::checkpoint::{Value, read_torch_file};
 use timbre_nn::train::batch::Batch;
 use timbre_nn::train::config::TrainingConfig;
+use timbre_test_support::free_port;
 use timbre_torch_ext::distributed::{GroupBackend, ProcessGroup, Rendezvous};
 
-use super::{HOP, one_at_a_time, trainer};
+use super::{one_at_a_time, trainer, voices_batch};
 
 const WORLD: usize = 2;
 /// Steps of the exactness run; the fault run saves after `SAVED` and rank 1 dies in the next.
@@ -33,55 +33,6 @@ fn rank_batch(config: &TrainingConfig, step: usize, rank: usize) -> Batch {
     let frames = |k: usize| 30 + ((step * 7 + rank * 11 + k * 5) % 20) as i64;
     let voices = [0, 1].map(|k| (110.0 + 40.0 * (step + 2 * rank + k) as f64, frames(k)));
     voices_batch(config, &voices, (100 * step + rank) as i64)
-}
-
-/// Sawtooth voices `(hz, frames)` with features of their own, zero-padded to the longest as
-/// RVC collates them. Nothing is drawn from libtorch's generator, whose state the step's noise
-/// depends on.
-fn voices_batch(config: &TrainingConfig, voices: &[(f64, i64)], seed: i64) -> Batch {
-    let longest = voices.iter().map(|v| v.1).max().unwrap();
-    let n = voices.len() as i64;
-    let cpu = (Kind::Float, Device::Cpu);
-    let time = Tensor::arange(longest * HOP, cpu) / f64::from(config.data.sampling_rate);
-    let within = |frames: i64, per: i64| {
-        Tensor::arange(longest * per, cpu)
-            .lt(frames * per)
-            .to_kind(Kind::Float)
-    };
-    let stack = |f: &dyn Fn(f64, i64) -> Tensor| {
-        Tensor::stack(
-            &voices
-                .iter()
-                .map(|&(hz, frames)| f(hz, frames))
-                .collect::<Vec<_>>(),
-            0,
-        )
-    };
-    let wave = stack(&|hz, frames| ((&time * hz).frac() * 2.0 - 1.0) * 0.3 * within(frames, HOP));
-    let frames_mask = stack(&|_, frames| within(frames, 1));
-    let spectrograms = timbre_nn::train::spectrogram::Spectrograms::new(config.data, Device::Cpu);
-    let spec = spectrograms.linear(&wave).narrow(2, 0, longest) * frames_mask.unsqueeze(1);
-    let hz = stack(&|hz, frames| within(frames, 1) * hz);
-    let pitch = ((hz.clamp_min(50.0).log() - 50f64.ln()) / (1100f64.ln() - 50f64.ln()) * 254.0
-        + 1.0)
-        .to_kind(Kind::Int64)
-        * frames_mask.to_kind(Kind::Int64);
-    let phone = (Tensor::arange(n * longest * 768, cpu).view([n, longest, 768]) * 0.618
-        + seed as f64)
-        .sin()
-        * frames_mask.unsqueeze(2);
-    let lengths = Tensor::from_slice(&voices.iter().map(|v| v.1).collect::<Vec<_>>());
-    Batch {
-        phone,
-        phone_lengths: lengths.copy(),
-        pitch: Some(pitch),
-        pitchf: Some(hz),
-        spec,
-        spec_lengths: lengths.copy(),
-        wave: wave.unsqueeze(1),
-        wave_lengths: &lengths * HOP,
-        sid: Tensor::zeros([n], (Kind::Int64, Device::Cpu)),
-    }
 }
 
 /// The ranks' batches of a step as one, as one process collates them.
@@ -107,14 +58,6 @@ fn combined_batch(config: &TrainingConfig, step: usize) -> Batch {
         wave_lengths: cat(|b| &b.wave_lengths),
         sid: cat(|b| &b.sid),
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Starts the ranks of `role` and waits for them.

@@ -1,16 +1,9 @@
 use std::collections::HashMap;
-use std::net::TcpListener;
 use std::time::Instant;
 
-use super::*;
+use timbre_test_support::free_port;
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use super::*;
 
 fn local(port: u16, rank: usize, world: usize, timeout: Duration) -> Rendezvous {
     Rendezvous {
