@@ -85,16 +85,8 @@ fn run_ranks(ranks: usize) -> Result<()> {
     let threads = (env_or("BENCH_THREADS", 2) / ranks).max(1);
     let children: Vec<_> = (0..ranks)
         .map(|rank| {
-            let rendezvous = Rendezvous {
-                host: "127.0.0.1".into(),
-                port,
-                rank,
-                world: ranks,
-                local_rank: rank,
-                agent_store: false,
-                timeout: std::time::Duration::from_secs(600),
-                interface: None,
-            };
+            let rendezvous =
+                Rendezvous::on_this_machine(port, rank, ranks, std::time::Duration::from_secs(600));
             std::process::Command::new(std::env::current_exe()?)
                 .envs(rendezvous.env_vars())
                 .env("BENCH_THREADS", threads.to_string())
@@ -111,18 +103,12 @@ fn run_ranks(ranks: usize) -> Result<()> {
 fn group(device: Device) -> Result<Option<Arc<ProcessGroup>>> {
     let rendezvous = match Rendezvous::from_env() {
         Ok(rendezvous) => rendezvous,
-        Err(_) if std::env::var("BENCH_GROUP").is_ok() => Rendezvous {
-            host: "127.0.0.1".into(),
-            port: std::net::TcpListener::bind("127.0.0.1:0")?
+        Err(_) if std::env::var("BENCH_GROUP").is_ok() => {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")?
                 .local_addr()?
-                .port(),
-            rank: 0,
-            world: 1,
-            local_rank: 0,
-            agent_store: false,
-            timeout: std::time::Duration::from_secs(600),
-            interface: None,
-        },
+                .port();
+            Rendezvous::on_this_machine(port, 0, 1, std::time::Duration::from_secs(600))
+        }
         Err(_) => return Ok(None),
     };
     let backend = match std::env::var("BENCH_GROUP").as_deref() {

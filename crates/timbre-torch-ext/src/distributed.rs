@@ -77,6 +77,20 @@ pub struct Rendezvous {
 }
 
 impl Rendezvous {
+    /// Rank `rank` of `world` processes on this machine, the store on 127.0.0.1:`port`.
+    pub fn on_this_machine(port: u16, rank: usize, world: usize, timeout: Duration) -> Self {
+        Self {
+            host: "127.0.0.1".into(),
+            port,
+            rank,
+            world,
+            local_rank: rank,
+            agent_store: false,
+            timeout,
+            interface: None,
+        }
+    }
+
     /// The rendezvous the environment describes.
     pub fn from_env() -> Result<Self> {
         Self::from_vars(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))

@@ -89,16 +89,8 @@ impl Ranks {
             .ok()
             .and_then(|secs| secs.trim().parse().ok())
             .map_or(DEFAULT_TIMEOUT, Duration::from_secs);
-        let rendezvous = |rank: usize| Rendezvous {
-            host: "127.0.0.1".into(),
-            port,
-            rank,
-            world: devices.len(),
-            local_rank: rank,
-            agent_store: false,
-            timeout,
-            interface: None,
-        };
+        let rendezvous =
+            |rank: usize| Rendezvous::on_this_machine(port, rank, devices.len(), timeout);
         std::fs::create_dir_all(files.root())
             .with_context(|| format!("{}: cannot create", files.root().display()))?;
         let program = worker_program()?;

@@ -350,16 +350,8 @@ mod tests {
             .map(|rank| {
                 let rank_does = Arc::clone(&rank_does);
                 std::thread::spawn(move || {
-                    let rendezvous = Rendezvous {
-                        host: "127.0.0.1".into(),
-                        port,
-                        rank,
-                        world: 2,
-                        local_rank: rank,
-                        agent_store: false,
-                        timeout: Duration::from_secs(20),
-                        interface: None,
-                    };
+                    let rendezvous =
+                        Rendezvous::on_this_machine(port, rank, 2, Duration::from_secs(20));
                     let group = ProcessGroup::join(&rendezvous, GroupBackend::Gloo).unwrap();
                     rank_does(DataParallel::new(Arc::new(group), Device::Cpu))
                 })

@@ -65,16 +65,8 @@ fn run_ranks(role: &str, out: &Path) -> Vec<Output> {
     let port = free_port();
     let children: Vec<_> = (0..WORLD)
         .map(|rank| {
-            let rendezvous = Rendezvous {
-                host: "127.0.0.1".into(),
-                port,
-                rank,
-                world: WORLD,
-                local_rank: rank,
-                agent_store: false,
-                timeout: Duration::from_secs(60),
-                interface: None,
-            };
+            let rendezvous =
+                Rendezvous::on_this_machine(port, rank, WORLD, Duration::from_secs(60));
             Command::new(std::env::current_exe().unwrap())
                 .args([
                     "--exact",

@@ -5,19 +5,6 @@ use timbre_test_support::free_port;
 
 use super::*;
 
-fn local(port: u16, rank: usize, world: usize, timeout: Duration) -> Rendezvous {
-    Rendezvous {
-        host: "127.0.0.1".into(),
-        port,
-        rank,
-        world,
-        local_rank: rank,
-        agent_store: false,
-        timeout,
-        interface: None,
-    }
-}
-
 fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
     let map: HashMap<String, String> = pairs
         .iter()
@@ -110,7 +97,7 @@ fn on_ranks<T: Send + 'static>(
             let body = body.clone();
             std::thread::spawn(move || {
                 let group = ProcessGroup::join(
-                    &local(port, rank, world, Duration::from_secs(20)),
+                    &Rendezvous::on_this_machine(port, rank, world, Duration::from_secs(20)),
                     GroupBackend::Gloo,
                 )
                 .unwrap();
@@ -145,7 +132,7 @@ fn gloo_sums_takes_the_maximum_and_broadcasts_across_ranks() {
 fn a_rank_that_never_joins_is_named_within_the_timeout() {
     let started = Instant::now();
     let error = ProcessGroup::join(
-        &local(free_port(), 0, 3, Duration::from_secs(1)),
+        &Rendezvous::on_this_machine(free_port(), 0, 3, Duration::from_secs(1)),
         GroupBackend::Gloo,
     )
     .err()
@@ -164,7 +151,7 @@ fn a_rendezvous_nobody_serves_fails_within_the_timeout_naming_it() {
     let port = free_port();
     let started = Instant::now();
     let error = ProcessGroup::join(
-        &local(port, 1, 2, Duration::from_secs(1)),
+        &Rendezvous::on_this_machine(port, 1, 2, Duration::from_secs(1)),
         GroupBackend::Gloo,
     )
     .err()
