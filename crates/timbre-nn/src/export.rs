@@ -2,12 +2,17 @@
 //! RVC-Project/Retrieval-based-Voice-Conversion-WebUI `infer/lib/train/process_ckpt.py`
 //! `savee` writes it: an OrderedDict of `weight` (a dict of the generator's fp16 tensors, the
 //! posterior encoder `enc_q` dropped), `config` (the 18 constructor arguments), `info`, `sr`,
-//! `f0` and `version`, in that order.
+//! `f0` and `version`, in that order; a voice we trained also carries the entries IAHispano/Applio
+//! `rvc/train/process/extract_model.py` writes after them (`epoch`, `step`, `creation_date`,
+//! `model_hash`, `overtrain_info`, `dataset_length`, `model_name`, `author`, `embedder_model`,
+//! `speakers_id`, `vocoder`), so that Applio and the tools that read its entries know it.
 
 use std::path::Path;
 
 use anyhow::{Result, bail};
 use tch::{Kind, Tensor};
+
+use sha2::{Digest, Sha256};
 
 use crate::checkpoint::{Value, write_torch_file};
 use crate::hubert::Embedder;
@@ -29,6 +34,19 @@ pub struct RvcModelMeta<'a> {
     /// The content encoder the voice was trained on: beside contentvec (RVC's, which RVC's
     /// files do not name), written as Applio's `embedder_model` entry.
     pub embedder: Embedder,
+    /// A voice trained here: Applio's entries too.
+    pub trained: Option<Trained<'a>>,
+}
+
+/// What a voice trained here says of its training, in Applio's entries.
+#[derive(Debug, Clone, Copy)]
+pub struct Trained<'a> {
+    /// Epochs trained.
+    pub epoch: i64,
+    /// Optimizer steps taken.
+    pub step: i64,
+    /// The voice's name (Applio's `model_name`).
+    pub model_name: &'a str,
 }
 
 /// Writes the inference model of the generator `state_dict` (names as the reference's
@@ -64,10 +82,62 @@ pub fn rvc_model_value(state_dict: &[(String, Tensor)], meta: &RvcModelMeta<'_>)
         (text("f0"), Value::Int(i64::from(meta.f0))),
         (text("version"), text(meta.version)),
     ];
-    if meta.embedder != Embedder::Contentvec {
-        entries.push((text("embedder_model"), text(meta.embedder.name())));
+    match meta.trained {
+        Some(trained) => entries.extend(applio_entries(meta, &trained)),
+        None if meta.embedder != Embedder::Contentvec => {
+            entries.push((text("embedder_model"), text(meta.embedder.name())));
+        }
+        None => {}
     }
     Ok(Value::ordered_dict(entries))
+}
+
+/// Applio's entries after RVC's, as `extract_model` writes them: its `model_hash` is the
+/// SHA-256 of `"{name}-{epoch}-{step}-{sr}-{version}-{config}"` (the config as Python prints the
+/// list); what it knows and we do not (its overtraining detector's summary, the dataset's length
+/// from its `model_info.json`, the author of its settings) is None, as Applio writes it then.
+fn applio_entries(meta: &RvcModelMeta<'_>, trained: &Trained<'_>) -> Vec<(Value, Value)> {
+    let text = |s: &str| Value::Str(s.to_string());
+    let config = python_repr(&Value::List(config_list(meta.config)));
+    let hashed = format!(
+        "{}-{}-{}-{}-{}-{config}",
+        trained.model_name, trained.epoch, trained.step, meta.sr, meta.version
+    );
+    let created = time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
+    let hash: String = Sha256::digest(hashed.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    vec![
+        (text("epoch"), Value::Int(trained.epoch)),
+        (text("step"), Value::Int(trained.step)),
+        (text("creation_date"), text(&created)),
+        (text("model_hash"), text(&hash)),
+        (text("overtrain_info"), Value::None),
+        (text("dataset_length"), Value::None),
+        (text("model_name"), text(trained.model_name)),
+        (text("author"), Value::None),
+        (text("embedder_model"), text(meta.embedder.name())),
+        (text("speakers_id"), Value::Int(1)),
+        (text("vocoder"), text("HiFi-GAN")),
+    ]
+}
+
+/// How Python's `repr` writes the ints, floats, strings and lists of a config.
+fn python_repr(value: &Value) -> String {
+    match value {
+        Value::Int(n) => n.to_string(),
+        Value::Float(x) if x.fract() == 0.0 && x.abs() < 1e16 => format!("{x:.1}"),
+        Value::Float(x) => x.to_string(),
+        Value::Str(s) => format!("'{s}'"),
+        Value::List(items) => {
+            let items: Vec<String> = items.iter().map(python_repr).collect();
+            format!("[{}]", items.join(", "))
+        }
+        _ => String::new(),
+    }
 }
 
 /// The 18-item `config` list, in the order `SynthesizerConfig::from_list` reads it.

@@ -12,6 +12,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use tch::{Device, Kind, Tensor};
 
+use timbre_nn::checkpoint::{Value, read_torch_file};
 use timbre_nn::device::Precision;
 use timbre_nn::synthesizer::{Noise, Synthesizer, SynthesizerConfig};
 use timbre_nn::train::batch::Batch;
@@ -299,7 +300,7 @@ fn the_exported_model_converts() {
     trainer.step(&batch).unwrap();
     trainer.finish_epoch();
     let path = dir.path().join("voice.pth");
-    trainer.export(&path).unwrap();
+    trainer.export(&path, "Alto").unwrap();
     let model = Synthesizer::load(&path, Device::Cpu).unwrap();
     assert_eq!(model.info().sample_rate, RATE);
     let audio = model
@@ -342,14 +343,39 @@ fn a_saved_generator_exports_as_the_trainer_does() {
         true,
         &dir.path().join("G_2.pth"),
         &exported,
+        "Alto",
     )
     .unwrap();
     let direct = b.path().join("voice.pth");
-    trainer.export(&direct).unwrap();
-    assert_eq!(
-        std::fs::read(&exported).unwrap(),
-        std::fs::read(&direct).unwrap()
+    trainer.export(&direct, "Alto").unwrap();
+    // The same model and entries; only the creation date is each export's own.
+    let (exported, direct) = (
+        read_torch_file(&exported).unwrap(),
+        read_torch_file(&direct).unwrap(),
     );
+    let entries = |root: &Value| -> Vec<(String, String)> {
+        root.as_dict()
+            .unwrap()
+            .iter()
+            .map(|(key, value)| (key.as_str().unwrap().to_string(), value))
+            .filter(|(key, _)| key != "creation_date" && key != "weight")
+            .map(|(key, value)| (key, format!("{value:?}")))
+            .collect()
+    };
+    assert_eq!(entries(&exported), entries(&direct));
+    assert_eq!(exported.get("step").and_then(Value::as_i64), Some(2));
+    let (ours, theirs) = (exported.get("weight"), direct.get("weight"));
+    let (ours, theirs) = (
+        ours.and_then(Value::as_dict).unwrap(),
+        theirs.and_then(Value::as_dict).unwrap(),
+    );
+    assert_eq!(ours.len(), theirs.len());
+    for ((name, a), (_, b)) in ours.iter().zip(theirs) {
+        assert!(
+            a.as_tensor().unwrap().equal(b.as_tensor().unwrap()),
+            "{name:?}"
+        );
+    }
     assert!(first.is_file());
 }
 

@@ -66,7 +66,7 @@ pub fn export_to_file(
     let training = trainings::require(&library.conn(), training_id)?;
     let checkpoint = checkpoint_of(library, &training, step)?;
     let plan = plan_of(&training)?;
-    export_checkpoint(&plan.config()?, plan.f0, &checkpoint, out)?;
+    export_checkpoint(&plan.config()?, plan.f0, &checkpoint, out, &training.name)?;
     Ok(checkpoint)
 }
 
@@ -96,9 +96,9 @@ pub fn export_to_library(library: &Library, training_id: i64, step: Option<i64>)
     std::fs::create_dir_all(out.parent().unwrap_or(files.root()))
         .with_context(|| format!("{}: cannot write", out.display()))?;
     let plan = plan_of(&training)?;
-    export_checkpoint(&plan.config()?, plan.f0, &checkpoint, &out)?;
     let step = checkpoint_name.trim_start_matches("G_");
     let name = format!("{} (step {step})", training.name);
+    export_checkpoint(&plan.config()?, plan.f0, &checkpoint, &out, &name)?;
     import(library, &training, dataset.voice_id, &out, &name)
 }
 

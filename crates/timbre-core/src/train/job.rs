@@ -295,9 +295,15 @@ fn finish(ctx: &JobContext, end: &End, trainer: &Trainer, started: Instant) -> R
     match end.converged {
         Some(step) => {
             let checkpoint = generator_checkpoint(&files.checkpoints(), Some(step))?;
-            export_checkpoint(trainer.config(), trainer.f0(), &checkpoint, &files.model())?;
+            export_checkpoint(
+                trainer.config(),
+                trainer.f0(),
+                &checkpoint,
+                &files.model(),
+                &training.name,
+            )?;
         }
-        None => trainer.export(&files.model())?,
+        None => trainer.export(&files.model(), &training.name)?,
     }
     ctx.progress(TRAINING_SHARE + 0.01, "training the index")?;
     let vectors = export::write_index(end.dataset_dir, end.data.manifest(), &files.index())?;

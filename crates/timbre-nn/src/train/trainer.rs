@@ -24,7 +24,7 @@ use super::scaler::GradScaler;
 use super::spectrogram::Spectrograms;
 use crate::checkpoint::{Value, read_torch_file};
 use crate::device::Precision;
-use crate::export::{RvcModelMeta, export_rvc_model};
+use crate::export::{RvcModelMeta, Trained, export_rvc_model};
 use crate::synthesizer::{Synthesizer, TrainableSynthesizer};
 
 /// The losses of one step (as rvc-next logs them) and the gradients' norms.
@@ -290,12 +290,18 @@ impl Trainer {
         Ok((generator_path, discriminator_path))
     }
 
-    /// The inference model RVC exports (`savee`): fp16 weights, config and metadata.
-    pub fn export(&self, path: &Path) -> Result<()> {
+    /// The inference model RVC exports (`savee`): fp16 weights, config and metadata, with
+    /// Applio's entries for the voice `name`.
+    pub fn export(&self, path: &Path, name: &str) -> Result<()> {
+        let trained = Trained {
+            epoch: self.epoch,
+            step: self.global_step,
+            model_name: name,
+        };
         export_generator(
             &self.config,
             self.f0,
-            self.epoch,
+            trained,
             &self.generator.state_dict(),
             path,
         )
@@ -308,15 +314,22 @@ impl Trainer {
 }
 
 /// The inference model of a saved generator (`G_<step>.pth`, as RVC's `extract_small_model`
-/// makes one), for a run of `config`; the epoch it names is the checkpoint's.
+/// makes one), for a run of `config`, as the voice `name`; the epoch and step it names are the
+/// checkpoint's.
 pub fn export_checkpoint(
     config: &TrainingConfig,
     f0: bool,
     checkpoint: &Path,
     path: &Path,
+    name: &str,
 ) -> Result<()> {
-    let (generator, epoch) = read_generator(config, f0, checkpoint, Device::Cpu)?;
-    export_generator(config, f0, epoch, &generator.state_dict(), path)
+    let (generator, epoch, step) = read_generator(config, f0, checkpoint, Device::Cpu)?;
+    let trained = Trained {
+        epoch,
+        step,
+        model_name: name,
+    };
+    export_generator(config, f0, trained, &generator.state_dict(), path)
 }
 
 /// A saved generator (`G_<step>.pth`) of a run of `config` as an inference model on `device`,
@@ -327,7 +340,7 @@ pub fn checkpoint_synthesizer(
     checkpoint: &Path,
     device: Device,
 ) -> Result<(Synthesizer, i64)> {
-    let (generator, epoch) = read_generator(config, f0, checkpoint, device)?;
+    let (generator, epoch, _) = read_generator(config, f0, checkpoint, device)?;
     Ok((generator.synthesizer()?, epoch))
 }
 
@@ -336,23 +349,24 @@ fn read_generator(
     f0: bool,
     checkpoint: &Path,
     device: Device,
-) -> Result<(TrainableSynthesizer, i64)> {
+) -> Result<(TrainableSynthesizer, i64, i64)> {
     let root = read_torch_file(checkpoint)?;
     let mut generator = TrainableSynthesizer::new(&config.model, &config.version, f0, device)?;
     generator.load_checkpoint_value(&root, checkpoint)?;
     let epoch = root.get("iteration").and_then(Value::as_i64).unwrap_or(0);
-    Ok((generator, epoch))
+    let step = root.get(GLOBAL_STEP).and_then(Value::as_i64).unwrap_or(0);
+    Ok((generator, epoch, step))
 }
 
 fn export_generator(
     config: &TrainingConfig,
     f0: bool,
-    epoch: i64,
+    trained: Trained<'_>,
     state_dict: &[(String, Tensor)],
     path: &Path,
 ) -> Result<()> {
     let sr = format!("{}k", config.data.sampling_rate / 1000);
-    let info = format!("{epoch}epoch");
+    let info = format!("{}epoch", trained.epoch);
     export_rvc_model(
         path,
         state_dict,
@@ -363,6 +377,7 @@ fn export_generator(
             version: &config.version,
             info: &info,
             embedder: config.embedder,
+            trained: Some(trained),
         },
     )
 }

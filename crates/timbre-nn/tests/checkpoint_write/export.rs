@@ -8,9 +8,11 @@ use std::path::{Path, PathBuf};
 use serde_json::Value as Json;
 use tch::{Device, Kind, Tensor};
 use timbre_nn::checkpoint::{Value, read_torch_file, write_torch_file};
-use timbre_nn::export::{RvcModelMeta, export_rvc_model};
+use timbre_nn::export::{RvcModelMeta, Trained, export_rvc_model};
 use timbre_nn::hubert::Embedder;
-use timbre_nn::synthesizer::{Noise, Synthesizer, SynthesizerConfig, read_model_info};
+use timbre_nn::synthesizer::{
+    Noise, Synthesizer, SynthesizerConfig, TrainableSynthesizer, read_model_info,
+};
 
 use timbre_test_support::rvc_parity_fixtures;
 
@@ -34,6 +36,7 @@ impl Fixture {
             version: get("version").as_str().unwrap(),
             info: get("info").as_str().unwrap(),
             embedder: Embedder::Contentvec,
+            trained: None,
         }
     }
 
@@ -305,4 +308,91 @@ fn metadata_that_contradicts_the_weights_is_refused() {
         );
         assert!(!path.exists());
     }
+}
+
+/// A voice trained here against Applio's own HiFi-GAN voice of the same shape
+/// (`tests/data/applio-parity/hifigan_40k`, written by Applio's `extract_model`): every entry
+/// Applio writes, its values where they are the voice's, and the weights key for key and shape
+/// for shape, so that Applio's `load_state_dict` finds what it looks for.
+#[test]
+fn a_trained_voice_has_applios_entries_and_its_weights_key_for_key() {
+    let applio_path = timbre_test_support::applio_parity_fixtures().join("hifigan_40k/model.pth");
+    let applio = read_torch_file(&applio_path).unwrap();
+    let info = read_model_info(&applio_path).unwrap();
+    let generator = TrainableSynthesizer::new(&info.config, "v2", true, Device::Cpu).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ours.pth");
+    let meta = RvcModelMeta {
+        config: &info.config,
+        sr: "40k",
+        f0: true,
+        version: "v2",
+        info: "7epoch",
+        embedder: Embedder::Contentvec,
+        trained: Some(Trained {
+            epoch: 7,
+            step: 700,
+            model_name: "hifigan_40k",
+        }),
+    };
+    export_rvc_model(&path, &generator.state_dict(), &meta).unwrap();
+    let ours = read_torch_file(&path).unwrap();
+
+    let keys = |root: &Value| -> Vec<String> {
+        let entries = root.as_dict().unwrap().iter();
+        entries
+            .map(|(k, _)| k.as_str().unwrap().to_string())
+            .collect()
+    };
+    let missing: Vec<String> = keys(&applio)
+        .into_iter()
+        .filter(|key| ours.get(key).is_none())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "entries Applio writes and we do not: {missing:?}"
+    );
+    for key in [
+        "config",
+        "sr",
+        "version",
+        "epoch",
+        "step",
+        "model_name",
+        "embedder_model",
+        "vocoder",
+    ] {
+        assert_eq!(
+            format!("{:?}", ours.get(key).unwrap()),
+            format!("{:?}", applio.get(key).unwrap()),
+            "{key}"
+        );
+    }
+    let hash = ours.get("model_hash").and_then(Value::as_str).unwrap();
+    assert!(
+        hash.len() == 64 && hash.chars().all(|c| c.is_ascii_hexdigit()),
+        "{hash}"
+    );
+
+    let shapes = |root: &Value| -> Vec<(String, Vec<i64>, Kind)> {
+        let mut weights: Vec<_> = root
+            .get("weight")
+            .and_then(Value::as_dict)
+            .unwrap()
+            .iter()
+            .map(|(k, v)| {
+                let t = v.as_tensor().unwrap();
+                (k.as_str().unwrap().to_string(), t.size(), t.kind())
+            })
+            .collect();
+        weights.sort_by(|a, b| a.0.cmp(&b.0));
+        weights
+    };
+    assert_eq!(shapes(&ours), shapes(&applio));
+    // And ours reads back as the voice it is.
+    let read = read_model_info(&path).unwrap();
+    assert_eq!(
+        (read.metadata.embedder_model.as_deref(), read.config),
+        (Some("contentvec"), info.config)
+    );
 }

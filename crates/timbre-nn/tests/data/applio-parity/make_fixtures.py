@@ -1,4 +1,4 @@
-"""Random-weight Applio voices with the MRF HiFi-GAN and RefineGAN vocoders, and what Applio's own
+"""Random-weight Applio voices with the MRF HiFi-GAN, RefineGAN and HiFi-GAN vocoders, and what Applio's own
 code gives for them: the `applio-parity` fixture set beside this script (manifest.json, one folder
 per case), in the format of ../shared/fixtures/rvc-parity (`kind: synthesizer`).
 
@@ -46,6 +46,8 @@ CASES = [
     ("mrf_hifigan_40k", "MRF HiFi-GAN", 40000, "v2"),
     ("mrf_hifigan_48k", "MRF HiFi-GAN", 48000, "v1"),
     ("refinegan_24k", "RefineGAN", 24000, "v1"),
+    # Applio's HiFi-GAN voice, as Applio writes it: what our trained exports are held to, key for key.
+    ("hifigan_40k", "HiFi-GAN", 40000, "v2"),
 ]
 EVERY_RATE = [
     ("refinegan_32k", "RefineGAN", 32000, "v2"),
