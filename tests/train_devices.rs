@@ -1,6 +1,7 @@
 //! `timbre train start --devices cpu,cpu`: the job runs rank 0 and starts a `timbre train
 //! worker` process for rank 1, both on the CPU over Gloo; rank 0 alone writes the checkpoints,
-//! the metrics and the model. A worker started by hand without a rendezvous, or at a port
+//! the metrics and the model. As torchrun or SLURM launch a run: a queued training and a
+//! `timbre train worker` process per rank, rank 0's running the job. A worker started by hand without a rendezvous, or at a port
 //! nobody serves, says so. Then a worker killed mid-run: the job fails at once naming the
 //! rank, its last checkpoint stays whole, and the training resumes from it on one device.
 
@@ -27,7 +28,7 @@ fn worker_pids(training: i64) -> Vec<u32> {
 }
 
 #[test]
-fn two_cpu_ranks_train_and_a_killed_worker_ends_the_run_resumably() {
+fn cpu_ranks_train_spawned_or_launched_and_a_killed_worker_ends_the_run_resumably() {
     let sb = sandbox();
     let file = sb.write_speech("speech.wav", 64.0);
     sb.prepare_dataset("Alto set", "40k", &file);
@@ -71,6 +72,48 @@ fn two_cpu_ranks_train_and_a_killed_worker_ends_the_run_resumably() {
     let parallel = events.iter().find(|e| e["kind"] == "data_parallel");
     assert_eq!(parallel.unwrap()["data"]["ranks"], 2, "{events:?}");
     assert!(worker_pids(id).is_empty(), "the worker ended with the run");
+
+    // As torchrun or SLURM launch it: a queued training, `timbre train worker` for each rank.
+    let mut args = start("Launched", "1");
+    args.truncate(args.len() - 4);
+    args.extend([
+        "--model-config".to_string(),
+        config.clone(),
+        "--queue".into(),
+    ]);
+    let queued = ok(&sb, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(queued["status"], "queued", "{queued}");
+    let launched = queued["id"].as_i64().unwrap();
+    let port = timbre_test_support::free_port();
+    let ranks: Vec<_> = (0..2)
+        .map(|rank| {
+            command(
+                &sb,
+                &["train", "worker", "--training", &launched.to_string()],
+            )
+            .args(["--device", "cpu"])
+            .envs([
+                ("MASTER_ADDR", "127.0.0.1".to_string()),
+                ("MASTER_PORT", port.to_string()),
+                ("WORLD_SIZE", "2".into()),
+                ("RANK", rank.to_string()),
+                ("LOCAL_RANK", rank.to_string()),
+                ("TIMBRE_COLLECTIVE_TIMEOUT_SECS", "60".into()),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    for (rank, child) in ranks.into_iter().enumerate() {
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "rank {rank}: {stderr}");
+    }
+    let row = training_row(&sb, launched)["training"].clone();
+    assert_eq!(row["status"], "done", "{row}");
+    assert_eq!(row["device"], "cpu (rank 0 of 2)");
 
     // A worker started by hand: without torchrun's variables, and at a port nobody serves.
     let (ok_alone, _, stderr) = json(&sb, &["train", "worker", "--training", &id.to_string()]);

@@ -141,14 +141,7 @@ fn train(ctx: &JobContext, models: &Arc<ModelCache>, id: i64) -> Result<TrainRes
         ctx.event(Level::Info, "devices", &data)?;
     }
     let precision = Precision::default_for(device)?;
-    let device_names = match training_devices.len() {
-        0 | 1 => devices::name(device),
-        _ => training_devices
-            .iter()
-            .map(|&d| devices::name(d))
-            .collect::<Vec<_>>()
-            .join(","),
-    };
+    let device_names = ranks::devices_name(&training_devices, device);
     library.edit(|conn| trainings::set_running(conn, id, &device_names, precision.name()))?;
     let pretrained = plan.pretrained_files(library)?;
     if !pretrained.missing.is_empty() {

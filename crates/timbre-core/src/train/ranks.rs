@@ -30,6 +30,25 @@ pub fn launched_as(rendezvous: Rendezvous, device: Device) {
     let _ = LAUNCHED.set((rendezvous, device));
 }
 
+/// How the `train` job names the devices it trains on: one, several (`cuda:0,cuda:1`), or a
+/// launched rank 0's (`cuda:0 (rank 0 of 8)`).
+pub fn devices_name(devices: &[Device], fallback: Device) -> String {
+    match (LAUNCHED.get(), devices) {
+        (Some((rendezvous, device)), _) => {
+            format!(
+                "{} (rank 0 of {})",
+                devices::name(*device),
+                rendezvous.world
+            )
+        }
+        (None, [] | [_]) => devices::name(devices.first().copied().unwrap_or(fallback)),
+        (None, devices) => {
+            let names: Vec<String> = devices.iter().map(|&d| devices::name(d)).collect();
+            names.join(",")
+        }
+    }
+}
+
 /// A launched rank's device: `name`, else `cuda:LOCAL_RANK` where there is CUDA, else the CPU.
 pub fn rank_device(rendezvous: &Rendezvous, name: Option<&str>) -> Result<Device> {
     match name {
