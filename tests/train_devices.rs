@@ -72,6 +72,17 @@ fn cpu_ranks_train_spawned_or_launched_and_a_killed_worker_ends_the_run_resumabl
     let parallel = events.iter().find(|e| e["kind"] == "data_parallel");
     assert_eq!(parallel.unwrap()["data"]["ranks"], 2, "{events:?}");
     assert!(worker_pids(id).is_empty(), "the worker ended with the run");
+    // Each epoch's profile has the gradients' all-reduce, within its steps.
+    for epoch in training["profile"].as_array().unwrap() {
+        let (all_reduce, steps) = (
+            epoch["all_reduce_secs"].as_f64(),
+            epoch["step_secs"].as_f64(),
+        );
+        assert!(
+            matches!((all_reduce, steps), (Some(a), Some(s)) if a > 0.0 && a < s),
+            "{epoch}"
+        );
+    }
 
     // As torchrun or SLURM launch it: a queued training, `timbre train worker` for each rank.
     let mut args = start("Launched", "1");

@@ -192,14 +192,27 @@ describe('run reports', () => {
   it('sums the per-epoch profiles the trainer stores, starved as the latest epoch', () => {
     const epoch = (n: number, starved: boolean, gpu_percent: number | null, seconds = 40) => ({
       epoch: n, batch_size: 8, batches: 50, seconds, step_secs: 30, to_device_secs: 1, load_secs: 12, assemble_secs: 2,
-      waited_secs: 5, starved, gpu_percent,
+      waited_secs: 5, starved, gpu_percent, all_reduce_secs: null as number | null,
     });
     expect(runProfile([epoch(1, true, 20, 10), epoch(2, false, 70, 30)])).toEqual({
       load_s: 24, assemble_s: 4, waited_s: 10, step_s: 60, to_device_s: 2, batches: 100, starved: false, gpu_percent: 57.5,
+      all_reduce_s: null,
     });
+    // A data-parallel run's all-reduce, from the epochs that have it.
+    expect(runProfile([{ ...epoch(1, false, null), all_reduce_secs: 3 }, epoch(2, false, null)])?.all_reduce_s).toBe(3);
     expect(runProfile([epoch(1, false, null)])?.gpu_percent).toBeNull();
     expect(runProfile([])).toBeNull();
     expect(runProfile(null)).toBeNull();
+  });
+
+  it("shows a data-parallel run's averaging of gradients within its steps", () => {
+    const b = profileBreakdown({
+      load_s: 30, assemble_s: 10, waited_s: 25, step_s: 65, to_device_s: 10, batches: 200, starved: false, all_reduce_s: 15,
+    });
+    expect(b.trainer.map((s) => [s.key, s.share])).toEqual([['step', 0.5], ['all_reduce', 0.15], ['to_device', 0.1], ['waited', 0.25]]);
+    expect(b.trainer[1].label).toBe('Averaging gradients between GPUs');
+    expect(b.waitedShare).toBe(0.25);
+    expect(b.msPerBatch).toBe(500);
   });
 
   it('copes with a run that has not stepped yet', () => {
@@ -428,7 +441,7 @@ describe('Train page', () => {
     installFakeAudio();
     const profile = [
       { epoch: 1, batch_size: 8, batches: 100, seconds: 140, step_secs: 60, to_device_secs: 0, load_secs: 30,
-        assemble_secs: 10, waited_secs: 40, starved: true, gpu_percent: 33 },
+        assemble_secs: 10, waited_secs: 40, starved: true, gpu_percent: 33, all_reduce_secs: null },
     ];
     const be = backend({
       list_datasets: () => [makeDataset()],

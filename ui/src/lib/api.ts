@@ -128,6 +128,8 @@ export interface TrainingProfile {
   starved: boolean;
   /** The training GPU's mean utilisation, percent; null on the CPU. */
   gpu_percent?: number | null;
+  /** Within the steps, averaging gradients over the GPUs of a data-parallel run; null alone. */
+  all_reduce_s?: number | null;
 }
 
 /** A JSON column read as an object: its fields, or none when it holds something else. */

@@ -324,7 +324,7 @@ export function lossPoints(metrics: TrainingMetric[], key: LossKey): { x: number
 }
 
 export interface ProfileSegment {
-  key: 'step' | 'to_device' | 'waited' | 'load' | 'assemble';
+  key: 'step' | 'all_reduce' | 'to_device' | 'waited' | 'load' | 'assemble';
   label: string;
   seconds: number;
   /** Share of its bar, 0..1. */
@@ -374,12 +374,20 @@ export function runProfile(profile: TrainingRow['profile']): TrainingProfile | n
     starved: profile[profile.length - 1].starved,
     gpu_percent:
       measuredSecs > 0 ? measured.reduce((total, e) => total + (e.gpu_percent ?? 0) * e.seconds, 0) / measuredSecs : null,
+    all_reduce_s: profile.some((e) => finite(e.all_reduce_secs))
+      ? profile.reduce((total, e) => total + (finite(e.all_reduce_secs) ? e.all_reduce_secs : 0), 0)
+      : null,
   };
 }
 
 export function profileBreakdown(profile: TrainingProfile): ProfileBreakdown {
+  // A data-parallel run's steps: computing, then averaging the gradients over the GPUs.
+  const allReduce = Math.min(Math.max(profile.all_reduce_s ?? 0, 0), profile.step_s);
+  const averaging: Omit<ProfileSegment, 'share'>[] =
+    allReduce > 0 ? [{ key: 'all_reduce', label: t('train.profile_all_reduce'), seconds: allReduce }] : [];
   const trainer = segments([
-    { key: 'step', label: t('train.profile_step'), seconds: profile.step_s },
+    { key: 'step', label: t('train.profile_step'), seconds: profile.step_s - allReduce },
+    ...averaging,
     { key: 'to_device', label: t('train.profile_to_device'), seconds: profile.to_device_s ?? 0 },
     { key: 'waited', label: t('train.profile_waited'), seconds: profile.waited_s },
   ]);
@@ -391,7 +399,7 @@ export function profileBreakdown(profile: TrainingProfile): ProfileBreakdown {
   return {
     trainer,
     data,
-    waitedShare: trainer[2].share,
+    waitedShare: trainer.find((s) => s.key === 'waited')?.share ?? 0,
     msPerBatch: profile.batches > 0 && trainerSeconds > 0 ? (trainerSeconds / profile.batches) * 1000 : null,
     starved: profile.starved,
     gpuPercent: Number.isFinite(profile.gpu_percent) ? (profile.gpu_percent as number) : null,

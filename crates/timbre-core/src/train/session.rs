@@ -115,6 +115,10 @@ pub struct EpochProfile {
     /// The training GPU's mean utilisation over the epoch (NVML); None on the CPU.
     #[serde(default)]
     pub gpu_percent: Option<f64>,
+    /// Within the steps, averaging the gradients over the ranks of a data-parallel run; None
+    /// alone.
+    #[serde(default)]
+    pub all_reduce_secs: Option<f64>,
 }
 
 /// The trainer's side of an epoch's time.
@@ -123,6 +127,8 @@ struct EpochTiming {
     elapsed: Duration,
     stepping: Duration,
     to_device: Duration,
+    /// The gradients' all-reduces so far when the epoch started (a data-parallel run's).
+    all_reduced_before: Option<f64>,
 }
 
 /// One trainer at one batch size, running the epochs left (see the module).
@@ -251,7 +257,10 @@ impl<'a> Session<'a> {
         if let Some(sampler) = &self.gpu_sampler {
             sampler.take_mean();
         }
-        let mut timing = EpochTiming::default();
+        let mut timing = EpochTiming {
+            all_reduced_before: self.trainer.all_reduced().map(|a| a.seconds),
+            ..EpochTiming::default()
+        };
         for (number, batch) in producer.enumerate() {
             let copy_started = Instant::now();
             let batch = batch?.to_device(setup.device);
@@ -370,6 +379,11 @@ impl<'a> Session<'a> {
             waited_secs,
             starved: waited_secs > STARVED_SHARE * seconds,
             gpu_percent: self.gpu_sampler.as_ref().and_then(|s| s.take_mean()),
+            all_reduce_secs: self
+                .trainer
+                .all_reduced()
+                .zip(timing.all_reduced_before)
+                .map(|(now, before)| now.seconds - before),
         });
         let conn = self.setup.ctx.library().conn();
         let id = self.setup.training_id;

@@ -47,4 +47,9 @@ starved: boolean,
 /**
  * The training GPU's mean utilisation over the epoch (NVML); None on the CPU.
  */
-gpu_percent: number | null, };
+gpu_percent: number | null, 
+/**
+ * Within the steps, averaging the gradients over the ranks of a data-parallel run; None
+ * alone.
+ */
+all_reduce_secs: number | null, };
