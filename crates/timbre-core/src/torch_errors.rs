@@ -1,9 +1,9 @@
 //! libtorch's failures as typed errors. tch reports libtorch's errors as
 //! `TchError::Torch(message)`: returned by its `f_` calls, or as the panic of its infallible
-//! ones. Those whose message is libtorch's own out-of-memory report become
-//! [`ErrorKind::OutOfMemory`](crate::ErrorKind), which the job system retries with a smaller
-//! batch; nothing else is ever taken for one, whatever its text (a file may be named
-//! "out of memory.wav").
+//! ones. Those whose message is libtorch's own out-of-memory report (`timbre_nn::torch_errors`
+//! tells them) become [`ErrorKind::OutOfMemory`](crate::ErrorKind), which the job system
+//! retries with a smaller batch; nothing else is ever taken for one, whatever its text (a file
+//! may be named "out of memory.wav").
 
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
@@ -16,16 +16,10 @@ use tch::TchError;
 use crate::db::jobs::Lane;
 use crate::jobs::{JobContext, JobHandler, JobKind, Needs};
 use crate::settings::Settings;
-use timbre_nn::device::reports_out_of_memory;
+use timbre_nn::torch_errors::{
+    first_line, is_out_of_memory, reports_out_of_memory, torch_panic_message,
+};
 use timbre_nn::train::trainer::PeerFailure;
-
-/// tch's panics carry the `Debug` of its error: `…: Torch("<message>\n<stack trace>")`.
-const TORCH_PANIC: &str = "Torch(\"";
-
-/// The first line of a libtorch message: what it says, without the C++ stack trace after it.
-fn first_line(message: &str) -> &str {
-    message.lines().next().unwrap_or_default().trim_end()
-}
 
 /// `err` typed as out of memory when a libtorch error in its chain reports one (its message
 /// keeps the contexts around it), or another rank's did; any other error as it is.
@@ -38,10 +32,7 @@ pub fn typed(err: anyhow::Error) -> anyhow::Error {
     {
         return crate::error::out_of_memory(format!("{err:#}"));
     }
-    let torch_position = err.chain().position(|cause| {
-        matches!(cause.downcast_ref::<TchError>(),
-            Some(TchError::Torch(message)) if reports_out_of_memory(message))
-    });
+    let torch_position = err.chain().position(is_out_of_memory);
     let Some(position) = torch_position else {
         return err;
     };
@@ -54,18 +45,6 @@ pub fn typed(err: anyhow::Error) -> anyhow::Error {
         })
         .collect();
     crate::error::out_of_memory(parts.join(": "))
-}
-
-/// libtorch's message (its first line) when `panic` is a tch call's panic.
-fn torch_panic_message(panic: &(dyn Any + Send)) -> Option<String> {
-    let text = panic
-        .downcast_ref::<String>()
-        .map(String::as_str)
-        .or_else(|| panic.downcast_ref::<&str>().copied())?;
-    let (_, escaped) = text.split_once(TORCH_PANIC)?;
-    // The message is escaped as a Rust string literal: its line breaks are `\n`.
-    let message = escaped.split("\\n").next().unwrap_or_default();
-    Some(first_line(message.trim_end_matches("\")")).to_string())
 }
 
 /// The error a panic inside a tch call stands for: libtorch's message, typed as out of memory

@@ -79,9 +79,7 @@ fn batch(config: &TrainingConfig, size: i64, device: Device) -> Batch {
 
 /// Starts `ranks` processes of this benchmark as the ranks of one group and waits for them.
 fn run_ranks(ranks: usize) -> Result<()> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
+    let port = timbre_test_support::free_port();
     let threads = (env_or("BENCH_THREADS", 2) / ranks).max(1);
     let children: Vec<_> = (0..ranks)
         .map(|rank| {
@@ -103,12 +101,12 @@ fn run_ranks(ranks: usize) -> Result<()> {
 fn group(device: Device) -> Result<Option<Arc<ProcessGroup>>> {
     let rendezvous = match Rendezvous::from_env() {
         Ok(rendezvous) => rendezvous,
-        Err(_) if std::env::var("BENCH_GROUP").is_ok() => {
-            let port = std::net::TcpListener::bind("127.0.0.1:0")?
-                .local_addr()?
-                .port();
-            Rendezvous::on_this_machine(port, 0, 1, std::time::Duration::from_secs(600))
-        }
+        Err(_) if std::env::var("BENCH_GROUP").is_ok() => Rendezvous::on_this_machine(
+            timbre_test_support::free_port(),
+            0,
+            1,
+            std::time::Duration::from_secs(600),
+        ),
         Err(_) => return Ok(None),
     };
     let backend = match std::env::var("BENCH_GROUP").as_deref() {

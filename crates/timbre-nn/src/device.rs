@@ -195,24 +195,6 @@ impl Cpu {
     }
 }
 
-/// How libtorch words an allocation it could not make: CUDA's caching allocator, the CUDA
-/// runtime, cuBLAS and cuDNN, and the CPU allocator.
-const OUT_OF_MEMORY_REPORTS: [&str; 6] = [
-    "CUDA out of memory",
-    "CUDA error: out of memory",
-    "CUBLAS_STATUS_ALLOC_FAILED",
-    "CUDNN_STATUS_ALLOC_FAILED",
-    "DefaultCPUAllocator: can't allocate memory",
-    "DefaultCPUAllocator: not enough memory",
-];
-
-/// Whether a libtorch message is its report of an allocation it could not make.
-pub fn reports_out_of_memory(torch_message: &str) -> bool {
-    OUT_OF_MEMORY_REPORTS
-        .iter()
-        .any(|report| torch_message.contains(report))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

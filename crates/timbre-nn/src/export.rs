@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 
 use crate::checkpoint::{Value, write_torch_file};
 use crate::hubert::Embedder;
-use crate::synthesizer::{SynthesizerConfig, parse_sample_rate};
+use crate::synthesizer::{SynthesizerConfig, Vocoder, parse_sample_rate};
 
 /// What RVC writes beside the weights.
 #[derive(Debug, Clone)]
@@ -121,7 +121,7 @@ fn applio_entries(meta: &RvcModelMeta<'_>, trained: &Trained<'_>) -> Vec<(Value,
         (text("author"), Value::None),
         (text("embedder_model"), text(meta.embedder.name())),
         (text("speakers_id"), Value::Int(1)),
-        (text("vocoder"), text("HiFi-GAN")),
+        (text("vocoder"), text(Vocoder::HifiGan.name())),
     ]
 }
 

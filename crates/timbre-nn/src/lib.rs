@@ -23,6 +23,7 @@ pub mod speaker_encoder;
 pub mod stream;
 pub mod swift_f0;
 pub mod synthesizer;
+pub mod torch_errors;
 pub mod train;
 pub mod voice;
 pub mod weights;

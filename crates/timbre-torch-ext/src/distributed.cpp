@@ -2,7 +2,7 @@
 // rendezvous `init_process_group("env://")` makes, ProcessGroupGloo (libtorch_cpu exports it;
 // its header needs Gloo's, vendored in third_party/gloo), and the collectives data-parallel
 // training uses. ProcessGroupNCCL lives in libtorch_cuda, so its constructor is in the CUDA
-// half (cuda_graph.cpp); both come back here as a c10d::Backend.
+// half (cuda_nccl.cpp); both come back here as a c10d::Backend.
 
 #include <ATen/ATen.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>

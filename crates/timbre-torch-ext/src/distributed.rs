@@ -93,20 +93,12 @@ impl Rendezvous {
 
     /// The rendezvous the environment describes.
     pub fn from_env() -> Result<Self> {
-        Self::from_vars(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+        Self::from_vars(env_var)
     }
 
     /// The rendezvous that `var` (an environment lookup) describes.
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self> {
-        let number = |names: &[&str]| -> Result<Option<usize>> {
-            let Some((name, text)) = names.iter().find_map(|n| var(n).map(|v| (*n, v))) else {
-                return Ok(None);
-            };
-            text.trim()
-                .parse()
-                .map(Some)
-                .with_context(|| format!("{name}={text:?} is not a whole number"))
-        };
+        let number = |names: &[&str]| whole_number(&var, names);
         let host = var("MASTER_ADDR").context(
             "MASTER_ADDR is not set: a worker joins the rendezvous that MASTER_ADDR and MASTER_PORT name (torchrun and SLURM scripts set them)",
         )?;
@@ -122,8 +114,7 @@ impl Rendezvous {
         ensure!(world >= 1, "WORLD_SIZE is 0: a group has at least one rank");
         ensure!(rank < world, "RANK={rank} is not below WORLD_SIZE={world}");
         let local_rank = number(&["LOCAL_RANK", "SLURM_LOCALID"])?.unwrap_or(0);
-        let timeout = number(&["TIMBRE_COLLECTIVE_TIMEOUT_SECS"])?
-            .map_or(DEFAULT_TIMEOUT, |secs| Duration::from_secs(secs as u64));
+        let timeout = timeout_of(&var)?;
         Ok(Self {
             host,
             port: port as u16,
@@ -158,6 +149,33 @@ impl Rendezvous {
     fn is_local(&self) -> bool {
         matches!(self.host.as_str(), "127.0.0.1" | "localhost" | "::1")
     }
+}
+
+/// How long collectives wait as the environment says: `TIMBRE_COLLECTIVE_TIMEOUT_SECS`, else
+/// [`DEFAULT_TIMEOUT`].
+pub fn collective_timeout() -> Result<Duration> {
+    timeout_of(&env_var)
+}
+
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+fn timeout_of(var: &impl Fn(&str) -> Option<String>) -> Result<Duration> {
+    let secs = whole_number(var, &["TIMBRE_COLLECTIVE_TIMEOUT_SECS"])?;
+    Ok(secs.map_or(DEFAULT_TIMEOUT, |secs| Duration::from_secs(secs as u64)))
+}
+
+/// The whole number the first of `names` that `var` knows holds; an error naming it when it
+/// holds something else.
+fn whole_number(var: &impl Fn(&str) -> Option<String>, names: &[&str]) -> Result<Option<usize>> {
+    let Some((name, text)) = names.iter().find_map(|n| var(n).map(|v| (*n, v))) else {
+        return Ok(None);
+    };
+    text.trim()
+        .parse()
+        .map(Some)
+        .with_context(|| format!("{name}={text:?} is not a whole number"))
 }
 
 /// The collective library a group runs on.

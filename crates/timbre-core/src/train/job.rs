@@ -168,13 +168,14 @@ fn train(ctx: &JobContext, models: &Arc<ModelCache>, id: i64) -> Result<TrainRes
     let files = TrainingFiles::new(library.data_dir(), id, &training.name);
     let ranks = Ranks::start(library.data_dir(), id, &training_devices, &files)?;
     let batch_size = match &ranks {
-        Some(ranks) => worker::share_batch_size(ranks.group(), device, batch_size)?,
+        Some(ranks) => {
+            let shared = worker::share_batch_size(ranks.group(), device, batch_size)?;
+            let data = json!({ "ranks": ranks.group().world(), "devices": device_names });
+            ctx.event(Level::Info, "data_parallel", &data)?;
+            shared
+        }
         None => batch_size,
     };
-    if let Some(ranks) = &ranks {
-        let data = json!({ "ranks": ranks.group().world(), "devices": device_names });
-        ctx.event(Level::Info, "data_parallel", &data)?;
-    }
     let judge_setup = JudgeSetup {
         library,
         job_id: ctx.job_id(),

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use tch::Device;
-use timbre_torch_ext::distributed::{DEFAULT_TIMEOUT, GroupBackend, ProcessGroup, Rendezvous};
+use timbre_torch_ext::distributed::{GroupBackend, ProcessGroup, Rendezvous, collective_timeout};
 
 use super::files::TrainingFiles;
 use super::request::plan_of;
@@ -104,10 +104,7 @@ impl Ranks {
             .and_then(|listener| listener.local_addr())
             .context("finding a free port for the training's rendezvous")?
             .port();
-        let timeout = std::env::var("TIMBRE_COLLECTIVE_TIMEOUT_SECS")
-            .ok()
-            .and_then(|secs| secs.trim().parse().ok())
-            .map_or(DEFAULT_TIMEOUT, Duration::from_secs);
+        let timeout = collective_timeout()?;
         let rendezvous =
             |rank: usize| Rendezvous::on_this_machine(port, rank, devices.len(), timeout);
         std::fs::create_dir_all(files.root())

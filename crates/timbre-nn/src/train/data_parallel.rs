@@ -10,7 +10,6 @@
 //! before they all-reduce, so that every rank ends the step together: an out-of-memory one
 //! lowers the batch on all of them.
 
-use std::any::Any;
 use std::cell::Cell;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
@@ -22,8 +21,8 @@ use tch::{Device, Kind, Tensor};
 use timbre_torch_ext::distributed::ProcessGroup;
 
 use super::batch::Batch;
-use crate::device::reports_out_of_memory;
 use crate::synthesizer::{TrainableSynthesizer, TrainingNoise};
+use crate::torch_errors::{is_out_of_memory, reports_out_of_memory, torch_panic_message};
 
 /// Gradients travel in flat buckets of at most this many bytes.
 const BUCKET_BYTES: i64 = 25 << 20;
@@ -82,6 +81,20 @@ pub struct AllReduced {
     pub bytes: u64,
 }
 
+/// What a rank tells the others of its batch at the start of a step.
+struct RankBatch {
+    /// It steps (rank 0 sends false when it ends the run).
+    stepping: bool,
+    items: i64,
+    phone_frames: i64,
+    spec_frames: i64,
+    wave_samples: i64,
+    /// Its spectrogram frames, for the combined batch's KL denominator.
+    spec_lengths_total: i64,
+}
+
+const RANK_BATCH_FIELDS: usize = 6;
+
 /// What every rank learns at the start of a step.
 pub(super) struct StepPlan {
     /// This rank's batch, padded to the combined batch's lengths.
@@ -124,9 +137,9 @@ impl DataParallel {
         })
     }
 
-    /// The exchange that starts a step: every rank's lengths, and whether rank 0 ended the run.
-    /// `batch` is None on rank 0 when it ends the run ([`RunEnded`] on the others).
-    fn exchange_lengths(&self, batch: Option<&Batch>) -> Result<Vec<[i64; 5]>> {
+    /// The exchange that starts a step: every rank's batch shape, and whether rank 0 ended the
+    /// run. `batch` is None on rank 0 when it ends the run ([`RunEnded`] on the others).
+    fn exchange_lengths(&self, batch: Option<&Batch>) -> Result<Vec<RankBatch>> {
         let (rank, world) = (self.rank(), self.world());
         let mine = match batch {
             Some(batch) => [
@@ -135,19 +148,27 @@ impl DataParallel {
                 batch.phone.size()[1],
                 batch.spec.size()[2],
                 batch.wave.size()[2],
+                batch.spec_lengths.sum(Kind::Int64).int64_value(&[]),
             ],
-            None => [0; 5],
+            None => [0; RANK_BATCH_FIELDS],
         };
-        let mut slots = vec![0i64; 5 * world];
-        slots[5 * rank..5 * rank + 5].copy_from_slice(&mine);
+        let mut slots = vec![0i64; RANK_BATCH_FIELDS * world];
+        slots[RANK_BATCH_FIELDS * rank..RANK_BATCH_FIELDS * (rank + 1)].copy_from_slice(&mine);
         let exchanged = Tensor::from_slice(&slots).to_device(self.device);
         self.group.sum_(&exchanged)?;
         let slots = Vec::<i64>::try_from(exchanged.to_device(Device::Cpu))?;
-        let ranks: Vec<[i64; 5]> = slots
-            .chunks(5)
-            .map(|c| [c[0], c[1], c[2], c[3], c[4]])
+        let ranks: Vec<RankBatch> = slots
+            .chunks(RANK_BATCH_FIELDS)
+            .map(|c| RankBatch {
+                stepping: c[0] != 0,
+                items: c[1],
+                phone_frames: c[2],
+                spec_frames: c[3],
+                wave_samples: c[4],
+                spec_lengths_total: c[5],
+            })
             .collect();
-        if ranks[0][0] == 0 {
+        if !ranks[0].stepping {
             return Err(RunEnded.into());
         }
         Ok(ranks)
@@ -169,13 +190,15 @@ impl DataParallel {
         generator: &TrainableSynthesizer,
     ) -> Result<StepPlan> {
         let ranks = self.exchange_lengths(Some(batch))?;
-        let longest = |field: usize| ranks.iter().map(|r| r[field]).max().unwrap_or(0);
-        let sizes: Vec<i64> = ranks.iter().map(|r| r[1]).collect();
+        let longest = |field: fn(&RankBatch) -> i64| ranks.iter().map(field).max().unwrap_or(0);
+        let sizes: Vec<i64> = ranks.iter().map(|r| r.items).collect();
         ensure!(
             sizes.iter().all(|&size| size == sizes[0]),
             "the ranks' batches differ in size ({sizes:?}): their samplers disagree"
         );
-        let (phone_frames, spec_frames, wave_samples) = (longest(2), longest(3), longest(4));
+        let phone_frames = longest(|r| r.phone_frames);
+        let spec_frames = longest(|r| r.spec_frames);
+        let wave_samples = longest(|r| r.wave_samples);
         let batch = batch.padded_to(phone_frames, spec_frames, wave_samples);
         let local = batch.size();
         let combined = local * self.world() as i64;
@@ -196,9 +219,9 @@ impl DataParallel {
                 }
             })
             .collect();
-        let frames = batch.spec_lengths.sum(Kind::Float).view([1]);
-        self.group.sum_(&frames)?;
-        let kl_frames = frames.squeeze() / self.world() as f64;
+        let frames: i64 = ranks.iter().map(|r| r.spec_lengths_total).sum();
+        let kl_frames =
+            Tensor::from((frames as f64 / self.world() as f64) as f32).to_device(device);
         Ok(StepPlan {
             batch,
             noise: TrainingNoise::Given(draws),
@@ -225,8 +248,12 @@ impl DataParallel {
                 slots[world..].copy_from_slice(&values);
                 SUCCEEDED
             }
-            Ok(Err(error)) if error_is_out_of_memory(error) => OUT_OF_MEMORY,
-            Err(panic) if panic_is_out_of_memory(&**panic) => OUT_OF_MEMORY,
+            Ok(Err(error)) if error.chain().any(is_out_of_memory) => OUT_OF_MEMORY,
+            Err(panic)
+                if torch_panic_message(&**panic).is_some_and(|m| reports_out_of_memory(&m)) =>
+            {
+                OUT_OF_MEMORY
+            }
             _ => FAILED,
         };
         let exchanged = Tensor::from_slice(&slots).to_device(self.device);
@@ -280,21 +307,6 @@ impl DataParallel {
         });
         Ok(())
     }
-}
-
-fn error_is_out_of_memory(error: &anyhow::Error) -> bool {
-    error.chain().any(|cause| {
-        matches!(cause.downcast_ref::<tch::TchError>(),
-            Some(tch::TchError::Torch(message)) if reports_out_of_memory(message))
-    })
-}
-
-fn panic_is_out_of_memory(panic: &(dyn Any + Send)) -> bool {
-    let text = panic
-        .downcast_ref::<String>()
-        .map(String::as_str)
-        .or_else(|| panic.downcast_ref::<&str>().copied());
-    text.is_some_and(reports_out_of_memory)
 }
 
 /// Consecutive runs of `tensors` of one kind, each at most [`BUCKET_BYTES`] (or one tensor).
